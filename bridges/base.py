@@ -1,0 +1,266 @@
+"""The link-shaper contract shared by every bridge back-end (Linux tc, dnpipe, dummynet).
+
+A link has two directions, each its own pipe with dummynet semantics: random loss on
+arrival (plr), a drop-tail queue bounded in slots or bytes, serialization at `bw`, then a
+fixed `delay`. A back-end turns desired pipe states into commands (pure), reads the state
+back, verifies it field by field, and restores exactly what it found.
+
+The I/O loop (`apply`, `restore`) lives here once; back-ends only provide pure pieces and
+the read commands.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, ClassVar, Iterable, Mapping, Protocol
+
+from controller.commands import Command, CommandResult, Session, run_all
+from controller.errors import ParameterError, UnsupportedShaping, VerifyError
+from controller.units import (Queue, format_delay, format_probability, format_rate, parse_delay_us,
+                              parse_probability, parse_queue, parse_rate)
+
+
+class Direction(str, Enum):
+    FORWARD = "forward"  # side a -> side b
+    REVERSE = "reverse"  # side b -> side a
+
+
+DEFAULT_QUEUE = Queue(slots=50)  # dummynet's default
+
+
+@dataclass(frozen=True)
+class PipeConfig:
+    """Desired (or observed) state of one direction of a link."""
+
+    bw_bps: int | None = None  # None: unlimited
+    delay_us: int = 0
+    plr: float = 0.0
+    queue: Queue = DEFAULT_QUEUE
+    burst_bytes: int | None = None
+    mask: str | None = None    # dummynet per-flow queues, e.g. "dst-ip 0xffffffff"
+    sched: str | None = None   # dummynet scheduler type: fifo, wf2q+, rr, qfq, fq_codel, fq_pie
+
+    def __post_init__(self) -> None:
+        if self.bw_bps is not None and self.bw_bps <= 0:
+            raise ParameterError(f"bw: {self.bw_bps} bit/s is not positive (omit it for unlimited)")
+        if self.delay_us < 0:
+            raise ParameterError("delay: negative")
+        if not 0.0 <= self.plr <= 1.0:
+            raise ParameterError(f"plr: {self.plr} is outside 0..1")
+
+    @property
+    def unlimited(self) -> bool:
+        return self.bw_bps is None and self.delay_us == 0 and self.plr == 0.0
+
+    def describe(self) -> str:
+        parts = [f"bw {format_rate(self.bw_bps)}", f"delay {format_delay(self.delay_us)}",
+                 f"plr {format_probability(self.plr)}", f"queue {self.queue}"]
+        if self.burst_bytes is not None:
+            parts.append(f"burst {self.burst_bytes}B")
+        if self.mask:
+            parts.append(f"mask {self.mask}")
+        if self.sched:
+            parts.append(f"sched {self.sched}")
+        return ", ".join(parts)
+
+    def to_json(self) -> dict:
+        return {"bw_bps": self.bw_bps, "delay_us": self.delay_us, "plr": self.plr,
+                "queue": self.queue.to_json(), "burst_bytes": self.burst_bytes,
+                "mask": self.mask, "sched": self.sched}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "PipeConfig":
+        return cls(bw_bps=d.get("bw_bps"), delay_us=int(d.get("delay_us", 0)), plr=float(d.get("plr", 0.0)),
+                   queue=Queue.from_json(d.get("queue") or DEFAULT_QUEUE.to_json()),
+                   burst_bytes=d.get("burst_bytes"), mask=d.get("mask"), sched=d.get("sched"))
+
+    @classmethod
+    def from_args(cls, bw: str | None = None, delay: str | None = None, plr: str | None = None,
+                  queue: str | None = None, base: "PipeConfig | None" = None) -> "PipeConfig":
+        """Build from user strings (`20M`, `50ms`, `0.01%`, `50` / `64KB`); unset fields keep `base`."""
+        p = base or PipeConfig()
+        changes: dict[str, Any] = {}
+        if bw is not None:
+            changes["bw_bps"] = None if str(bw).lower() in ("0", "unlimited", "none") else parse_rate(bw, what="bw")
+        if delay is not None:
+            changes["delay_us"] = parse_delay_us(delay, what="delay")
+        if plr is not None:
+            changes["plr"] = parse_probability(plr, what="plr")
+        if queue is not None:
+            changes["queue"] = parse_queue(queue, what="queue")
+        return replace(p, **changes)
+
+
+PipeKey = tuple[str, Direction]  # (link name, direction)
+
+
+@dataclass
+class ShaperState:
+    """What a back-end read from its host: per pipe the observed config (None: not shaped)."""
+
+    pipes: dict[PipeKey, PipeConfig | None]
+    raw: dict[str, str] = field(default_factory=dict)      # command text -> output, for the run record
+    details: dict[str, Any] = field(default_factory=dict)  # back-end specific parsed objects
+    counters: dict[PipeKey, dict[str, int]] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"pipes": {f"{k[0]}.{k[1].value}": (v.to_json() if v else None) for k, v in self.pipes.items()},
+                "raw": self.raw, "details": self.details,
+                "counters": {f"{k[0]}.{k[1].value}": v for k, v in self.counters.items()}}
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    rate: bool = True
+    delay: bool = False
+    loss: bool = False
+    queue_slots: bool = True
+    queue_bytes: bool = True
+    max_bw_bps: int | None = None
+    max_delay_us: int | None = None
+    masks: bool = False
+
+
+class Shaper(Protocol):
+    """A link-shaper back-end bound to one bridge host and the links it carries."""
+
+    kind: ClassVar[str]
+    host: str
+
+    def capabilities(self) -> Capabilities: ...
+
+    def validate(self, desired: Mapping[PipeKey, PipeConfig]) -> None:
+        """Raise UnsupportedShaping / ParameterError before anything is sent."""
+
+    def read_commands(self) -> list[Command]:
+        """Read-only commands whose outputs `parse_state` turns into a ShaperState."""
+
+    def parse_state(self, results: list[CommandResult]) -> ShaperState: ...
+
+    def plan(self, desired: Mapping[PipeKey, PipeConfig], observed: ShaperState) -> list[Command]:
+        """Commands that take the host from `observed` to `desired` (pure)."""
+
+    def verify(self, desired: Mapping[PipeKey, PipeConfig | None], observed: ShaperState) -> list[str]:
+        """Differences by field between desired and observed; empty when equal (pure)."""
+
+    def plan_restore(self, before: ShaperState, now: ShaperState) -> list[Command]:
+        """Commands that bring back exactly `before` (pure)."""
+
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register(kind: str):
+    def deco(cls: type) -> type:
+        if kind in _REGISTRY and _REGISTRY[kind] is not cls:
+            raise ValueError(f"shaper kind {kind!r} registered twice")
+        _REGISTRY[kind] = cls
+        cls.kind = kind
+        return cls
+    return deco
+
+
+def shaper_class(kind: str) -> type:
+    _load_builtin()
+    try:
+        return _REGISTRY[kind]
+    except KeyError:
+        raise UnsupportedShaping(f"unknown shaper kind {kind!r} (known: {', '.join(sorted(_REGISTRY))})") from None
+
+
+def registered_kinds() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def _load_builtin() -> None:
+    # Importing registers them; kept lazy so that a back-end's import errors stay local.
+    import importlib
+    for mod in ("bridges.tc", "bridges.dnpipe_driver", "bridges.dummynet"):
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:
+                raise
+
+
+def check_capabilities(kind: str, caps: Capabilities, host: str,
+                       desired: Mapping[PipeKey, PipeConfig]) -> None:
+    """The common part of `validate`: refuse what the back-end cannot do, naming the pipe."""
+    for (link, direction), p in desired.items():
+        where = f"{host} ({kind}) link {link} {direction.value}"
+        if p.delay_us and not caps.delay:
+            raise UnsupportedShaping(f"{where}: delay {format_delay(p.delay_us)} requested but the {kind} "
+                                     "back-end cannot delay packets (use a dnpipe or dummynet bridge)")
+        if p.plr and not caps.loss:
+            raise UnsupportedShaping(f"{where}: plr {format_probability(p.plr)} requested but the {kind} "
+                                     "back-end cannot drop packets at random")
+        if p.queue.bytes is not None and not caps.queue_bytes:
+            raise UnsupportedShaping(f"{where}: byte-bounded queue not supported")
+        if p.queue.slots is not None and not caps.queue_slots:
+            raise UnsupportedShaping(f"{where}: slot-bounded queue not supported")
+        if p.bw_bps is not None and caps.max_bw_bps is not None and p.bw_bps > caps.max_bw_bps:
+            raise UnsupportedShaping(f"{where}: bw {format_rate(p.bw_bps)} above the back-end's "
+                                     f"{format_rate(caps.max_bw_bps)}")
+        if caps.max_delay_us is not None and p.delay_us > caps.max_delay_us:
+            raise UnsupportedShaping(f"{where}: delay {format_delay(p.delay_us)} above the back-end's "
+                                     f"{format_delay(caps.max_delay_us)}")
+        if (p.mask or p.sched) and not caps.masks:
+            raise UnsupportedShaping(f"{where}: masks / scheduler types need a dummynet bridge")
+
+
+def diff_pipe(want: PipeConfig | None, got: PipeConfig | None, *, label: str,
+              bw_tolerance: float = 0.0, fields: Iterable[str] = ("bw_bps", "delay_us", "plr", "queue")) -> list[str]:
+    """Field-by-field differences of two pipe states, as human-readable strings."""
+    if want is None and got is None:
+        return []
+    if want is None or got is None:
+        return [f"{label}: expected {'unshaped' if want is None else want.describe()}, "
+                f"found {'unshaped' if got is None else got.describe()}"]
+    out = []
+    for f in fields:
+        a, b = getattr(want, f), getattr(got, f)
+        if f == "bw_bps" and a is not None and b is not None and bw_tolerance:
+            if abs(a - b) <= bw_tolerance * a:
+                continue
+        elif f == "plr" and abs(a - b) <= 1e-9:
+            continue
+        if a != b:
+            show = {"bw_bps": format_rate, "delay_us": format_delay, "plr": format_probability}.get(f, str)
+            out.append(f"{label}: {f} expected {show(a)}, found {show(b)}")
+    return out
+
+
+async def read_state(shaper: Shaper, session: Session) -> ShaperState:
+    results = await run_all(session, shaper.read_commands())
+    return shaper.parse_state(results)
+
+
+async def apply(shaper: Shaper, session: Session, desired: Mapping[PipeKey, PipeConfig],
+                before: ShaperState | None = None) -> tuple[ShaperState, ShaperState]:
+    """Validate, read, plan, apply, read back, verify. Returns (before, after)."""
+    shaper.validate(desired)
+    if before is None:
+        before = await read_state(shaper, session)
+    await run_all(session, shaper.plan(desired, before))
+    after = await read_state(shaper, session)
+    diffs = shaper.verify(desired, after)
+    if diffs and not isinstance(session, _dry_types()):
+        raise VerifyError(session.host, "shaping", diffs)
+    return before, after
+
+
+async def restore(shaper: Shaper, session: Session, before: ShaperState) -> ShaperState:
+    """Bring back `before` exactly, then prove it by reading back."""
+    now = await read_state(shaper, session)
+    await run_all(session, shaper.plan_restore(before, now))
+    after = await read_state(shaper, session)
+    diffs = shaper.verify(before.pipes, after)
+    if diffs and not isinstance(session, _dry_types()):
+        raise VerifyError(session.host, "restore", diffs)
+    return after
+
+
+def _dry_types() -> tuple[type, ...]:
+    from controller.commands import DryRunSession
+    return (DryRunSession,)

@@ -1,0 +1,1 @@
+"""ctl: the controller of a hardware-in-the-loop network testbed."""

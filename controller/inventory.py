@@ -1,0 +1,515 @@
+"""Typed, strict rack model loaded from YAML.
+
+A typo or a missing field is an error naming the file, the line and the field, never
+silently ignored (pydantic, `extra="forbid"`). Secrets are references: the name of an
+environment variable or the path of a file, never the value.
+"""
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from controller.errors import InventoryError, ParameterError
+from controller.units import parse_rate
+
+FORMAT_VERSION = 1
+_NAME = r"^[a-z][a-z0-9-]{0,30}$"
+
+
+def _expand_path(v: Any) -> Any:
+    """`~` and `${VAR}` in paths; ctl sets CTL_STATE_DIR before loading an inventory."""
+    if isinstance(v, (str, Path)):
+        text = os.path.expandvars(os.path.expanduser(str(v)))
+        if "$" in text:
+            raise ValueError(f"{v!r}: undefined environment variable in path")
+        return Path(text)
+    return v
+
+
+XPath = Annotated[Path, BeforeValidator(_expand_path)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Role(str, Enum):
+    ENDPOINT = "endpoint"
+    BRIDGE = "bridge"
+    MODEM_HOST = "modem-host"
+    SWITCH = "switch"
+
+
+class SecretRef(Strict):
+    """Where a secret lives: an environment variable, or a file (first line). Never the value."""
+
+    env: str | None = None
+    file: XPath | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "SecretRef":
+        if self.env is None and self.file is None:
+            raise ValueError("give `env` (variable name) or `file` (path): secrets are references")
+        return self
+
+    def resolve(self, what: str) -> str:
+        if self.env and os.environ.get(self.env):
+            return os.environ[self.env]
+        if self.file is not None:
+            try:
+                value = self.file.read_text().splitlines()[0].strip()
+            except (OSError, IndexError) as exc:
+                raise ParameterError(f"{what}: cannot read secret file {self.file}: {exc}") from None
+            if value:
+                return value
+        where = " or ".join(x for x in (f"${self.env}" if self.env else "",
+                                         str(self.file) if self.file else "") if x)
+        raise ParameterError(f"{what}: secret not available (set {where})")
+
+    def describe(self) -> str:
+        parts = []
+        if self.env:
+            parts.append(f"env:{self.env}")
+        if self.file:
+            parts.append(f"file:{self.file}")
+        return ",".join(parts)
+
+
+class SSH(Strict):
+    user: str = "root"
+    port: int = Field(22, ge=1, le=65535)
+    key_file: XPath
+    known_hosts: XPath
+    connect_timeout: float = Field(10.0, gt=0)
+    command_timeout: float = Field(60.0, gt=0)
+
+
+class SSHDefaults(Strict):
+    user: str = "root"
+    port: int = Field(22, ge=1, le=65535)
+    key_file: XPath | None = None
+    known_hosts: XPath | None = None
+    connect_timeout: float = Field(10.0, gt=0)
+    command_timeout: float = Field(60.0, gt=0)
+
+
+class SNMP(Strict):
+    version: Literal["2c", "3"]
+    port: int = Field(161, ge=1, le=65535)
+    community: SecretRef | None = None
+    user: str | None = None
+    auth_protocol: Literal["md5", "sha", "sha224", "sha256", "sha384", "sha512"] | None = None
+    auth_key: SecretRef | None = None
+    priv_protocol: Literal["des", "aes", "aes192", "aes256"] | None = None
+    priv_key: SecretRef | None = None
+    timeout: float = Field(1.0, gt=0)
+    retries: int = Field(1, ge=0)
+    interfaces: list[str] = Field(default_factory=list, description="ifName values to poll; empty = all")
+
+    @model_validator(mode="after")
+    def _creds(self) -> "SNMP":
+        if self.version == "2c" and self.community is None:
+            raise ValueError("SNMP v2c needs `community` (a secret reference)")
+        if self.version == "3":
+            if not self.user or not self.auth_key or not self.priv_key or not self.auth_protocol \
+                    or not self.priv_protocol:
+                raise ValueError("SNMP v3 needs user, auth_protocol, auth_key, priv_protocol, priv_key "
+                                 "(authPriv; keys are secret references)")
+        return self
+
+
+class Mgmt(Strict):
+    address: str
+
+    @field_validator("address")
+    @classmethod
+    def _addr(cls, v: str) -> str:
+        try:
+            ipaddress.ip_address(v)
+        except ValueError:
+            if not re.match(r"^[A-Za-z0-9.-]+$", v):
+                raise ValueError(f"{v!r} is neither an IP address nor a host name") from None
+        return v
+
+
+class Interface(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,15}$")
+    address: str | None = None
+    link: str | None = None
+    side: Literal["a", "b"] | None = None
+    mac: str | None = None
+
+    @field_validator("address")
+    @classmethod
+    def _cidr(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            ipaddress.ip_interface(v)
+        except ValueError:
+            raise ValueError(f"{v!r} is not an address with prefix length (e.g. 10.1.0.11/24)") from None
+        if "/" not in v:
+            raise ValueError(f"{v!r} needs a prefix length (e.g. {v}/24)")
+        return v
+
+    @model_validator(mode="after")
+    def _link_side(self) -> "Interface":
+        if (self.link is None) != (self.side is None):
+            raise ValueError("an interface on a link needs both `link` and `side`")
+        return self
+
+    @property
+    def ip(self) -> str | None:
+        return str(ipaddress.ip_interface(self.address).ip) if self.address else None
+
+
+class TcShaper(Strict):
+    kind: Literal["tc"]
+
+
+class DnpipeShaper(Strict):
+    kind: Literal["dnpipe"]
+    binary: XPath = Path("dnpipe")
+    control_dir: XPath = Path("/run/dnpipe")
+
+
+class DummynetShaper(Strict):
+    kind: Literal["dummynet"]
+    tool: Literal["auto", "ipfw", "dnctl"] = "auto"
+    rule_range: tuple[int, int] = (10000, 10999)
+    pipe_range: tuple[int, int] = (10000, 10999)
+
+    @model_validator(mode="after")
+    def _ranges(self) -> "DummynetShaper":
+        for name, (lo, hi) in (("rule_range", self.rule_range), ("pipe_range", self.pipe_range)):
+            if not (1 <= lo <= hi <= 65534):
+                raise ValueError(f"{name} must be 1 <= low <= high <= 65534")
+        return self
+
+
+ShaperSpec = Annotated[TcShaper | DnpipeShaper | DummynetShaper, Field(discriminator="kind")]
+
+
+class Modem(Strict):
+    family: Literal["mmcli", "qmicli", "at-quectel", "at-sierra", "at-huawei", "at-generic", "wimax"]
+    device: str
+    baud: int = 115200
+    interface: str | None = Field(None, description="the network interface the modem provides (wwan0)")
+
+
+class GPS(Strict):
+    gpsd: str = "127.0.0.1:2947"
+
+
+class Host(Strict):
+    role: Role
+    os: Literal["linux", "freebsd", "switch-os"] = "linux"
+    mgmt: Mgmt
+    ssh: SSHDefaults | None = None
+    interfaces: list[Interface] = Field(default_factory=list)
+    shaper: ShaperSpec | None = None
+    snmp: SNMP | None = None
+    modem: Modem | None = None
+    gps: GPS | None = None
+    uplink: str | None = Field(None, description="interface carrying the modem host's uplink")
+    facts: dict[str, str] = Field(default_factory=dict,
+                                  description="known host facts a dry run assumes (os_release, sysctls)")
+
+    @model_validator(mode="after")
+    def _role_fields(self) -> "Host":
+        if self.role is Role.BRIDGE and self.shaper is None:
+            raise ValueError("a bridge needs a `shaper` (kind: tc, dnpipe or dummynet)")
+        if self.role is not Role.BRIDGE and self.shaper is not None:
+            raise ValueError("only a bridge has a `shaper`")
+        if self.role is Role.MODEM_HOST and self.modem is None:
+            raise ValueError("a modem-host needs a `modem`")
+        if self.shaper is not None and self.shaper.kind == "dummynet" and self.os != "freebsd":
+            raise ValueError("a dummynet shaper runs on os: freebsd")
+        if self.shaper is not None and self.shaper.kind in ("tc", "dnpipe") and self.os != "linux":
+            raise ValueError(f"a {self.shaper.kind} shaper runs on os: linux")
+        names = [i.name for i in self.interfaces]
+        if len(names) != len(set(names)):
+            raise ValueError("interface names repeat")
+        return self
+
+
+class PipeRef(Strict):
+    pipe: int | None = Field(None, ge=1, le=65534)
+
+
+class Baseline(Strict):
+    """Link state the rack returns to between runs (unlimited when absent)."""
+
+    bw: str | None = None
+    delay: str | None = None
+    plr: str | None = None
+    queue: str | None = None
+
+
+class Link(Strict):
+    bridge: str
+    a_port: str
+    b_port: str
+    forward: PipeRef = PipeRef()
+    reverse: PipeRef = PipeRef()
+    capacity: str = "1G"
+    switch: str | None = None
+    switch_ports: list[str] = Field(default_factory=list)
+    baseline: Baseline | None = None
+
+    @field_validator("capacity")
+    @classmethod
+    def _capacity(cls, v: str) -> str:
+        try:
+            parse_rate(v, what="capacity")
+        except ParameterError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+    @property
+    def capacity_bps(self) -> int:
+        return parse_rate(self.capacity)
+
+
+class InfluxDB(Strict):
+    url: str
+    org: str
+    bucket: str
+    token: SecretRef
+    managed: bool = False
+
+
+class Virtual(Strict):
+    """How `ctl lab up` builds this inventory out of network namespaces."""
+
+    netns_prefix: str = Field(pattern=r"^[a-z][a-z0-9]{1,5}$")
+    mgmt_bridge: str = Field(pattern=r"^[A-Za-z0-9_-]{1,15}$")
+    mgmt_address: str
+    runtime_dir: XPath
+    influxdb_port: int = Field(8086, ge=1, le=65535)
+
+    @field_validator("mgmt_address")
+    @classmethod
+    def _cidr(cls, v: str) -> str:
+        try:
+            ipaddress.ip_interface(v)
+        except ValueError:
+            raise ValueError(f"{v!r} is not an address with prefix length") from None
+        return v
+
+
+class Inventory(Strict):
+    version: Literal[1]
+    name: str = Field(pattern=_NAME)
+    kind: Literal["virtual", "physical"]
+    description: str = ""
+    ssh: SSHDefaults = SSHDefaults()
+    virtual: Virtual | None = None
+    influxdb: InfluxDB | None = None
+    hosts: dict[str, Host]
+    links: dict[str, Link] = Field(default_factory=dict)
+    _source: Path | None = PrivateAttr(None)
+
+    @field_validator("hosts", "links")
+    @classmethod
+    def _names(cls, v: dict) -> dict:
+        for name in v:
+            if not re.match(_NAME, name):
+                raise ValueError(f"name {name!r} must match {_NAME}")
+        return v
+
+    @model_validator(mode="after")
+    def _cross(self) -> "Inventory":
+        if self.kind == "virtual" and self.virtual is None:
+            raise ValueError("a virtual inventory needs a `virtual` section")
+        if self.kind == "physical" and self.virtual is not None:
+            raise ValueError("a physical inventory has no `virtual` section")
+        for lname, link in self.links.items():
+            bridge = self.hosts.get(link.bridge)
+            if bridge is None:
+                raise ValueError(f"link {lname}: bridge {link.bridge!r} is not a host")
+            if bridge.role is not Role.BRIDGE:
+                raise ValueError(f"link {lname}: host {link.bridge!r} is not a bridge")
+            ports = {i.name for i in bridge.interfaces}
+            for port in (link.a_port, link.b_port):
+                if port not in ports:
+                    raise ValueError(f"link {lname}: bridge {link.bridge} has no interface {port!r}")
+            if bridge.shaper and bridge.shaper.kind == "dummynet":
+                for d in ("forward", "reverse"):
+                    if getattr(link, d).pipe is None:
+                        raise ValueError(f"link {lname}: a dummynet link needs {d}.pipe")
+                if link.forward.pipe == link.reverse.pipe:
+                    raise ValueError(f"link {lname}: one pipe per direction (forward and reverse share "
+                                     f"pipe {link.forward.pipe})")
+            if link.switch is not None and link.switch not in self.hosts:
+                raise ValueError(f"link {lname}: switch {link.switch!r} is not a host")
+        for hname, host in self.hosts.items():
+            for iface in host.interfaces:
+                if iface.link is not None and iface.link not in self.links:
+                    raise ValueError(f"host {hname}: interface {iface.name} names unknown link {iface.link!r}")
+            if host.role is not Role.SWITCH:
+                ssh = self.ssh_for(hname)
+                if ssh is None:
+                    raise ValueError(f"host {hname}: no SSH key_file/known_hosts (set them under `ssh`)")
+        pipes: dict[tuple[str, int], str] = {}
+        for lname, link in self.links.items():
+            for d in ("forward", "reverse"):
+                p = getattr(link, d).pipe
+                if p is None:
+                    continue
+                key = (link.bridge, p)
+                if key in pipes:
+                    raise ValueError(f"link {lname}: pipe {p} on {link.bridge} is already used by {pipes[key]}")
+                pipes[key] = f"{lname}.{d}"
+        return self
+
+    # ---- queries -------------------------------------------------------------------------
+
+    def ssh_for(self, host: str) -> SSH | None:
+        h = self.hosts[host]
+        merged: dict[str, Any] = self.ssh.model_dump()
+        if h.ssh is not None:
+            merged.update({k: v for k, v in h.ssh.model_dump().items() if k in h.ssh.model_fields_set})
+        if merged.get("key_file") is None or merged.get("known_hosts") is None:
+            return None
+        return SSH(**merged)
+
+    def by_role(self, role: Role) -> list[str]:
+        return sorted(n for n, h in self.hosts.items() if h.role is role)
+
+    def interface_on(self, host: str, link: str) -> Interface:
+        for iface in self.hosts[host].interfaces:
+            if iface.link == link:
+                return iface
+        raise InventoryError(f"host {host} has no interface on link {link}")
+
+    def hosts_on(self, link: str, side: str) -> list[str]:
+        return sorted(n for n, h in self.hosts.items() if any(i.link == link and i.side == side
+                                                                for i in h.interfaces))
+
+    def link_of_address(self, address: str) -> str | None:
+        try:
+            ip = ipaddress.ip_address(address.split("%")[0])
+        except ValueError:
+            return None
+        if ip.version == 6 and ip.ipv4_mapped:
+            ip = ip.ipv4_mapped
+        for host in self.hosts.values():
+            for iface in host.interfaces:
+                if iface.link and iface.address and ipaddress.ip_interface(iface.address).ip == ip:
+                    return iface.link
+        return None
+
+    def snapshot(self) -> dict:
+        """The inventory as recorded in a run record: references only, no secret values."""
+        return self.model_dump(mode="json")
+
+
+# ---- loading with file / line / field ------------------------------------------------------
+
+class _LineLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_with_lines(loader: yaml.SafeLoader, node: yaml.Node, lines: dict, path: tuple) -> Any:
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if key in out:
+                raise InventoryError(f"{loader.name}:{key_node.start_mark.line + 1}: duplicate key {key!r}")
+            sub = path + (key,)
+            lines[sub] = key_node.start_mark.line + 1
+            out[key] = _construct_with_lines(loader, value_node, lines, sub)
+            lines[sub] = key_node.start_mark.line + 1
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_construct_with_lines(loader, n, lines, path + (i,)) for i, n in enumerate(node.value)]
+    return loader.construct_object(node, deep=True)
+
+
+def load_yaml_with_lines(path: Path) -> tuple[Any, dict[tuple, int]]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InventoryError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    loader = _LineLoader(text)
+    loader.name = str(path)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise InventoryError(f"{path}: empty file")
+        lines: dict[tuple, int] = {}
+        data = _construct_with_lines(loader, node, lines, ())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InventoryError(f"{where}: YAML error: {problem}") from None
+    finally:
+        loader.dispose()
+    return data, lines
+
+
+def format_validation_error(path: Path, exc: ValidationError, lines: dict[tuple, int]) -> str:
+    errors = exc.errors()
+    # An unknown key is usually the cause of a "missing" one next to it: report it first.
+    err = sorted(errors, key=lambda e: e["type"] != "extra_forbidden")[0]
+    loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x in _UNION_TAGS))
+    line = None
+    for cut in range(len(loc), -1, -1):
+        if loc[:cut] in lines:
+            line = lines[loc[:cut]]
+            break
+    field = ".".join(str(x) for x in loc) or "(top level)"
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field (typo?)"
+    elif err["type"] == "missing":
+        msg = "required field missing"
+    msg = msg.removeprefix("Value error, ")
+    more = len(errors) - 1
+    tail = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
+    return f"{path}:{line if line is not None else '?'}: {field}: {msg}{tail}"
+
+
+_UNION_TAGS = {"tc", "dnpipe", "dummynet", "TcShaper", "DnpipeShaper", "DummynetShaper"}
+
+
+def load_inventory(path: str | Path) -> Inventory:
+    p = Path(path)
+    data, lines = load_yaml_with_lines(p)
+    if not isinstance(data, dict):
+        raise InventoryError(f"{p}:1: the inventory must be a mapping")
+    try:
+        inv = Inventory.model_validate(data)
+    except ValidationError as exc:
+        raise InventoryError(format_validation_error(p, exc, lines)) from None
+    inv._source = p
+    return inv
+
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_INVENTORY = PROJECT_ROOT / "inventory" / "virtual.yaml"
+
+
+def resolve_inventory_path(flag: str | None) -> Path:
+    """CLI flag > $CTL_INVENTORY > inventory/virtual.yaml."""
+    if flag:
+        return Path(flag)
+    env = os.environ.get("CTL_INVENTORY")
+    if env:
+        return Path(env)
+    return DEFAULT_INVENTORY
+
+
+def source_of(inv: Inventory) -> Path | None:
+    return inv._source

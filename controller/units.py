@@ -1,0 +1,247 @@
+"""Unit parsing and formatting: pure functions, one convention for the whole project.
+
+Conventions (stated once, used everywhere):
+- rates are integers in bit/s; `k`/`M`/`G`/`T` are decimal (20M = 20 000 000 bit/s), a
+  lowercase `b` means bits and an uppercase `B` means bytes (`10MB/s` = 80 Mbit/s);
+- durations and delays are given with a unit (`50ms`, `2s`, `250us`, `10min`, `2h`);
+  delays are kept as integer microseconds, durations as float seconds;
+- probabilities are fractions in [0, 1] or percentages (`0.01%` = 0.0001);
+- sizes are bytes, and K/M/G with a byte unit are binary (`64KB` = 65536 bytes), which is
+  how dummynet reads `queue 64KBytes`; `KiB`/`MiB` are accepted and mean the same;
+- a queue is either a number of slots (`50`) or a byte size (`64KB`).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from controller.errors import ParameterError
+
+_NUMBER = r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?"
+
+_RATE_PREFIX = {"": 1, "k": 10**3, "K": 10**3, "m": 10**6, "M": 10**6, "g": 10**9, "G": 10**9,
+                "t": 10**12, "T": 10**12}
+_RATE_BITS = {"", "bit/s", "bits/s", "bit", "bits", "bps", "b/s", "b", "bit/sec", "bits/sec"}
+_RATE_BYTES = {"Byte/s", "Bytes/s", "B/s", "Bps", "B", "byte/s", "bytes/s"}
+_RATE_RE = re.compile(r"^\s*" + _NUMBER + r"\s*([kKmMgGtT]?)([A-Za-z/]*)\s*$")
+
+
+def _number(mantissa: str, exponent: str | None) -> float:
+    value = float(mantissa)
+    if exponent:
+        value *= 10.0 ** int(exponent)
+    return value
+
+
+def parse_rate(text: str | int | float, *, what: str = "rate", allow_zero: bool = False) -> int:
+    """`20M`, `20Mbit/s`, `100Mbps`, `1G`, `2.5M`, `10MB/s`, `20000000` -> bit/s (int)."""
+    if isinstance(text, bool):
+        raise ParameterError(f"{what}: {text!r} is not a rate")
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = _RATE_RE.match(str(text))
+        if not m:
+            raise ParameterError(f"{what}: {text!r} is not a rate (examples: 20M, 100Mbit/s, 1G)")
+        mantissa, exponent, prefix, unit = m.groups()
+        if unit in _RATE_BITS:
+            scale = 1
+        elif unit in _RATE_BYTES:
+            scale = 8
+        else:
+            raise ParameterError(f"{what}: unknown unit {prefix + unit!r} in {text!r} "
+                                 "(use bit/s, bps, B/s with k, M, G)")
+        value = _number(mantissa, exponent) * _RATE_PREFIX[prefix] * scale
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ParameterError(f"{what}: {text!r} must be a positive rate")
+    bps = int(round(value))
+    if bps == 0 and not allow_zero:
+        raise ParameterError(f"{what}: {text!r} is below 1 bit/s")
+    return bps
+
+
+_DURATION_UNITS = {
+    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+    "h": 3600.0, "hr": 3600.0, "hour": 3600.0, "hours": 3600.0,
+}
+_DURATION_RE = re.compile(r"^\s*" + _NUMBER + r"\s*([a-zµ]*)\s*$")
+
+
+def parse_duration(text: str | int | float, *, what: str = "duration", default_unit: str | None = "s",
+                   allow_zero: bool = False) -> float:
+    """`30`, `30s`, `1.5s`, `10min`, `2h`, `50ms` -> seconds (float)."""
+    if isinstance(text, bool):
+        raise ParameterError(f"{what}: {text!r} is not a duration")
+    if isinstance(text, (int, float)):
+        if default_unit is None:
+            raise ParameterError(f"{what}: {text!r} needs a unit (e.g. 50ms)")
+        value = float(text) * _DURATION_UNITS[default_unit]
+    else:
+        m = _DURATION_RE.match(str(text))
+        if not m:
+            raise ParameterError(f"{what}: {text!r} is not a duration (examples: 50ms, 30s, 2h)")
+        mantissa, exponent, unit = m.groups()
+        if unit == "":
+            if default_unit is None:
+                raise ParameterError(f"{what}: {text!r} needs a unit (e.g. {text}ms)")
+            unit = default_unit
+        if unit not in _DURATION_UNITS:
+            raise ParameterError(f"{what}: unknown unit {unit!r} in {text!r} (use us, ms, s, min, h)")
+        value = _number(mantissa, exponent) * _DURATION_UNITS[unit]
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ParameterError(f"{what}: {text!r} must be {'non-negative' if allow_zero else 'positive'}")
+    return value
+
+
+def parse_delay_us(text: str | int | float, *, what: str = "delay") -> int:
+    """One-way delay with a mandatory unit (`50ms`, `0.5ms`, `800ms`, `0`) -> microseconds."""
+    if isinstance(text, str) and text.strip() in {"0", "0.0"}:
+        return 0
+    if isinstance(text, (int, float)) and not isinstance(text, bool) and text == 0:
+        return 0
+    seconds = parse_duration(text, what=what, default_unit=None, allow_zero=True)
+    us = seconds * 1e6
+    rounded = int(round(us))
+    if abs(us - rounded) > 1e-6 * max(1.0, us):
+        raise ParameterError(f"{what}: {text!r} is finer than 1 microsecond")
+    return rounded
+
+
+_PROB_RE = re.compile(r"^\s*" + _NUMBER + r"\s*(%?)\s*$")
+
+
+def parse_probability(text: str | int | float, *, what: str = "loss") -> float:
+    """`0.01%` -> 0.0001, `1%` -> 0.01, `0.05` -> 0.05 (a fraction), `0` -> 0."""
+    if isinstance(text, bool):
+        raise ParameterError(f"{what}: {text!r} is not a probability")
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = _PROB_RE.match(str(text))
+        if not m:
+            raise ParameterError(f"{what}: {text!r} is not a probability (examples: 0.01%, 1%, 0.05)")
+        mantissa, exponent, percent = m.groups()
+        value = _number(mantissa, exponent)
+        if percent:
+            value /= 100.0
+    if not math.isfinite(value) or value < 0 or value > 1:
+        raise ParameterError(f"{what}: {text!r} is outside 0..1 (0%..100%)")
+    return value
+
+
+_SIZE_UNITS = {
+    "": 1, "b": 1, "B": 1, "byte": 1, "bytes": 1,
+    "K": 1024, "k": 1024, "KB": 1024, "kB": 1024, "KiB": 1024, "Kbytes": 1024, "KBytes": 1024,
+    "M": 1024**2, "MB": 1024**2, "MiB": 1024**2, "Mbytes": 1024**2, "MBytes": 1024**2,
+    "G": 1024**3, "GB": 1024**3, "GiB": 1024**3,
+}
+_SIZE_RE = re.compile(r"^\s*" + _NUMBER + r"\s*([A-Za-z]*)\s*$")
+
+
+def parse_size(text: str | int, *, what: str = "size", allow_zero: bool = False) -> int:
+    """`1500`, `1500B`, `64KB`, `64KiB`, `100MiB`, `1GB` -> bytes (binary multiples)."""
+    if isinstance(text, bool):
+        raise ParameterError(f"{what}: {text!r} is not a size")
+    if isinstance(text, int):
+        value = float(text)
+    else:
+        m = _SIZE_RE.match(str(text))
+        if not m:
+            raise ParameterError(f"{what}: {text!r} is not a size (examples: 1500B, 64KB, 100MiB)")
+        mantissa, exponent, unit = m.groups()
+        if unit not in _SIZE_UNITS:
+            raise ParameterError(f"{what}: unknown unit {unit!r} in {text!r} (use B, KB, MB, GB)")
+        value = _number(mantissa, exponent) * _SIZE_UNITS[unit]
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ParameterError(f"{what}: {text!r} must be a positive size")
+    if value != int(value):
+        raise ParameterError(f"{what}: {text!r} is not a whole number of bytes")
+    return int(value)
+
+
+@dataclass(frozen=True, order=True)
+class Queue:
+    """A drop-tail queue bound: `slots` packets or `bytes` bytes (exactly one is set)."""
+
+    slots: int | None = None
+    bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.slots is None) == (self.bytes is None):
+            raise ParameterError("queue: give either slots or bytes")
+        if self.slots is not None and self.slots < 1:
+            raise ParameterError(f"queue: {self.slots} slots is not positive")
+        if self.bytes is not None and self.bytes < 1:
+            raise ParameterError(f"queue: {self.bytes} bytes is not positive")
+
+    def __str__(self) -> str:
+        return f"{self.slots} slots" if self.slots is not None else format_size(self.bytes or 0)
+
+    def to_json(self) -> dict:
+        return {"slots": self.slots} if self.slots is not None else {"bytes": self.bytes}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Queue":
+        return cls(slots=data.get("slots"), bytes=data.get("bytes"))
+
+
+_SLOTS_RE = re.compile(r"^\s*([0-9]+)\s*(?:slots?|sl\.?|pkts?|packets?)?\s*$")
+
+
+def parse_queue(text: str | int, *, what: str = "queue") -> Queue:
+    """`50` or `50slots` -> 50 slots; `64KB`, `30000B` -> bytes."""
+    if isinstance(text, bool):
+        raise ParameterError(f"{what}: {text!r} is not a queue size")
+    if isinstance(text, int):
+        return Queue(slots=text) if text > 0 else _bad_queue(what, text)
+    m = _SLOTS_RE.match(str(text))
+    if m:
+        slots = int(m.group(1))
+        return Queue(slots=slots) if slots > 0 else _bad_queue(what, text)
+    return Queue(bytes=parse_size(text, what=what))
+
+
+def _bad_queue(what: str, text: object) -> Queue:
+    raise ParameterError(f"{what}: {text!r} must be a positive number of slots or a size like 64KB")
+
+
+def bdp_bytes(rate_bps: int, rtt_us: int) -> int:
+    """Bandwidth-delay product in bytes (rounded up)."""
+    return -(-rate_bps * rtt_us // 8_000_000)
+
+
+def format_rate(bps: float | int | None) -> str:
+    if bps is None:
+        return "unlimited"
+    for scale, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
+        if abs(bps) >= scale:
+            return f"{bps / scale:.6g} {unit}"
+    return f"{bps:.6g} bit/s"
+
+
+def format_rate_arg(bps: int) -> str:
+    """Shortest exact CLI/YAML spelling of a rate, e.g. 20000000 -> `20M`."""
+    for scale, suffix in ((10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if bps % scale == 0:
+            return f"{bps // scale}{suffix}"
+    return str(bps)
+
+
+def format_delay(us: int) -> str:
+    if us % 1000 == 0:
+        return f"{us // 1000}ms"
+    return f"{us / 1000:g}ms"
+
+
+def format_size(n: int) -> str:
+    for scale, unit in ((1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB")):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    return f"{n}B"
+
+
+def format_probability(p: float) -> str:
+    return f"{p * 100:.6g}%"
