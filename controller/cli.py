@@ -1,0 +1,137 @@
+"""`ctl`: thin command line. Parse, call, print.
+
+Every deliberate error is one line on stderr and a non-zero exit (2 for bad input, before
+anything on the rack is touched).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from controller.errors import CtlError, UsageError
+from controller.settings import export_state_dir
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad usage as a UsageError (one line, exit 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _inventory(args: argparse.Namespace):
+    from controller.inventory import load_inventory, resolve_inventory_path
+    return load_inventory(resolve_inventory_path(args.inventory))
+
+
+def _print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
+    sys.stdout.write("\n")
+
+
+# ---- lab -------------------------------------------------------------------------------------
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    from controller import lab
+    inv = _inventory(args)
+    if args.action == "up":
+        from controller.labops import lab_up_cli
+        st = lab_up_cli(inv)
+        print(f"virtual rack {inv.name} up: {len(st.namespaces)} namespaces, "
+              f"{len(st.processes)} daemons, SSH on {len(st.ssh_hosts)} hosts")
+        return 0
+    if args.action == "down":
+        removed = lab.lab_down(inv)
+        print(f"virtual rack {inv.name} down" + (f": removed {len(removed)} objects" if removed else " (was not up)"))
+        return 0
+    from controller.labops import lab_status
+    status = lab_status(inv)
+    if args.json:
+        _print_json(status)
+    else:
+        print(f"virtual rack {inv.name}: {'UP' if status['up'] else 'DOWN'}")
+        for h, s in status.get("hosts", {}).items():
+            print(f"  {h:8s} {s}")
+        if "influxdb" in status:
+            print(f"  influxdb {status['influxdb']}")
+    return 0 if status["up"] else 1
+
+
+# ---- parse -----------------------------------------------------------------------------------
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    from controller.parsers import parse
+    path = Path(args.file)
+    try:
+        text = sys.stdin.read() if args.file == "-" else path.read_text(errors="replace")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    _print_json(parse(args.kind, text))
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def build_parser() -> _Parser:
+    p = _Parser(prog="ctl", description="Controller of the hardware-in-the-loop network testbed.")
+    p.add_argument("--inventory", "-i", help="rack description (default: $CTL_INVENTORY or inventory/virtual.yaml)")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    lab_p = sub.add_parser("lab", help="build, check or remove the virtual rack")
+    lab_p.add_argument("action", choices=["up", "down", "status"])
+    lab_p.add_argument("--json", action="store_true")
+    lab_p.set_defaults(func=cmd_lab)
+
+    from controller.parsers import KINDS
+    parse_p = sub.add_parser("parse", help="parse saved raw tool output and print JSON")
+    parse_p.add_argument("kind", choices=sorted(KINDS))
+    parse_p.add_argument("file", help="file with the tool's output ('-' for stdin)")
+    parse_p.set_defaults(func=cmd_parse)
+
+    for register in _EXTENSIONS:
+        register(sub)
+    return p
+
+
+_EXTENSIONS: list[Callable[[Any], None]] = []
+
+
+def extension(fn: Callable[[Any], None]) -> Callable[[Any], None]:
+    _EXTENSIONS.append(fn)
+    return fn
+
+
+def _load_extensions() -> None:
+    import importlib
+    for mod in ("controller.cli_run", "controller.cli_link", "controller.cli_campaign", "controller.cli_field",
+                "controller.cli_metrics"):
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:
+                raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    export_state_dir()
+    try:
+        _load_extensions()
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except CtlError as exc:
+        print(f"ctl: error: {exc.one_line()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("ctl: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,377 @@
+"""The one place that talks SSH.
+
+One persistent connection per host (asyncssh), many channels over it, commands in
+parallel across hosts. A command is an argv tuple; it becomes a string only here, with
+`shlex.quote` on every element, prefixed by `env LC_ALL=C` and bounded on the remote
+side by `timeout` so a stuck command never outlives its deadline. Every command, its
+exit status and its output go to the command log (the run record's `commands.jsonl`).
+
+Long-running processes (samplers, iperf3, monitors) are started with `spawn`: a constant
+wrapper prints the remote PID first, so the process can be ended by the id we started,
+and never by name.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Iterable, Sequence
+
+import asyncssh
+
+from controller.commands import Command, CommandResult
+from controller.errors import CommandFailed, SSHError
+from controller.inventory import SSH, Inventory
+
+# A constant script: data only ever arrives as positional arguments ("$@").
+_SPAWN_WRAPPER = 'echo "ctl-pid $$"; exec "$@"'
+_ENV_PREFIX = ("env", "LC_ALL=C", "LANG=C")
+_TIMEOUT_GRACE = 2  # seconds between TERM and KILL of a remote command that ran over time
+_MAX_LOGGED = 1 << 20  # bytes of stdout kept in the command log per command
+
+
+def remote_command_line(argv: Sequence[str], timeout: float | None, sudo: bool = False) -> str:
+    """The exact string sent to the remote shell (pure; the only place argv meets a shell)."""
+    full: list[str] = []
+    if sudo:
+        full += ["sudo", "-n"]
+    full += list(_ENV_PREFIX)
+    if timeout is not None:
+        full += ["timeout", "-k", str(_TIMEOUT_GRACE), f"{max(timeout, 0.1):g}"]
+    full += list(argv)
+    return " ".join(shlex.quote(a) for a in full)
+
+
+class CommandLog:
+    """Append-only record of every command (JSON lines); optional file, always in memory."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = path
+        self.entries: list[CommandResult] = []
+        self._fh = open(path, "a", buffering=1) if path else None
+        self.listeners: list[Callable[[CommandResult], None]] = []
+
+    def add(self, result: CommandResult) -> None:
+        self.entries.append(result)
+        if self._fh:
+            data = result.to_json()
+            if len(data["stdout"]) > _MAX_LOGGED:
+                data["stdout"] = data["stdout"][:_MAX_LOGGED]
+                data["stdout_truncated"] = True
+            self._fh.write(json.dumps(data) + "\n")
+        for fn in self.listeners:
+            fn(result)
+
+    def close(self) -> None:
+        if self._fh:
+            self._fh.close()
+            self._fh = None
+
+
+@dataclass
+class HostTarget:
+    name: str
+    address: str
+    ssh: SSH
+    sudo: bool = False
+
+
+def targets(inventory: Inventory, hosts: Iterable[str] | None = None) -> list[HostTarget]:
+    from controller.inventory import Role
+    out = []
+    for name in (hosts if hosts is not None else sorted(inventory.hosts)):
+        ssh = inventory.ssh_for(name)
+        if ssh is None or inventory.hosts[name].role is Role.SWITCH:
+            continue  # switches are SNMP-only
+        out.append(HostTarget(name, inventory.hosts[name].mgmt.address, ssh))
+    return out
+
+
+class SSHSession:
+    """A Session (see controller.commands) over one persistent SSH connection."""
+
+    def __init__(self, target: HostTarget, log: CommandLog):
+        self.host = target.name
+        self.target = target
+        self.log = log
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._lock = asyncio.Lock()
+        self._procs: list["SSHRemoteProcess"] = []
+        self.lost: str | None = None
+
+    async def connect(self) -> None:
+        async with self._lock:
+            if self._conn is not None:
+                return
+            t = self.target
+            if not t.ssh.key_file.exists():
+                raise SSHError(self.host, f"key file {t.ssh.key_file} does not exist")
+            if not t.ssh.known_hosts.exists():
+                raise SSHError(self.host, f"known_hosts file {t.ssh.known_hosts} does not exist")
+            try:
+                self._conn = await asyncio.wait_for(asyncssh.connect(
+                    t.address, port=t.ssh.port, username=t.ssh.user,
+                    client_keys=[str(t.ssh.key_file)], known_hosts=str(t.ssh.known_hosts),
+                    agent_path=None, config=[], keepalive_interval=5, keepalive_count_max=3,
+                    connect_timeout=t.ssh.connect_timeout), t.ssh.connect_timeout + 1)
+            except asyncssh.HostKeyNotVerifiable as exc:
+                raise SSHError(self.host, f"host key of {t.address} not verifiable with "
+                                          f"{t.ssh.known_hosts}: {exc.reason}") from None
+            except asyncssh.PermissionDenied:
+                raise SSHError(self.host, f"{t.ssh.user}@{t.address}: permission denied "
+                                          f"(key {t.ssh.key_file})") from None
+            except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
+                reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or type(exc).__name__
+                raise SSHError(self.host, f"cannot connect to {t.address}:{t.ssh.port}: {reason}") from None
+            self.lost = None
+
+    def _connection(self) -> asyncssh.SSHClientConnection:
+        if self._conn is None:
+            raise SSHError(self.host, "not connected")
+        return self._conn
+
+    async def run(self, command: Command) -> CommandResult:
+        if isinstance(command, (list, tuple)):
+            command = Command(tuple(command))
+        timeout = min(command.timeout, self.target.ssh.command_timeout) if command.timeout else \
+            self.target.ssh.command_timeout
+        line = remote_command_line(command.argv, timeout, self.target.sudo)
+        started = time.time()
+        t0 = time.monotonic()
+        try:
+            await self.connect()
+            proc = await asyncio.wait_for(
+                self._connection().run(line, input=command.stdin, check=False),
+                timeout + _TIMEOUT_GRACE + 3)
+            status = proc.exit_status
+            if status is None and proc.exit_signal:
+                status = None
+            elif status in (124, 137):  # timeout(1): TERM sent (124) or KILLed after grace (137)
+                status = None if time.monotonic() - t0 >= timeout else status
+            result = CommandResult(self.host, command.argv, status, _text(proc.stdout), _text(proc.stderr),
+                                   started=started, duration=time.monotonic() - t0, note=command.note)
+        except asyncio.TimeoutError:
+            result = CommandResult(self.host, command.argv, None, "", "timed out (no answer from host)",
+                                   started=started, duration=time.monotonic() - t0, note=command.note)
+        except (asyncssh.Error, OSError, ConnectionError) as exc:
+            self._mark_lost(exc)
+            result = CommandResult(self.host, command.argv, None, "", f"connection lost: {exc}",
+                                   started=started, duration=time.monotonic() - t0, note=command.note)
+            self.log.add(result)
+            raise SSHError(self.host, f"connection lost during `{command.text()[:120]}`: {exc}") from None
+        self.log.add(result)
+        return result
+
+    async def check(self, command: Command) -> CommandResult:
+        result = await self.run(command)
+        if not result.ok:
+            raise CommandFailed(self.host, command.argv, result.exit_status, result.stderr or result.stdout)
+        return result
+
+    async def spawn(self, argv: Sequence[str], *, note: str = "", stdin_open: bool = False) -> "SSHRemoteProcess":
+        await self.connect()
+        line = remote_command_line(("sh", "-c", _SPAWN_WRAPPER, "ctl-spawn", *argv), None, self.target.sudo)
+        try:
+            proc = await self._connection().create_process(line, encoding="utf-8", errors="replace")
+        except (asyncssh.Error, OSError) as exc:
+            self._mark_lost(exc)
+            raise SSHError(self.host, f"cannot start `{shlex.join(argv)[:120]}`: {exc}") from None
+        rp = SSHRemoteProcess(self, tuple(argv), proc, note)
+        await rp._read_pid()
+        if not stdin_open:
+            proc.stdin.write_eof()
+        self._procs.append(rp)
+        return rp
+
+    def _mark_lost(self, exc: BaseException) -> None:
+        self.lost = str(exc) or type(exc).__name__
+        if self._conn is not None:
+            self._conn.abort()
+        self._conn = None
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            try:
+                await asyncio.wait_for(self._conn.wait_closed(), 2)
+            except (asyncio.TimeoutError, asyncssh.Error, OSError):
+                pass
+            self._conn = None
+
+
+def _text(data: Any) -> str:
+    if data is None:
+        return ""
+    if isinstance(data, bytes):
+        return data.decode("utf-8", "replace")
+    return str(data)
+
+
+class SSHRemoteProcess:
+    """A remote long-running process; its stdout is consumed line by line."""
+
+    def __init__(self, session: SSHSession, argv: tuple[str, ...], proc: asyncssh.SSHClientProcess, note: str):
+        self.session = session
+        self.host = session.host
+        self.argv = argv
+        self.note = note
+        self.pid: int | None = None
+        self._proc = proc
+        self.started = time.time()
+        self._t0 = time.monotonic()
+        self._stderr_task = asyncio.ensure_future(self._drain_stderr())
+        self._stderr: list[str] = []
+        self.stdout_lines = 0
+        self._result: CommandResult | None = None
+
+    async def _read_pid(self) -> None:
+        try:
+            first = await asyncio.wait_for(self._proc.stdout.readline(), 15)
+        except asyncio.TimeoutError:
+            raise SSHError(self.host, f"`{shlex.join(self.argv)[:120]}` did not start") from None
+        if not first.startswith("ctl-pid "):
+            raise SSHError(self.host, f"`{shlex.join(self.argv)[:120]}` did not start: {first.strip()!r}")
+        self.pid = int(first.split()[1])
+
+    async def _drain_stderr(self) -> None:
+        try:
+            async for line in self._proc.stderr:
+                if len(self._stderr) < 2000:
+                    self._stderr.append(line)
+        except (asyncssh.Error, OSError):
+            pass
+
+    async def lines(self) -> AsyncIterator[str]:
+        try:
+            async for line in self._proc.stdout:
+                self.stdout_lines += 1
+                yield line.rstrip("\n")
+        except (asyncssh.Error, OSError, ConnectionError) as exc:
+            self.session._mark_lost(exc)
+            raise SSHError(self.host, f"lost the stream of `{shlex.join(self.argv)[:80]}`: {exc}") from None
+
+    async def read_all(self) -> str:
+        return "\n".join([line async for line in self.lines()])
+
+    def close_stdin(self) -> None:
+        try:
+            self._proc.stdin.write_eof()
+        except (asyncssh.Error, OSError, BrokenPipeError):
+            pass
+
+    async def wait(self, timeout: float | None = None, stdout: str = "") -> CommandResult:
+        if self._result is not None:
+            return self._result
+        status: int | None
+        try:
+            completed = await asyncio.wait_for(self._proc.wait(check=False), timeout)
+            status = completed.exit_status
+        except asyncio.TimeoutError:
+            status = None
+        except (asyncssh.Error, OSError):
+            status = None
+        try:
+            await asyncio.wait_for(self._stderr_task, 2)
+        except (asyncio.TimeoutError, asyncssh.Error, OSError):
+            pass
+        self._result = CommandResult(self.host, self.argv, status,
+                                     stdout or f"({self.stdout_lines} lines streamed)",
+                                     "".join(self._stderr), started=self.started,
+                                     duration=time.monotonic() - self._t0, note=self.note)
+        self.session.log.add(self._result)
+        return self._result
+
+    async def terminate(self, grace: float = 3.0) -> None:
+        """End the remote process by its PID: TERM, then KILL after `grace` seconds."""
+        if self._result is not None or self.pid is None:
+            return
+        if self._proc.exit_status is not None:
+            return
+        if self.session.lost:
+            return
+        try:
+            await self.session.run(Command(("kill", "-TERM", str(self.pid)), timeout=10, check=False,
+                                           mutates=True, note=f"stop {self.argv[0]}"))
+            try:
+                await asyncio.wait_for(asyncio.shield(self._proc.wait_closed()), grace)
+            except asyncio.TimeoutError:
+                await self.session.run(Command(("kill", "-KILL", str(self.pid)), timeout=10, check=False,
+                                               mutates=True, note=f"kill {self.argv[0]} after {grace}s"))
+        except SSHError:
+            pass
+
+
+class SSHPool:
+    """Sessions for a set of hosts; connects in parallel, closes everything on exit."""
+
+    def __init__(self, inventory: Inventory, log: CommandLog, hosts: Iterable[str] | None = None):
+        self.log = log
+        self.sessions: dict[str, SSHSession] = {t.name: SSHSession(t, log) for t in targets(inventory, hosts)}
+
+    def __getitem__(self, host: str) -> SSHSession:
+        try:
+            return self.sessions[host]
+        except KeyError:
+            raise SSHError(host, "not an SSH-reachable host of this inventory") from None
+
+    async def connect_all(self) -> None:
+        results = await asyncio.gather(*(s.connect() for s in self.sessions.values()), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            for e in errors:
+                if not isinstance(e, SSHError):
+                    raise e
+            raise errors[0]
+
+    async def run_parallel(self, commands: dict[str, Command]) -> dict[str, CommandResult]:
+        """One command per host, all at once."""
+        hosts = list(commands)
+        results = await asyncio.gather(*(self[h].run(commands[h]) for h in hosts))
+        return dict(zip(hosts, results))
+
+    async def close(self) -> None:
+        await asyncio.gather(*(s.close() for s in self.sessions.values()), return_exceptions=True)
+
+    async def __aenter__(self) -> "SSHPool":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+@dataclass
+class ClockOffset:
+    host: str
+    offset_s: float  # host clock minus controller clock
+    rtt_s: float
+    measured_at: float = field(default_factory=time.time)
+
+    def to_json(self) -> dict:
+        return {"host": self.host, "offset_s": self.offset_s, "rtt_s": self.rtt_s, "measured_at": self.measured_at}
+
+
+async def measure_clock_offset(session: SSHSession, samples: int = 5) -> ClockOffset:
+    """NTP-style: host time vs the midpoint of the request on the controller; best of N by RTT."""
+    best: ClockOffset | None = None
+    for _ in range(samples):
+        t0 = time.time()
+        r = await session.run(Command(("date", "+%s.%N"), timeout=10, note="clock offset"))
+        t1 = time.time()
+        if not r.ok:
+            continue
+        try:
+            host_t = float(r.stdout.strip())
+        except ValueError:
+            # BSD date has no %N: fall back to whole seconds (offset then known to +-0.5 s).
+            r2 = await session.run(Command(("date", "+%s"), timeout=10, note="clock offset (seconds)"))
+            host_t = float(r2.stdout.strip()) + 0.5
+        # The remote `date` ran somewhere inside [t0, t1]; most of the RTT is the channel setup.
+        off = ClockOffset(session.host, host_t - (t0 + t1) / 2, t1 - t0)
+        if best is None or off.rtt_s < best.rtt_s:
+            best = off
+    if best is None:
+        raise SSHError(session.host, "could not read the host clock")
+    return best
