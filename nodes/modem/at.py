@@ -1,0 +1,725 @@
+"""AT command responses: framing (echo, OK / ERROR / +CME ERROR) and the radio-counter replies.
+
+`to_json(text)` auto-detects what it was given -- one reply, several replies, a whole serial log, or
+mmcli's `response: '...'` wrapper -- by the information-text prefix of each line (+CSQ:, +CESQ:, +QENG:,
+!GSTATUS:, ^HCSQ:, ^SYSINFOEX:, +COPS:, +CEREG:, +QNWINFO:, +QCAINFO:, +QSPN:). The prefix table
+`RECORDS` is the only dispatch: no branching on a modem family name.
+
+Conversions follow the recorded notes in tests/fixtures/recorded/02c_at_commands_cellular.md (vendor
+documentation and ModemManager's helpers); the choices that the fixtures do not settle are marked
+"ASSUMPTION" and listed in firmware-notes/modems.md. Stdlib only.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from nodes.modem.radio import (
+    LTE_BW_MHZ, NR_BW_MHZ, NR_SCS_KHZ, ParseError, RadioSample, cell_identity, integer, lte_band,
+    merge_samples, nr_band, number, split_plmn,
+)
+
+# ---------------------------------------------------------------------------------------------------------
+# Framing
+
+FINAL_RE = re.compile(r"^(OK|ERROR|NO CARRIER|\+CME ERROR:.*|\+CMS ERROR:.*)$", re.I)
+# A command line (what we sent, or the modem's echo of it): "AT", "ATE0", "AT+CSQ", 'at+qeng="servingcell"'
+COMMAND_RE = re.compile(r"^AT(?:$|[+!^#$%*&]\S|[A-Z]\S*$|[A-Z]\d)", re.I)
+# Shell lines in pasted transcripts ("# mmcli -m 0 --command=...", "$ ...", "mmcli ...").
+SHELL_RE = re.compile(r"^(?:[$#]\s|mmcli\s)")
+PREFIX_RE = re.compile(r"^([+!^$#][A-Za-z0-9]+)\s*:\s?(.*)$")
+# mmcli --command prints the modem's reply as: response: '<text>' (possibly over several lines)
+MMCLI_RESPONSE_RE = re.compile(r"^\s*response:\s*'(.*)$")
+
+# Unsolicited result codes a modem may interleave with replies. A line with one of these prefixes is
+# treated as unsolicited unless it is the reply prefix of the command that was sent (see serial_poll).
+URC_PREFIXES = (
+    "+QIND", "RDY", "+CPIN", "+QUSIM", "+CEREG", "+CREG", "+CGREG", "+C5GREG", "^HCSQ", "^RSSI", "^MODE",
+    "^SYSSTART", "^SRVST", "^SIMST", "^BOOT", "RING", "+CMTI", "+CRING", "+QSTAT", "+CGEV", "+CUSD",
+    "+QNETDEVSTATUS", "+QIURC", "POWERED DOWN", "+QSIMSTAT", "APP RDY",
+)
+
+QUECTEL_MISSING = ("-", "", "-32768", "--")   # 02c: '"-" or - indicates the parameter is invalid'; -32768 invalid
+
+
+@dataclass
+class _Chunk:
+    command: str | None
+    lines: list[str] = field(default_factory=list)
+    final: str | None = None
+
+
+def _unwrap_mmcli(lines: list[str]) -> list[str]:
+    """Strip mmcli's `response: '...'` wrapper (the reply may span lines; the closing quote may be missing
+    in pasted excerpts)."""
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        m = MMCLI_RESPONSE_RE.match(line)
+        if m:
+            line, inside = m.group(1), True
+        if inside and line.rstrip().endswith("'"):
+            line, inside = line.rstrip()[:-1], False
+        out.append(line)
+    return out
+
+
+def split_chunks(text: str) -> list[_Chunk]:
+    """Cut a transcript into (command, info lines, final result) chunks."""
+    lines = _unwrap_mmcli(re.split(r"\r\n|\r|\n", text))
+    chunks: list[_Chunk] = []
+    cur: _Chunk | None = None
+    for raw in lines:
+        s = raw.strip()
+        if COMMAND_RE.match(s) or SHELL_RE.match(s):
+            cur = _Chunk(command=s)
+            chunks.append(cur)
+            continue
+        if FINAL_RE.match(s):
+            if cur is None:
+                cur = _Chunk(command=None)
+                chunks.append(cur)
+            cur.final = s
+            cur = None
+            continue
+        if cur is None:
+            if not s:
+                continue
+            cur = _Chunk(command=None)
+            chunks.append(cur)
+        cur.lines.append(raw)
+    return chunks
+
+
+def csv_fields(text: str) -> list[tuple[str, bool]]:
+    """Split an AT parameter list on commas outside quotes -> [(value, was_quoted)].
+
+    Quoting matters: +CEREG's solicited and unsolicited forms differ only in whether field 2 is quoted.
+    """
+    out: list[tuple[str, bool]] = []
+    buf: list[str] = []
+    quoted = in_q = False
+    for ch in text:
+        if ch == '"':
+            in_q = not in_q
+            quoted = True
+        elif ch == "," and not in_q:
+            out.append(("".join(buf).strip(), quoted))
+            buf, quoted = [], False
+        else:
+            buf.append(ch)
+    out.append(("".join(buf).strip(), quoted))
+    return out
+
+
+def _vals(text: str) -> list[str]:
+    return [v for v, _ in csv_fields(text)]
+
+
+def _q(text: Any) -> float | None:
+    """Quectel numeric field with its sentinels."""
+    return number(text, missing=QUECTEL_MISSING)
+
+
+def _qi(text: Any) -> int | None:
+    v = _q(text)
+    return None if v is None else int(v)
+
+
+def _mcc(text: str | None) -> str | None:
+    # MCC is always three digits; Q1 prints the test PLMN 001 as "1". The MNC keeps its digits as printed.
+    v = integer(text, missing=QUECTEL_MISSING)
+    return None if v is None else f"{v:03d}"
+
+
+def _mnc(text: str | None) -> str | None:
+    return None if text is None or text.strip() in QUECTEL_MISSING else text.strip()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# +CSQ / +CESQ (3GPP TS 27.007)
+
+def csq_rssi_dbm(v: int | None) -> float | None:
+    """0 = -113 dBm or less, 1..30 = -111..-53 (2 dB steps), 31 = -51 or greater, 99 = not known."""
+    if v is None or v == 99 or not 0 <= v <= 31:
+        return None
+    return float(-113 + 2 * v)
+
+
+def parse_csq(payloads: list[str]) -> tuple[dict, RadioSample | None]:
+    vals = _vals(payloads[-1])
+    rssi, ber = integer(vals[0]), integer(vals[1]) if len(vals) > 1 else None
+    fields_ = {"rssi": rssi, "ber": ber}
+    return fields_, RadioSample(rssi_dbm=csq_rssi_dbm(rssi), source="at:+CSQ")
+
+
+def _level(v: int | None, valid_max: int, unknown: int, scale: float, offset: float) -> float | None:
+    if v is None or v == unknown or not 0 <= v <= valid_max:
+        return None
+    return offset + scale * v
+
+
+def parse_cesq(payloads: list[str]) -> tuple[dict, RadioSample | None]:
+    vals = [integer(v) for v in _vals(payloads[-1])]
+    vals += [None] * (6 - len(vals))
+    rxlev, ber, rscp, ecno, rsrq, rsrp = vals[:6]
+    fields_ = {"rxlev": rxlev, "ber": ber, "rscp": rscp, "ecno": ecno, "rsrq": rsrq, "rsrp": rsrp}
+    # ModemManager's conversions (02c §4); 99 (GERAN) / 255 (UTRA, E-UTRA) = not known.
+    s = {
+        "rssi_dbm": _level(rxlev, 63, 99, 1.0, -111.0),
+        "rscp_dbm": _level(rscp, 96, 255, 1.0, -121.0),
+        "ecio_db": _level(ecno, 49, 255, 0.5, -24.5),
+        "rsrq_db": _level(rsrq, 34, 255, 0.5, -20.0),
+        "rsrp_dbm": _level(rsrp, 97, 255, 1.0, -141.0),
+    }
+    tech = "lte" if s["rsrp_dbm"] is not None or s["rsrq_db"] is not None else \
+        "umts" if s["rscp_dbm"] is not None else "gsm" if s["rssi_dbm"] is not None else None
+    return fields_, RadioSample(technology=tech, source="at:+CESQ", **s)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Quectel +QENG="servingcell"
+
+LTE_FIELDS = ("is_tdd", "mcc", "mnc", "cell_id", "pci", "earfcn", "band", "ul_bandwidth", "dl_bandwidth",
+              "tac", "rsrp", "rsrq", "rssi", "sinr")
+# Trailing fields after <SINR> differ by module generation (02c "Field layouts"):
+LTE_EXTRAS = {0: (), 1: ("srxlev",), 2: ("cqi", "tx_power"), 3: ("cqi", "tx_power", "srxlev")}
+NR_SA_FIELDS = ("duplex", "mcc", "mnc", "cell_id", "pci", "tac", "arfcn", "band", "dl_bandwidth",
+                "rsrp", "rsrq", "sinr", "scs", "srxlev")
+NR_NSA_FIELDS = ("mcc", "mnc", "pci", "rsrp", "sinr", "rsrq", "arfcn", "band", "dl_bandwidth", "scs")
+WCDMA_FIELDS = ("mcc", "mnc", "lac", "cell_id", "uarfcn", "psc", "rac", "rscp", "ecio", "phych", "sf",
+                "slot", "speech_code", "com_mod")
+QENG_STATE = {"SEARCH": ("searching", None), "LIMSRV": ("limited", None),
+              "NOCONN": ("registered", "idle"), "CONNECT": ("registered", "connected")}
+
+
+def _named(names: tuple[str, ...], vals: list[str]) -> dict[str, str]:
+    return {n: v for n, v in zip(names, vals)}
+
+
+def lte_sinr_db(raw: float | None, scale: str) -> float | None:
+    """Quectel LTE <SINR>.
+
+    "2x-20": RG50xQ/RM5xxQ vendor doc, Y = 2X - 20 (X 0..25 -> -20..30 dB); confirmed by SAMPLE Q1 (25 -> 30 dB)
+             against qmicli SAMPLE A of the same session (LTE SNR '30.0 dB').
+    "x/5-20": LTE-only modules (EC2x/EG25/BG9x): 1/5 dB steps, X 0..250 -> -20..30 dB. ASSUMPTION: from the
+             EC2x manual wording, not in our fixtures; the ArduPilot EC25 line (SINR 53) only fits this scale.
+    """
+    if raw is None:
+        return None
+    return 2.0 * raw - 20.0 if scale == "2x-20" else raw / 5.0 - 20.0
+
+
+def _lte_leg(vals: list[str], *, multi_line: bool, rat: str) -> tuple[dict, RadioSample]:
+    f = _named(LTE_FIELDS, vals)
+    extras = vals[len(LTE_FIELDS):]
+    f.update(_named(LTE_EXTRAS.get(len(extras), ()), extras))
+    if len(extras) > 3:
+        f["extra"] = extras
+    # Which SINR scale: 5G modules print the LTE leg on its own line in EN-DC form, or the long layout with
+    # CQI/tx_power; the short single-line layout is the LTE-only modules' (see lte_sinr_db).
+    scale = "2x-20" if (multi_line or len(extras) >= 2) and rat == "LTE" else "x/5-20"
+    f["sinr_scale"] = scale
+    tx = _q(f.get("tx_power"))
+    tech = "lte-m" if rat in ("EMTC", "CAT-M", "CAT-M1") else "lte"
+    sample = RadioSample(
+        technology=tech,
+        mcc=_mcc(f.get("mcc")), mnc=_mnc(f.get("mnc")),
+        **cell_identity(_mnc(f.get("cell_id")), base=16, technology="lte"),
+        pci=_qi(f.get("pci")), arfcn=_qi(f.get("earfcn")), band=lte_band(_qi(f.get("band"))),
+        ul_bandwidth_mhz=LTE_BW_MHZ.get(_qi(f.get("ul_bandwidth"))),  # type: ignore[arg-type]
+        bandwidth_mhz=LTE_BW_MHZ.get(_qi(f.get("dl_bandwidth"))),  # type: ignore[arg-type]
+        tac=integer(f.get("tac"), base=16, missing=QUECTEL_MISSING),
+        rsrp_dbm=_q(f.get("rsrp")), rsrq_db=_q(f.get("rsrq")), rssi_dbm=_q(f.get("rssi")),
+        sinr_db=lte_sinr_db(_q(f.get("sinr")), scale),
+        tx_power_dbm=None if tx is None else tx / 10.0,   # 1/10 dBm, "meaningful only when in traffic"
+    )
+    return f, sample
+
+
+def nr_sinr_db(raw: float | None, *, tenths: bool) -> float | None:
+    """NR <SINR> is dB (-23..40) per the vendor doc. Early RM500Q firmware (SAMPLE Q1, 2020) printed 1/10 dB:
+    its NSA line says 180 where qmicli of the same session says '18.5 dB'. A value outside the documented dB
+    range can only be tenths; the short (old-firmware) NSA layout is tenths too."""
+    if raw is None:
+        return None
+    if tenths or not -23 <= raw <= 40:
+        return raw / 10.0
+    return raw
+
+
+def _nr_nsa_leg(vals: list[str]) -> tuple[dict, RadioSample]:
+    f: dict[str, Any] = _named(NR_NSA_FIELDS, vals)
+    raw_sinr = _q(f.get("sinr"))
+    tenths = len(vals) <= 6 or (raw_sinr is not None and not -23 <= raw_sinr <= 40)
+    f["sinr_scale"] = "tenths" if tenths else "db"
+    sample = RadioSample(
+        technology="nr5g", pci=_qi(f.get("pci")), rsrp_dbm=_q(f.get("rsrp")), rsrq_db=_q(f.get("rsrq")),
+        sinr_db=nr_sinr_db(raw_sinr, tenths=tenths), arfcn=_qi(f.get("arfcn")),
+        band=nr_band(_qi(f.get("band"))), bandwidth_mhz=NR_BW_MHZ.get(_qi(f.get("dl_bandwidth"))),  # type: ignore[arg-type]
+        mcc=_mcc(f.get("mcc")), mnc=_mnc(f.get("mnc")),
+    )
+    return f, sample
+
+
+def _nr_sa_leg(vals: list[str]) -> tuple[dict, RadioSample]:
+    f = _named(NR_SA_FIELDS, vals)
+    scs = _qi(f.get("scs"))
+    f["scs_khz"] = NR_SCS_KHZ.get(scs) if scs is not None else None  # type: ignore[assignment]
+    sample = RadioSample(
+        technology="nr5g-sa", mcc=_mcc(f.get("mcc")), mnc=_mnc(f.get("mnc")),
+        **cell_identity(_mnc(f.get("cell_id")), base=16, technology="nr5g-sa"),   # 36-bit NCI
+        pci=_qi(f.get("pci")), tac=integer(f.get("tac"), base=16, missing=QUECTEL_MISSING),
+        arfcn=_qi(f.get("arfcn")), band=nr_band(_qi(f.get("band"))),
+        bandwidth_mhz=NR_BW_MHZ.get(_qi(f.get("dl_bandwidth"))),  # type: ignore[arg-type]
+        rsrp_dbm=_q(f.get("rsrp")), rsrq_db=_q(f.get("rsrq")),
+        sinr_db=nr_sinr_db(_q(f.get("sinr")), tenths=False),
+    )
+    return f, sample
+
+
+def _wcdma_leg(vals: list[str]) -> tuple[dict, RadioSample]:
+    # SOURCE only (vendor field layout in 02c); no recorded WCDMA reply.
+    f = _named(WCDMA_FIELDS, vals)
+    sample = RadioSample(
+        technology="umts", mcc=_mcc(f.get("mcc")), mnc=_mnc(f.get("mnc")),
+        lac=integer(f.get("lac"), base=16, missing=QUECTEL_MISSING),
+        **cell_identity(_mnc(f.get("cell_id")), base=16, technology="umts"),
+        arfcn=_qi(f.get("uarfcn")), rscp_dbm=_q(f.get("rscp")), ecio_db=_q(f.get("ecio")),
+    )
+    return f, sample
+
+
+def parse_qeng(payloads: list[str]) -> tuple[dict, RadioSample | None]:
+    """+QENG: "servingcell" in its three shapes: single line (LTE, NR5G-SA, WCDMA), EN-DC multi-line
+    ("servingcell",<state> then "LTE" and "NR5G-NSA" lines), or state only ("SEARCH")."""
+    state: str | None = None
+    legs: list[tuple[str, list[str], bool]] = []
+    for p in payloads:
+        vals = _vals(p)
+        if vals and vals[0].lower() == "servingcell":
+            state = vals[1] if len(vals) > 1 else None
+            if len(vals) > 2:
+                legs.append((vals[2].upper(), vals[3:], False))
+        elif vals:
+            legs.append((vals[0].upper(), vals[1:], True))
+    fields_: dict[str, Any] = {"state": state, "legs": []}
+    primary: RadioSample | None = None
+    nr_leg: RadioSample | None = None
+    for rat, vals, multi in legs:
+        if rat in ("LTE", "EMTC", "CAT-M", "CAT-M1"):
+            f, s = _lte_leg(vals, multi_line=multi, rat=rat)
+            primary = s
+        elif rat == "NR5G-NSA":
+            f, s = _nr_nsa_leg(vals)
+            nr_leg = s
+        elif rat == "NR5G-SA":
+            f, s = _nr_sa_leg(vals)
+            primary = s
+        elif rat == "WCDMA":
+            f, s = _wcdma_leg(vals)
+            primary = s
+        else:
+            f = {"values": vals}
+        f = {"rat": rat, **f}
+        fields_["legs"].append(f)
+    registration, connection = QENG_STATE.get((state or "").upper(), (None, None))
+    base = primary or RadioSample()
+    kw: dict[str, Any] = {"registration": registration, "connection": connection, "source": "at:+QENG"}
+    if nr_leg is not None:
+        kw["secondary"] = (nr_leg,)
+        kw["technology"] = "nr5g-nsa"
+    sample = RadioSample(**{**{k: getattr(base, k) for k in base.__dataclass_fields__}, **kw})
+    return fields_, sample
+
+
+def parse_qeng_neighbour(payloads: list[str]) -> tuple[dict, RadioSample | None]:
+    # Neighbour lists are kept raw: they do not describe the serving cell.
+    return {"cells": [_vals(p) for p in payloads]}, None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Quectel +QNWINFO / +QCAINFO / +QSPN
+
+def _band_text(text: str) -> tuple[str | None, str | None]:
+    """"LTE BAND 3" -> ("lte", "B3"); "NR5G BAND 41" -> ("nr5g", "n41")."""
+    m = re.match(r"^\s*(LTE|NR5G|WCDMA|GSM)\s+BAND\s+(\d+)\s*$", text or "", re.I)
+    if not m:
+        return None, None
+    rat, n = m.group(1).upper(), int(m.group(2))
+    if rat == "LTE":
+        return "lte", f"B{n}"
+    if rat == "NR5G":
+        return "nr5g", f"n{n}"
+    return rat.lower(), str(n)
+
+
+def parse_qnwinfo(payloads: list[str]) -> tuple[dict, RadioSample | None]:
+    rows = []
+    lte: RadioSample | None = None
+    nr: RadioSample | None = None
+    for p in payloads:
+        vals = _vals(p) + [""] * 4
+        act, oper, band_text, channel = vals[:4]
+        rat, band = _band_text(band_text)
+        mcc, mnc = split_plmn(oper)
+        rows.append({"act": act, "operator": oper, "band": band_text, "channel": integer(channel)})
+        s = RadioSample(band=band, arfcn=integer(channel), mcc=mcc, mnc=mnc)
+        if rat == "lte" and lte is None:
+            lte = s
+        elif rat == "nr5g" and nr is None:
+            nr = s
+    if lte is not None and nr is not None:
+        sample = RadioSample(**{**_kw(lte), "technology": "nr5g-nsa",
+                                "secondary": (RadioSample(**{**_kw(nr), "technology": "nr5g"}),)})
+    elif nr is not None:
+        sample = RadioSample(**{**_kw(nr), "technology": "nr5g-sa"})
+    elif lte is not None:
+        sample = RadioSample(**{**_kw(lte), "technology": "lte"})
+    else:
+        sample = None
+    if sample is not None:
+        sample = RadioSample(**{**_kw(sample), "source": "at:+QNWINFO"})
+    return {"rows": rows}, sample
+
+
+def _kw(s: RadioSample) -> dict[str, Any]:
+    return {k: getattr(s, k) for k in s.__dataclass_fields__}
+
+
+def parse_qcainfo(payloads: list[str]) -> tuple[dict, RadioSample | None]:
+    # Carrier-aggregation components, raw: per-role layouts differ (LTE RBs vs NR bandwidth index) and the
+    # SINR encoding of this command is not documented in our fixtures, so nothing is normalized from it.
+    comps = []
+    for p in payloads:
+        vals = _vals(p)
+        comps.append({"role": vals[0] if vals else None, "arfcn": integer(vals[1]) if len(vals) > 1 else None,
+                      "bandwidth": vals[2] if len(vals) > 2 else None,
+                      "band": vals[3] if len(vals) > 3 else None, "rest": vals[4:]})
+    return {"components": comps}, None
+
+
+def parse_qspn(payloads: list[str]) -> tuple[dict, RadioSample | None]:
+    vals = _vals(payloads[-1]) + [""] * 5
+    fnn, snn, spn, alphabet, rplmn = vals[:5]
+    mcc, mnc = split_plmn(rplmn)
+    return ({"full_name": fnn, "short_name": snn, "spn": spn, "alphabet": alphabet, "rplmn": rplmn},
+            RadioSample(operator_name=fnn or snn or None, mcc=mcc, mnc=mnc, source="at:+QSPN"))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Sierra Wireless !GSTATUS?
+
+GSTATUS_MISSING = ("--", "---", "")
+SIERRA_MODE = {"LTE": "lte", "WCDMA": "umts", "HSPA": "umts", "GSM": "gsm", "ENDC": "nr5g-nsa",
+               "NR5G": "nr5g-sa", "NR5G SA": "nr5g-sa"}
+
+
+def gstatus_pairs(lines: list[str]) -> dict[str, str]:
+    """Key/value pairs of a !GSTATUS? reply.
+
+    The module pads with TABs *and* spaces ("Current Time:  356\t\tTemperature: 40"); a segment without a
+    colon continues the previous value ("EMM state: Registered \tNormal Service"). Keys repeat per antenna
+    path ("PCC RxM RSSI: -48\t\tRSRP (dBm): -78"), so a repeated key is qualified with the line's leading
+    key's prefix ("PCC RxM RSRP (dBm)"). Newer firmware prints "PCC RxM RSRP:" directly.
+    """
+    out: dict[str, str] = {}
+    for line in lines:
+        tokens = [t for t in re.split(r"\t+|\s{2,}", line.strip()) if t.strip()]
+        lead: str | None = None
+        path: str | None = None
+        key: str | None = None
+        for tok in tokens:
+            m = re.match(r"^([A-Za-z][A-Za-z0-9 ()/._-]*?)\s*:\s*(.*)$", tok)
+            if m:
+                key, val = m.group(1).strip(), m.group(2).strip()
+                if lead is None:
+                    lead = key
+                    pm = PATH_RE.match(key)
+                    path = pm.group(1) if pm else None
+                elif path is not None and not key.startswith(path):
+                    key = f"{path} {key}"          # "RSRP (dBm)" on the "PCC RxD RSSI" line
+                elif key in out:
+                    key = f"{lead.rsplit(' ', 1)[0]} {key}"
+                out[key] = val
+            elif key is not None:
+                out[key] = (out[key] + " " + tok.strip()).strip()
+    return out
+
+
+PATH_RE = re.compile(r"^((?:PCC|SCC\d*|SSC\d*)\s+Rx[MD])\b")
+
+
+def _paren_or_hex(text: str | None) -> tuple[str | None, int | None]:
+    """"550d (21773)" -> ("550d", 21773): printed hex plus its decimal in parentheses."""
+    if text is None or text.strip() in GSTATUS_MISSING:
+        return None, None
+    m = re.match(r"^\s*([0-9A-Fa-f]+)\s*(?:\((\d+)\))?", text)
+    if not m:
+        return None, None
+    return m.group(1), int(m.group(2)) if m.group(2) else int(m.group(1), 16)
+
+
+def parse_gstatus(lines: list[str]) -> tuple[dict, RadioSample | None]:
+    kv = gstatus_pairs(lines)
+
+    def g(*keys: str) -> float | None:
+        for k in keys:
+            if k in kv:
+                return number(kv[k], missing=GSTATUS_MISSING)
+        return None
+
+    mode = (kv.get("System mode") or "").strip().upper()
+    tech = SIERRA_MODE.get(mode)
+    emm = (kv.get("EMM state") or "").lower()
+    registration = "registered" if emm.startswith("registered") else \
+        "not-registered" if emm.startswith("deregistered") else None
+    rrc = (kv.get("RRC state") or "").lower()
+    connection = "connected" if "connected" in rrc else "idle" if "idle" in rrc else None
+    cell_printed, cell_int = _paren_or_hex(kv.get("Cell ID"))
+    _, tac = _paren_or_hex(kv.get("TAC"))
+    ident: dict[str, Any] = {}
+    if cell_printed is not None:
+        ident = cell_identity(cell_printed, base=16, technology="lte")
+    band = (kv.get("LTE band") or "").strip()
+    nr_rsrp = g("NR5G RSRP (dBm)")
+    nr_sinr = g("NR5G SINR (dB)")
+    nr_rsrq = g("NR5G RSRQ (dB)")
+    secondary: tuple[RadioSample, ...] = ()
+    if any(v is not None for v in (nr_rsrp, nr_sinr, nr_rsrq)):
+        nb = (kv.get("NR5G band") or "").strip()
+        secondary = (RadioSample(technology="nr5g", rsrp_dbm=nr_rsrp, sinr_db=nr_sinr, rsrq_db=nr_rsrq,
+                                 band=nb if nb and nb not in GSTATUS_MISSING else None,
+                                 arfcn=integer(kv.get("NR5G Rx chan"), missing=GSTATUS_MISSING)),)
+    sample = RadioSample(
+        technology=tech,
+        rssi_dbm=g("PCC RxM RSSI"), rsrp_dbm=g("PCC RxM RSRP", "PCC RxM RSRP (dBm)"),
+        rsrq_db=g("RSRQ (dB)"), sinr_db=g("SINR (dB)"), tx_power_dbm=g("Tx Power"),
+        band=band if band and band not in GSTATUS_MISSING else None,
+        bandwidth_mhz=g("LTE bw"), arfcn=integer(kv.get("LTE Rx chan"), missing=GSTATUS_MISSING),
+        tac=tac, registration=registration, connection=connection, secondary=secondary,
+        source="at:!GSTATUS", **ident,
+    )
+    return {"values": kv}, sample
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Huawei ^HCSQ / ^SYSINFOEX
+
+def parse_hcsq(payloads: list[str]) -> tuple[dict, RadioSample | None]:
+    """^HCSQ: "<sysmode>",<v1>... with ModemManager's conversions (02c); 255 = unknown."""
+    vals = _vals(payloads[-1])
+    # Some firmwares prefix the report-config pair: ^HCSQ: 2,0,"LTE",... (semi-real, 02c): skip leading numbers.
+    while vals and re.fullmatch(r"\d+", vals[0]) and any(not re.fullmatch(r"\d*", v) for v in vals[1:]):
+        vals = vals[1:]
+    sysmode = vals[0].upper() if vals else ""
+    nums = [integer(v) for v in vals[1:]]
+    nums += [None] * (5 - len(nums))
+    f: dict[str, Any] = {"sysmode": sysmode, "values": [integer(v) for v in vals[1:]]}
+    rssi = _level(nums[0], 96, 255, 1.0, -121.0)
+    if sysmode == "LTE":
+        s = RadioSample(technology="lte", rssi_dbm=rssi, rsrp_dbm=_level(nums[1], 97, 255, 1.0, -141.0),
+                        sinr_db=_round(_level(nums[2], 251, 255, 0.2, -20.2)),
+                        rsrq_db=_level(nums[3], 34, 255, 0.5, -20.0), source="at:^HCSQ")
+    elif sysmode in ("WCDMA", "TD-SCDMA"):
+        s = RadioSample(technology="umts", rssi_dbm=rssi, rscp_dbm=_level(nums[1], 96, 255, 1.0, -121.0),
+                        ecio_db=_level(nums[2], 65, 255, 0.5, -32.5), source="at:^HCSQ")
+    elif sysmode == "GSM":
+        s = RadioSample(technology="gsm", rssi_dbm=rssi, source="at:^HCSQ")
+    elif sysmode == "NOSERVICE":
+        s = RadioSample(registration="not-registered", source="at:^HCSQ")
+    else:
+        # e.g. "NR" on newer 5G firmwares: layout unverified in our fixtures, kept raw only.
+        s = None
+    return f, s
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 2)
+
+
+SYSINFOEX_MODE = {1: "gsm", 2: "cdma", 3: "umts", 4: "umts", 5: "wimax", 6: "lte"}
+
+
+def parse_sysinfoex(payloads: list[str]) -> tuple[dict, RadioSample | None]:
+    vals = _vals(payloads[-1]) + [""] * 9
+    names = ("srv_status", "srv_domain", "roam_status", "sim_state", "reserved", "sysmode", "sysmode_name",
+             "submode", "submode_name")
+    f = dict(zip(names, vals[:9]))
+    srv, roam, mode = integer(f["srv_status"]), integer(f["roam_status"]), integer(f["sysmode"])
+    if srv == 2:
+        registration = "roaming" if roam == 1 else "home"
+    elif srv in (1, 3):
+        registration = "limited"
+    elif srv == 0:
+        registration = "not-registered"
+    else:
+        registration = None
+    return f, RadioSample(technology=SYSINFOEX_MODE.get(mode) if srv != 0 else None,  # type: ignore[arg-type]
+                          registration=registration, source="at:^SYSINFOEX")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# +COPS? / +CEREG? (3GPP TS 27.007; not in the recorded fixtures except "+cops: 0,0,"3 UK Things Mobile",7"
+# seen in a public transcript -- ASSUMPTION: AcT table from TS 27.007, verify on a device)
+
+COPS_ACT = {0: "gsm", 1: "gsm", 2: "umts", 3: "gsm", 4: "umts", 5: "umts", 6: "umts", 7: "lte", 8: "gsm",
+            9: "lte", 10: "lte", 11: "nr5g-sa", 12: "nr5g-sa", 13: "nr5g-nsa"}
+
+
+def parse_cops(payloads: list[str]) -> tuple[dict, RadioSample | None]:
+    vals = _vals(payloads[-1])
+    mode = integer(vals[0]) if vals else None
+    fmt = integer(vals[1]) if len(vals) > 1 else None
+    oper = vals[2] if len(vals) > 2 else None
+    act = integer(vals[3]) if len(vals) > 3 else None
+    f = {"mode": mode, "format": fmt, "operator": oper, "act": act}
+    if oper is None:
+        return f, RadioSample(source="at:+COPS")
+    mcc, mnc = split_plmn(oper) if fmt == 2 else (None, None)
+    return f, RadioSample(operator_name=oper if fmt in (0, 1) else None, mcc=mcc, mnc=mnc,
+                          technology=COPS_ACT.get(act) if act is not None else None, source="at:+COPS")
+
+
+CEREG_STAT = {0: "not-registered", 1: "home", 2: "searching", 3: "denied", 4: "unknown", 5: "roaming",
+              6: "home", 7: "roaming", 8: "limited"}
+
+
+def parse_cereg(payloads: list[str]) -> tuple[dict, RadioSample | None]:
+    cells = csv_fields(payloads[-1])
+    # Solicited: <n>,<stat>[,<tac>,<ci>[,<AcT>]]; unsolicited: <stat>[,<tac>,<ci>[,<AcT>]] (tac quoted).
+    if len(cells) >= 2 and not cells[1][1]:
+        n, rest = integer(cells[0][0]), cells[1:]
+    else:
+        n, rest = None, cells
+    vals = [v for v, _ in rest] + [""] * 4
+    stat, tac, ci, act = integer(vals[0]), vals[1] or None, vals[2] or None, integer(vals[3])
+    f = {"n": n, "stat": stat, "tac": tac, "ci": ci, "act": act}
+    tech = COPS_ACT.get(act) if act is not None else None
+    return f, RadioSample(registration=CEREG_STAT.get(stat) if stat is not None else None,  # type: ignore[arg-type]
+                          tac=integer(tac, base=16), **cell_identity(ci, base=16, technology=tech or "lte"),
+                          technology=tech, source="at:+CEREG")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Dispatch table: information-text prefix -> (record type, parser). The parser receives the payloads
+# (text after "PREFIX:") of all lines with that prefix in one reply; !GSTATUS gets its whole block.
+
+Parser = Callable[[list[str]], "tuple[dict, RadioSample | None]"]
+RECORDS: dict[str, tuple[str, Parser]] = {
+    "+CSQ": ("csq", parse_csq),
+    "+CESQ": ("cesq", parse_cesq),
+    "+QENG": ("qeng-servingcell", parse_qeng),
+    "!GSTATUS": ("gstatus", parse_gstatus),
+    "^HCSQ": ("hcsq", parse_hcsq),
+    "^SYSINFOEX": ("sysinfoex", parse_sysinfoex),
+    "+COPS": ("cops", parse_cops),
+    "+CEREG": ("cereg", parse_cereg),
+    "+QNWINFO": ("qnwinfo", parse_qnwinfo),
+    "+QCAINFO": ("qcainfo", parse_qcainfo),
+    "+QSPN": ("qspn", parse_qspn),
+}
+# Which record wins a field when one transcript holds several (most specific first).
+PRIORITY = ("qeng-servingcell", "gstatus", "hcsq", "cesq", "csq", "qnwinfo", "qspn", "cops", "cereg",
+            "sysinfoex")
+
+
+@dataclass(frozen=True)
+class AtRecord:
+    type: str
+    command: str | None
+    final: str | None
+    fields: dict
+    sample: RadioSample | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "command": self.command, "final": self.final, "fields": self.fields,
+                "sample": None if self.sample is None else self.sample.to_json()}
+
+
+def _error_code(final: str | None) -> int | None:
+    m = re.match(r"^\+CM[ES] ERROR:\s*(\d+)", final or "", re.I)
+    return int(m.group(1)) if m else None
+
+
+def parse_records(text: str) -> tuple[list[AtRecord], list[str], list[str]]:
+    """All recognised replies in `text` -> (records, urcs, unparsed lines)."""
+    records: list[AtRecord] = []
+    urcs: list[str] = []
+    unparsed: list[str] = []
+    for chunk in split_chunks(text):
+        groups: dict[str, list[str]] = {}
+        order: list[str] = []
+        gstatus: list[str] | None = None
+        for raw in chunk.lines:
+            s = raw.strip()
+            m = PREFIX_RE.match(s)
+            prefix = m.group(1).upper() if m else None
+            if prefix in RECORDS:
+                key = prefix
+                if prefix == "+QENG":
+                    first = _vals(m.group(2))[0].lower() if m.group(2) else ""  # type: ignore[union-attr]
+                    key = "+QENG:neighbour" if first.startswith("neighbourcell") else "+QENG"
+                if prefix == "!GSTATUS":
+                    gstatus = [m.group(2)]  # type: ignore[union-attr]
+                    groups[key] = gstatus
+                else:
+                    gstatus = None
+                    groups.setdefault(key, []).append(m.group(2))  # type: ignore[union-attr]
+                if key not in order:
+                    order.append(key)
+            elif gstatus is not None:
+                gstatus.append(raw)          # !GSTATUS body lines carry no prefix
+            elif s and (s.split(":")[0].strip().upper() in URC_PREFIXES or s.upper() in URC_PREFIXES):
+                urcs.append(s)
+            elif s:
+                unparsed.append(s)
+        for key in order:
+            if key == "+QENG:neighbour":
+                fields_, sample = parse_qeng_neighbour(groups[key])
+                rtype = "qeng-neighbourcell"
+            else:
+                rtype, fn = RECORDS[key]
+                fields_, sample = fn(groups[key])
+            records.append(AtRecord(rtype, chunk.command, chunk.final, fields_, sample))
+        if not order and chunk.final is not None and chunk.final.upper() != "OK":
+            records.append(AtRecord("error", chunk.command, chunk.final, {"code": _error_code(chunk.final)}, None))
+    return records, urcs, unparsed
+
+
+def merged_sample(records: list[AtRecord]) -> RadioSample | None:
+    """Latest record of each type, combined by PRIORITY (a repeated type replaces, never mixes)."""
+    latest: dict[str, RadioSample | None] = {}
+    for r in records:
+        latest[r.type] = r.sample
+    ordered = [latest[t] for t in PRIORITY if t in latest]
+    return merge_samples(ordered)
+
+
+def parse_sample(text: str) -> RadioSample | None:
+    """Normalized sample of one reply (or poll round); None if the modem gave nothing usable."""
+    records, _, _ = parse_records(text)
+    return merged_sample(records)
+
+
+def to_json(text: str) -> dict[str, Any]:
+    records, urcs, unparsed = parse_records(text)
+    if not records and not urcs and unparsed:
+        raise ParseError("at: no recognised AT reply (+CSQ, +CESQ, +QENG, !GSTATUS, ^HCSQ, ^SYSINFOEX, "
+                         f"+COPS, +CEREG, +QNWINFO, +QCAINFO, +QSPN) in input; first line: {unparsed[0]!r}")
+    sample = merged_sample(records)
+    return {"tool": "at", "responses": [r.to_json() for r in records], "urcs": urcs, "unparsed": unparsed,
+            "sample": None if sample is None else sample.to_json()}
+
+
+def sample_of(*record_types: str) -> Callable[[str], RadioSample | None]:
+    """Parser for one command's reply that only looks at the given record types (so a URC of another
+    type that slipped into the reply cannot fill fields); with no types, any record counts."""
+    def parse(text: str) -> RadioSample | None:
+        records, _, _ = parse_records(text)
+        if record_types:
+            records = [r for r in records if r.type in record_types]
+        return merged_sample(records)
+    parse.__name__ = "sample_of_" + "_".join(t.replace("-", "_") for t in record_types)
+    return parse

@@ -1,0 +1,172 @@
+"""gpsd `gpspipe -w` JSON lines: TPV (time-position-velocity) and SKY reports.
+
+Rules from gpsd_json(5) as recorded in 02e: fields are optional and simply absent when unknown (gpsd
+never sends nulls); TPV "mode" 0 = unknown, 1 = no fix, 2 = 2D, 3 = 3D. Here a TPV with mode < 2 has no
+position (lat/lon/alt None, and no speed/track either: they come from the fix), and a 2D fix has no
+altitude. Altitude prefers altMSL, falls back to the deprecated "alt" (gpsd 3.16 sends only that).
+
+A line that is not valid JSON (e.g. a torn line at the start of a capture, or the fixture's redacted
+"45.xxxxxxxxx") is reported under "errors" and skipped: one bad line must not lose a drive's worth of
+positions. Stdlib only.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from nodes.modem.radio import ParseError
+
+
+@dataclass(frozen=True)
+class GpsFix:
+    """One TPV report, normalized (units in the names)."""
+
+    time: str | None               # ISO 8601 UTC as gpsd sent it
+    time_unix: float | None
+    mode: int                      # 0 unknown, 1 no fix, 2 2D, 3 3D
+    lat: float | None
+    lon: float | None
+    alt_m: float | None            # MSL when known (altMSL, else alt)
+    alt_hae_m: float | None
+    speed_mps: float | None
+    track_deg: float | None
+    climb_mps: float | None
+    eph_m: float | None            # horizontal error estimate (newer gpsd)
+    epx_m: float | None
+    epy_m: float | None
+    epv_m: float | None
+    device: str | None
+
+    @property
+    def has_fix(self) -> bool:
+        return self.mode >= 2
+
+    @property
+    def position(self) -> tuple[float, float] | None:
+        if self.lat is None or self.lon is None:
+            return None
+        return self.lat, self.lon
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class GpsSky:
+    time: str | None
+    hdop: float | None
+    vdop: float | None
+    pdop: float | None
+    gdop: float | None
+    satellites_seen: int | None
+    satellites_used: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _f(d: dict, key: str) -> float | None:
+    v = d.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _unix(ts: str | None) -> float | None:
+    if not ts:
+        return None
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def tpv(d: dict) -> GpsFix:
+    mode = int(d.get("mode") or 0)
+    fix = mode >= 2
+    three_d = mode >= 3
+    alt = _f(d, "altMSL")
+    if alt is None:
+        alt = _f(d, "alt")
+    return GpsFix(
+        time=d.get("time"), time_unix=_unix(d.get("time")), mode=mode,
+        lat=_f(d, "lat") if fix else None, lon=_f(d, "lon") if fix else None,
+        alt_m=alt if three_d else None, alt_hae_m=_f(d, "altHAE") if three_d else None,
+        speed_mps=_f(d, "speed") if fix else None, track_deg=_f(d, "track") if fix else None,
+        climb_mps=_f(d, "climb") if three_d else None,
+        eph_m=_f(d, "eph") if fix else None, epx_m=_f(d, "epx") if fix else None,
+        epy_m=_f(d, "epy") if fix else None, epv_m=_f(d, "epv") if three_d else None,
+        device=d.get("device"),
+    )
+
+
+def sky(d: dict) -> GpsSky:
+    sats = d.get("satellites")
+    seen = d.get("nSat")
+    used = d.get("uSat")
+    if isinstance(sats, list):
+        seen = seen if seen is not None else len(sats)
+        used = used if used is not None else sum(1 for s in sats if isinstance(s, dict) and s.get("used"))
+    return GpsSky(time=d.get("time"), hdop=_f(d, "hdop"), vdop=_f(d, "vdop"), pdop=_f(d, "pdop"),
+                  gdop=_f(d, "gdop"), satellites_seen=seen, satellites_used=used)
+
+
+def parse(text: str) -> dict[str, Any]:
+    fixes: list[GpsFix] = []
+    skies: list[GpsSky] = []
+    other: dict[str, int] = {}
+    version: dict | None = None
+    devices: list[dict] = []
+    errors: list[dict[str, Any]] = []
+    seen_lines = 0
+    for n, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if not s.startswith("{"):
+            continue                      # prompts ("gpspipe -w -n 5") and prose
+        seen_lines += 1
+        try:
+            d = json.loads(s)
+        except json.JSONDecodeError as exc:
+            errors.append({"line": n, "error": exc.msg, "text": s[:120]})
+            continue
+        if not isinstance(d, dict):
+            errors.append({"line": n, "error": "not a JSON object", "text": s[:120]})
+            continue
+        cls = d.get("class")
+        reports = [d]
+        if cls == "POLL":                 # ?POLL; answer: {"class":"POLL","tpv":[...],"sky":[...]}
+            reports = list(d.get("tpv") or []) + list(d.get("sky") or [])
+        for r in reports:
+            c = r.get("class")
+            if c == "TPV":
+                fixes.append(tpv(r))
+            elif c == "SKY":
+                skies.append(sky(r))
+            elif c == "VERSION":
+                version = r
+            elif c == "DEVICES":
+                devices.extend(x for x in r.get("devices") or [] if isinstance(x, dict))
+            else:
+                other[str(c)] = other.get(str(c), 0) + 1
+    if seen_lines == 0:
+        raise ParseError("gpsd: no JSON lines (expected `gpspipe -w` output)")
+    if seen_lines == len(errors):
+        raise ParseError(f"gpsd: no parsable JSON line; first error on line {errors[0]['line']}: {errors[0]['error']}")
+    last_fix = next((f for f in reversed(fixes) if f.has_fix), None)
+    return {"fixes": fixes, "skies": skies, "version": version, "devices": devices, "other": other,
+            "errors": errors, "fix": last_fix}
+
+
+def to_json(text: str) -> dict[str, Any]:
+    p = parse(text)
+    return {"tool": "gpsd", "tpv": [f.to_json() for f in p["fixes"]], "sky": [s.to_json() for s in p["skies"]],
+            "version": p["version"], "devices": p["devices"], "other": p["other"], "errors": p["errors"],
+            "fix": None if p["fix"] is None else p["fix"].to_json()}
+
+
+def gpspipe_argv(gpsd: str = "127.0.0.1:2947", count: int | None = None) -> tuple[str, ...]:
+    """`gpspipe -w [-n N] host:port` -- a stream of JSON reports (one TPV per fix, typically 1 Hz)."""
+    argv: tuple[str, ...] = ("gpspipe", "-w")
+    if count is not None:
+        argv += ("-n", str(count))
+    return argv + (gpsd,)

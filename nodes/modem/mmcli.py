@@ -1,0 +1,443 @@
+"""ModemManager `mmcli` output: `-m N` (modem), `--signal-get`, `--location-get`, `-b N` (bearer), in the
+human layout or `-J` JSON; plus the `--signal-setup=N` acknowledgement and `error: ...` lines.
+
+`to_json(text)` auto-detects the format and the command. Both formats are first turned into the same
+nested structure (JSON keys), so one normalizer serves both; the human labels are mapped through the
+table `HUMAN_KEYS` (labels and keys from ModemManager's cli/mmcli-output.c, see 02a).
+
+Quirks handled here (details in firmware-notes/modems.md):
+* every JSON scalar is a string and "no value" is "--"; in human mode missing fields are simply omitted;
+* numbers are printed with "%.2lf" under the caller's locale: "-67,00" under cs_CZ -- parsed, flagged,
+  and the poll commands run mmcli with LC_ALL=C so it does not happen;
+* signal values stay "--" until `--signal-setup=N` (N > 0) has been run once: refresh rate "0" is reported
+  as `signal_setup_needed`;
+* location: lac/tac/cid are HEX ("%04lX", "%08lX") while mcc/mnc are "%u" (MNC "01" prints as "1"), and the
+  human label of the MNC is "operator name".
+Stdlib only.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from nodes.modem.radio import (
+    ParseError, RadioSample, cell_identity, integer, merge_samples, number, split_plmn,
+)
+
+MISSING = ("--", "")
+
+# (human section, human label) -> dotted JSON key under "modem" (or "bearer").
+HUMAN_KEYS: dict[tuple[str, str], str] = {
+    ("General", "path"): "dbus-path",
+    ("General", "device id"): "generic.device-identifier",
+    ("Hardware", "manufacturer"): "generic.manufacturer",
+    ("Hardware", "model"): "generic.model",
+    ("Hardware", "firmware revision"): "generic.revision",
+    ("System", "device"): "generic.device",
+    ("System", "drivers"): "generic.drivers",
+    ("System", "plugin"): "generic.plugin",
+    ("System", "primary port"): "generic.primary-port",
+    ("System", "ports"): "generic.ports",
+    ("Status", "state"): "generic.state",
+    ("Status", "failed reason"): "generic.state-failed-reason",
+    ("Status", "power state"): "generic.power-state",
+    ("Status", "access tech"): "generic.access-technologies",
+    ("Status", "signal quality"): "generic.signal-quality.value",
+    ("3GPP", "imei"): "3gpp.imei",
+    ("3GPP", "operator id"): "3gpp.operator-code",
+    ("3GPP", "operator name"): "3gpp.operator-name",
+    ("3GPP", "registration"): "3gpp.registration-state",
+    ("3GPP", "packet service state"): "3gpp.packet-service-state",
+    ("Signal", "refresh rate"): "signal.refresh.rate",
+    ("Signal", "rssi threshold"): "signal.threshold.rssi",
+    ("Signal", "error rate threshold"): "signal.threshold.error-rate",
+}
+# Signal sections: human section name -> JSON sub-key; labels -> keys.
+SIGNAL_SECTIONS = {"CDMA1x": "cdma1x", "EV-DO": "evdo", "GSM": "gsm", "UMTS": "umts", "LTE": "lte", "5G": "5g"}
+SIGNAL_LABELS = {"rssi": "rssi", "rsrq": "rsrq", "rsrp": "rsrp", "s/n": "snr", "error rate": "error-rate",
+                 "ecio": "ecio", "sinr": "sinr", "io": "io", "rscp": "rscp"}
+# Location "3GPP" section: the MCC is labelled "operator code" and the MNC "operator name" (sic).
+LOCATION_LABELS = {"operator code": "mcc", "operator name": "mnc", "location area code": "lac",
+                   "tracking area code": "tac", "cell id": "cid"}
+GPS_LABELS = {"utc": "utc", "longitude": "longitude", "latitude": "latitude", "altitude": "altitude",
+              "nmea": "nmea"}
+LIST_KEYS = {"generic.access-technologies", "generic.ports", "generic.drivers"}
+
+# ModemManager registration states -> shared vocabulary (radio.REGISTRATION)
+REGISTRATION = {"idle": "not-registered", "home": "home", "searching": "searching", "denied": "denied",
+                "unknown": "unknown", "roaming": "roaming", "home-sms-only": "home",
+                "roaming-sms-only": "roaming", "emergency-only": "limited", "home-csfb-not-preferred": "home",
+                "roaming-csfb-not-preferred": "roaming", "attached-rlos": "limited"}
+UMTS_TECH = {"umts", "hsdpa", "hsupa", "hspa", "hspa-plus"}
+GSM_TECH = {"gsm", "gsm-compact", "gprs", "edge", "pots"}
+
+
+def technology_from_access(access: list[str]) -> str | None:
+    """ModemManager access technologies -> RadioSample.technology ("lte, 5gnr" is EN-DC)."""
+    a = {x.strip().lower() for x in access if x and x.strip() not in MISSING}
+    if "5gnr" in a and a & {"lte", "lte-cat-m", "lte-nb-iot"}:
+        return "nr5g-nsa"
+    if "5gnr" in a:
+        return "nr5g-sa"
+    if "lte" in a or "lte-nb-iot" in a:
+        return "lte"
+    if "lte-cat-m" in a:
+        return "lte-m"
+    if a & UMTS_TECH:
+        return "umts"
+    if a & GSM_TECH:
+        return "gsm"
+    if a & {"evdo0", "evdoa", "evdob"}:
+        return "evdo"
+    if "1xrtt" in a:
+        return "cdma"
+    return None
+
+
+def _get(d: dict, dotted: str) -> Any:
+    cur: Any = d
+    for part in dotted.split("."):
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def _put(d: dict, dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    for p in parts[:-1]:
+        d = d.setdefault(p, {})
+    d[parts[-1]] = value
+
+
+def _val(v: Any) -> str | None:
+    if v is None:
+        return None
+    s = str(v).strip()
+    return None if s in MISSING else s
+
+
+def _num(v: Any) -> float | None:
+    return number(v, missing=MISSING)
+
+
+def _as_list(v: Any) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, list):
+        out: list[str] = []
+        for x in v:   # "current-capabilities": ["gsm-umts, lte"] -- one comma-joined string in a list
+            out.extend(p.strip() for p in str(x).split(","))
+        return [x for x in out if x]
+    return [p.strip() for p in str(v).split(",") if p.strip()]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Normalizers (nested "modem" dict as mmcli -J prints it)
+
+def _leg(d: dict, technology: str) -> RadioSample | None:
+    s = RadioSample(technology=technology, rssi_dbm=_num(d.get("rssi")), rsrp_dbm=_num(d.get("rsrp")),
+                    rsrq_db=_num(d.get("rsrq")), snr_db=_num(d.get("snr")), sinr_db=_num(d.get("sinr")),
+                    rscp_dbm=_num(d.get("rscp")), ecio_db=_num(d.get("ecio")))
+    return None if all(getattr(s, k) is None for k in ("rssi_dbm", "rsrp_dbm", "rsrq_db", "snr_db", "sinr_db",
+                                                       "rscp_dbm", "ecio_db")) else s
+
+
+def signal_fields(sig: dict) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    comma = False
+    for sec, vals in sig.items():
+        if not isinstance(vals, dict):
+            continue
+        out[sec] = {}
+        for k, v in vals.items():
+            sv = _val(v)
+            if sv is not None and re.fullmatch(r"-?\d+,\d+", sv):
+                comma = True
+            out[sec][k] = sv if k in ("error-rate",) and sec == "threshold" else (
+                _num(sv) if sv is not None and re.match(r"^-?\d", sv) else sv)
+    rate = integer(_val(_get(sig, "refresh.rate")))
+    out["refresh_rate_s"] = rate
+    out["signal_setup_needed"] = rate == 0
+    out["locale_comma"] = comma
+    return out
+
+
+def signal_sample(sig: dict) -> RadioSample | None:
+    lte = _leg(sig.get("lte") or {}, "lte")
+    nr = _leg(sig.get("5g") or {}, "nr5g")
+    umts = _leg(sig.get("umts") or {}, "umts")
+    gsm = _leg(sig.get("gsm") or {}, "gsm")
+    evdo = _leg(sig.get("evdo") or {}, "evdo")
+    cdma = _leg(sig.get("cdma1x") or {}, "cdma")
+    if lte and nr:
+        s = RadioSample(**{**_kw(lte), "technology": "nr5g-nsa", "secondary": (nr,)})
+    elif nr:
+        s = RadioSample(**{**_kw(nr), "technology": "nr5g-sa"})
+    else:
+        s = lte or umts or gsm or evdo or cdma
+    return None if s is None else RadioSample(**{**_kw(s), "source": "mmcli:signal"})
+
+
+def _kw(s: RadioSample) -> dict[str, Any]:
+    return {k: getattr(s, k) for k in s.__dataclass_fields__}
+
+
+def modem_fields(m: dict) -> dict[str, Any]:
+    g = m.get("generic") or {}
+    t = m.get("3gpp") or {}
+    ports = _as_list(g.get("ports"))
+    sq = g.get("signal-quality") or {}
+    return {
+        "dbus_path": _val(m.get("dbus-path")),
+        "manufacturer": _val(g.get("manufacturer")), "model": _val(g.get("model")),
+        "revision": _val(g.get("revision")), "plugin": _val(g.get("plugin")),
+        "state": _val(g.get("state")), "power_state": _val(g.get("power-state")),
+        "access_technologies": _as_list(g.get("access-technologies")),
+        "signal_quality_pct": integer(_val(sq.get("value"))),
+        "signal_quality_recent": {"yes": True, "no": False}.get(str(_val(sq.get("recent")))),
+        "primary_port": _val(g.get("primary-port")), "ports": ports,
+        # The AT ports ModemManager found; MM keeps them open, so poll them only through mmcli --command
+        # or with ModemManager stopped / the port marked ignored (see firmware-notes/modems.md).
+        "at_ports": [p.split()[0] for p in ports if p.endswith("(at)")],
+        "operator_code": _val(t.get("operator-code")), "operator_name": _val(t.get("operator-name")),
+        "registration_state": _val(t.get("registration-state")),
+        "packet_service_state": _val(t.get("packet-service-state")),
+        "imei": _val(t.get("imei")),
+    }
+
+
+def modem_sample(m: dict) -> RadioSample:
+    f = modem_fields(m)
+    mcc, mnc = split_plmn(f["operator_code"])
+    return RadioSample(
+        technology=technology_from_access(f["access_technologies"]),
+        signal_quality_pct=f["signal_quality_pct"], operator_name=f["operator_name"], mcc=mcc, mnc=mnc,
+        registration=REGISTRATION.get(f["registration_state"] or "", None) if f["registration_state"] else None,
+        source="mmcli:modem",
+    )
+
+
+def location_fields(loc: dict) -> dict[str, Any]:
+    g3 = loc.get("3gpp") or {}
+    gps = loc.get("gps") or {}
+    return {
+        "mcc": _val(g3.get("mcc")), "mnc": _val(g3.get("mnc")), "lac": _val(g3.get("lac")),
+        "tac": _val(g3.get("tac")), "cid": _val(g3.get("cid")),
+        "gps": {k: (_val(v) if not isinstance(v, list) else v) for k, v in gps.items()},
+    }
+
+
+def location_sample(loc: dict) -> RadioSample | None:
+    f = location_fields(loc)
+    cid = f["cid"]
+    tac = integer(f["tac"], base=16)
+    lac = integer(f["lac"], base=16)
+    cid_int = integer(cid, base=16)
+    if cid_int == 0:      # mm_location_3gpp_get_cell_id(): "0 if unknown"
+        cid = None
+    tac = None if tac == 0 else tac
+    lac = None if lac == 0 else lac
+    # A tracking area means E-UTRAN; a 28-bit id is then an ECI (eNB id + local cell id).
+    tech = "lte" if tac is not None and cid_int is not None and cid_int <= 0xFFFFFFF else None
+    mcc = integer(f["mcc"])
+    s = RadioSample(mcc=None if not mcc else f"{mcc:03d}", mnc=f["mnc"] if mcc else None, tac=tac, lac=lac,
+                    **cell_identity(cid, base=16, technology=tech), source="mmcli:location")
+    return None if s.is_empty() else s
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Human layout -> nested dict
+
+SEPARATOR_RE = re.compile(r"^\s*-{3,}\s*$")
+KEY_RE = re.compile(r"^(\s*)(\S.*?): (.*)$|^(\s*)(\S.*?):$")
+PROMPT_RE = re.compile(r"^\s*(?:[$#]\s+)?(?:sudo\s+)?mmcli\b|^\s*[$#]\s")
+
+
+def human_sections(text: str) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+    """[(section, [(label, [value lines])])] in order; a continuation line adds a value line.
+
+    Field names are right-aligned so every value starts in one column: a line whose text starts at or
+    after that column continues the previous field ("allowed: 4g; preferred: none" would otherwise look
+    like a field of its own).
+    """
+    sections: list[tuple[str, list[tuple[str, list[str]]]]] = []
+    value_col: int | None = None
+    for line in text.splitlines():
+        if SEPARATOR_RE.match(line) or "|" not in line:
+            continue
+        sec, rest = line.split("|", 1)
+        sec = sec.strip()
+        if sec or not sections:
+            sections.append((sec, []))
+        entries = sections[-1][1]
+        lead = len(rest) - len(rest.lstrip(" "))
+        m = KEY_RE.match(rest)
+        if m and (value_col is None or lead < value_col):
+            label = (m.group(2) or m.group(5)).strip()
+            value = (m.group(3) or "").strip()
+            if m.group(2):
+                value_col = len(m.group(1)) + len(m.group(2)) + 2
+            entries.append((label, [value] if value else []))
+        elif entries and rest.strip():
+            entries[-1][1].append(rest.strip())
+    return sections
+
+
+def _join(values: list[str], *, as_list: bool) -> Any:
+    if as_list:
+        return _as_list(" ".join(values))
+    if len(values) == 1:
+        return values[0]
+    return values
+
+
+def human_to_nested(text: str) -> tuple[str, dict, dict]:
+    """(kind, nested modem/bearer dict, raw sections) for one human-layout output."""
+    sections = human_sections(text)
+    raw: dict[str, Any] = {}
+    nested: dict[str, Any] = {}
+    kind = "modem"
+    for sec, entries in sections:
+        labels = {lab for lab, _ in entries}
+        name, n = sec, 2
+        while name in raw:           # a section name can repeat within one output
+            name, n = f"{sec} #{n}", n + 1
+        block = raw.setdefault(name, {})
+        for label, values in entries:
+            block[label] = _join(values, as_list=False)
+        if sec == "3GPP" and labels & {"cell id", "tracking area code", "location area code"}:
+            kind = "location"
+            for label, values in entries:
+                if label in LOCATION_LABELS:
+                    _put(nested, f"location.3gpp.{LOCATION_LABELS[label]}", _join(values, as_list=False))
+            continue
+        if sec == "GPS" and labels & set(GPS_LABELS):
+            kind = "location"
+            for label, values in entries:
+                if label in GPS_LABELS:
+                    _put(nested, f"location.gps.{GPS_LABELS[label]}", _join(values, as_list=False))
+            continue
+        if sec in SIGNAL_SECTIONS:
+            kind = "signal"
+            for label, values in entries:
+                if label in SIGNAL_LABELS:
+                    _put(nested, f"signal.{SIGNAL_SECTIONS[sec]}.{SIGNAL_LABELS[label]}", _join(values, as_list=False))
+            continue
+        for label, values in entries:
+            key = HUMAN_KEYS.get((sec, label))
+            if key is None:
+                continue
+            if sec == "Signal":
+                kind = "signal"
+            if key == "generic.signal-quality.value":
+                m = re.match(r"^(\d+)%\s*(?:\((recent|cached)\))?", " ".join(values))
+                if m:
+                    _put(nested, "generic.signal-quality.value", m.group(1))
+                    _put(nested, "generic.signal-quality.recent", "yes" if m.group(2) == "recent" else "no")
+                continue
+            _put(nested, key, _join(values, as_list=key in LIST_KEYS))
+    path = _get(nested, "dbus-path") or ""
+    if "/Bearer/" in str(path):
+        kind = "bearer"
+    return kind, nested, raw
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Entry points
+
+def _json_docs(text: str) -> list[Any]:
+    """All JSON documents in text (one-line -J output, pretty-printed files, several in a row)."""
+    dec = json.JSONDecoder()
+    docs: list[Any] = []
+    i = 0
+    while True:
+        j = text.find("{", i)
+        if j < 0:
+            break
+        try:
+            obj, end = dec.raw_decode(text, j)
+        except json.JSONDecodeError as exc:
+            raise ParseError(f"mmcli: invalid JSON at offset {j}: {exc.msg}") from None
+        docs.append(obj)
+        i = end
+    return docs
+
+
+def _split_human(text: str) -> list[str]:
+    """Split a transcript holding several commands at their shell prompts."""
+    parts: list[list[str]] = [[]]
+    for line in text.splitlines():
+        if PROMPT_RE.match(line):
+            if any(p.strip() for p in parts[-1]):
+                parts.append([])
+            continue
+        parts[-1].append(line)
+    return ["\n".join(p) for p in parts if any("|" in x for x in p)]
+
+
+def _output(kind: str, fmt: str, nested: dict, raw: Any = None) -> dict[str, Any]:
+    if kind == "signal":
+        sig = nested.get("signal") or {}
+        fields_, sample = signal_fields(sig), signal_sample(sig)
+    elif kind == "location":
+        loc = nested.get("location") or {}
+        fields_, sample = location_fields(loc), location_sample(loc)
+    elif kind == "bearer":
+        fields_, sample = {"bearer": raw if raw is not None else nested}, None
+    else:
+        fields_, sample = modem_fields(nested), modem_sample(nested)
+    out: dict[str, Any] = {"type": kind, "format": fmt, "fields": fields_, "sample": sample}
+    if fmt == "human":
+        out["fields"] = {**fields_, "sections": raw}
+    return out
+
+
+def parse_outputs(text: str) -> list[dict[str, Any]]:
+    outputs: list[dict[str, Any]] = []
+    body = "\n".join(line for line in text.splitlines() if not PROMPT_RE.match(line))
+    for line in body.splitlines():
+        s = line.strip()
+        if s.startswith("Successfully setup signal quality information"):
+            outputs.append({"type": "signal-setup", "format": "text", "fields": {"message": s}, "sample": None})
+        elif s.startswith("error:"):
+            outputs.append({"type": "error", "format": "text", "fields": {"message": s}, "sample": None})
+    if body.lstrip().startswith("{"):
+        for doc in _json_docs(body):
+            if not isinstance(doc, dict):
+                continue
+            if "bearer" in doc:
+                outputs.append(_output("bearer", "json", doc["bearer"], doc["bearer"]))
+                continue
+            m = doc.get("modem") or {}
+            if "signal" in m:
+                outputs.append(_output("signal", "json", m))
+            if "location" in m:
+                outputs.append(_output("location", "json", m))
+            if "generic" in m or "3gpp" in m:
+                outputs.append(_output("modem", "json", m))
+    else:
+        for part in _split_human(text):
+            kind, nested, raw = human_to_nested(part)
+            outputs.append(_output(kind, "human", nested, raw))
+    return outputs
+
+
+PRIORITY = ("modem", "signal", "location")
+
+
+def parse_sample(text: str) -> RadioSample | None:
+    outs = parse_outputs(text)
+    return merge_samples([o["sample"] for t in PRIORITY for o in outs if o["type"] == t])
+
+
+def to_json(text: str) -> dict[str, Any]:
+    outs = parse_outputs(text)
+    if not outs:
+        raise ParseError("mmcli: no mmcli output recognised (expected -J JSON, the '|' human layout, "
+                         "'Successfully setup ...' or 'error: ...')")
+    merged = merge_samples([o["sample"] for t in PRIORITY for o in outs if o["type"] == t])
+    return {"tool": "mmcli",
+            "outputs": [{**o, "sample": None if o["sample"] is None else o["sample"].to_json()} for o in outs],
+            "sample": None if merged is None else merged.to_json()}

@@ -1,0 +1,341 @@
+"""libqmi `qmicli` NAS output: --nas-get-signal-info, --nas-get-serving-system, --nas-get-cell-location-info,
+--nas-get-signal-strength (and --wds-get-current-settings, raw only).
+
+`to_json(text)` splits a transcript at the "[/dev/cdc-wdm0] Successfully got ..." headers (or shell
+prompts), recognises each command by its header -- or, when the header was not pasted, by its structure --
+and normalizes it through the table `COMMANDS`.
+
+Format facts that shape the parser (02b): qmicli indents with TABs, which pasted copies turned into 2 or 8
+spaces, so nesting is tracked by *relative* indentation; values are single-quoted, but the unit sits inside
+the quotes in signal info ("'-5 dB'") and outside in cell location info ("'-11.6' dB"); 5G values can be
+'n/a' (raw -32768); HDR SINR is printed as "SINR (8): '9.0 dB'" and is NOT an LTE value; MNC is printed
+with %u ("MNC: '1'" for "01"). Stdlib only.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from nodes.modem.radio import (
+    ParseError, RadioSample, cell_identity, integer, lte_band, merge_samples, number, split_plmn,
+)
+
+MISSING = ("n/a", "N/A", "", "unavailable", "unknown")
+HEADER_RE = re.compile(r"^\[\s*([^\]]+?)\s*\]\s+(.*)$")
+PROMPT_RE = re.compile(r"^\s*[$#]\s|^\s*(?:sudo\s+)?qmicli\s")
+KV_QUOTED_RE = re.compile(r"^(?P<key>.+?):\s+'(?P<val>[^']*)'(?P<extra>.*)$")
+KV_PLAIN_RE = re.compile(r"^(?P<key>[^:]+?):\s+(?P<val>.+)$")
+
+
+@dataclass
+class Node:
+    key: str
+    value: str | None = None
+    extra: str | None = None
+    children: list["Node"] = field(default_factory=list)
+
+    def child(self, key: str) -> "Node | None":
+        for c in self.children:
+            if c.key == key:
+                return c
+        return None
+
+    def get(self, *path: str) -> str | None:
+        node: Node | None = self
+        for p in path:
+            node = node.child(p) if node else None
+        return node.value if node else None
+
+    def to_json(self) -> Any:
+        if not self.children:
+            if self.extra:
+                return {"value": self.value, "extra": self.extra}
+            return self.value
+        out: dict[str, Any] = {}
+        if self.value is not None:
+            out["value"] = self.value
+        if self.extra:
+            out["extra"] = self.extra
+        for c in self.children:
+            k, n = c.key, 2
+            while k in out:
+                k, n = f"{c.key} #{n}", n + 1
+            out[k] = c.to_json()
+        return out
+
+
+def _parse_line(s: str) -> Node:
+    m = KV_QUOTED_RE.match(s)
+    if m:
+        return Node(m.group("key").strip(), m.group("val"), m.group("extra").strip() or None)
+    if s.endswith(":"):
+        return Node(s[:-1].strip())
+    m = KV_PLAIN_RE.match(s)
+    if m:
+        # e.g. the source's "SINR (%u): N/A'" (stray quote) or wds "IP Family: IPv4"
+        return Node(m.group("key").strip(), m.group("val").strip().strip("'"))
+    return Node(s.strip())            # section without a colon: "Intrafrequency LTE Info"
+
+
+def build_tree(lines: list[str]) -> Node:
+    root = Node("")
+    stack: list[tuple[int, Node]] = [(-1, root)]
+    for line in lines:
+        if not line.strip():
+            continue
+        expanded = line.expandtabs(8)
+        indent = len(expanded) - len(expanded.lstrip())
+        node = _parse_line(expanded.strip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        stack[-1][1].children.append(node)
+        stack.append((indent, node))
+    return root
+
+
+def _n(v: str | None) -> float | None:
+    return number(v, missing=MISSING)
+
+
+def _kw(s: RadioSample) -> dict[str, Any]:
+    return {k: getattr(s, k) for k in s.__dataclass_fields__}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Normalizers per command
+
+def signal_info_sample(root: Node) -> RadioSample | None:
+    def leg(sec: str, tech: str) -> RadioSample | None:
+        n = root.child(sec)
+        if n is None:
+            return None
+        s = RadioSample(technology=tech, rssi_dbm=_n(n.get("RSSI")), rsrq_db=_n(n.get("RSRQ")),
+                        rsrp_dbm=_n(n.get("RSRP")), snr_db=_n(n.get("SNR")), ecio_db=_n(n.get("ECIO")),
+                        rscp_dbm=_n(n.get("RSCP")))
+        return None if s.is_empty() or all(
+            getattr(s, k) is None for k in ("rssi_dbm", "rsrq_db", "rsrp_dbm", "snr_db", "ecio_db", "rscp_dbm")
+        ) else s
+
+    lte, nr = leg("LTE", "lte"), leg("5G", "nr5g")
+    if lte and nr:
+        s: RadioSample | None = RadioSample(**{**_kw(lte), "technology": "nr5g-nsa", "secondary": (nr,)})
+    elif nr:
+        s = RadioSample(**{**_kw(nr), "technology": "nr5g-sa"})
+    else:
+        s = lte or leg("WCDMA", "umts") or leg("GSM", "gsm") or leg("HDR", "evdo") or leg("CDMA", "cdma")
+    return None if s is None else RadioSample(**{**_kw(s), "source": "qmicli:signal-info"})
+
+
+QMI_RADIO = {"lte": "lte", "umts": "umts", "gsm": "gsm", "cdma-1x": "cdma", "cdma-1xevdo": "evdo",
+             "td-scdma": "umts", "5gnr": "nr5g", "none": None}
+
+
+def _radios(node: Node | None) -> list[str]:
+    return [c.value for c in (node.children if node else []) if c.value]
+
+
+def technology_from_radios(radios: list[str]) -> str | None:
+    r = {x.lower() for x in radios}
+    if "5gnr" in r and "lte" in r:
+        return "nr5g-nsa"
+    if "5gnr" in r:
+        return "nr5g-sa"
+    for x in radios:
+        t = QMI_RADIO.get(x.lower())
+        if t:
+            return t
+    return None
+
+
+def signal_strength_sample(root: Node) -> RadioSample | None:
+    """Older per-RAT lists: "RSSI:" then "Network 'lte': '-62 dBm'". "SINR (8)" and "IO" are HDR
+    (EV-DO) values and "ECIO" for lte is meaningless: neither is taken as an LTE value."""
+    def net(sec: str) -> dict[str, str]:
+        n = root.child(sec)
+        out: dict[str, str] = {}
+        for c in (n.children if n else []):
+            m = re.match(r"^Network '([^']+)'$", c.key)
+            if m and c.value is not None:
+                out[m.group(1)] = c.value
+        return out
+
+    current = net("Current")
+    radio = next(iter(current), None)
+    tech = QMI_RADIO.get(radio or "", None)
+    if radio is None:
+        return None
+    s = RadioSample(technology=tech, rssi_dbm=_n(net("RSSI").get(radio) or current.get(radio)),
+                    rsrq_db=_n(net("RSRQ").get(radio)), snr_db=_n(net("SNR").get(radio)),
+                    rsrp_dbm=_n(net("RSRP").get(radio)),
+                    ecio_db=_n(net("ECIO").get(radio)) if tech in ("umts", "cdma", "evdo") else None,
+                    source="qmicli:signal-strength")
+    return s
+
+
+QMI_REGISTRATION = {"not-registered": "not-registered", "not-registered-searching": "searching",
+                    "registration-denied": "denied", "unknown": "unknown"}
+
+
+def _mnc(mnc: str | None, pcs: str | None) -> str | None:
+    v = integer(mnc)
+    if v is None:
+        return None
+    # qmicli prints %u: the PCS-digit flag says whether the MNC has three digits (02b SOURCE note).
+    return f"{v:03d}" if (pcs or "").lower() == "yes" else f"{v:02d}"
+
+
+def serving_system_sample(root: Node) -> RadioSample | None:
+    reg = root.get("Registration state")
+    roaming = root.get("Roaming status")
+    if reg == "registered":
+        registration = "registered" if roaming is None else "home" if roaming == "off" else "roaming"
+    else:
+        registration = QMI_REGISTRATION.get(reg or "", None)
+    tech = technology_from_radios(_radios(root.child("Radio interfaces")))
+    full = root.child("Full operator code info")
+    plmn = root.child("Current PLMN")
+    mcc_n = integer((full or plmn).get("MCC") if (full or plmn) else None)
+    mnc = _mnc(full.get("MNC"), full.get("MNC with PCS digit")) if full else \
+        _mnc(plmn.get("MNC"), None) if plmn else None
+    cell = root.get("3GPP cell ID")
+    return RadioSample(
+        technology=tech, registration=registration,
+        mcc=None if mcc_n is None else f"{mcc_n:03d}", mnc=mnc,
+        operator_name=plmn.get("Description") if plmn else None,
+        tac=integer(root.get("LTE tracking area code")), lac=integer(root.get("3GPP location area code")),
+        **cell_identity(cell, base=10, technology=tech), source="qmicli:serving-system",
+    )
+
+
+def _band_from_extra(extra: str | None) -> str | None:
+    m = re.search(r"E-UTRA band (\d+)", extra or "")
+    return lte_band(int(m.group(1))) if m else None
+
+
+def cell_location_sample(root: Node) -> RadioSample | None:
+    intra = root.child("Intrafrequency LTE Info")
+    if intra is None:
+        return None
+    serving_pci = integer(intra.get("Serving Cell ID"))     # QMI's "Serving Cell ID" is the PCI
+    serving = None
+    for c in intra.children:
+        if c.key.startswith("Cell [") and integer(c.get("Physical Cell ID")) == serving_pci:
+            serving = c
+    mcc, mnc = split_plmn(intra.get("PLMN"))
+    earfcn_node = intra.child("EUTRA Absolute RF Channel Number")
+    idle = intra.get("UE In Idle")
+    return RadioSample(
+        technology="lte", mcc=mcc, mnc=mnc, tac=integer(intra.get("Tracking Area Code")),
+        **cell_identity(intra.get("Global Cell ID"), base=10, technology="lte"),
+        pci=serving_pci, arfcn=integer(earfcn_node.value) if earfcn_node else None,
+        band=_band_from_extra(earfcn_node.extra) if earfcn_node else None,
+        rsrp_dbm=_n(serving.get("RSRP")) if serving else None, rsrq_db=_n(serving.get("RSRQ")) if serving else None,
+        rssi_dbm=_n(serving.get("RSSI")) if serving else None,
+        connection={"yes": "idle", "no": "connected"}.get((idle or "").lower()),
+        source="qmicli:cell-location-info",
+    )
+
+
+def _none(root: Node) -> RadioSample | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str            # output type
+    option: str          # qmicli option that produces it
+    header: str          # text after "[dev] " in the success line
+    sample: Callable[[Node], RadioSample | None]
+    looks_like: Callable[[Node], bool]
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("signal-info", "--nas-get-signal-info", "Successfully got signal info", signal_info_sample,
+            lambda r: any(r.child(s) and (r.child(s).child("RSRP") or r.child(s).child("RSSI"))  # type: ignore[union-attr]
+                          for s in ("LTE", "5G", "WCDMA", "GSM"))),
+    Command("serving-system", "--nas-get-serving-system", "Successfully got serving system", serving_system_sample,
+            lambda r: r.child("Registration state") is not None),
+    Command("cell-location-info", "--nas-get-cell-location-info", "Successfully got cell location info",
+            cell_location_sample, lambda r: r.child("Intrafrequency LTE Info") is not None),
+    Command("signal-strength", "--nas-get-signal-strength", "Successfully got signal strength",
+            signal_strength_sample, lambda r: r.child("Current") is not None),
+    Command("wds-current-settings", "--wds-get-current-settings", "Current settings retrieved", _none,
+            lambda r: r.child("IP Family") is not None),
+)
+PRIORITY = ("signal-info", "serving-system", "cell-location-info", "signal-strength")
+
+
+def _split(text: str) -> list[tuple[str | None, str | None, list[str], list[str]]]:
+    """[(device, header text, body lines, error lines)] per command output."""
+    outs: list[tuple[str | None, str | None, list[str], list[str]]] = []
+    cur: list[Any] | None = None
+    for line in text.splitlines():
+        s = line.strip()
+        if PROMPT_RE.match(line):
+            cur = None
+            continue
+        m = HEADER_RE.match(s)
+        if m:
+            cur = [m.group(1), m.group(2).rstrip(":").strip(), [], []]
+            outs.append(cur)  # type: ignore[arg-type]
+            continue
+        if s.startswith("error:"):
+            if cur is None:
+                cur = [None, None, [], []]
+                outs.append(cur)  # type: ignore[arg-type]
+            cur[3].append(s)
+            continue
+        if cur is None:
+            if not s:
+                continue
+            cur = [None, None, [], []]
+            outs.append(cur)  # type: ignore[arg-type]
+        cur[2].append(line)
+    return [tuple(o) for o in outs]  # type: ignore[misc]
+
+
+def _walk(node: Node) -> list[Node]:
+    out: list[Node] = []
+    for c in node.children:
+        out.append(c)
+        out.extend(_walk(c))
+    return out
+
+
+def parse_outputs(text: str) -> list[dict[str, Any]]:
+    outputs: list[dict[str, Any]] = []
+    for device, header, body, errors in _split(text):
+        root = build_tree(body)
+        cmd = None
+        if header:
+            cmd = next((c for c in COMMANDS if header.startswith(c.header)), None)
+        if cmd is None:
+            cmd = next((c for c in COMMANDS if c.looks_like(root)), None)
+        if errors and not root.children:
+            outputs.append({"type": "error", "device": device, "fields": {"errors": errors}, "sample": None})
+            continue
+        if cmd is None:
+            raise ParseError(f"qmicli: unrecognised output (header {header!r})")
+        if cmd.name == "wds-current-settings":
+            # Keys are right-aligned ("   IP Family: IPv4"): indentation means nothing here, so flatten.
+            fields_ = {c.key: c.value for c in _walk(root)}
+        else:
+            fields_ = root.to_json() if root.children else {}
+        outputs.append({"type": cmd.name, "device": device, "fields": fields_, "sample": cmd.sample(root)})
+    return outputs
+
+
+def parse_sample(text: str) -> RadioSample | None:
+    outs = parse_outputs(text)
+    return merge_samples([o["sample"] for t in PRIORITY for o in outs if o["type"] == t])
+
+
+def to_json(text: str) -> dict[str, Any]:
+    outs = parse_outputs(text)
+    if not outs:
+        raise ParseError("qmicli: empty input")
+    merged = merge_samples([o["sample"] for t in PRIORITY for o in outs if o["type"] == t])
+    return {"tool": "qmicli",
+            "outputs": [{**o, "sample": None if o["sample"] is None else o["sample"].to_json()} for o in outs],
+            "sample": None if merged is None else merged.to_json()}
