@@ -77,7 +77,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
 
 
 def build_parser() -> _Parser:
-    p = _Parser(prog="ctl", description="Controller of the hardware-in-the-loop network testbed.")
+    p = _Parser(prog="ctl", description="Controller of the hardware-in-the-loop network testbed.", allow_abbrev=False)
     p.add_argument("--inventory", "-i", help="rack description (default: $CTL_INVENTORY or inventory/virtual.yaml)")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -121,7 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _load_extensions()
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        dest = getattr(args, "extra_args", None)
+        if dest:
+            setattr(args, dest, extra)  # e.g. a scenario's own parameters
+        elif extra:
+            raise UsageError(f"unrecognized arguments: {' '.join(extra)}")
         return args.func(args)
     except CtlError as exc:
         print(f"ctl: error: {exc.one_line()}", file=sys.stderr)

@@ -139,8 +139,14 @@ class _DryProcess:
         if False:  # pragma: no cover - an empty async generator
             yield ""
 
-    async def wait(self, timeout: float | None = None) -> CommandResult:
+    async def read_all(self) -> str:
+        return ""
+
+    def close_stdin(self) -> None:
+        return None
+
+    async def wait(self, timeout: float | None = None, stdout: str = "") -> CommandResult:
         return self._result
 
-    async def terminate(self) -> None:
+    async def terminate(self, grace: float = 0.0) -> None:
         return None

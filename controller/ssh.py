@@ -253,6 +253,17 @@ class SSHRemoteProcess:
             self.session._mark_lost(exc)
             raise SSHError(self.host, f"lost the stream of `{shlex.join(self.argv)[:80]}`: {exc}") from None
 
+    def send_line(self, text: str) -> None:
+        self._proc.stdin.write(text + "\n")
+
+    async def readline(self, timeout: float = 5.0) -> str:
+        try:
+            line = await asyncio.wait_for(self._proc.stdout.readline(), timeout)
+        except (asyncssh.Error, OSError, ConnectionError) as exc:
+            self.session._mark_lost(exc)
+            raise SSHError(self.host, f"lost `{shlex.join(self.argv)[:80]}`: {exc}") from None
+        return line.rstrip("\n")
+
     async def read_all(self) -> str:
         return "\n".join([line async for line in self.lines()])
 
@@ -345,33 +356,60 @@ class SSHPool:
 @dataclass
 class ClockOffset:
     host: str
-    offset_s: float  # host clock minus controller clock
-    rtt_s: float
+    offset_s: float      # host clock minus controller clock, as applied to the host's timestamps
+    rtt_s: float         # round trip of the best exchange: the offset is known to +-rtt/2
+    measured_s: float    # the raw estimate before the significance test
+    method: str
     measured_at: float = field(default_factory=time.time)
 
     def to_json(self) -> dict:
-        return {"host": self.host, "offset_s": self.offset_s, "rtt_s": self.rtt_s, "measured_at": self.measured_at}
+        return dict(self.__dict__)
 
 
-async def measure_clock_offset(session: SSHSession, samples: int = 5) -> ClockOffset:
-    """NTP-style: host time vs the midpoint of the request on the controller; best of N by RTT."""
-    best: ClockOffset | None = None
-    for _ in range(samples):
-        t0 = time.time()
-        r = await session.run(Command(("date", "+%s.%N"), timeout=10, note="clock offset"))
-        t1 = time.time()
-        if not r.ok:
-            continue
+# A constant echo server: one host timestamp (ns) per line read. Data never enters the script.
+_CLOCK_ECHO = "import sys, time\nfor _ in sys.stdin:\n    print(time.time_ns(), flush=True)\n"
+
+
+async def measure_clock_offset(session: SSHSession, samples: int = 9) -> ClockOffset:
+    """NTP-style offset over a persistent channel (sub-millisecond round trips): the host's
+    time against the midpoint of each exchange, keeping the exchange with the smallest
+    round trip. An offset smaller than half that round trip is not distinguishable from 0
+    and is applied as 0 (the estimate is recorded)."""
+    best: tuple[float, float] | None = None
+    method = "python3 echo over a persistent channel"
+    try:
+        proc = await session.spawn(("python3", "-u", "-c", _CLOCK_ECHO), note="clock offset", stdin_open=True)
+    except SSHError:
+        proc = None
+    if proc is not None:
         try:
-            host_t = float(r.stdout.strip())
-        except ValueError:
-            # BSD date has no %N: fall back to whole seconds (offset then known to +-0.5 s).
-            r2 = await session.run(Command(("date", "+%s"), timeout=10, note="clock offset (seconds)"))
-            host_t = float(r2.stdout.strip()) + 0.5
-        # The remote `date` ran somewhere inside [t0, t1]; most of the RTT is the channel setup.
-        off = ClockOffset(session.host, host_t - (t0 + t1) / 2, t1 - t0)
-        if best is None or off.rtt_s < best.rtt_s:
-            best = off
+            for _ in range(samples):
+                t0 = time.time()
+                proc.send_line("t")
+                line = await proc.readline(5)
+                t1 = time.time()
+                host_t = int(line) / 1e9
+                est = (host_t - (t0 + t1) / 2, t1 - t0)
+                if best is None or est[1] < best[1]:
+                    best = est
+        except (ValueError, SSHError):
+            best = None
+        finally:
+            proc.close_stdin()
+            await proc.wait(5)
+    if best is None:
+        method = "date over separate exec channels"
+        for _ in range(5):
+            t0 = time.time()
+            r = await session.run(Command(("date", "+%s"), timeout=10, note="clock offset (no python3)"))
+            t1 = time.time()
+            if r.ok:
+                # whole seconds only: the offset is known to +-0.5 s plus the round trip
+                est = (float(r.stdout.strip()) + 0.5 - (t0 + t1) / 2, (t1 - t0) + 1.0)
+                if best is None or est[1] < best[1]:
+                    best = est
     if best is None:
         raise SSHError(session.host, "could not read the host clock")
-    return best
+    measured, rtt = best
+    applied = measured if abs(measured) > rtt / 2 else 0.0
+    return ClockOffset(session.host, applied, rtt, measured, method)

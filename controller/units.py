@@ -24,7 +24,7 @@ _RATE_PREFIX = {"": 1, "k": 10**3, "K": 10**3, "m": 10**6, "M": 10**6, "g": 10**
                 "t": 10**12, "T": 10**12}
 _RATE_BITS = {"", "bit/s", "bits/s", "bit", "bits", "bps", "b/s", "b", "bit/sec", "bits/sec"}
 _RATE_BYTES = {"Byte/s", "Bytes/s", "B/s", "Bps", "B", "byte/s", "bytes/s"}
-_RATE_RE = re.compile(r"^\s*" + _NUMBER + r"\s*([kKmMgGtT]?)([A-Za-z/]*)\s*$")
+_RATE_RE = re.compile(r"^\s*(-?)" + _NUMBER + r"\s*([kKmMgGtT]?)([A-Za-z/]*)\s*$")
 
 
 def _number(mantissa: str, exponent: str | None) -> float:
@@ -44,7 +44,9 @@ def parse_rate(text: str | int | float, *, what: str = "rate", allow_zero: bool 
         m = _RATE_RE.match(str(text))
         if not m:
             raise ParameterError(f"{what}: {text!r} is not a rate (examples: 20M, 100Mbit/s, 1G)")
-        mantissa, exponent, prefix, unit = m.groups()
+        sign, mantissa, exponent, prefix, unit = m.groups()
+        if sign:
+            raise ParameterError(f"{what}: {text!r} must be a positive rate")
         if unit in _RATE_BITS:
             scale = 1
         elif unit in _RATE_BYTES:

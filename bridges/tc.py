@@ -1,0 +1,199 @@
+"""Linux tc shaper: rate + bounded drop-tail queue (tbf with a pfifo/bfifo child).
+
+Direction forward (a -> b) is shaped on the egress of the bridge's b port, reverse on the
+egress of its a port. This back-end cannot delay or drop at random (no netem on these
+kernels); asking for either is an UnsupportedShaping error before anything is sent.
+
+ctl only ever builds one form, `root 1: tbf` + `10: pfifo|bfifo` under `1:1`, and only
+replaces what it can restore exactly: a port's default qdisc (removing ours brings the
+default back) or that same ctl form. Any other root qdisc is left alone and the run
+refused.
+"""
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+from bridges.base import (Capabilities, Direction, PipeConfig, PipeKey, ShaperState, check_capabilities,
+                          diff_pipe, register)
+from controller.commands import Command, CommandResult
+from controller.errors import ParseError, UnsupportedShaping
+from controller.inventory import Inventory
+from controller.units import Queue
+
+# Qdiscs a port has when nobody configured it; deleting the root qdisc returns to them.
+# (A root pfifo is not among them: someone configured it, and deleting it would not restore it.)
+DEFAULT_KINDS = frozenset({"noqueue", "pfifo_fast", "mq", "fq_codel", "fq"})
+ETH_OVERHEAD = 14
+MTU = 1500
+
+
+def tbf_burst_bytes(bw_bps: int) -> int:
+    """The smallest burst that still lets tbf reach its rate: 1 ms of bytes, at least two
+    full frames. Dummynet has no burst at all; a small one keeps the two comparable."""
+    return max(2 * (MTU + ETH_OVERHEAD), -(-bw_bps // 8 // 1000))
+
+
+def _qdiscs(text: str) -> list[dict]:
+    text = text.strip()
+    if not text:
+        return []
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ParseError(f"tc -j qdisc: not JSON: {exc}") from None
+    if not isinstance(data, list):
+        raise ParseError("tc -j qdisc: expected a JSON list")
+    return data
+
+
+@register("tc")
+class TcShaper:
+    """Shaper for a Linux bridge host with tbf (see module doc)."""
+
+    kind = "tc"
+
+    def __init__(self, inventory: Inventory, host: str):
+        self.inventory = inventory
+        self.host = host
+        self.links = {n: l for n, l in sorted(inventory.links.items()) if l.bridge == host}
+
+    # ---- pure pieces --------------------------------------------------------------------
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(rate=True, delay=False, loss=False, queue_slots=True, queue_bytes=True,
+                            max_bw_bps=100 * 10**9)
+
+    def port(self, key: PipeKey) -> str:
+        link = self.links[key[0]]
+        return link.b_port if key[1] is Direction.FORWARD else link.a_port
+
+    def pipes(self) -> list[PipeKey]:
+        return [(n, d) for n in self.links for d in Direction]
+
+    def validate(self, desired: Mapping[PipeKey, PipeConfig]) -> None:
+        for key in desired:
+            if key[0] not in self.links:
+                raise UnsupportedShaping(f"{self.host}: link {key[0]} is not on this bridge")
+        check_capabilities(self.kind, self.capabilities(), self.host, desired)
+
+    def read_commands(self) -> list[Command]:
+        ports = sorted({self.port(k) for k in self.pipes()})
+        return [Command(("tc", "-j", "-s", "qdisc", "show", "dev", p), timeout=10,
+                        note=f"read shaping of {p}", assume="[]") for p in ports]
+
+    def parse_state(self, results: list[CommandResult]) -> ShaperState:
+        by_port: dict[str, list[dict]] = {}
+        raw: dict[str, str] = {}
+        for r in results:
+            port = r.argv[-1]
+            by_port[port] = _qdiscs(r.stdout)
+            raw[" ".join(r.argv)] = r.stdout
+        pipes: dict[PipeKey, PipeConfig | None] = {}
+        counters: dict[PipeKey, dict[str, int]] = {}
+        foreign: dict[str, str] = {}
+        for key in self.pipes():
+            port = self.port(key)
+            config, ctrs, problem = interpret_qdiscs(by_port.get(port, []))
+            pipes[key] = config
+            if ctrs:
+                counters[key] = ctrs
+            if problem:
+                foreign[port] = problem
+        return ShaperState(pipes, raw, {"foreign": foreign}, counters)
+
+    def plan(self, desired: Mapping[PipeKey, PipeConfig], observed: ShaperState) -> list[Command]:
+        foreign = observed.details.get("foreign", {})
+        out: list[Command] = []
+        for key, want in desired.items():
+            port = self.port(key)
+            if port in foreign:
+                raise UnsupportedShaping(f"{self.host}: port {port} has a qdisc ctl did not create "
+                                         f"({foreign[port]}); ctl will not overwrite what it cannot restore")
+            have = observed.pipes.get(key)
+            if want.bw_bps is None:
+                if have is not None:
+                    out.append(self._delete(port, key))
+                continue
+            out += self._install(port, key, want)
+        return out
+
+    def _delete(self, port: str, key: PipeKey) -> Command:
+        return Command(("tc", "qdisc", "del", "dev", port, "root"), mutates=True,
+                       note=f"{key[0]} {key[1].value}: back to the default qdisc")
+
+    def _install(self, port: str, key: PipeKey, want: PipeConfig) -> list[Command]:
+        assert want.bw_bps is not None
+        burst = want.burst_bytes or tbf_burst_bytes(want.bw_bps)
+        # tbf needs a limit; its default child is replaced at once by the bounded fifo.
+        limit = want.queue.bytes if want.queue.bytes is not None else (want.queue.slots or 50) * (MTU + ETH_OVERHEAD)
+        note = f"{key[0]} {key[1].value}: {want.describe()}"
+        child = (("pfifo", "limit", str(want.queue.slots)) if want.queue.slots is not None
+                 else ("bfifo", "limit", str(want.queue.bytes)))
+        return [
+            Command(("tc", "qdisc", "replace", "dev", port, "root", "handle", "1:", "tbf", "rate",
+                     f"{want.bw_bps}bit", "burst", str(burst), "limit", str(limit)), mutates=True, note=note),
+            Command(("tc", "qdisc", "replace", "dev", port, "parent", "1:1", "handle", "10:", *child),
+                    mutates=True, note=note),
+        ]
+
+    def verify(self, desired: Mapping[PipeKey, PipeConfig | None], observed: ShaperState) -> list[str]:
+        out: list[str] = []
+        for key, want in desired.items():
+            if want is not None and want.bw_bps is None:
+                want = None  # unlimited: no qdisc of ours
+            got = observed.pipes.get(key)
+            # tc keeps rates in bytes/s: allow the rounding of a rate that is not a multiple of 8.
+            out += diff_pipe(want, got, label=f"{key[0]} {key[1].value} ({self.port(key)})", bw_tolerance=1e-6,
+                             fields=("bw_bps", "queue"))
+        return out
+
+    def plan_restore(self, before: ShaperState, now: ShaperState) -> list[Command]:
+        out: list[Command] = []
+        for key in self.pipes():
+            port = self.port(key)
+            was, is_ = before.pipes.get(key), now.pipes.get(key)
+            if was is None:
+                if is_ is not None:
+                    out.append(self._delete(port, key))
+            elif was != is_:
+                out += self._install(port, key, was)
+        return out
+
+    def counters_probe(self) -> list[dict]:
+        """What the bridge's sampler runs each tick: one `tc -s` read of every shaped port."""
+        return [{"name": f"qdisc:{p}", "argv": ["tc", "-j", "-s", "qdisc", "show", "dev", p]}
+                for p in sorted({self.port(k) for k in self.pipes()})]
+
+    def parse_counters(self, probe_name: str, text: str) -> dict[PipeKey, dict[str, int]]:
+        port = probe_name.split(":", 1)[1]
+        _, ctrs, _ = interpret_qdiscs(_qdiscs(text))
+        return {k: ctrs for k in self.pipes() if self.port(k) == port and ctrs}
+
+
+def interpret_qdiscs(qdiscs: list[dict]) -> tuple[PipeConfig | None, dict[str, int], str | None]:
+    """(config, counters, problem) of one port's qdisc list; config None = unshaped default."""
+    roots = [q for q in qdiscs if q.get("root")]
+    if not roots:
+        return None, {}, None
+    root = roots[0]
+    if all(q.get("kind") in DEFAULT_KINDS for q in qdiscs):
+        return None, {}, None
+    if root.get("kind") != "tbf" or root.get("handle") != "1:":
+        return None, {}, f"root {root.get('kind')} {root.get('handle')}"
+    children = [q for q in qdiscs if q.get("parent") == "1:1"]
+    if len(children) != 1 or children[0].get("kind") not in ("pfifo", "bfifo") or \
+            children[0].get("handle") != "10:" or len(qdiscs) != 2:
+        kinds = ",".join(str(q.get("kind")) for q in qdiscs)
+        return None, {}, f"tbf with unexpected children ({kinds})"
+    child = children[0]
+    opts = root.get("options", {})
+    limit = int(child.get("options", {}).get("limit", 0))
+    queue = Queue(slots=limit) if child["kind"] == "pfifo" else Queue(bytes=limit)
+    config = PipeConfig(bw_bps=int(opts["rate"]) * 8, queue=queue, burst_bytes=int(opts.get("burst", 0)) or None)
+    ctrs = {}
+    if "bytes" in root:
+        ctrs = {"tx_bytes": int(root.get("bytes", 0)), "tx_pkts": int(root.get("packets", 0)),
+                "drop_queue_pkts": int(child.get("drops", 0)), "queue_bytes": int(child.get("backlog", 0)),
+                "queue_pkts": int(child.get("qlen", 0)), "overlimits": int(root.get("overlimits", 0))}
+    return config, ctrs, None

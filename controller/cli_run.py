@@ -1,0 +1,141 @@
+"""`ctl run SCENARIO ...` and `ctl scenarios [show NAME]`."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+
+from controller.cli import _inventory, _print_json, extension
+from controller.errors import CtlError, ParameterError
+from controller.settings import runs_dir
+
+
+def _progress(quiet: bool):
+    t0 = time.monotonic()
+
+    def say(msg: str) -> None:
+        if not quiet:
+            print(f"[{time.monotonic() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+    return say
+
+
+def influx_target(inv, say) -> object | None:
+    from controller.telemetry.spool import InfluxTarget
+    if inv.influxdb is None:
+        say("no InfluxDB in the inventory: points are kept in the run record only")
+        return None
+    try:
+        token = inv.influxdb.token.resolve("influxdb token")
+    except ParameterError as exc:
+        say(f"InfluxDB token not available ({exc.one_line()}): points stay in the run record's spool; "
+            "send them later with `ctl metrics push`")
+        return None
+    return InfluxTarget(inv.influxdb.url, inv.influxdb.org, inv.influxdb.bucket, token)
+
+
+def prepare_run(scenario_name: str, rest: list[str], inv):
+    """Everything that can be refused before the rack is touched: scenario, parameters, plan, shaping."""
+    from bridges.base import shaper_class
+    from controller import scenarios
+    scenario = scenarios.get(scenario_name)
+    params, given = scenario.parse_args(rest)
+    plan = scenario.plan(params, inv)
+    by_bridge: dict[str, dict] = {}
+    for key, cfg in plan.links.items():
+        by_bridge.setdefault(inv.links[key[0]].bridge, {})[key] = cfg
+    for bridge, desired in by_bridge.items():
+        kind = inv.hosts[bridge].shaper.kind
+        shaper_class(kind)(inv, bridge).validate(desired)
+    return scenario, params, given, plan
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from controller.labops import ensure_lab
+    from controller.lock import RackLock
+    from controller.runner import execute
+    inv = _inventory(args)
+    scenario, params, given, plan = prepare_run(args.scenario, args.params, inv)
+    say = _progress(args.quiet)
+    if args.dry_run:
+        outcome = asyncio.run(execute(scenario, params, given, inv, plan, runs_root=runs_dir(args.runs_dir),
+                                      dry_run=True, progress=say))
+        print_dry_run(outcome.dry_run_log)
+        if outcome.error:
+            print(f"dry run stopped: {outcome.error}", file=sys.stderr)
+            return outcome.exit_code or 1
+        return 0
+    if ensure_lab(inv):
+        say(f"virtual rack {inv.name} was down: brought it up")
+    with RackLock(inv.name, f"ctl run {args.scenario}") as lock:
+        if lock.broke_stale:
+            say(f"took over the rack lock of a dead controller (pid {lock.broke_stale.get('pid')})")
+        from controller.cli_metrics import push_pending
+        push_pending(inv, runs_dir(args.runs_dir), say)
+        target = influx_target(inv, say)
+        outcome = asyncio.run(execute(scenario, params, given, inv, plan, runs_root=runs_dir(args.runs_dir),
+                                      influx=target, progress=say, campaign=args.campaign))
+    if args.json:
+        _print_json({"run_id": outcome.run_id, "status": outcome.status, "record": str(outcome.record_dir),
+                     "error": outcome.error, "summary": outcome.summary})
+    else:
+        if outcome.summary is not None:
+            print(scenario.render(outcome.summary))
+            print()
+        print(f"run {outcome.run_id}: {outcome.status}" + (f" ({outcome.error})" if outcome.error else ""))
+        print(f"record: {outcome.record_dir}")
+        if outcome.influx_pending:
+            print(f"InfluxDB: {outcome.influx_pending} points not sent yet; `ctl metrics push {outcome.run_id}`")
+    return outcome.exit_code
+
+
+def print_dry_run(log) -> None:
+    by_host: dict[str, list] = {}
+    for r in log:
+        by_host.setdefault(r.host, []).append(r)
+    print(f"dry run: {len(log)} commands on {len(by_host)} hosts; nothing was sent\n")
+    for host, entries in by_host.items():
+        print(f"== {host} ({len(entries)} commands)")
+        for i, r in enumerate(entries, 1):
+            import shlex
+            note = f"    # {r.note}" if r.note else ""
+            print(f"{i:4d}  {shlex.join(r.argv)}{note}")
+        print()
+
+
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    from controller import scenarios
+    if args.name:
+        print(scenarios.get(args.name).describe())
+        return 0
+    rows = []
+    for name in scenarios.available():
+        s = scenarios.get(name)
+        rows.append((name, s.title))
+    if args.json:
+        _print_json([{"name": n, "title": t} for n, t in rows])
+    else:
+        w = max(len(n) for n, _ in rows) if rows else 0
+        for n, t in rows:
+            print(f"{n:<{w}}  {t}")
+    return 0
+
+
+@extension
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run a scenario on the rack", allow_abbrev=False,
+                       description="Run SCENARIO; its own parameters follow (see `ctl scenarios show NAME`).")
+    p.add_argument("scenario")
+    p.add_argument("--dry-run", action="store_true", help="print every command for every host; change nothing")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--runs-dir", help="where run records go (default: $CTL_RUNS_DIR or runs/)")
+    p.add_argument("--campaign", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_run, extra_args="params")
+
+    s = sub.add_parser("scenarios", help="list scenarios, or document one")
+    s.add_argument("action", nargs="?", choices=["show"])
+    s.add_argument("name", nargs="?")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_scenarios)

@@ -1,0 +1,103 @@
+"""Figures for run records (matplotlib, Agg backend: no display needed)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from controller.telemetry.points import Point  # noqa: E402
+
+
+def smooth(times: Sequence[float], values: Sequence[float], window_s: float) -> tuple[list[float], list[float]]:
+    """Mean over consecutive windows (10 Hz samples are noisy at packet granularity)."""
+    if not times:
+        return [], []
+    out_t, out_v = [], []
+    start = times[0]
+    acc: list[float] = []
+    for t, v in zip(times, values):
+        if t - start >= window_s and acc:
+            out_t.append(start + window_s / 2)
+            out_v.append(sum(acc) / len(acc))
+            start, acc = t, []
+        acc.append(v)
+    if acc:
+        out_t.append(start + window_s / 2)
+        out_v.append(sum(acc) / len(acc))
+    return out_t, out_v
+
+
+def throughput_figure(path: Path, title: str, t0: float, flows: Mapping[str, list[tuple[float, float, float]]],
+                      subflows: Mapping[str, list[tuple[float, float]]], links: Mapping[str, list[tuple[float, float]]],
+                      smooth_s: float = 0.5) -> Path:
+    """Three panels: per flow (iperf3 intervals), per subflow and per link (10 Hz samples, smoothed)."""
+    fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
+    ax = axes[0]
+    for name, ivs in sorted(flows.items()):
+        xs = [e for (_s, e, _b) in ivs]
+        ys = [b / 1e6 for (_s, _e, b) in ivs]
+        ax.step(xs, ys, where="pre", label=name)
+    ax.set_ylabel("flow goodput (Mbit/s)")
+    ax.set_title(title)
+    ax.legend(loc="upper right", fontsize=8)
+    ax.grid(alpha=0.3)
+    ax = axes[1]
+    for name, pts in sorted(subflows.items()):
+        ts, vs = smooth([t - t0 for t, _ in pts], [v / 1e6 for _, v in pts], smooth_s)
+        ax.plot(ts, vs, label=name)
+    ax.set_ylabel(f"subflow (Mbit/s, {smooth_s:g} s mean)")
+    if subflows:
+        ax.legend(loc="upper right", fontsize=7)
+    ax.grid(alpha=0.3)
+    ax = axes[2]
+    for name, pts in sorted(links.items()):
+        ts, vs = smooth([t - t0 for t, _ in pts], [v / 1e6 for _, v in pts], smooth_s)
+        ax.plot(ts, vs, label=name)
+    ax.set_ylabel(f"link (Mbit/s, {smooth_s:g} s mean)")
+    ax.set_xlabel("time since traffic start (s)")
+    if links:
+        ax.legend(loc="upper right", fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def link_series(points: Iterable[Point], inv, window: tuple[float, float]) -> dict[str, list[tuple[float, float]]]:
+    """Forward (a->b) rate per link from the bridge's b port tx counter."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    lo, hi = window[0] - 1, window[1] + 1
+    for p in points:
+        if p.measurement != "iface" or "tx_bps" not in p.fields:
+            continue
+        link = p.tags.get("link")
+        if not link or link not in inv.links:
+            continue
+        l = inv.links[link]
+        if p.tags.get("host") != l.bridge or p.tags.get("iface") != l.b_port:
+            continue
+        t = p.time_ns / 1e9
+        if lo <= t <= hi:
+            out.setdefault(f"{link} ({l.bridge})", []).append((t, float(p.fields["tx_bps"])))
+    return out
+
+
+def subflow_series(points: Iterable[Point], flows: Sequence[str], window: tuple[float, float],
+                   only: set[str] | None = None) -> dict[str, list[tuple[float, float]]]:
+    out: dict[str, list[tuple[float, float]]] = {}
+    lo, hi = window[0] - 1, window[1] + 1
+    for p in points:
+        if p.measurement != "subflow" or p.tags.get("role") != "client" or p.tags.get("flow") not in flows:
+            continue
+        if "acked_bps" not in p.fields or (only is not None and p.tags["subflow"] not in only):
+            continue
+        t = p.time_ns / 1e9
+        if lo <= t <= hi:
+            name = f"{p.tags['flow']} via {p.tags.get('link') or '?'} ({p.tags['subflow'].split('-')[0]})"
+            out.setdefault(name, []).append((t, float(p.fields["acked_bps"])))
+    return out

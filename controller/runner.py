@@ -1,0 +1,478 @@
+"""The run state machine: prepare -> configure -> measure -> collect -> restore -> summarize.
+
+Whatever happens after the first change to the rack (a signal, a lost SSH connection, a
+failed command, a bug), the `finally` path stops the traffic and the samplers by the
+PIDs it started, restores every endpoint and bridge to the exact state it read before,
+proves it by reading back, and writes the run record with every sample taken so far,
+marked `aborted` or `failed`.
+
+Bad parameters and shaping a back-end cannot do are refused before anything changes.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from bridges.base import PipeConfig, PipeKey, Shaper, ShaperState, read_state, shaper_class
+from controller.commands import Command, CommandResult, DryRunSession, run_all
+from controller.errors import Aborted, CtlError, ResultInvalid, SSHError, TrafficError, VerifyError
+from controller.inventory import Inventory, Role, source_of
+from controller.results import RunRecord, make_run_id
+from controller.scenarios.base import RunPlan, Scenario
+from controller.ssh import CommandLog, SSHPool, measure_clock_offset
+from controller.telemetry.hosts import TelemetryHub
+from controller.telemetry.spool import InfluxTarget, InfluxWriter
+from controller.traffic import TrafficRunner, iperf3_supports_mptcp
+from nodes.mptcp import EndpointState, MptcpEndpointDriver, metadata_commands
+
+RESTORE_RECONNECT_S = 30.0
+
+
+@dataclass
+class RunData:
+    """Everything a scenario's summary may use (pure data, no connections)."""
+
+    inventory: Inventory
+    params: dict[str, Any]
+    plan: RunPlan
+    flows: list[Any]
+    points: list[Any]
+    nstat: dict[str, tuple[str, str]]
+    monitor: dict[str, str]
+    window: tuple[float, float]
+    record_dir: Path
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    record_dir: Path | None
+    status: str
+    summary: dict | None
+    exit_code: int
+    error: str | None = None
+    dry_run_log: list[CommandResult] = field(default_factory=list)
+    influx_pending: int = 0
+
+
+class Run:
+    def __init__(self, scenario: Scenario, params: dict[str, Any], given: dict[str, str], inv: Inventory,
+                 plan: RunPlan, record: RunRecord, *, dry_run: bool = False, campaign: str | None = None,
+                 influx: InfluxTarget | None = None, progress: Callable[[str], None] | None = None):
+        self.scenario = scenario
+        self.params = params
+        self.given = given
+        self.inv = inv
+        self.plan = plan
+        self.record = record
+        self.dry_run = dry_run
+        self.campaign = campaign
+        self.influx = influx
+        self.progress = progress or (lambda msg: None)
+        self.log = CommandLog(None if dry_run else record.dir / "commands.jsonl")
+        self.dry_log: list[CommandResult] = []
+        hosts = self._hosts()
+        if dry_run:
+            self.sessions: dict[str, Any] = {h: DryRunSession(h, self.dry_log) for h in hosts}
+            self.pool: SSHPool | None = None
+        else:
+            self.pool = SSHPool(inv, self.log, hosts)
+            self.sessions = dict(self.pool.sessions)
+        self.shapers: dict[str, Shaper] = {}
+        self.shaper_before: dict[str, ShaperState] = {}
+        self.endpoint_drivers: dict[str, MptcpEndpointDriver] = {}
+        self.endpoint_before: dict[str, EndpointState] = {}
+        self.changed: list[str] = []  # hosts ctl has changed, in order; restored in reverse
+        self.traffic: TrafficRunner | None = None
+        self.telemetry: TelemetryHub | None = None
+        self.writer: InfluxWriter | None = None
+        self.nstat: dict[str, list[str]] = {}
+        self.monitors: dict[str, Any] = {}
+        self.monitor_text: dict[str, str] = {}
+        self.window = (0.0, 0.0)
+
+    def _hosts(self) -> list[str]:
+        hosts = set(self.plan.endpoints) | set(self.plan.sample_ifaces)
+        for f in self.plan.flows:
+            hosts |= {f.client, f.server}
+        for (link, _d) in self.plan.links:
+            hosts.add(self.inv.links[link].bridge)
+        return sorted(h for h in hosts if self.inv.hosts[h].role is not Role.SWITCH)
+
+    def _bridges(self) -> list[str]:
+        return sorted({self.inv.links[l].bridge for (l, _d) in self.plan.links})
+
+    # ---- phases ----------------------------------------------------------------------------
+
+    async def prepare(self) -> None:
+        """Connect, read every state ctl may change, check it can do the plan. Changes nothing."""
+        self.record.phase("prepare")
+        self.progress("connecting to " + ", ".join(sorted(self.sessions)))
+        if self.pool is not None:
+            await self.pool.connect_all()
+        for b in self._bridges():
+            kind = self.inv.hosts[b].shaper.kind  # type: ignore[union-attr]
+            self.shapers[b] = shaper_class(kind)(self.inv, b)
+        desired_by_bridge = self._desired_by_bridge()
+        for b, shaper in self.shapers.items():
+            shaper.validate(desired_by_bridge[b])
+        for h in self.plan.endpoints:
+            self.endpoint_drivers[h] = MptcpEndpointDriver(h, self.plan.endpoints[h].sysctls.keys())
+
+        async def read_bridge(b: str) -> None:
+            self.shaper_before[b] = await read_state(self.shapers[b], self.sessions[b])
+            # planning raises here (before any change) if the bridge holds state ctl cannot restore
+            self.shapers[b].plan(desired_by_bridge[b], self.shaper_before[b])
+
+        async def read_endpoint(h: str) -> None:
+            drv = self.endpoint_drivers[h]
+            st = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+            if not self.dry_run:  # a dry run has no real readings to check against
+                drv.check(self.plan.endpoints[h], st)
+            self.endpoint_before[h] = st
+
+        await asyncio.gather(*(read_bridge(b) for b in self.shapers), *(read_endpoint(h) for h in
+                                                                         self.endpoint_drivers))
+        await self._metadata()
+        self.record.manifest["shapers"] = {b: {"kind": s.kind, "before": self.shaper_before[b].to_json()}
+                                           for b, s in self.shapers.items()}
+        self.record.manifest["endpoints"] = {h: {"before": st.to_json()} for h, st in self.endpoint_before.items()}
+        self.record.save()
+
+    def _desired_by_bridge(self) -> dict[str, dict[PipeKey, PipeConfig]]:
+        out: dict[str, dict[PipeKey, PipeConfig]] = {b: {} for b in self._bridges()}
+        for key, cfg in self.plan.links.items():
+            out[self.inv.links[key[0]].bridge][key] = cfg
+        return out
+
+    async def _metadata(self) -> None:
+        async def one(h: str) -> None:
+            host = self.inv.hosts[h]
+            shaper = self.shapers.get(h)
+            if shaper is not None and hasattr(shaper, "metadata_commands"):
+                cmds = shaper.metadata_commands()
+            else:
+                ifaces = [i.name for i in host.interfaces]
+                cmds = metadata_commands(ifaces) if host.os == "linux" else [Command(("uname", "-a"))]
+            meta = {}
+            for c in cmds:
+                r = await self.sessions[h].run(Command(c.argv, timeout=c.timeout, check=False, note=c.note,
+                                                       assume=c.assume))
+                meta[" ".join(c.argv)] = {"exit_status": r.exit_status, "stdout": r.stdout, "stderr": r.stderr}
+            self.record.manifest["hosts"][h] = {"role": host.role.value, "os": host.os, "metadata": meta}
+        await asyncio.gather(*(one(h) for h in sorted(self.sessions)))
+
+    async def configure(self) -> None:
+        self.record.phase("configure")
+        desired = self._desired_by_bridge()
+        for b, shaper in self.shapers.items():
+            self.progress(f"shaping on {b}: " + "; ".join(f"{k[0]} {k[1].value} {v.describe()}"
+                                                           for k, v in desired[b].items()))
+        # Mark first, then change: an interruption mid-apply still restores this host.
+        self.changed += list(self.shapers)
+
+        async def shape(b: str) -> None:
+            from bridges.base import apply
+            _before, after = await apply(self.shapers[b], self.sessions[b], desired[b], self.shaper_before[b])
+            self.record.manifest["shapers"][b]["applied"] = {f"{k[0]}.{k[1].value}": v.to_json()
+                                                            for k, v in desired[b].items()}
+            self.record.manifest["shapers"][b]["after"] = after.to_json()
+
+        async def endpoint(h: str) -> None:
+            drv = self.endpoint_drivers[h]
+            want = self.plan.endpoints[h]
+            await run_all(self.sessions[h], drv.plan(want, self.endpoint_before[h]))
+            st = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+            diffs = drv.verify(want, st)
+            if diffs and not self.dry_run:
+                raise VerifyError(h, "MPTCP endpoint configuration", diffs)
+            self.record.manifest["endpoints"][h]["applied"] = st.to_json()
+
+        self.changed += list(self.endpoint_drivers)
+        await asyncio.gather(*(shape(b) for b in self.shapers), *(endpoint(h) for h in self.endpoint_drivers))
+        self.record.save()
+
+    async def measure(self) -> None:
+        self.record.phase("measure")
+        offsets = {}
+        if not self.dry_run:
+            res = await asyncio.gather(*(measure_clock_offset(s) for s in self.sessions.values()))
+            offsets = {o.host: o for o in res}
+            self.record.manifest["clock_offsets"]["start"] = [o.to_json() for o in res]
+        common = {"run": self.record.id, "scenario": self.scenario.name}
+        if self.campaign:
+            common["campaign"] = self.campaign
+        self.telemetry = TelemetryHub(self.inv, self.record, common, offsets, self.plan, self.shapers)
+        self.writer = InfluxWriter(self.record.dir, self.influx)
+        if not self.dry_run:
+            self.writer.start()
+        self.telemetry.spool.on_append(lambda: None)
+        versions = {}
+        for h in sorted({f.client for f in self.plan.flows} | {f.server for f in self.plan.flows}):
+            r = await self.sessions[h].run(Command(("iperf3", "--version"), timeout=10, check=False,
+                                                   assume="iperf 3.12 (cJSON 1.7.15)"))
+            versions[h] = iperf3_supports_mptcp(r.stdout)
+        self.traffic = TrafficRunner(self.pool if self.pool is not None else _DryPool(self.sessions),
+                                     self.plan.flows, versions)
+        await self.telemetry.start(self.sessions)
+        for h in self.plan.mptcp_hosts:
+            self.monitors[h] = await self.sessions[h].spawn(("ip", "mptcp", "monitor"), note="MPTCP events")
+        await self._nstat("before")
+        self.progress(f"traffic: {len(self.plan.flows)} flows for {self.plan.duration_s:g} s")
+        await self.traffic.start_servers()
+        t0 = time.time()
+        timeout = self.plan.duration_s + max(f.start_delay_s for f in self.plan.flows) + 30
+        await self.traffic.run_clients(timeout)
+        t1 = time.time()
+        self.window = (t0, t1)
+        await self.traffic.collect_servers()
+        await self._nstat("after")
+        self.record.manifest["flows"] = [r.to_json() for r in self.traffic.runs]
+        self.record.manifest["traffic_window"] = {"start": t0, "end": t1}
+        failed = [r for r in self.traffic.runs if r.error]
+        if failed and not self.dry_run:
+            raise TrafficError("; ".join(f"{r.spec.name}: {r.error}" for r in failed))
+
+    async def _nstat(self, when: str) -> None:
+        hosts = sorted(self.plan.mptcp_hosts)
+
+        async def one(h: str) -> None:
+            r = await self.sessions[h].run(Command(("nstat", "-asz"), timeout=10, note=f"counters {when} traffic"))
+            self.nstat.setdefault(h, []).append(r.stdout)
+            if not self.dry_run:
+                self.record.write_raw(h, f"nstat-{when}.txt", r.stdout)
+        await asyncio.gather(*(one(h) for h in hosts))
+
+    async def stop_measuring(self) -> None:
+        """Stop traffic (abort path), monitors and samplers; keep what they produced."""
+        if self.traffic is not None:
+            await self.traffic.stop_all()
+            if not self.dry_run:
+                for r in self.traffic.runs:
+                    if r.client_json:
+                        self.record.write_raw(r.spec.client, f"iperf3-{r.spec.name}.client.json", r.client_json)
+                    if r.server_json:
+                        self.record.write_raw(r.spec.server, f"iperf3-{r.spec.name}.server.json", r.server_json)
+        for h, p in self.monitors.items():
+            try:
+                await p.terminate(grace=1)
+                text = "\n".join([l async for l in p.lines()]) if not self.dry_run else ""
+            except (SSHError, Exception):
+                text = ""
+            await p.wait(3)
+            self.monitor_text[h] = text
+            if not self.dry_run:
+                self.record.write_raw(h, "mptcp-monitor.txt", text + ("\n" if text else ""))
+        if self.telemetry is not None:
+            await self.telemetry.stop()
+
+    async def restore(self) -> list[str]:
+        """Bring every changed host back to what it was; returns problems (empty when all is well)."""
+        self.record.phase("restore")
+        problems: list[str] = []
+
+        async def ensure_connected(h: str) -> bool:
+            if self.dry_run or self.pool is None:
+                return True
+            s = self.pool[h]
+            if s.lost is None and s._conn is not None:
+                return True
+            deadline = time.monotonic() + RESTORE_RECONNECT_S
+            while time.monotonic() < deadline:
+                try:
+                    await s.connect()
+                    return True
+                except SSHError:
+                    await asyncio.sleep(1.0)
+            return False
+
+        async def restore_bridge(b: str) -> None:
+            from bridges.base import restore
+            if not await ensure_connected(b):
+                problems.append(f"{b}: unreachable, shaping NOT restored (expected {self.shaper_before[b].to_json()['pipes']})")
+                return
+            try:
+                after = await restore(self.shapers[b], self.sessions[b], self.shaper_before[b])
+                self.record.manifest["shapers"][b]["restored"] = after.to_json()
+            except CtlError as exc:
+                problems.append(f"{b}: restore failed: {exc.one_line()}")
+
+        async def restore_endpoint(h: str) -> None:
+            if not await ensure_connected(h):
+                problems.append(f"{h}: unreachable, MPTCP configuration NOT restored")
+                return
+            drv = self.endpoint_drivers[h]
+            try:
+                now = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+                await run_all(self.sessions[h], drv.plan_restore(self.endpoint_before[h], now))
+                after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+                diffs = drv.restored_equal(self.endpoint_before[h], after)
+                if diffs and not self.dry_run:
+                    problems.append(f"{h}: " + "; ".join(diffs))
+                self.record.manifest["endpoints"][h]["restored"] = after.to_json()
+            except CtlError as exc:
+                problems.append(f"{h}: restore failed: {exc.one_line()}")
+
+        tasks = []
+        for h in dict.fromkeys(reversed(self.changed)):
+            if h in self.shapers and h in self.shaper_before:
+                tasks.append(restore_bridge(h))
+            if h in self.endpoint_drivers and h in self.endpoint_before:
+                tasks.append(restore_endpoint(h))
+        await asyncio.gather(*tasks)
+        self.record.manifest["restore_problems"] = problems
+        self.record.save()
+        return problems
+
+    def run_data(self) -> RunData:
+        points = self.telemetry.points if self.telemetry is not None else []
+        nst = {h: (v[0], v[-1]) for h, v in self.nstat.items() if len(v) >= 2}
+        return RunData(self.inv, self.params, self.plan, self.traffic.runs if self.traffic else [], points, nst,
+                       self.monitor_text, self.window, self.record.dir)
+
+    async def close(self) -> None:
+        if self.pool is not None:
+            await self.pool.close()
+        self.log.close()
+
+
+class _DryPool:
+    def __init__(self, sessions: dict[str, Any]):
+        self.sessions = sessions
+
+    def __getitem__(self, host: str) -> Any:
+        return self.sessions[host]
+
+
+# ---- the whole run ---------------------------------------------------------------------------
+
+async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, str], inv: Inventory, plan: RunPlan,
+                  *, runs_root: Path, dry_run: bool = False, campaign: str | None = None,
+                  influx: InfluxTarget | None = None, progress: Callable[[str], None] | None = None,
+                  run_id: str | None = None) -> RunOutcome:
+    rid = run_id or make_run_id(scenario.name, scenario.run_id_parts(given, params))
+    tmp = None
+    if dry_run:
+        tmp = tempfile.TemporaryDirectory(prefix="ctl-dry-run-")
+        root = Path(tmp.name)
+    else:
+        root = runs_root
+    record = RunRecord(root, rid)
+    record.start(scenario=scenario.name, parameters={"values": _jsonable(params), "given": given,
+                                                     "plan": plan.to_json()},
+                 inventory=inv.snapshot(), inventory_file=str(source_of(inv) or ""), campaign=campaign,
+                 dry_run=dry_run)
+    run = Run(scenario, params, given, inv, plan, record, dry_run=dry_run, campaign=campaign, influx=influx,
+              progress=progress)
+    status, error, exit_code = "completed", None, 0
+    summary: dict | None = None
+    main = asyncio.current_task()
+    received: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        if received:
+            return  # restore is in progress: a second Ctrl-C must not leave the rack half restored
+        received.append(signum)
+        if progress:
+            progress(f"{signal.Signals(signum).name}: stopping traffic and restoring the rack")
+        if main is not None:
+            main.cancel()
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, on_signal, sig)
+        except (NotImplementedError, RuntimeError):
+            pass
+    try:
+        try:
+            await run.prepare()
+            await run.configure()
+            await run.measure()
+        except asyncio.CancelledError:
+            sig = received[0] if received else signal.SIGINT
+            status, error, exit_code = "aborted", f"interrupted by {signal.Signals(sig).name}", 128 + sig
+        except SSHError as exc:
+            status, error, exit_code = "aborted", f"lost a host: {exc.one_line()}", 1
+        except CtlError as exc:
+            status, error, exit_code = "failed", exc.one_line(), exc.exit_code
+            if isinstance(exc, TrafficError):
+                exit_code = 1
+        finally:
+            # Everything below must run even if we were cancelled: shield it from a repeat cancel.
+            cleanup = asyncio.ensure_future(_cleanup(run))
+            try:
+                problems = await asyncio.shield(cleanup)
+            except asyncio.CancelledError:
+                problems = await cleanup
+        if problems:
+            error = (error + "; " if error else "") + "RESTORE PROBLEMS: " + "; ".join(problems)
+            if status == "completed":
+                status = "failed"
+            exit_code = exit_code or 1
+        if status == "completed" and not dry_run:
+            data = run.run_data()
+            try:
+                summary = scenario.summarize(data)
+                record.write_json("summary.json", summary)
+                try:
+                    figs = scenario.figures(data, summary, record.dir)
+                    record.manifest["figures"] = figs
+                except Exception as exc:  # a plot must never lose the numbers
+                    record.manifest["errors"].append({"t": time.time(), "error": f"figure failed: {exc!r}"})
+                if summary.get("valid") is False:
+                    status = "invalid"
+                    error = "; ".join(summary.get("invalid_reasons", [])) or "result invalid"
+                    exit_code = 4
+            except CtlError as exc:
+                status, error, exit_code = "invalid", exc.one_line(), 4
+        elif not dry_run:
+            # Aborted / failed: keep and summarize what was measured, clearly marked partial.
+            try:
+                data = run.run_data()
+                partial = {"partial": True, "status": status, "points": len(data.points)}
+                record.write_json("summary.json", partial)
+            except Exception:
+                pass
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+        pending = 0
+        if run.writer is not None and not dry_run:
+            ok, err = await run.writer.finish()
+            from controller.telemetry.spool import pending_points
+            pending = pending_points(record.dir)
+            record.manifest["telemetry"]["influx"] = {"all_sent": ok, "pending": pending, "error": err,
+                                                      "errors": run.writer.errors}
+        record.finish(status, error)
+        await run.close()
+        if tmp is not None:
+            tmp.cleanup()
+    return RunOutcome(record.id, None if dry_run else record.dir, status, summary, exit_code, error,
+                      run.dry_log, pending)
+
+
+async def _cleanup(run: Run) -> list[str]:
+    try:
+        await run.stop_measuring()
+    except Exception as exc:
+        run.record.manifest["errors"].append({"t": time.time(), "error": f"stopping measurement: {exc!r}"})
+    return await run.restore()
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    if hasattr(v, "to_json"):
+        return v.to_json()
+    return v

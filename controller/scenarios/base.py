@@ -1,0 +1,228 @@
+"""Declarative scenarios: typed parameters, the roles they need, links, endpoints, flows.
+
+A scenario module defines one `Scenario` value: its parameters (type, unit, default,
+allowed range), and pure functions from (parameters, inventory) to a `RunPlan` (desired
+link state per pipe, endpoint configuration, flows, what to sample) and from measured
+`RunData` to a summary. The runner executes any plan the same way on any rack.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+from bridges.base import PipeConfig, PipeKey
+from controller.errors import ParameterError, ScenarioError, UsageError
+from controller.inventory import Inventory, Role
+from controller.traffic import FlowSpec
+from controller.units import (format_delay, format_probability, format_rate_arg, format_size, parse_delay_us,
+                              parse_duration, parse_probability, parse_queue, parse_rate, parse_size)
+from nodes.mptcp import EndpointConfig
+
+ParamType = Literal["rate", "duration", "delay", "probability", "size", "queue", "int", "choice", "name", "host"]
+
+CC_NAME = r"^[a-z0-9_]{2,16}$"
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: ParamType
+    default: Any
+    help: str
+    min: Any = None
+    max: Any = None
+    choices: tuple[str, ...] | None = None
+    in_run_id: bool = True
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def parse(self, raw: Any) -> Any:
+        what = self.flag
+        t = self.type
+        if raw is None:
+            return None
+        if t == "rate":
+            v = parse_rate(raw, what=what)
+        elif t == "duration":
+            v = parse_duration(raw, what=what)
+        elif t == "delay":
+            v = parse_delay_us(raw, what=what)
+        elif t == "probability":
+            v = parse_probability(raw, what=what)
+        elif t == "size":
+            v = parse_size(raw, what=what)
+        elif t == "queue":
+            return parse_queue(raw, what=what)
+        elif t == "int":
+            try:
+                v = int(str(raw), 10)
+            except ValueError:
+                raise ParameterError(f"{what}: {raw!r} is not a whole number") from None
+        elif t in ("choice", "name", "host"):
+            v = str(raw)
+            if self.choices is not None and v not in self.choices:
+                raise ParameterError(f"{what}: {raw!r} is not one of {', '.join(self.choices)}")
+            if t == "name":
+                import re
+                if not re.match(CC_NAME, v):
+                    raise ParameterError(f"{what}: {raw!r} is not a valid name")
+            return v
+        else:  # pragma: no cover - a programming error in a scenario definition
+            raise AssertionError(t)
+        if self.min is not None and v < self._bound(self.min):
+            raise ParameterError(f"{what}: {raw} is below the minimum {self.min}")
+        if self.max is not None and v > self._bound(self.max):
+            raise ParameterError(f"{what}: {raw} is above the maximum {self.max}")
+        return v
+
+    def _bound(self, b: Any) -> Any:
+        """A bound written like a value (`1G`, `10s`) in the parameter's base unit."""
+        if isinstance(b, (int, float)) and not isinstance(b, bool):
+            return b
+        return {"rate": lambda x: parse_rate(x), "duration": lambda x: parse_duration(x),
+                "delay": lambda x: parse_delay_us(x), "probability": lambda x: parse_probability(x),
+                "size": lambda x: parse_size(x), "int": int}[self.type](b)
+
+    def show(self, value: Any) -> str:
+        """Canonical short spelling of a parsed value (run ids, tables)."""
+        if value is None:
+            return "-"
+        t = self.type
+        if t == "rate":
+            return format_rate_arg(value)
+        if t == "duration":
+            return f"{value:g}s"
+        if t == "delay":
+            return format_delay(value)
+        if t == "probability":
+            return format_probability(value)
+        if t == "size":
+            return format_size(value)
+        return str(value)
+
+
+COMMON_PARAMS = (
+    Param("duration", "duration", "30s", "traffic duration", min=1, max=86400, in_run_id=False),
+)
+
+
+@dataclass
+class RunPlan:
+    links: dict[PipeKey, PipeConfig]
+    endpoints: dict[str, EndpointConfig]
+    flows: list[FlowSpec]
+    sample_ifaces: dict[str, list[str]]    # host -> interfaces its sampler reads
+    duration_s: float
+    notes: list[str] = field(default_factory=list)
+    mptcp_hosts: list[str] = field(default_factory=list)  # hosts whose MPTCP events are monitored
+
+    def to_json(self) -> dict:
+        return {"links": {f"{k[0]}.{k[1].value}": v.to_json() for k, v in self.links.items()},
+                "endpoints": {h: {"subflows": e.subflows, "add_addr_accepted": e.add_addr_accepted,
+                                  "endpoints": [x.__dict__ for x in e.endpoints], "sysctls": dict(e.sysctls),
+                                  "congestion_controls": sorted(e.congestion_controls)}
+                              for h, e in self.endpoints.items()},
+                "flows": [f.to_json() for f in self.flows], "sample_ifaces": self.sample_ifaces,
+                "duration_s": self.duration_s, "notes": self.notes, "mptcp_hosts": self.mptcp_hosts}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    reference: str
+    description: str
+    params: tuple[Param, ...]
+    plan: Callable[[Mapping[str, Any], Inventory], RunPlan]
+    summarize: Callable[[Any], dict]
+    render: Callable[[dict], str]
+    figures: Callable[[Any, dict, Any], list[str]] = lambda data, summary, out: []
+    roles: tuple[str, ...] = ()
+
+    def all_params(self) -> tuple[Param, ...]:
+        names = {p.name for p in self.params}
+        return self.params + tuple(p for p in COMMON_PARAMS if p.name not in names)
+
+    def parse_args(self, argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, str]]:
+        """Scenario arguments -> (resolved typed parameters, the ones given explicitly, as typed)."""
+        params = self.all_params()
+        parser = _ScenarioParser(prog=f"ctl run {self.name}", add_help=False)
+        for p in params:
+            parser.add_argument(p.flag, dest=p.name, default=None)
+        ns = parser.parse_args(_join_negative_values(list(argv), {p.flag for p in params}))
+        out: dict[str, Any] = {}
+        given: dict[str, str] = {}
+        for p in params:
+            raw = getattr(ns, p.name)
+            if raw is not None:
+                given[p.name] = raw
+            out[p.name] = p.parse(raw if raw is not None else p.default)
+        return out, given
+
+    def run_id_parts(self, given: Mapping[str, str], values: Mapping[str, Any]) -> dict[str, str]:
+        by_name = {p.name: p for p in self.all_params()}
+        return {k.replace("_", ""): by_name[k].show(values[k]) for k in given if by_name[k].in_run_id}
+
+    def describe(self) -> str:
+        lines = [f"{self.name}: {self.title}", f"  reference: {self.reference}", ""]
+        lines += ["  " + l for l in self.description.strip().splitlines()]
+        lines += ["", "  parameters:"]
+        for p in self.all_params():
+            rng = ""
+            if p.choices:
+                rng = f" (one of {', '.join(p.choices)})"
+            elif p.min is not None or p.max is not None:
+                rng = f" ({p.min if p.min is not None else ''}..{p.max if p.max is not None else ''})"
+            lines.append(f"    {p.flag:<18} {p.type:<11} default {p.default!s:<10} {p.help}{rng}")
+        return "\n".join(lines)
+
+
+class _ScenarioParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _join_negative_values(argv: list[str], flags: set[str]) -> list[str]:
+    """`--link2 -5M` -> `--link2=-5M`, so a negative value gets a value error, not 'expected one argument'."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in flags and i + 1 < len(argv) and argv[i + 1].startswith("-") and argv[i + 1] not in flags:
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+# ---- helpers for plans -------------------------------------------------------------------
+
+def require_host(inv: Inventory, name: str, role: Role, what: str) -> None:
+    if name not in inv.hosts:
+        raise ScenarioError(f"{what}: host {name!r} is not in inventory {inv.name}")
+    if inv.hosts[name].role is not role:
+        raise ScenarioError(f"{what}: host {name!r} is a {inv.hosts[name].role.value}, not a {role.value}")
+
+
+def address_on(inv: Inventory, host: str, link: str, what: str) -> tuple[str, str]:
+    """(address, interface) of `host` on `link`, or a ScenarioError naming what is missing."""
+    for iface in inv.hosts[host].interfaces:
+        if iface.link == link and iface.ip:
+            return iface.ip, iface.name
+    raise ScenarioError(f"{what}: host {host} has no addressed interface on link {link}")
+
+
+def require_link(inv: Inventory, name: str, what: str) -> None:
+    if name not in inv.links:
+        raise ScenarioError(f"{what}: link {name!r} is not in inventory {inv.name} "
+                            f"(links: {', '.join(sorted(inv.links)) or 'none'})")
+
+
+def bridge_ports(inv: Inventory, link: str) -> tuple[str, str, str]:
+    l = inv.links[link]
+    return l.bridge, l.a_port, l.b_port

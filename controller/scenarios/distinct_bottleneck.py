@@ -1,0 +1,180 @@
+"""distinct-bottleneck: MCubic paper, Fig. 2 and Table 1 (experiments.md section 1).
+
+One MPTCP connection whose two subflows take path 1 and path 2, and one single-path TCP
+flow on each path, all started together: each bottleneck is shared by one subflow and one
+TCP flow. Link 1 is 100 Mbit/s, link 2 is varied (`--link2 10M|20M|30M|40M|50M`).
+
+Roles (hosts are parameters, defaults fit both shipped inventories): the MPTCP client
+and server are dual-homed endpoints on both links; the TCP flows run between a second
+dual-homed pair, one over each link's addresses.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from bridges.base import Direction, PipeConfig
+from controller import plots
+from controller.inventory import Inventory, Role
+from controller.scenarios.base import (Param, RunPlan, Scenario, address_on, require_host, require_link)
+from controller.summary import (data_local_ports, flow_throughput, format_table, jain_index, link_throughput, mptcp_verdict,
+                                subflow_throughput)
+from controller.traffic import FlowSpec
+from nodes.mptcp import EndpointConfig, MptcpEndpoint
+
+PARAMS = (
+    Param("link1", "rate", "100M", "bandwidth of link 1 (each direction)", min="1k", max="10G"),
+    Param("link2", "rate", "20M", "bandwidth of link 2 (paper: 10, 20, 30/40, 50 Mbit/s)", min="1k", max="10G"),
+    Param("queue", "queue", "50", "bottleneck queue per direction: slots (50) or bytes (64KB)"),
+    Param("cc", "name", "cubic", "congestion control of the MPTCP connection (what the kernel lists)"),
+    Param("tcp_cc", "name", "cubic", "congestion control of the single-path TCP flows"),
+    Param("path1", "host", "path1", "inventory link used as path 1", in_run_id=False),
+    Param("path2", "host", "path2", "inventory link used as path 2", in_run_id=False),
+    Param("mptcp_client", "host", "a1", "MPTCP sender (dual-homed endpoint)", in_run_id=False),
+    Param("mptcp_server", "host", "b1", "MPTCP receiver (dual-homed endpoint)", in_run_id=False),
+    Param("tcp_client", "host", "a2", "single-path TCP sender (on both paths)", in_run_id=False),
+    Param("tcp_server", "host", "b2", "single-path TCP receiver (on both paths)", in_run_id=False),
+    Param("port_base", "int", "5201", "first iperf3 port", min=1024, max=65000, in_run_id=False),
+)
+
+
+def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
+    l1, l2 = p["path1"], p["path2"]
+    for l in (l1, l2):
+        require_link(inv, l, "distinct-bottleneck")
+    for role in ("mptcp_client", "mptcp_server", "tcp_client", "tcp_server"):
+        require_host(inv, p[role], Role.ENDPOINT, f"--{role.replace('_', '-')}")
+    mc, ms, tc, ts = p["mptcp_client"], p["mptcp_server"], p["tcp_client"], p["tcp_server"]
+    mc1, _ = address_on(inv, mc, l1, "MPTCP client")
+    address_on(inv, mc, l2, "MPTCP client")
+    ms1, _ = address_on(inv, ms, l1, "MPTCP server")
+    ms2, ms2_if = address_on(inv, ms, l2, "MPTCP server")
+    port = p["port_base"]
+    duration = p["duration"]
+    flows = [
+        FlowSpec("mptcp", "mptcp", mc, ms, ms1, port, client_addr=mc1, cc=p["cc"], duration_s=duration),
+        FlowSpec(f"tcp-{l1}", "tcp", tc, ts, address_on(inv, ts, l1, "TCP server")[0], port + 1,
+                 client_addr=address_on(inv, tc, l1, "TCP client")[0], cc=p["tcp_cc"], duration_s=duration,
+                 link=l1),
+        FlowSpec(f"tcp-{l2}", "tcp", tc, ts, address_on(inv, ts, l2, "TCP server")[0], port + 2,
+                 client_addr=address_on(inv, tc, l2, "TCP client")[0], cc=p["tcp_cc"], duration_s=duration,
+                 link=l2),
+    ]
+    links = {}
+    for lname, bw in ((l1, p["link1"]), (l2, p["link2"])):
+        for d in Direction:
+            links[(lname, d)] = PipeConfig(bw_bps=bw, queue=p["queue"])
+    ccs = {p["cc"], p["tcp_cc"]}
+    endpoints = {
+        # Exactly one subflow per path: the server announces its path-2 address, the client
+        # accepts it; no `subflow` endpoints (both at once would make a third subflow).
+        mc: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset(ccs)),
+        ms: EndpointConfig(subflows=2, add_addr_accepted=2,
+                           endpoints=(MptcpEndpoint(ms2, ms2_if, ("signal",)),)),
+    }
+    if tc not in endpoints:
+        endpoints[tc] = EndpointConfig(mptcp=False, congestion_controls=frozenset({p["tcp_cc"]}))
+    sample: dict[str, list[str]] = {}
+    for h in {mc, ms, tc, ts}:
+        sample[h] = [i.name for i in inv.hosts[h].interfaces if i.link in (l1, l2)]
+    for l in (l1, l2):
+        link = inv.links[l]
+        sample.setdefault(link.bridge, []).extend([link.a_port, link.b_port])
+    return RunPlan(links=links, endpoints=endpoints, flows=flows, sample_ifaces=sample, duration_s=duration,
+                   mptcp_hosts=sorted({mc, ms}))
+
+
+def summarize(data: Any) -> dict:
+    p = data.params
+    l1, l2 = p["path1"], p["path2"]
+    flows = {r.spec.name: flow_throughput(r) for r in data.flows}
+    mptcp_run = next(r for r in data.flows if r.spec.name == "mptcp")
+    subs = subflow_throughput(data.points, "mptcp", data.window, role="client",
+                              data_ports=data_local_ports(mptcp_run))
+    links = link_throughput(data.points, data.inventory, data.window)
+    verdict = mptcp_verdict(data.inventory, "mptcp", p["mptcp_client"], p["mptcp_server"], data.nstat,
+                            data.monitor, subs, [l1, l2])
+    names = ["mptcp", f"tcp-{l1}", f"tcp-{l2}"]
+    thr = [flows[n].receiver_bps for n in names]
+    jain = jain_index([t for t in thr if t is not None]) if all(t is not None for t in thr) else None
+    per_link_flows = {}
+    for l in (l1, l2):
+        sub_mbps = sum(s["mbps"] or 0 for s in subs if s["link"] == l)
+        tcp = flows[f"tcp-{l}"].receiver_bps
+        per_link_flows[l] = {"mptcp_subflow_mbps": round(sub_mbps, 3),
+                             "tcp_mbps": round(tcp / 1e6, 3) if tcp else None,
+                             "flows_total_mbps": round(sub_mbps + (tcp or 0) / 1e6, 3),
+                             "bridge_forward_mbps": (links.get(l) or {}).get("forward_mbps"),
+                             "capacity_mbps": round(p["link1" if l == l1 else "link2"] / 1e6, 3)}
+    reasons = list(verdict["problems"])
+    for f in flows.values():
+        if f.error:
+            reasons.append(f"{f.name}: {f.error}")
+    return {
+        "scenario": "distinct-bottleneck",
+        "parameters": {"link1_mbps": p["link1"] / 1e6, "link2_mbps": p["link2"] / 1e6, "cc": p["cc"],
+                       "tcp_cc": p["tcp_cc"], "queue": str(p["queue"]), "duration_s": p["duration"]},
+        "flows": [f.to_json() for f in flows.values()],
+        "subflows": subs,
+        "links": per_link_flows,
+        "jain_index": round(jain, 4) if jain is not None else None,
+        "jain_over": names,
+        "mptcp": verdict,
+        "valid": not reasons,
+        "invalid_reasons": reasons,
+        "definitions": {"flow": "iperf3 receiver goodput (end.sum_received)",
+                        "subflow": "growth of bytes_acked on the sender (ss, 10 Hz) over the traffic window",
+                        "link": "bytes sent by the bridge's b port (forward) over the traffic window",
+                        "jain_index": "(sum x)^2 / (n sum x^2) over the flows' receiver goodput"},
+    }
+
+
+def render(s: dict) -> str:
+    rows = [[f["name"], f["protocol"], f["link"] or "both", f["congestion"] or "", f["receiver_mbps"],
+             f["sender_mbps"], f["retransmits"]] for f in s["flows"]]
+    out = [format_table(["flow", "proto", "link", "cc", "recv Mbit/s", "sent Mbit/s", "retrans"], rows,
+                        title=f"distinct-bottleneck  link1 {s['parameters']['link1_mbps']:g} Mbit/s  "
+                              f"link2 {s['parameters']['link2_mbps']:g} Mbit/s  {s['parameters']['duration_s']:g} s")]
+    srows = [[x["subflow"], x["link"], x["mbps"], x["bytes"], "initial" if x.get("initial") else "joined"]
+             for x in s["subflows"]]
+    out.append(format_table(["MPTCP subflow", "link", "Mbit/s", "bytes", ""], srows))
+    lrows = [[l, v["capacity_mbps"], v["mptcp_subflow_mbps"], v["tcp_mbps"], v["flows_total_mbps"],
+              v["bridge_forward_mbps"]] for l, v in s["links"].items()]
+    out.append(format_table(["link", "capacity", "MPTCP sub", "TCP", "flows total", "at bridge"], lrows))
+    m = s["mptcp"]
+    out.append(f"Jain's fairness index over {', '.join(s['jain_over'])}: "
+               f"{s['jain_index'] if s['jain_index'] is not None else '-'}")
+    out.append(f"MPTCP negotiated: {'yes' if m['negotiated'] else 'NO'}; subflows per link: "
+               + ", ".join(f"{k} {v}" for k, v in m["subflows_established_per_link"].items()))
+    if not s["valid"]:
+        out.append("RESULT INVALID: " + "; ".join(s["invalid_reasons"]))
+    return "\n\n".join(out)
+
+
+def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
+    flows = {}
+    for r in data.flows:
+        ft = flow_throughput(r)
+        flows[r.spec.name] = ft.intervals
+    path = plots.throughput_figure(
+        Path(out_dir) / "throughput.png",
+        f"distinct-bottleneck: link1 {summary['parameters']['link1_mbps']:g} / link2 "
+        f"{summary['parameters']['link2_mbps']:g} Mbit/s, Jain {summary['jain_index']}",
+        data.window[0], flows, plots.subflow_series(data.points, ["mptcp"], data.window,
+                                                    {s["subflow"] for s in summary["subflows"]}),
+        plots.link_series(data.points, data.inventory, data.window))
+    return [path.name]
+
+
+SCENARIO = Scenario(
+    name="distinct-bottleneck",
+    title="MPTCP vs one TCP flow per path, separate bottlenecks (MCubic paper Fig. 2, Table 1)",
+    reference="Ro, Ryu, Choe: Design and Implementation of MCubic, section 4.1; experiments.md section 1",
+    description=__doc__ or "",
+    params=PARAMS,
+    plan=plan,
+    summarize=summarize,
+    render=render,
+    figures=figures,
+    roles=("mptcp_client", "mptcp_server", "tcp_client", "tcp_server"),
+)

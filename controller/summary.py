@@ -1,0 +1,247 @@
+"""Pure summary functions shared by scenarios: throughputs, fairness, MPTCP verdicts.
+
+Definitions used in every summary (so a reader of `summary.json` knows what a number is):
+- flow throughput: iperf3's receiver-side goodput (`end.sum_received`: bytes delivered to the
+  application / test seconds), and the sender side (`end.sum_sent`) next to it;
+- subflow throughput: the growth of the subflow's `bytes_acked` (sender) between the first
+  and last sample of the traffic window, from `ss -tin` sampled at 10 Hz on the host;
+- link throughput: bytes sent by the bridge port towards the receivers (`tx_bytes` of the
+  b port for forward traffic) over the traffic window, from /proc/net/dev at 10 Hz: what
+  crossed the bottleneck, including headers of every flow on it;
+- Jain's fairness index J = (sum x)^2 / (n * sum x^2) over the flows' receiver throughputs.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from controller.errors import ParseError
+from controller.inventory import Inventory
+from controller.parsers import ip_mptcp, iperf3, nstat
+from controller.telemetry.points import Point
+
+
+def jain_index(values: Sequence[float]) -> float | None:
+    xs = [float(v) for v in values]
+    if not xs or any(x < 0 or not math.isfinite(x) for x in xs):
+        return None
+    s2 = sum(x * x for x in xs)
+    if s2 == 0:
+        return None
+    return sum(xs) ** 2 / (len(xs) * s2)
+
+
+def mbps(bps: float | None) -> float | None:
+    return None if bps is None else round(bps / 1e6, 3)
+
+
+@dataclass
+class FlowThroughput:
+    name: str
+    protocol: str
+    link: str | None
+    receiver_bps: float | None
+    sender_bps: float | None
+    bytes_received: int | None
+    seconds: float | None
+    retransmits: int | None
+    congestion: str | None
+    error: str | None
+    intervals: list[tuple[float, float, float]]  # (start s, end s, bit/s) of the sum, sender side
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "protocol": self.protocol, "link": self.link,
+                "receiver_mbps": mbps(self.receiver_bps), "sender_mbps": mbps(self.sender_bps),
+                "bytes_received": self.bytes_received, "seconds": self.seconds, "retransmits": self.retransmits,
+                "congestion": self.congestion, "error": self.error}
+
+
+def flow_throughput(run: Any) -> FlowThroughput:
+    """From a traffic FlowRun (client JSON preferred, server JSON as the receiver's own view)."""
+    spec = run.spec
+    err = run.error
+    recv = sent = None
+    nbytes = secs = retr = None
+    cc = None
+    intervals: list[tuple[float, float, float]] = []
+    if run.client_json:
+        try:
+            res = iperf3.parse(run.client_json)
+        except ParseError as exc:
+            res, err = None, err or f"client JSON unparseable: {exc}"
+        if res is not None:
+            if res.failure:
+                err = err or res.failure
+            elif res.end is not None:
+                if res.end.sum_received is not None:
+                    recv = res.end.sum_received.bits_per_second
+                    nbytes = res.end.sum_received.bytes
+                    secs = res.end.sum_received.seconds
+                if res.end.sum_sent is not None:
+                    sent = res.end.sum_sent.bits_per_second
+                    retr = res.end.sum_sent.retransmits
+                if res.end.sum is not None and recv is None:  # UDP
+                    recv = res.end.sum.bits_per_second
+                cc = res.end.sender_tcp_congestion
+            for iv in res.intervals:
+                s = iv.sum if iv.sum is not None else (iv.streams[0] if iv.streams else None)
+                if s is not None:
+                    intervals.append((s.start, s.end, s.bits_per_second))
+    return FlowThroughput(spec.name, spec.protocol, spec.link, recv, sent, nbytes, secs, retr, cc, err, intervals)
+
+
+def _window_points(points: Iterable[Point], measurement: str, window: tuple[float, float],
+                   slack_s: float = 0.0) -> list[Point]:
+    lo, hi = int((window[0] - slack_s) * 1e9), int((window[1] + slack_s) * 1e9)
+    return [p for p in points if p.measurement == measurement and lo <= p.time_ns <= hi]
+
+
+def counter_rate(samples: Sequence[tuple[int, int]]) -> float | None:
+    """Mean rate (per second) of a monotonic counter from (t_ns, value) samples: last minus first."""
+    if len(samples) < 2:
+        return None
+    (t0, v0), (t1, v1) = samples[0], samples[-1]
+    if t1 <= t0 or v1 < v0:
+        return None
+    return (v1 - v0) / ((t1 - t0) / 1e9)
+
+
+def link_throughput(points: Iterable[Point], inv: Inventory, window: tuple[float, float]) -> dict[str, dict]:
+    """Per link and direction: bit/s leaving the bridge port towards that direction's receivers."""
+    series: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
+    for p in _window_points(points, "iface", window):
+        link = p.tags.get("link")
+        host = p.tags.get("host")
+        if not link or link not in inv.links or inv.links[link].bridge != host:
+            continue
+        series.setdefault((link, p.tags["iface"], "tx"), []).append((p.time_ns, int(p.fields["tx_bytes"])))
+    out: dict[str, dict] = {}
+    for lname, link in sorted(inv.links.items()):
+        fwd = counter_rate(sorted(series.get((lname, link.b_port, "tx"), [])))
+        rev = counter_rate(sorted(series.get((lname, link.a_port, "tx"), [])))
+        if fwd is None and rev is None:
+            continue
+        out[lname] = {"forward_mbps": mbps(fwd * 8 if fwd is not None else None),
+                      "reverse_mbps": mbps(rev * 8 if rev is not None else None),
+                      "bridge": link.bridge}
+    return out
+
+
+def data_local_ports(run: Any) -> set[int]:
+    """Client-side ports of a flow's data connections, as iperf3 reports them (not its control
+    connection, which goes to the same server port and, under mptcpize, is MPTCP too)."""
+    if not run.client_json:
+        return set()
+    try:
+        res = iperf3.parse(run.client_json)
+    except ParseError:
+        return set()
+    return {c.local_port for c in res.connected}
+
+
+def subflow_throughput(points: Iterable[Point], flow: str, window: tuple[float, float],
+                       role: str = "client", data_ports: set[int] | None = None) -> list[dict]:
+    """Per subflow of `flow` seen on its `role` host: mean rate from bytes_acked (client) or
+    bytes_received (server) across the window, its link, its MPTCP token. With `data_ports`
+    (client ports of the data connections), only subflows of those connections are kept:
+    an MPTCP connection's subflows share its token."""
+    by_sub: dict[str, list[Point]] = {}
+    for p in _window_points(points, "subflow", window, slack_s=0.5):
+        if p.tags.get("flow") == flow and p.tags.get("role") == role:
+            by_sub.setdefault(p.tags["subflow"], []).append(p)
+    if data_ports is not None:
+        def local_port(sub: str) -> int:
+            return int(sub.split("-")[0].rsplit(":", 1)[1])
+        tokens = {pts[-1].fields.get("mptcp_token") for sub, pts in by_sub.items() if local_port(sub) in data_ports}
+        tokens.discard(None)
+        tokens.discard("")
+        by_sub = {sub: pts for sub, pts in by_sub.items()
+                  if local_port(sub) in data_ports or pts[-1].fields.get("mptcp_token") in tokens}
+    key = "bytes_acked" if role == "client" else "bytes_received"
+    out = []
+    for sub, pts in sorted(by_sub.items()):
+        pts.sort(key=lambda p: p.time_ns)
+        samples = [(p.time_ns, int(p.fields[key])) for p in pts if key in p.fields]
+        rate = counter_rate(samples)
+        total = samples[-1][1] - samples[0][1] if len(samples) >= 2 else 0
+        out.append({"subflow": sub, "link": pts[0].tags.get("link"), "mbps": mbps(rate * 8 if rate else 0.0),
+                    "bytes": total, "samples": len(samples),
+                    "mptcp_token": pts[-1].fields.get("mptcp_token"),
+                    "initial": pts[-1].fields.get("mptcp_initial")})
+    return out
+
+
+def mptcp_verdict(inv: Inventory, flow: str, client: str, server: str, nstat_texts: Mapping[str, tuple[str, str]],
+                  monitor_texts: Mapping[str, str], subflows: list[dict], expected_links: Sequence[str],
+                  min_bytes: int = 1 << 20) -> dict:
+    """Was MPTCP really used, how many subflows per link, and did each expected link carry data."""
+    reasons: list[str] = []
+    out: dict[str, Any] = {"flow": flow}
+    if client in nstat_texts:
+        before, after = nstat_texts[client]
+        d = nstat.delta(nstat.parse(before), nstat.parse(after))
+        s = nstat.mptcp_summary(d)
+        out["client_counters"] = {"negotiated": s.mptcp_negotiated, "fell_back": s.fell_back,
+                                  "joins_completed": s.joins_completed, "errors": s.nonzero_errors,
+                                  "MPCapableSYNTX": s.negotiated.get("MPCapableSYNTX", 0),
+                                  "MPCapableSYNACKRX": s.negotiated.get("MPCapableSYNACKRX", 0)}
+        if not s.mptcp_negotiated:
+            reasons.append(f"{client}: no MP_CAPABLE handshake completed (MPTcpExt counters)")
+        if s.fell_back:
+            reasons.append(f"{client}: a connection fell back to TCP ({s.fallbacks})")
+    else:
+        reasons.append(f"{client}: no MPTcpExt counters recorded")
+    per_link_established: dict[str, int] = {l: 0 for l in expected_links}
+    if client in monitor_texts:
+        events = ip_mptcp.parse_monitor(monitor_texts[client])
+        conns = ip_mptcp.count_subflows(events)
+        tokens = {s.get("mptcp_token") for s in subflows if s.get("mptcp_token")}
+        out["monitor_connections"] = len(conns)
+        for tok, c in conns.items():
+            if tokens and tok not in tokens:
+                continue  # e.g. iperf3's control connection
+            for sf in ([c.initial] if c.initial else []) + list(c.established):
+                link = inv.link_of_address(sf.saddr or "") or "?"
+                per_link_established[link] = per_link_established.get(link, 0) + 1
+    out["subflows_established_per_link"] = per_link_established
+    carried = {l: sum(s["bytes"] for s in subflows if s["link"] == l) for l in expected_links}
+    out["bytes_per_link"] = carried
+    for l in expected_links:
+        if per_link_established.get(l, 0) < 1:
+            reasons.append(f"{flow}: no subflow established on {l}")
+        if carried.get(l, 0) < min_bytes:
+            reasons.append(f"{flow}: subflow on {l} carried {carried.get(l, 0)} bytes (< {min_bytes})")
+    out["negotiated"] = not any("MP_CAPABLE" in r or "fell back" in r for r in reasons)
+    out["all_subflows_carried_data"] = all(carried.get(l, 0) >= min_bytes for l in expected_links)
+    out["problems"] = reasons
+    return out
+
+
+def series_stats(values: Sequence[float]) -> dict:
+    if not values:
+        return {"n": 0}
+    return {"n": len(values), "mean": statistics.fmean(values), "min": min(values), "max": max(values),
+            "stdev": statistics.stdev(values) if len(values) > 1 else 0.0}
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> str:
+    cells = [[_fmt(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    lines = []
+    if title:
+        lines.append(title)
+    lines.append("  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths))))
+    lines.append("  ".join("-" * w for w in widths))
+    for r in cells:
+        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 10 else f"{v:.2f}"
+    return str(v)

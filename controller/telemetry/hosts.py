@@ -1,0 +1,282 @@
+"""Host samplers -> points: one long-lived sampler process per host, streamed over SSH.
+
+The sampler (nodes/agent/sampler.py) runs on the host and prints one JSON line per tick
+with host timestamps. Here each line becomes points: interface counters and rates,
+per-subflow TCP info from `ss` (parsed with the same tested parser as saved files),
+and the shaper's queue/drop counters. Points go to the run's spool first; the InfluxDB
+writer drains the spool. Drivers never talk to InfluxDB.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from controller.errors import SSHError
+from controller.inventory import Inventory, Role
+from controller.telemetry.points import Point
+from controller.telemetry.spool import Spool
+
+SAMPLER_SOURCE = (Path(__file__).resolve().parents[2] / "nodes" / "agent" / "sampler.py").read_text()
+INTERVAL_S = 0.1
+IFACE_FIELDS = ("rx_bytes", "rx_packets", "rx_dropped", "tx_bytes", "tx_packets", "tx_dropped")
+
+
+def iface_tags(inv: Inventory, host: str, iface: str) -> dict[str, str]:
+    tags = {"host": host, "iface": iface}
+    h = inv.hosts[host]
+    for i in h.interfaces:
+        if i.name == iface and i.link:
+            tags.update(link=i.link, side=i.side or "")
+    for lname, link in inv.links.items():
+        if link.bridge == host and iface in (link.a_port, link.b_port):
+            tags.update(link=lname, side="a" if iface == link.a_port else "b")
+    return tags
+
+
+class HostStream:
+    """The sampler of one host and the conversion of its lines into points."""
+
+    def __init__(self, hub: "TelemetryHub", host: str, ifaces: list[str], probes: list[dict],
+                 probe_parsers: Mapping[str, Callable[[str, int], list[Point]]], offset_ns: int):
+        self.hub = hub
+        self.host = host
+        self.ifaces = ifaces
+        self.probes = probes
+        self.probe_parsers = probe_parsers
+        self.offset_ns = offset_ns
+        self.proc: Any = None
+        self.task: asyncio.Task | None = None
+        self.prev_if: dict[str, tuple[int, list[int]]] = {}
+        self.samples = 0
+        self.late = 0
+        self.error: str | None = None
+        self.raw = None
+
+    def config(self) -> dict:
+        return {"interval": INTERVAL_S, "ifaces": self.ifaces, "probes": self.probes}
+
+    async def start(self, session: Any) -> None:
+        argv = ("python3", "-u", "-c", SAMPLER_SOURCE, json.dumps(self.config(), separators=(",", ":")))
+        self.proc = await session.spawn(argv, note=f"sampler ({len(self.ifaces)} interfaces, "
+                                                    f"{len(self.probes)} probes, {INTERVAL_S:g} s)",
+                                        stdin_open=True)
+        if not self.hub.dry_run:
+            self.raw = open(self.hub.record.raw_path(self.host, "sampler.jsonl"), "a", buffering=1 << 16)
+        self.task = asyncio.ensure_future(self._consume())
+
+    async def _consume(self) -> None:
+        try:
+            async for line in self.proc.lines():
+                if self.raw is not None:
+                    self.raw.write(line + "\n")
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if "hello" in rec:
+                    continue
+                self.hub.emit(self.to_points(rec))
+        except SSHError as exc:
+            self.error = exc.one_line()
+            self.hub.on_stream_lost(self.host, exc)
+        finally:
+            if self.raw is not None:
+                self.raw.flush()
+
+    def to_points(self, rec: dict) -> list[Point]:
+        t = int(rec["t"]) - self.offset_ns
+        self.samples += 1
+        self.late = int(rec.get("late", self.late))
+        out: list[Point] = []
+        for name, vals in rec.get("if", {}).items():
+            fields: dict[str, Any] = dict(zip(IFACE_FIELDS, vals))
+            prev = self.prev_if.get(name)
+            if prev is not None and t > prev[0]:
+                dt = (t - prev[0]) / 1e9
+                drx, dtx = vals[0] - prev[1][0], vals[3] - prev[1][3]
+                if drx >= 0 and dtx >= 0:  # a counter that went back (interface reset) gives no rate
+                    fields["rx_bps"] = drx * 8 / dt
+                    fields["tx_bps"] = dtx * 8 / dt
+            self.prev_if[name] = (t, vals)
+            out.append(Point("iface", iface_tags(self.hub.inv, self.host, name), fields, t))
+        for name, text in (rec.get("p") or {}).items():
+            parser = self.probe_parsers.get(name)
+            if parser is not None:
+                try:
+                    out += parser(text, t)
+                except Exception as exc:  # one bad sample must not end the stream; it is counted
+                    self.hub.parse_errors.append(f"{self.host} {name}: {exc!r}"[:300])
+        return out
+
+    async def stop(self) -> None:
+        if self.proc is None:
+            return
+        if hasattr(self.proc, "close_stdin"):
+            self.proc.close_stdin()
+        try:
+            if self.task is not None:
+                await asyncio.wait_for(asyncio.shield(self.task), 3)
+        except asyncio.TimeoutError:
+            await self.proc.terminate(grace=1)
+        except SSHError:
+            pass
+        await self.proc.wait(3)
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        if self.raw is not None:
+            self.raw.close()
+
+
+class SubflowTracker:
+    """`ss -tinH` samples -> per-subflow points with rates from successive byte counters."""
+
+    def __init__(self, inv: Inventory, host: str, flow_ports: Mapping[int, str]):
+        self.inv = inv
+        self.host = host
+        self.flow_ports = flow_ports
+        self.prev: dict[str, tuple[int, int | None, int | None]] = {}
+
+    def __call__(self, text: str, t: int) -> list[Point]:
+        from controller.parsers import ss
+        out = []
+        for sock in ss.parse(text, netid="tcp"):
+            if sock.tcp is None:
+                continue
+            lp, pp = sock.local.port, sock.peer.port
+            if pp in self.flow_ports:
+                flow, role = self.flow_ports[pp], "client"
+            elif lp in self.flow_ports:
+                flow, role = self.flow_ports[lp], "server"
+            else:
+                continue
+            local, peer = sock.local.normalized_host, sock.peer.normalized_host
+            sub = f"{local}:{lp}-{peer}:{pp}"
+            link = self.inv.link_of_address(local) or self.inv.link_of_address(peer) or ""
+            ti = sock.tcp
+            fields: dict[str, Any] = {}
+            for src, dst in (("cwnd", "cwnd_pkts"), ("rtt_ms", "rtt_ms"), ("rttvar_ms", "rttvar_ms"),
+                             ("bytes_acked", "bytes_acked"), ("bytes_sent", "bytes_sent"),
+                             ("bytes_received", "bytes_received"), ("bytes_retrans", "bytes_retrans"),
+                             ("delivery_rate_bps", "delivery_rate_bps"), ("mss", "mss_bytes")):
+                v = getattr(ti, src, None)
+                if v is not None:
+                    fields[dst] = v
+            if ti.retrans is not None:
+                fields["retrans_total"] = ti.retrans[1]
+            if ti.mptcp is not None:
+                fields["mptcp_token"] = ti.mptcp.local_token or ""
+                fields["mptcp_initial"] = bool(ti.mptcp.mp_capable_local or ti.mptcp.mp_capable_remote)
+            prev = self.prev.get(sub)
+            if prev is not None and t > prev[0]:
+                dt = (t - prev[0]) / 1e9
+                if ti.bytes_acked is not None and prev[1] is not None and ti.bytes_acked >= prev[1]:
+                    fields["acked_bps"] = (ti.bytes_acked - prev[1]) * 8 / dt
+                if ti.bytes_received is not None and prev[2] is not None and ti.bytes_received >= prev[2]:
+                    fields["received_bps"] = (ti.bytes_received - prev[2]) * 8 / dt
+            self.prev[sub] = (t, ti.bytes_acked, ti.bytes_received)
+            out.append(Point("subflow", {"host": self.host, "flow": flow, "subflow": sub, "link": link,
+                                         "role": role}, fields, t))
+        return out
+
+
+class TelemetryHub:
+    """Starts the samplers of a run, collects their points, spools them."""
+
+    def __init__(self, inv: Inventory, record: Any, common_tags: Mapping[str, str], offsets: Mapping[str, Any],
+                 plan: Any, shapers: Mapping[str, Any]):
+        self.inv = inv
+        self.record = record
+        self.common = dict(common_tags)
+        self.offsets = offsets
+        self.plan = plan
+        self.shapers = shapers
+        self.dry_run = bool(record.manifest.get("dry_run"))
+        self.spool = Spool(record.dir / "metrics.jsonl")
+        self.points: list[Point] = []
+        self.streams: dict[str, HostStream] = {}
+        self.parse_errors: list[str] = []
+        self.lost: dict[str, str] = {}
+        self._lost_event = asyncio.Event()
+
+    def emit(self, points: list[Point]) -> None:
+        if not points:
+            return
+        tagged = [p.with_tags(self.common) for p in points]
+        self.spool.append(tagged)
+        self.points.extend(tagged)
+
+    def on_stream_lost(self, host: str, exc: Exception) -> None:
+        self.lost[host] = str(exc)
+        self._lost_event.set()
+
+    async def start(self, sessions: Mapping[str, Any]) -> None:
+        flow_ports = {f.port: f.name for f in self.plan.flows}
+        traffic_hosts = {f.client for f in self.plan.flows} | {f.server for f in self.plan.flows}
+        for host, ifaces in sorted(self.plan.sample_ifaces.items()):
+            probes: list[dict] = []
+            parsers: dict[str, Callable[[str, int], list[Point]]] = {}
+            if host in traffic_hosts:
+                probes.append({"name": "ss", "argv": ["ss", "-tinH"], "every": 1, "timeout": 2})
+                parsers["ss"] = SubflowTracker(self.inv, host, flow_ports)
+            shaper = self.shapers.get(host)
+            if shaper is not None and hasattr(shaper, "counters_probe"):
+                for pr in shaper.counters_probe():
+                    probes.append({**pr, "every": 1, "timeout": 2})
+                    parsers[pr["name"]] = self._pipe_parser(host, shaper, pr["name"])
+            off = self.offsets.get(host)
+            offset_ns = int(off.offset_s * 1e9) if off is not None else 0
+            stream = HostStream(self, host, ifaces, probes, parsers, offset_ns)
+            await stream.start(sessions[host])
+            self.streams[host] = stream
+        for host, shaper in sorted(self.shapers.items()):
+            if hasattr(shaper, "counter_stream") and host in sessions:
+                await self._start_counter_stream(host, shaper, sessions[host])
+
+    def _pipe_parser(self, host: str, shaper: Any, probe: str) -> Callable[[str, int], list[Point]]:
+        def parse(text: str, t: int) -> list[Point]:
+            out = []
+            for (link, direction), ctrs in shaper.parse_counters(probe, text).items():
+                out.append(Point("pipe", {"host": host, "link": link, "direction": direction.value},
+                                 dict(ctrs), t))
+            return out
+        return parse
+
+    async def _start_counter_stream(self, host: str, shaper: Any, session: Any) -> None:
+        """Shapers with their own counter stream (dnpipe watch, ipfw loop): one process per bridge."""
+        argv, parse_line = shaper.counter_stream(INTERVAL_S)
+        proc = await session.spawn(argv, note="shaper counters", stdin_open=True)
+        off = self.offsets.get(host)
+        offset_ns = int(off.offset_s * 1e9) if off is not None else 0
+
+        async def consume() -> None:
+            raw = None if self.dry_run else open(self.record.raw_path(host, "shaper-counters.jsonl"), "a")
+            try:
+                async for line in proc.lines():
+                    if raw is not None:
+                        raw.write(line + "\n")
+                    for (link, direction), ctrs, t in parse_line(line):
+                        self.emit([Point("pipe", {"host": host, "link": link, "direction": direction.value},
+                                         dict(ctrs), t - offset_ns)])
+            except SSHError as exc:
+                self.on_stream_lost(host, exc)
+            finally:
+                if raw is not None:
+                    raw.close()
+        stream = HostStream(self, host, [], [], {}, offset_ns)
+        stream.proc = proc
+        stream.task = asyncio.ensure_future(consume())
+        self.streams[f"{host}:shaper"] = stream
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(s.stop() for s in self.streams.values()), return_exceptions=True)
+        self.spool.close()
+        self.record.manifest["telemetry"].update({
+            "points": len(self.points),
+            "samples": {h: s.samples for h, s in self.streams.items()},
+            "late_ticks": {h: s.late for h, s in self.streams.items() if s.late},
+            "parse_errors": self.parse_errors[:50],
+            "lost_streams": self.lost,
+            "interval_s": INTERVAL_S,
+        })

@@ -1,0 +1,89 @@
+"""Measurement points and the one InfluxDB schema of ctl.
+
+Schema (tags are strings; field names carry their unit):
+
+| measurement | tags                                              | fields |
+|-------------|---------------------------------------------------|--------|
+| iface       | host, iface, link, side                           | rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, tx_dropped (counters); rx_bps, tx_bps (rates) |
+| subflow     | host, flow, subflow, link, role                   | cwnd_pkts, rtt_ms, rttvar_ms, bytes_acked, bytes_sent, bytes_received, bytes_retrans, retrans_total, delivery_rate_bps; acked_bps, received_bps (rates) |
+| flow        | host, flow                                        | throughput_bps, bytes, retransmits, snd_cwnd_bytes, rtt_ms (iperf3 intervals) |
+| pipe        | host, link, direction                             | tx_pkts, tx_bytes, drop_queue_pkts, drop_plr_pkts, queue_pkts, queue_bytes, ... |
+| snmp_if     | host, ifname, ifindex                             | in_octets, out_octets, in_ucast_pkts, out_ucast_pkts, in_discards, in_errors, high_speed_mbps; in_bps, out_bps, in_pps, out_pps |
+| mptcp_event | host, event, token                                | saddr, daddr, sport, dport, locid, remid (from `ip mptcp monitor`) |
+| radio       | host, technology, cell                            | rssi_dbm, rsrp_dbm, rsrq_db, sinr_db, cinr_db, ... (field tests) |
+| campaign    | campaign                                          | runs_done, runs_failed, runs_total, eta_s |
+
+Every point also carries the run's common tags: `campaign` (when in one), `run`, `scenario`.
+Timestamps are nanoseconds since the epoch, taken on the host that measured, corrected by
+the clock offset measured at run start.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+FieldValue = int | float | bool | str
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    measurement: str
+    tags: Mapping[str, str]
+    fields: Mapping[str, FieldValue]
+    time_ns: int
+
+    def to_json(self) -> dict:
+        return {"m": self.measurement, "t": self.time_ns, "tags": dict(self.tags), "f": dict(self.fields)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Point":
+        return cls(d["m"], d["tags"], d["f"], int(d["t"]))
+
+    def with_tags(self, extra: Mapping[str, str]) -> "Point":
+        return Point(self.measurement, {**extra, **self.tags}, self.fields, self.time_ns)
+
+    def key(self) -> tuple:
+        """Series identity + time: two points with the same key are the same point in InfluxDB."""
+        return (self.measurement, tuple(sorted(self.tags.items())), self.time_ns)
+
+
+def _esc_key(s: str) -> str:
+    return s.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=").replace(" ", "\\ ")
+
+
+def _esc_measurement(s: str) -> str:
+    return s.replace("\\", "\\\\").replace(",", "\\,").replace(" ", "\\ ")
+
+
+def _field(v: FieldValue) -> str | None:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return f"{v}i"
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return None  # InfluxDB cannot store NaN/inf: the field is left out, never faked
+        return repr(v)
+    s = str(v).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{s}"'
+
+
+def to_line(p: Point) -> str | None:
+    """InfluxDB line protocol (tags sorted; empty tag values dropped, as InfluxDB requires)."""
+    tags = "".join(f",{_esc_key(k)}={_esc_key(str(v))}" for k, v in sorted(p.tags.items()) if str(v) != "")
+    fields = []
+    for k, v in sorted(p.fields.items()):
+        if v is None:
+            continue
+        enc = _field(v)
+        if enc is not None:
+            fields.append(f"{_esc_key(k)}={enc}")
+    if not fields:
+        return None
+    return f"{_esc_measurement(p.measurement)}{tags} {','.join(fields)} {p.time_ns}"
+
+
+def dumps(p: Point) -> str:
+    return json.dumps(p.to_json(), separators=(",", ":"))

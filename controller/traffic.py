@@ -1,0 +1,208 @@
+"""Traffic: flows as data, iperf3 command builders (pure), and synchronized execution.
+
+A flow is one transport connection (TCP, or MPTCP with its subflows) or a group of
+parallel ones (`streams`). MPTCP uses iperf3's native `-m` where the version has it
+(3.19+), `mptcpize run` otherwise. Servers listen on every address (an MPTCP server
+must accept joins on the addresses it announces); clients bind their path's address.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Literal, Sequence
+
+from controller.commands import Command
+from controller.errors import SSHError, TrafficError
+from controller.ssh import SSHPool, SSHRemoteProcess
+
+Protocol = Literal["tcp", "mptcp", "udp"]
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    name: str
+    protocol: Protocol
+    client: str
+    server: str
+    server_addr: str
+    port: int
+    client_addr: str | None = None
+    cc: str | None = None
+    duration_s: float | None = None
+    bytes: int | None = None
+    streams: int = 1
+    start_delay_s: float = 0.0
+    udp_rate_bps: int | None = None
+    link: str | None = None           # single-path flows: the link they cross
+    interval_s: float = 0.5
+    socket_buffer: int | None = None  # iperf3 -w (bytes)
+    omit_s: float = 0.0
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def iperf3_supports_mptcp(version_text: str) -> bool:
+    m = re.search(r"iperf (\d+)\.(\d+)", version_text)
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (3, 19)
+
+
+def server_argv(flow: FlowSpec, native_mptcp: bool) -> tuple[str, ...]:
+    argv = ["iperf3", "-s", "-1", "-p", str(flow.port), "-J", "-i", f"{flow.interval_s:g}"]
+    return _mptcp_wrap(argv, flow, native_mptcp)
+
+
+def client_argv(flow: FlowSpec, native_mptcp: bool) -> tuple[str, ...]:
+    argv = ["iperf3", "-c", flow.server_addr, "-p", str(flow.port), "-J", "-i", f"{flow.interval_s:g}",
+            "--connect-timeout", "5000"]
+    if flow.client_addr:
+        argv += ["-B", flow.client_addr]
+    if flow.bytes is not None:
+        argv += ["-n", str(flow.bytes)]
+    elif flow.duration_s is not None:
+        argv += ["-t", f"{flow.duration_s:g}"]
+    if flow.streams > 1:
+        argv += ["-P", str(flow.streams)]
+    if flow.cc and flow.protocol != "udp":
+        argv += ["-C", flow.cc]
+    if flow.protocol == "udp":
+        argv += ["-u", "-b", str(flow.udp_rate_bps or 1_000_000)]
+    if flow.socket_buffer:
+        argv += ["-w", str(flow.socket_buffer)]
+    if flow.omit_s:
+        argv += ["-O", f"{flow.omit_s:g}"]
+    return _mptcp_wrap(argv, flow, native_mptcp)
+
+
+def _mptcp_wrap(argv: list[str], flow: FlowSpec, native: bool) -> tuple[str, ...]:
+    if flow.protocol != "mptcp":
+        return tuple(argv)
+    if native:
+        return tuple(argv[:1] + ["-m"] + argv[1:])
+    return ("mptcpize", "run", *argv)
+
+
+@dataclass
+class FlowRun:
+    spec: FlowSpec
+    client_argv: tuple[str, ...]
+    server_argv: tuple[str, ...]
+    client_started: float | None = None      # controller time the client was running
+    client_json: str = ""
+    server_json: str = ""
+    client_status: int | None = None
+    server_status: int | None = None
+    error: str | None = None
+    client_pid: int | None = None
+    server_pid: int | None = None
+
+    def to_json(self) -> dict:
+        return {"name": self.spec.name, "spec": self.spec.to_json(), "client_argv": list(self.client_argv),
+                "server_argv": list(self.server_argv), "client_started": self.client_started,
+                "client_status": self.client_status, "server_status": self.server_status, "error": self.error,
+                "client_pid": self.client_pid, "server_pid": self.server_pid}
+
+
+class TrafficRunner:
+    """Start servers, wait until they listen, start every client together, collect JSON."""
+
+    def __init__(self, pool: SSHPool, flows: Sequence[FlowSpec], native_mptcp: dict[str, bool]):
+        self.pool = pool
+        self.runs = [FlowRun(f, client_argv(f, native_mptcp.get(f.client, False)),
+                             server_argv(f, native_mptcp.get(f.server, False))) for f in flows]
+        self._servers: dict[str, SSHRemoteProcess] = {}
+        self._clients: dict[str, SSHRemoteProcess] = {}
+        self.t0: float | None = None
+
+    async def start_servers(self) -> None:
+        for r in self.runs:
+            p = await self.pool[r.spec.server].spawn(r.server_argv, note=f"iperf3 server for {r.spec.name}")
+            self._servers[r.spec.name] = p
+            r.server_pid = p.pid
+        await asyncio.gather(*(self._wait_listening(r.spec) for r in self.runs))
+
+    async def _wait_listening(self, spec: FlowSpec, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        session = self.pool[spec.server]
+        while time.monotonic() < deadline:
+            res = await session.run(Command(("ss", "-Hltn", "sport", "=", f":{spec.port}"), timeout=5,
+                                            note=f"is the {spec.name} server listening?",
+                                            assume=f"LISTEN 0 4096 *:{spec.port} *:*"))
+            if res.ok and res.stdout.strip():
+                return
+            await asyncio.sleep(0.05)
+        raise TrafficError(f"{spec.server}: iperf3 server for {spec.name} not listening on port {spec.port}")
+
+    async def run_clients(self, timeout_s: float) -> None:
+        """All clients start together (those with a start delay, that much later)."""
+        self.t0 = time.time()
+
+        async def one(r: FlowRun) -> None:
+            if r.spec.start_delay_s:
+                await asyncio.sleep(max(0.0, self.t0 + r.spec.start_delay_s - time.time()))
+            p = await self.pool[r.spec.client].spawn(r.client_argv, note=f"iperf3 client {r.spec.name}")
+            r.client_started = time.time()
+            r.client_pid = p.pid
+            self._clients[r.spec.name] = p
+            text = await asyncio.wait_for(p.read_all(), timeout_s + r.spec.start_delay_s)
+            res = await p.wait(10, stdout=text)
+            r.client_json, r.client_status = text, res.exit_status
+            if res.exit_status != 0:
+                r.error = _iperf_error(text) or res.stderr.strip()[:300] or f"exit {res.exit_status}"
+
+        results = await asyncio.gather(*(one(r) for r in self.runs), return_exceptions=True)
+        for r, res in zip(self.runs, results):
+            if isinstance(res, asyncio.TimeoutError):
+                r.error = f"did not finish within {timeout_s:.0f} s"
+            elif isinstance(res, SSHError):
+                raise res
+            elif isinstance(res, BaseException):
+                raise res
+
+    async def collect_servers(self, timeout_s: float = 15.0) -> None:
+        async def one(r: FlowRun) -> None:
+            p = self._servers.get(r.spec.name)
+            if p is None:
+                return
+            try:
+                text = await asyncio.wait_for(p.read_all(), timeout_s)
+            except asyncio.TimeoutError:
+                await p.terminate()
+                text = ""
+            res = await p.wait(5, stdout=text)
+            r.server_json, r.server_status = text, res.exit_status
+        await asyncio.gather(*(one(r) for r in self.runs))
+
+    async def stop_all(self) -> None:
+        """Abort path: end every client and server we started, by PID."""
+        procs = list(self._clients.values()) + list(self._servers.values())
+        await asyncio.gather(*(p.terminate(grace=2) for p in procs), return_exceptions=True)
+        await asyncio.gather(*(p.wait(3) for p in procs), return_exceptions=True)
+
+
+def _iperf_error(text: str) -> str | None:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data.get("error") if isinstance(data, dict) else None
+
+
+@dataclass
+class FlowResult:
+    name: str
+    sender_bps: float | None = None
+    receiver_bps: float | None = None
+    bytes_received: int | None = None
+    seconds: float | None = None
+    retransmits: int | None = None
+    error: str | None = None
+    intervals: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        d = dict(self.__dict__)
+        d.pop("intervals")
+        return d

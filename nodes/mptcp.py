@@ -1,0 +1,238 @@
+"""Linux MPTCP endpoint driver: path-manager limits and endpoints, sysctls, congestion control.
+
+Like a shaper: read the host's state, plan the commands that reach the desired state
+(pure), apply, read back and verify, and afterwards restore exactly what was there
+(limits, the endpoint list with ids and flags, every sysctl it changed).
+
+The in-kernel path manager is configured the way that gives exactly one subflow per path
+(measured on these kernels): `signal` endpoints for the server's other-path addresses on
+the server only, and `limits subflows N add_addr_accepted N` on both ends.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from controller.commands import Command, CommandResult
+from controller.errors import ParameterError, ParseError
+from controller.parsers import ip_mptcp
+
+FLAGS = ("signal", "subflow", "backup", "fullmesh")
+
+
+@dataclass(frozen=True, order=True)
+class MptcpEndpoint:
+    address: str
+    dev: str | None = None
+    flags: tuple[str, ...] = ()
+    id: int | None = None
+    port: int | None = None
+
+    def same_as(self, other: "MptcpEndpoint") -> bool:
+        """Equal apart from the id the kernel assigns."""
+        return (self.address, self.dev, tuple(sorted(self.flags)), self.port) == \
+            (other.address, other.dev, tuple(sorted(other.flags)), other.port)
+
+    def add_argv(self, with_id: bool) -> tuple[str, ...]:
+        argv = ["ip", "mptcp", "endpoint", "add", self.address]
+        if self.dev:
+            argv += ["dev", self.dev]
+        if with_id and self.id is not None:
+            argv += ["id", str(self.id)]
+        if self.port is not None:
+            argv += ["port", str(self.port)]
+        argv += sorted(self.flags)
+        return tuple(argv)
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """Desired MPTCP state of one endpoint host."""
+
+    mptcp: bool = True                 # False: a plain-TCP host; its MPTCP state is left alone
+    subflows: int = 2
+    add_addr_accepted: int = 2
+    endpoints: tuple[MptcpEndpoint, ...] = ()
+    sysctls: Mapping[str, str] = field(default_factory=dict)
+    congestion_controls: frozenset[str] = frozenset()
+
+    def wanted_sysctls(self) -> dict[str, str]:
+        return {**({"net.mptcp.enabled": "1"} if self.mptcp else {}), **self.sysctls}
+
+
+@dataclass
+class EndpointState:
+    mptcp_enabled: bool
+    subflows: int
+    add_addr_accepted: int
+    endpoints: list[MptcpEndpoint]
+    sysctls: dict[str, str]
+    cc_available: list[str]
+    cc_allowed: list[str]
+    raw: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"mptcp_enabled": self.mptcp_enabled, "limits": {"subflows": self.subflows,
+                                                              "add_addr_accepted": self.add_addr_accepted},
+                "endpoints": [e.__dict__ for e in self.endpoints], "sysctls": self.sysctls,
+                "cc_available": self.cc_available, "cc_allowed": self.cc_allowed}
+
+
+BASE_SYSCTLS = ("net.mptcp.enabled", "net.ipv4.tcp_available_congestion_control",
+                "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_congestion_control")
+
+
+def parse_sysctl_lines(text: str) -> dict[str, str]:
+    """`sysctl a b` output (`a = v` per line) -> {a: v}; values keep their inner spacing normalised."""
+    out = {}
+    for line in text.splitlines():
+        if " = " in line:
+            k, v = line.split(" = ", 1)
+            out[k.strip()] = " ".join(v.split())
+        elif line.strip().endswith(" ="):
+            out[line.strip()[:-2].strip()] = ""
+    return out
+
+
+def parse_limits(text: str) -> tuple[int, int]:
+    """(subflows, add_addr_accepted) from `ip mptcp limits show` (text, even with -j on iproute2 6.1)."""
+    lim = ip_mptcp.parse_limits(text)
+    if lim.subflows is None or lim.add_addr_accepted is None:
+        raise ParseError(f"ip mptcp limits show: incomplete output {text!r}")
+    return lim.subflows, lim.add_addr_accepted
+
+
+def parse_endpoints(text: str) -> list[MptcpEndpoint]:
+    return [MptcpEndpoint(address=e.address, dev=e.dev, flags=tuple(f for f in FLAGS if getattr(e, f)),
+                          id=e.id, port=e.port) for e in ip_mptcp.parse_endpoints(text)]
+
+
+class MptcpEndpointDriver:
+    """Driver for one Linux MPTCP endpoint host."""
+
+    def __init__(self, host: str, extra_sysctls: Iterable[str] = ()):
+        self.host = host
+        self.sysctl_keys = tuple(dict.fromkeys((*BASE_SYSCTLS, *extra_sysctls)))
+
+    def read_commands(self) -> list[Command]:
+        return [
+            Command(("ip", "-j", "mptcp", "endpoint", "show"), timeout=10, note="MPTCP endpoints", assume="[]"),
+            Command(("ip", "mptcp", "limits", "show"), timeout=10, note="MPTCP limits",
+                    assume="add_addr_accepted 0 subflows 2"),
+            Command(("sysctl", *self.sysctl_keys), timeout=10, note="sysctls", assume="\n".join(
+                f"{k} = 1" for k in self.sysctl_keys)),
+        ]
+
+    def parse_state(self, results: list[CommandResult]) -> EndpointState:
+        eps = parse_endpoints(results[0].stdout)
+        subflows, accepted = parse_limits(results[1].stdout)
+        sysctls = parse_sysctl_lines(results[2].stdout)
+        raw = {" ".join(r.argv): r.stdout for r in results}
+        return EndpointState(
+            mptcp_enabled=sysctls.get("net.mptcp.enabled") == "1", subflows=subflows, add_addr_accepted=accepted,
+            endpoints=eps, sysctls=sysctls,
+            cc_available=sysctls.get("net.ipv4.tcp_available_congestion_control", "").split(),
+            cc_allowed=sysctls.get("net.ipv4.tcp_allowed_congestion_control", "").split(), raw=raw)
+
+    def check(self, desired: EndpointConfig, observed: EndpointState) -> None:
+        """Refuse what this host cannot do, before anything is changed."""
+        missing = sorted(c for c in desired.congestion_controls if c not in observed.cc_available)
+        if missing:
+            raise ParameterError(f"{self.host}: congestion control {', '.join(missing)} not available "
+                                 f"(this kernel offers: {' '.join(observed.cc_available) or 'none'})")
+        for k in desired.sysctls:
+            if k not in observed.sysctls:
+                raise ParameterError(f"{self.host}: sysctl {k} does not exist on this host")
+        if desired.subflows > 8 or desired.add_addr_accepted > 8:
+            raise ParameterError(f"{self.host}: MPTCP limits above the kernel maximum of 8")
+
+    def plan(self, desired: EndpointConfig, observed: EndpointState) -> list[Command]:
+        out: list[Command] = []
+        changes = [f"{k}={v}" for k, v in desired.wanted_sysctls().items() if observed.sysctls.get(k) != v]
+        if changes:
+            out.append(Command(("sysctl", "-w", *changes), mutates=True, note="MPTCP and socket sysctls"))
+        if not desired.mptcp:
+            return out
+        if (observed.subflows, observed.add_addr_accepted) != (desired.subflows, desired.add_addr_accepted):
+            out.append(Command(("ip", "mptcp", "limits", "set", "subflows", str(desired.subflows),
+                                "add_addr_accepted", str(desired.add_addr_accepted)), mutates=True,
+                               note="path-manager limits"))
+        if not _same_endpoints(desired.endpoints, observed.endpoints):
+            if observed.endpoints:
+                out.append(Command(("ip", "mptcp", "endpoint", "flush"), mutates=True,
+                                   note="remove endpoints that would add subflows"))
+            for e in desired.endpoints:
+                out.append(Command(e.add_argv(with_id=False), mutates=True, note="path-manager endpoint"))
+        return out
+
+    def verify(self, desired: EndpointConfig, observed: EndpointState) -> list[str]:
+        diffs = []
+        for k, v in desired.wanted_sysctls().items():
+            if observed.sysctls.get(k) != v:
+                diffs.append(f"sysctl {k} expected {v}, found {observed.sysctls.get(k)}")
+        if not desired.mptcp:
+            return diffs
+        if (observed.subflows, observed.add_addr_accepted) != (desired.subflows, desired.add_addr_accepted):
+            diffs.append(f"limits expected subflows {desired.subflows} add_addr_accepted "
+                         f"{desired.add_addr_accepted}, found {observed.subflows} / {observed.add_addr_accepted}")
+        if not _same_endpoints(desired.endpoints, observed.endpoints):
+            diffs.append(f"endpoints expected {[e.add_argv(False)[4:] for e in desired.endpoints]}, "
+                         f"found {[e.add_argv(True)[4:] for e in observed.endpoints]}")
+        return diffs
+
+    def plan_restore(self, before: EndpointState, now: EndpointState) -> list[Command]:
+        out: list[Command] = []
+        if [(e.address, e.dev, e.flags, e.id, e.port) for e in now.endpoints] != \
+                [(e.address, e.dev, e.flags, e.id, e.port) for e in before.endpoints]:
+            if now.endpoints:
+                out.append(Command(("ip", "mptcp", "endpoint", "flush"), mutates=True, note="restore endpoints"))
+            for e in before.endpoints:
+                out.append(Command(e.add_argv(with_id=True), mutates=True, note="restore endpoint"))
+        if (now.subflows, now.add_addr_accepted) != (before.subflows, before.add_addr_accepted):
+            out.append(Command(("ip", "mptcp", "limits", "set", "subflows", str(before.subflows),
+                                "add_addr_accepted", str(before.add_addr_accepted)), mutates=True,
+                               note="restore limits"))
+        changed = [f"{k}={before.sysctls[k]}" for k in self.sysctl_keys
+                   if k in before.sysctls and now.sysctls.get(k) != before.sysctls[k]
+                   and k not in ("net.ipv4.tcp_available_congestion_control",)]
+        if changed:
+            out.append(Command(("sysctl", "-w", *changed), mutates=True, note="restore sysctls"))
+        return out
+
+    def restored_equal(self, before: EndpointState, after: EndpointState) -> list[str]:
+        diffs = []
+        if [(e.address, e.dev, tuple(sorted(e.flags)), e.port) for e in after.endpoints] != \
+                [(e.address, e.dev, tuple(sorted(e.flags)), e.port) for e in before.endpoints]:
+            diffs.append("endpoints not restored")
+        if (after.subflows, after.add_addr_accepted) != (before.subflows, before.add_addr_accepted):
+            diffs.append("limits not restored")
+        for k in self.sysctl_keys:
+            if before.sysctls.get(k) != after.sysctls.get(k):
+                diffs.append(f"sysctl {k} not restored ({before.sysctls.get(k)} -> {after.sysctls.get(k)})")
+        return diffs
+
+
+def _same_endpoints(a: Iterable[MptcpEndpoint], b: Iterable[MptcpEndpoint]) -> bool:
+    la, lb = sorted(a, key=lambda e: (e.address, e.dev or "")), sorted(b, key=lambda e: (e.address, e.dev or ""))
+    return len(la) == len(lb) and all(x.same_as(y) for x, y in zip(la, lb))
+
+
+def metadata_commands(ifaces: Iterable[str]) -> list[Command]:
+    """Read-only facts for the run record: kernel, tools, sysctls, addresses, offloads."""
+    cmds = [
+        Command(("uname", "-a"), timeout=10, note="kernel"),
+        Command(("iperf3", "--version"), timeout=10, check=False, note="iperf3 version"),
+        Command(("mptcpize", "--version"), timeout=10, check=False, note="mptcpize version"),
+        Command(("ip", "-V"), timeout=10, check=False, note="iproute2 version"),
+        Command(("sysctl", "net.mptcp", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
+                 "net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_no_metrics_save",
+                 "net.ipv4.tcp_available_congestion_control", "net.ipv4.tcp_allowed_congestion_control"),
+                timeout=10, check=False, note="sysctls"),
+        Command(("ip", "-j", "addr", "show"), timeout=10, note="addresses"),
+        Command(("ip", "-j", "route", "show", "table", "all"), timeout=10, check=False, note="routes"),
+        Command(("ip", "-j", "rule", "show"), timeout=10, check=False, note="policy rules"),
+        Command(("tc", "-j", "qdisc", "show"), timeout=10, check=False, note="qdiscs"),
+    ]
+    for i in ifaces:
+        cmds.append(Command(("ethtool", "-k", i), timeout=10, check=False, note=f"offloads of {i}"))
+    return cmds
