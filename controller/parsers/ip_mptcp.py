@@ -207,7 +207,10 @@ def parse_endpoints_text(text: str) -> list[Endpoint]:
                 # a flag a newer iproute2 may print: keep it rather than drop it
                 extra[word] = True
                 i += 1
-        out.append(Endpoint(address=address, **values, **flags, extra=extra))
+        out.append(Endpoint(
+            address=address, id=values["id"], port=values["port"], dev=values["dev"], rawflags=values["rawflags"],
+            signal=flags["signal"], subflow=flags["subflow"], backup=flags["backup"], fullmesh=flags["fullmesh"],
+            implicit=flags["implicit"], extra=extra))
     return out
 
 
@@ -271,7 +274,7 @@ def parse_limits(text: str) -> Limits:
     if len(words) % 2:
         raise ParseError(f"ip-mptcp: limits line {lines[0]!r} is not 'name value' pairs")
     found: dict[str, int] = {}
-    for name, value in zip(words[0::2], words[1::2]):
+    for name, value in zip(words[0::2], words[1::2], strict=True):
         if name not in ("add_addr_accepted", "subflows"):
             raise ParseError(f"ip-mptcp: unknown limit {name!r}")
         found[name] = _int(value, name)
@@ -282,6 +285,7 @@ def parse_limits(text: str) -> Limits:
 
 
 def _event(printed: str, number: str | None, rest: str, lineno: int, timestamp: str | None) -> MonitorEvent:
+    event_id: int | None
     if printed.startswith("UNKNOWN"):
         if number is None:
             raise ParseError(f"ip-mptcp: line {lineno}: [UNKNOWN] without an event number")

@@ -73,7 +73,7 @@ def _parse_proc(lines: list[tuple[int, str]]) -> Counters:
     values: dict[str, int] = {}
     if len(lines) % 2:
         raise ParseError("nstat: /proc/net/netstat form needs header/value line pairs")
-    for (n1, head), (n2, vals) in zip(lines[0::2], lines[1::2]):
+    for (n1, head), (n2, vals) in zip(lines[0::2], lines[1::2], strict=True):
         m1, m2 = _PROC_RE.match(head), _PROC_RE.match(vals)
         if not m1 or not m2 or m1.group(1) != m2.group(1):
             raise ParseError(f"nstat: lines {n1}-{n2}: not a 'Prefix: names' / 'Prefix: values' pair")
@@ -81,7 +81,7 @@ def _parse_proc(lines: list[tuple[int, str]]) -> Counters:
         names, numbers = m1.group(2).split(), m2.group(2).split()
         if len(names) != len(numbers):
             raise ParseError(f"nstat: {prefix}: {len(names)} names but {len(numbers)} values")
-        for name, number in zip(names, numbers):
+        for name, number in zip(names, numbers, strict=True):
             values[prefix + name] = _uint(number, f"line {n2} {prefix}{name}")
     return Counters(values=values, source="proc")
 

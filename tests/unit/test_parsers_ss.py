@@ -36,9 +36,9 @@ def test_md_copies_parse_like_the_raw_captures():
     md_client = fenced_block(MD, "`ss -M`, `ss -Mi`")
     md_server = fenced_block(MD, "Same moment, server netns")
     assert [c for c, _ in transcript(md_client)] == [c for c, _ in transcript(CLIENT)]
-    for (cmd, a), (_, b) in zip(transcript(md_client), transcript(CLIENT)):
+    for (cmd, a), (_, b) in zip(transcript(md_client), transcript(CLIENT), strict=True):
         assert ss.parse(a) == ss.parse(b), cmd
-    for (cmd, a), (_, b) in zip(transcript(md_server), transcript(SERVER)):
+    for (cmd, a), (_, b) in zip(transcript(md_server), transcript(SERVER), strict=True):
         assert ss.parse(a) == ss.parse(b), cmd
 
 
