@@ -827,7 +827,7 @@ def parse_ipfw_list(text: str) -> tuple[IpfwRule, ...]:
 
 # ---- sysctl / version ------------------------------------------------------------------------
 
-_SYSCTL_RE = re.compile(r"^(?P<name>[A-Za-z0-9_.%-]+): ?(?P<value>.*)$")
+_SYSCTL_RE = re.compile(r"^(?P<name>[A-Za-z0-9_%-]+(?:\.[A-Za-z0-9_%-]+)+): ?(?P<value>.*)$")
 
 
 def parse_sysctl(text: str) -> dict[str, str]:
