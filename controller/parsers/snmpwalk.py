@@ -69,6 +69,8 @@ _UNKNOWN_OID = re.compile(r"^(?P<name>\S+): Unknown Object Identifier(?: \((?P<m
 _REASON = re.compile(r"^Reason: \((?P<reason>\w+)\) (?P<message>.*)$")
 _FAILED = re.compile(r"^Failed object: (?P<oid>.+)$")
 _RC = re.compile(r"^rc=(?P<rc>-?\d+)$")
+# A string value with embedded newlines continues for at most this many lines.
+_MAX_CONTINUATION = 64
 
 
 @dataclass
@@ -246,8 +248,8 @@ def _varbind_line(line: str) -> VarBind | None:
         vb = VarBind(oid=None, printed=None, type=None, value=None)
         _parse_value(vb, line, untyped_ok=False)
         return vb
-    if line.startswith('"'):
-        # bare `-Oqv` string (an unclosed quote is completed from the next lines by parse())
+    if line.startswith('"') and not _open_quote(line):
+        # bare `-Oqv` string; only a complete quoted string counts (prose may start with a quote)
         return VarBind(oid=None, printed=None, type=None, value=_unquote(line))
     if line in EXCEPTIONS:
         return VarBind(oid=None, printed=None, type=None, value=None, exception=EXCEPTIONS[line])
@@ -314,10 +316,14 @@ def parse(text: str) -> list[Run]:
             # Hex-STRING that net-snmp wraps at 16 bytes per line.
             if isinstance(vb.value, str) and vb.type in ("STRING", None) and _open_quote(vb.value):
                 parts = [vb.value]
-                while i < len(lines) and _open_quote("\n".join(parts)):
-                    parts.append(lines[i])
-                    i += 1
-                vb.value = _unquote("\n".join(parts))
+                j = i
+                while j < len(lines) and j - i < _MAX_CONTINUATION and _open_quote("\n".join(parts)):
+                    parts.append(lines[j])
+                    j += 1
+                if not _open_quote("\n".join(parts)):
+                    vb.value = _unquote("\n".join(parts))
+                    i = j
+                # else: no closing quote nearby -- keep the first line's text as printed
             if vb.type == "Hex-STRING":
                 while i < len(lines) and _HEX_BYTES.match(lines[i].strip()) and lines[i].strip():
                     more = lines[i].strip()
