@@ -24,6 +24,8 @@ output (tests/fixtures/recorded/04_linux_mptcp.md, generated/ss_mptcp_during_tra
   3 TCP sockets with tcp-ulp-mptcp. A bare "fallback" word means the connection fell back to TCP.
 - Addresses: "10.2.2.1%c2:34453" (socket bound to device c2), "[::ffff:10.1.1.2]:5210" (IPv4-mapped
   IPv6: a dual-stack listener); `normalized_host` gives the IPv4 form, `host` keeps the original.
+- -e/-m/-o extras (ino:, sk:, cgroup:, skmem:(...), timer:(...), "<->") come before the TCP options and
+  the congestion-control name; they go to `extra`/`words` and do not hide what follows.
 - Unknown tokens are never dropped: key:value pairs land in `extra`, bare words in `words`.
 """
 from __future__ import annotations
@@ -41,6 +43,11 @@ STATES = frozenset({
 })
 # TCP options ss prints before the congestion-control name (misc/ss.c tcp_stats_print)
 _TCP_OPTION_WORDS = frozenset({"ts", "sack", "ecn", "ecnseen", "fastopen"})
+# per-socket extras of -e/-m/-o/--tos that ss prints BEFORE the tcp_info part; they must not hide the
+# TCP options and congestion-control name that follow them
+_SOCKET_EXTRA_KEYS = frozenset({"uid", "ino", "sk", "cgroup", "skmem", "timer", "fwmark", "tos", "tclass",
+                                "class_id", "v6only", "mem"})
+_SOCKET_EXTRA_WORDS = frozenset({"<->", "-->", "<--"})
 # ss prints these rates as "<name> <value>" (a space, not a colon)
 _SPACED_RATES = {"send": "send", "pacing_rate": "pacing_rate", "delivery_rate": "delivery_rate"}
 # keys that only tcp_info has, and keys that only mptcp_info has (to tell an info line's kind)
@@ -418,7 +425,9 @@ def _tcp_info(tokens: list[str]) -> TcpInfo:
             continue
         key, sep, value = tok.partition(":")
         if not sep:
-            if tok in _TCP_OPTION_WORDS and not seen_key:
+            if tok in _SOCKET_EXTRA_WORDS:
+                words.append(tok)
+            elif tok in _TCP_OPTION_WORDS and not seen_key:
                 options.append(tok)
             elif congestion is None and not seen_key:
                 congestion = tok
@@ -426,6 +435,9 @@ def _tcp_info(tokens: list[str]) -> TcpInfo:
                 app_limited = True
             else:
                 words.append(tok)
+            continue
+        if key in _SOCKET_EXTRA_KEYS:
+            extra[key] = value
             continue
         seen_key = True
         if value.startswith("("):
@@ -558,9 +570,10 @@ def _finish(p: _Pending, default_netid: str | None) -> Socket:
                   peer=p.peer, process=p.process, tcp=tcp, mptcp=mptcp, info_text=info_text)
 
 
-def parse(text: str, *, netid: str | None = None) -> list[Socket]:
+def parse(text: str, *, netid: str | None = None, allow_empty: bool = False) -> list[Socket]:
     """Parse an ss listing. `netid` ("tcp"/"mptcp") says what a listing without a Netid column holds,
-    when the caller knows the command (`ss -M` -> "mptcp"); otherwise each info line tells."""
+    when the caller knows the command (`ss -M` -> "mptcp"); otherwise each info line tells.
+    Empty input is an error (ss always prints its header) unless `allow_empty` (for `ss -H`)."""
     sockets: list[Socket] = []
     pending: _Pending | None = None
     has_netid: bool | None = None
@@ -608,7 +621,7 @@ def parse(text: str, *, netid: str | None = None) -> list[Socket]:
         )
     if pending is not None:
         sockets.append(_finish(pending, netid))
-    if not sockets and not saw_header:
+    if not sockets and not saw_header and not (allow_empty and not text.strip()):
         raise ParseError("ss: no header and no sockets: not ss output")
     return sockets
 

@@ -200,6 +200,33 @@ def test_mptcp_fallback_word_and_tcp_options():
     assert t.tcp.options == ("ts", "sack", "ecn") and t.tcp.congestion == "cubic" and t.tcp.app_limited
 
 
+def test_extended_memory_and_process_columns():
+    # shape of `ss -tinpmeo` / `ss -tinpmeO` as printed by iproute2 6.1 on the development machine
+    # (one loopback iperf3 socket, info line shortened)
+    two_lines = (
+        "State Recv-Q Send-Q      Local Address:Port        Peer Address:Port Process   \n"
+        'ESTAB 0      0               127.0.0.1:52792          127.0.0.1:5301  users:(("iperf3",pid=29074,fd=4)) '
+        "ino:80050 sk:37 cgroup:unreachable:1 <->\n"
+        "\t skmem:(r0,rb131072,t0,tb3939840,f0,w0,o0,bl0,d0) ts sack bbr wscale:10,10 rto:204 rtt:0.03/0.016 "
+        "ato:40 mss:32768 cwnd:13 bytes_sent:185 send 113595733333bps app_limited minrtt:0.007 snd_wnd:65536\n"
+    )
+    (s,) = ss.parse(two_lines)
+    assert s.process == 'users:(("iperf3",pid=29074,fd=4))'
+    assert (s.tcp.options, s.tcp.congestion, s.tcp.rtt_ms, s.tcp.send_bps, s.tcp.app_limited) == (
+        ("ts", "sack"), "bbr", 0.03, 113595733333, True)
+    assert s.tcp.extra == {"ino": "80050", "sk": "37", "cgroup": "unreachable:1",
+                           "skmem": "(r0,rb131072,t0,tb3939840,f0,w0,o0,bl0,d0)"}
+    assert s.tcp.words == ("<->",)
+    one_line = two_lines.replace("<->\n\t", "<->")
+    assert ss.parse(one_line) == [s]
+
+
+def test_headerless_empty_listing_only_when_allowed():
+    assert ss.parse("", allow_empty=True) == []
+    with pytest.raises(ParseError):
+        ss.parse("")
+
+
 def test_pacing_rate_with_max_and_ipv6_with_device():
     (s,) = ss.parse("ESTAB 0 0 [fe80::1]%eth0:22 [fe80::2]%eth0:50000\n\t cubic rtt:1/0.5 pacing_rate 1.2Gbps/1Gbps\n")
     assert (s.local.host, s.local.dev, s.local.port) == ("fe80::1", "eth0", 22)
