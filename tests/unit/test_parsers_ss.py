@@ -221,6 +221,22 @@ def test_extended_memory_and_process_columns():
     assert ss.parse(one_line) == [s]
 
 
+def test_tokens_are_padded_to_8_hex_digits_like_ip_mptcp_monitor():
+    # captured live on the development machine (kernel 6.18, iproute2 6.1): for the same connection
+    # `ip mptcp monitor` printed "token=04383e07" while ss printed the token without the leading zero
+    one_line = ("State Recv-Q Send-Q Local Address:Port  Peer Address:PortProcess\n"
+                "ESTAB 0      0         10.251.1.1:41164   10.251.1.2:5302 subflows:2 add_addr_accepted:1 "
+                "subflows_max:2 add_addr_accepted_max:2 remote_key token:4383e07 write_seq:fcbebee6bb7ce3c7 "
+                "snd_una:fcbebee6bb555307 rcv_nxt:fd2b9a278942feec\n")
+    (m,) = ss.parse(one_line)
+    assert m.mptcp.token == "04383e07" and m.mptcp.subflows == 2 and m.tcp is None
+    (sub,) = ss.parse("tcp   ESTAB 0      689992        10.251.1.1:41164   10.251.1.2:5302\n"
+                      "\t bbr rtt:43.605/5.136 mss:1448 tcp-ulp-mptcp flags:Mmec token:0000(id:0)/4383e07(id:0) "
+                      "seq:fd2b9a278942feec sfseq:1 ssnoff:25ae1a0f maplen:0\n")
+    assert sub.mptcp_subflow.local_token == "04383e07"
+    assert sub.mptcp_subflow.token_text == "0000(id:0)/4383e07(id:0)"
+
+
 def test_headerless_empty_listing_only_when_allowed():
     assert ss.parse("", allow_empty=True) == []
     with pytest.raises(ParseError):
