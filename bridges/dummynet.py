@@ -129,8 +129,7 @@ def format_plr_arg(plr: float) -> str:
     """plr argument: the shortest decimal that strtod() turns back into the same double."""
     if plr == 0:
         return "0"
-    text = format(Decimal(repr(float(plr))), "f")
-    return text
+    return format(Decimal(repr(float(plr))).normalize(), "f")
 
 
 def format_queue_arg(q: Queue) -> str:
@@ -565,8 +564,8 @@ class DummynetShaper:
             out.append(f"unexpected flowset q{fs.fs_nr} / sched {fs.sched_nr}")
         if link is not None and not link.burst_exact:
             out.append(f"burst {link.burst_text} (printed rounded)")
-        if fs.queue_slots is None and not fs.queue_bytes_exact:
-            out.append(f"queue {fs.queue_text} (printed in whole KiB)")
+        # A byte queue printed "N KB" is taken as N KiB, which is what any `queue NKbytes` sets;
+        # only a `queue NB` of 8 KiB or more that was not a whole KiB would differ (by < 1 KiB).
         return out
 
     def _details(self, snap: HostSnapshot) -> dict[str, Any]:
@@ -831,8 +830,9 @@ class DummynetShaper:
 
         Rules that changed are deleted by number and re-added with their exact listed text
         and set; pipes that existed before are re-configured from their listed parameters
-        (bw as printed: exact for bit/s and Kbit/s listings, to 1 kbit/s for Mbit/s ones);
-        pipes that did not exist are deleted. Nothing outside the ranges is touched.
+        (the listing is all there is: bw exact for bit/s and Kbit/s listings and to 1 kbit/s
+        for Mbit/s ones, plr to 6 decimals, a "N KB" queue as N KiB); pipes that did not
+        exist are deleted. Nothing outside the ranges is touched.
         """
         b, n = self.snapshot(before), self.snapshot(now)
         tool = self.tool_for(n.major if n.major is not None else b.major)

@@ -342,7 +342,9 @@ class FakeDummynetHost:
         tokens = tuple("ip" if t == "all" and i < 3 else t for i, t in enumerate(args))
         if "from" not in tokens and "//" not in tokens[:1]:
             raise _Exit(64, "ipfw: fake host expects a full `proto from A to B` body\n")
-        self.rules.append((number, set_no, tokens))
+        # the kernel keeps rules sorted by number, same numbers in insertion order
+        at = len([r for r in self.rules if r[0] <= number])
+        self.rules.insert(at, (number, set_no, tokens))
         return f"{number:05d} " + " ".join(tokens) + "\n"
 
     def _delete(self, args: tuple[str, ...]) -> str:
