@@ -549,7 +549,8 @@ def parse_sysinfoex(payloads: list[str]) -> tuple[dict, RadioSample | None]:
     f = dict(zip(names, vals[:9]))
     srv, roam, mode = integer(f["srv_status"]), integer(f["roam_status"]), integer(f["sysmode"])
     if srv == 2:
-        registration = "roaming" if roam == 1 else "home"
+        # roam_status 0 = home, 1 = roaming; other values (MM's test string has 5) say nothing either way.
+        registration = {0: "home", 1: "roaming"}.get(roam, "registered")  # type: ignore[arg-type]
     elif srv in (1, 3):
         registration = "limited"
     elif srv == 0:

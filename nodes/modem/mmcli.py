@@ -157,7 +157,8 @@ def signal_fields(sig: dict) -> dict[str, Any]:
                 comma = True
             out[sec][k] = sv if k in ("error-rate",) and sec == "threshold" else (
                 _num(sv) if sv is not None and re.match(r"^-?\d", sv) else sv)
-    rate = integer(_val(_get(sig, "refresh.rate")))
+    rate_n = _num(_get(sig, "refresh.rate"))          # "10" (JSON) or "10 seconds" (human)
+    rate = None if rate_n is None else int(rate_n)
     out["refresh_rate_s"] = rate
     out["signal_setup_needed"] = rate == 0
     out["locale_comma"] = comma
