@@ -25,7 +25,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Iterable, Iterator, Union
+from typing import Any, Iterable, Union
 
 from controller.errors import ParseError
 
@@ -907,7 +907,3 @@ def parse_sample_stream(lines: Iterable[str]) -> list[PipeSample]:
         if s is not None:
             out.append(s)
     return out
-
-
-def iter_lines(text: str) -> Iterator[str]:
-    yield from text.splitlines()

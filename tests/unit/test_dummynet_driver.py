@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -394,6 +395,20 @@ def test_restore_refuses_what_it_cannot_recreate(inv):
         shaper.plan_restore(before, now)
 
 
+def test_state_is_recordable_and_re_readable(inv):
+    """A ShaperState goes into the run record as JSON; its raw outputs rebuild the snapshot."""
+    shaper = DummynetShaper(inv, "dn2")
+    fake = FakeDummynetHost("dn2")
+    _, after = run(apply(shaper, fake, both("path2", PipeConfig(bw_bps=20_000_000, plr=0.05))))
+    data = json.loads(json.dumps(after.to_json()))
+    assert data["pipes"]["path2.forward"]["bw_bps"] == 20_000_000
+    assert data["details"]["rules_in_range"][0].startswith("10000 set 0 pipe 10201 ")
+    assert data["details"]["pipes_in_range"]["10201"]["flowset"]["plr_text"] == "0.050000"
+    assert data["details"]["tool"] == "ipfw" and data["details"]["warnings"] == []
+    reloaded = ShaperState(pipes={}, raw=data["raw"])
+    assert shaper.verify(both("path2", PipeConfig(bw_bps=20_000_000, plr=0.05)), reloaded) == []
+
+
 def test_second_apply_changes_nothing_and_stale_rules_are_replaced(inv):
     shaper = DummynetShaper(inv, "dn2")
     fake = FakeDummynetHost("dn2")
@@ -459,3 +474,36 @@ def test_queue_for_bdp():
     assert queue_for_bdp(100_000_000, 100_000, slot_limit=1000) == Queue(slots=834)   # 1.25 MB in 1500 B slots
     with pytest.raises(ParameterError):
         queue_for_bdp(0, 1000)
+
+
+def test_host_warnings_recorded_with_the_state(inv):
+    shaper = DummynetShaper(inv, "dn2")
+    st = state_from(shaper, sysctl={"net.inet.ip.fw.one_pass": "0", "net.inet.ip.dummynet.io_fast": "1"},
+                    rules="00100 set 0 allow ip from any to any via lo0\n"
+                          "00200 set 0 deny ip from any to 127.0.0.0/8\n"
+                          "00300 set 0 allow ip from any to any layer2\n" + ASSUMED_RULES)
+    warnings = st.details["warnings"]
+    assert any("one_pass=0" in w for w in warnings) and any("io_fast=1" in w for w in warnings)
+    preempt = [w for w in warnings if "comes before ctl's range" in w]
+    assert len(preempt) == 1 and preempt[0].startswith("rule 300 ")   # not the loopback rules
+
+
+def test_dry_run_restore_after_dry_run_apply_prints_only_reads(inv):
+    shaper = DummynetShaper(inv, "dn1")
+    log: list[CommandResult] = []
+    session = DryRunSession("dn1", log)
+    before, _ = run(apply(shaper, session, both("path1", PipeConfig(bw_bps=100_000_000))))
+    log.clear()
+    run(restore(shaper, session, before))
+    assert [r.argv for r in log] == READS + READS
+
+
+def test_forced_dnctl_reads_and_configures_with_dnctl(inv):
+    inv14 = inventory_with(lambda d: d["hosts"]["dn2"]["shaper"].update(tool="dnctl"))
+    shaper = DummynetShaper(inv14, "dn2")
+    fake = FakeDummynetHost("dn2", "14.1-RELEASE")
+    before, after = run(apply(shaper, fake, both("path2", PipeConfig(bw_bps=20_000_000))))
+    assert ("dnctl", "pipe", "show") in fake.log and ("ipfw", "pipe", "show") not in fake.log
+    assert {m[0] for m in fake.mutations if m[1] == "pipe"} == {"dnctl"}
+    run(restore(shaper, fake, before))
+    assert fake.pipes == {} and fake.rules == []
