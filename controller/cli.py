@@ -139,4 +139,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as a script, this module is __main__; the extensions register with controller.cli.
+    from controller.cli import main as _main
+    sys.exit(_main())

@@ -457,11 +457,21 @@ def lab_down(inv: Inventory) -> list[str]:
     """Remove exactly what lab.json recorded; returns what was removed."""
     if inv.virtual is None:
         raise LabError(f"inventory {inv.name} is not a virtual rack")
-    st = read_state(inv)
+    return lab_down_runtime(inv.virtual.runtime_dir)
+
+
+def lab_down_runtime(runtime_dir: Path) -> list[str]:
+    """`lab down` from the runtime dir alone (its lab.json says what was created)."""
+    state_file = runtime_dir / "lab.json"
+    try:
+        data = json.loads(state_file.read_text())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise LabError(f"{state_file}: unreadable lab state: {exc}") from None
+    st = LabState(**data)
     removed: list[str] = []
     log: list[dict] = []
-    if st is None:
-        return removed
     for p in reversed(st.processes):
         if _proc_alive(p["pid"], p.get("start_time")):
             _stop_pid(p["pid"], p.get("start_time"))
@@ -475,8 +485,10 @@ def lab_down(inv: Inventory) -> list[str]:
         if Path(f"/sys/class/net/{link}").exists():
             _run_local(("ip", "link", "del", link), log, check=False)
             removed.append(f"link {link}")
-    _write_log(inv, log)
-    _state_path(inv).unlink(missing_ok=True)
+    with open(runtime_dir / "lab-commands.jsonl", "a") as f:
+        for entry in log:
+            f.write(json.dumps(entry) + "\n")
+    state_file.unlink(missing_ok=True)
     return removed
 
 

@@ -229,7 +229,21 @@ class Run:
         await self.traffic.start_servers()
         t0 = time.time()
         timeout = self.plan.duration_s + max(f.start_delay_s for f in self.plan.flows) + 30
-        await self.traffic.run_clients(timeout)
+        # A host lost while traffic runs (its sampler stream ends) aborts the run at once.
+        clients = asyncio.ensure_future(self.traffic.run_clients(timeout))
+        lost = asyncio.ensure_future(self.telemetry.wait_lost())
+        try:
+            done, _ = await asyncio.wait({clients, lost}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            clients.cancel()
+            lost.cancel()
+            raise
+        if clients not in done:
+            clients.cancel()
+            host, why = next(iter(self.telemetry.lost.items()))
+            raise SSHError(host, f"lost during traffic: {why}")
+        lost.cancel()
+        clients.result()
         t1 = time.time()
         self.window = (t0, t1)
         await self.traffic.collect_servers()
@@ -250,10 +264,32 @@ class Run:
                 self.record.write_raw(h, f"nstat-{when}.txt", r.stdout)
         await asyncio.gather(*(one(h) for h in hosts))
 
-    async def stop_measuring(self) -> None:
+    async def reconnect(self) -> set[str]:
+        """Hosts reachable for clean-up: lost connections are retried for RESTORE_RECONNECT_S."""
+        if self.dry_run or self.pool is None:
+            return set(self.sessions)
+        pool = self.pool
+
+        async def one(h: str) -> str | None:
+            s = pool[h]
+            if s.lost is None and s._conn is not None:
+                return h
+            deadline = time.monotonic() + RESTORE_RECONNECT_S
+            while time.monotonic() < deadline:
+                try:
+                    await s.connect()
+                    return h
+                except SSHError:
+                    await asyncio.sleep(1.0)
+            return None
+        got = await asyncio.gather(*(one(h) for h in self.sessions))
+        return {h for h in got if h is not None}
+
+    async def stop_measuring(self, reachable: set[str] | None = None) -> None:
         """Stop traffic (abort path), monitors and samplers; keep what they produced."""
+        skip = set(self.sessions) - (reachable if reachable is not None else set(self.sessions))
         if self.traffic is not None:
-            await self.traffic.stop_all()
+            await self.traffic.stop_all(skip)
             if not self.dry_run:
                 for r in self.traffic.runs:
                     if r.client_json:
@@ -261,6 +297,8 @@ class Run:
                     if r.server_json:
                         self.record.write_raw(r.spec.server, f"iperf3-{r.spec.name}.server.json", r.server_json)
         for h, p in self.monitors.items():
+            if h in skip:
+                continue
             try:
                 await p.terminate(grace=1)
                 text = "\n".join([l async for l in p.lines()]) if not self.dry_run else ""
@@ -336,6 +374,16 @@ class Run:
         nst = {h: (v[0], v[-1]) for h, v in self.nstat.items() if len(v) >= 2}
         return RunData(self.inv, self.params, self.plan, self.traffic.runs if self.traffic else [], points, nst,
                        self.monitor_text, self.window, self.record.dir)
+
+    def started_processes(self) -> list[dict]:
+        """Every remote process this run started (by PID): what a later clean-up may end."""
+        out = []
+        if self.pool is not None:
+            for s in self.pool.sessions.values():
+                for p in s._procs:
+                    out.append({"host": p.host, "pid": p.pid, "argv0": list(p.argv[:3]), "note": p.note,
+                                "started": p.started})
+        return out
 
     async def close(self) -> None:
         if self.pool is not None:
@@ -454,6 +502,7 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
             pending = pending_points(record.dir)
             record.manifest["telemetry"]["influx"] = {"all_sent": ok, "pending": pending, "error": err,
                                                       "errors": run.writer.errors}
+        record.manifest["processes"] = run.started_processes()
         record.finish(status, error)
         await run.close()
         if tmp is not None:
@@ -463,8 +512,9 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
 
 
 async def _cleanup(run: Run) -> list[str]:
+    reachable = await run.reconnect()
     try:
-        await run.stop_measuring()
+        await run.stop_measuring(reachable)
     except Exception as exc:
         run.record.manifest["errors"].append({"t": time.time(), "error": f"stopping measurement: {exc!r}"})
     return await run.restore()

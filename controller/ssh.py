@@ -301,8 +301,6 @@ class SSHRemoteProcess:
             return
         if self._proc.exit_status is not None:
             return
-        if self.session.lost:
-            return
         try:
             await self.session.run(Command(("kill", "-TERM", str(self.pid)), timeout=10, check=False,
                                            mutates=True, note=f"stop {self.argv[0]}"))

@@ -175,8 +175,9 @@ def subflow_throughput(points: Iterable[Point], flow: str, window: tuple[float, 
 
 def mptcp_verdict(inv: Inventory, flow: str, client: str, server: str, nstat_texts: Mapping[str, tuple[str, str]],
                   monitor_texts: Mapping[str, str], subflows: list[dict], expected_links: Sequence[str],
-                  min_bytes: int = 1 << 20) -> dict:
-    """Was MPTCP really used, how many subflows per link, and did each expected link carry data."""
+                  min_bytes: int = 64 * 1024) -> dict:
+    """Was MPTCP really used, how many subflows per link, and did each expected link carry data
+    (at least `min_bytes`: callers scale it to the link's capacity and the run's duration)."""
     reasons: list[str] = []
     out: dict[str, Any] = {"flow": flow}
     if client in nstat_texts:

@@ -98,6 +98,7 @@ class FlowRun:
     error: str | None = None
     client_pid: int | None = None
     server_pid: int | None = None
+    client_lines: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"name": self.spec.name, "spec": self.spec.to_json(), "client_argv": list(self.client_argv),
@@ -147,7 +148,9 @@ class TrafficRunner:
             r.client_started = time.time()
             r.client_pid = p.pid
             self._clients[r.spec.name] = p
-            text = await asyncio.wait_for(p.read_all(), timeout_s + r.spec.start_delay_s)
+            # Lines are kept as they arrive: an interrupted run still has what iperf3 printed.
+            await asyncio.wait_for(_collect(p, r.client_lines), timeout_s + r.spec.start_delay_s)
+            text = "\n".join(r.client_lines)
             res = await p.wait(10, stdout=text)
             r.client_json, r.client_status = text, res.exit_status
             if res.exit_status != 0:
@@ -176,11 +179,29 @@ class TrafficRunner:
             r.server_json, r.server_status = text, res.exit_status
         await asyncio.gather(*(one(r) for r in self.runs))
 
-    async def stop_all(self) -> None:
-        """Abort path: end every client and server we started, by PID."""
-        procs = list(self._clients.values()) + list(self._servers.values())
+    async def stop_all(self, skip_hosts: set[str] = frozenset()) -> None:
+        """Abort path: end every client and server we started, by PID, and keep what they printed
+        (iperf3 prints its JSON, with the data so far, when it is terminated)."""
+        for r in self.runs:
+            p = self._clients.get(r.spec.name)
+            if p is None or r.client_status is not None or r.spec.client in skip_hosts:
+                continue
+            try:
+                await p.terminate(grace=2)
+                await asyncio.wait_for(_collect(p, r.client_lines), 5)
+            except (asyncio.TimeoutError, SSHError):
+                pass
+            r.client_json = "\n".join(r.client_lines)
+            r.error = r.error or "interrupted"
+        procs = [p for n, p in list(self._clients.items()) + list(self._servers.items())
+                 if p.host not in skip_hosts]
         await asyncio.gather(*(p.terminate(grace=2) for p in procs), return_exceptions=True)
         await asyncio.gather(*(p.wait(3) for p in procs), return_exceptions=True)
+
+
+async def _collect(proc: SSHRemoteProcess, into: list[str]) -> None:
+    async for line in proc.lines():
+        into.append(line)
 
 
 def _iperf_error(text: str) -> str | None:

@@ -92,8 +92,10 @@ def summarize(data: Any) -> dict:
     subs = subflow_throughput(data.points, "mptcp", data.window, role="client",
                               data_ports=data_local_ports(mptcp_run))
     links = link_throughput(data.points, data.inventory, data.window)
+    # "Carried data": at least 1 % of what the slower link can carry in the run (>= 64 KiB).
+    min_bytes = max(64 * 1024, int(min(p["link1"], p["link2"]) * p["duration"] / 8 * 0.01))
     verdict = mptcp_verdict(data.inventory, "mptcp", p["mptcp_client"], p["mptcp_server"], data.nstat,
-                            data.monitor, subs, [l1, l2])
+                            data.monitor, subs, [l1, l2], min_bytes=min_bytes)
     names = ["mptcp", f"tcp-{l1}", f"tcp-{l2}"]
     thr = [flows[n].receiver_bps for n in names]
     jain = jain_index([t for t in thr if t is not None]) if all(t is not None for t in thr) else None

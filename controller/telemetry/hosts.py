@@ -211,6 +211,9 @@ class TelemetryHub:
         self.lost[host] = str(exc)
         self._lost_event.set()
 
+    async def wait_lost(self) -> None:
+        await self._lost_event.wait()
+
     async def start(self, sessions: Mapping[str, Any]) -> None:
         flow_ports = {f.port: f.name for f in self.plan.flows}
         traffic_hosts = {f.client for f in self.plan.flows} | {f.server for f in self.plan.flows}

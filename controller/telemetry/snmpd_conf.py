@@ -9,10 +9,14 @@ Facts this is built on (net-snmp 5.9.3, Debian 12; see tests/fixtures/recorded/0
   with system (1.3.6.1.2.1.1), interfaces/ifTable (.2) and ifMIB/ifXTable (.31).
 - Debian ships no MIB text; every OID here is numeric, and the agent is run with `MIBS=` in
   its environment so it does not try (and fail, ~420 log lines) to load MIB modules.
-- The agent must be started with `-C -c FILE` (no default config files) and its own
-  `SNMP_PERSISTENT_DIR`, otherwise it reads /etc/snmp and writes /var/lib/snmp, which other
-  agents on the same machine share. The v3 engineID and engineBoots live in that directory:
-  keep it across restarts of one agent (stable engineID), never share it between agents.
+- The agent gets its own `SNMP_PERSISTENT_DIR` (else it writes /var/lib/snmp, shared by
+  every agent on the machine) and `SNMPCONFPATH` set to that same directory, and is started
+  with `-c FILE` but WITHOUT `-C`. Measured: `-C` ("no config files but -c") also skips the
+  persistent file, so every start gets a new random engineID and engineBoots stays 1; a v3
+  manager that knew the agent (pysnmp 7) then times out forever after an agent restart.
+  With SNMPCONFPATH=<persistent dir> the agent reads only our file plus its own state
+  (engineBoots 1, 2, 3... and the same engineID across restarts), never /etc/snmp.
+  Keep the directory across restarts of one agent; never share it between agents.
 - `createUser` in the config file is accepted by snmpd; it stores the localized keys in the
   persistent dir on first start. Passphrases must be at least 8 characters (net-snmp refuses
   shorter ones at start with "Error: passphrase chosen is below the length requirements").
@@ -167,17 +171,19 @@ def snmpd_env(persistent_dir: str | Path, base: dict[str, str] | None = None) ->
     env.setdefault("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
     env["SNMP_PERSISTENT_DIR"] = str(persistent_dir)
     env["MIBS"] = ""
-    # An empty search path as well: with MIBS= alone snmpd still prints the search path.
+    # An empty MIB search path as well: nothing to load, nothing to complain about.
     env["MIBDIRS"] = str(persistent_dir)
-    # Keep snmpd away from the Debian client/agent defaults (/etc/snmp, ~/.snmp).
+    # The config search path replaces /etc/snmp:/usr/share/snmp:...:~/.snmp; it must contain
+    # the persistent dir, or engineID/engineBoots are not read back (see module doc).
     env["SNMPCONFPATH"] = str(persistent_dir)
     return env
 
 
 def snmpd_argv(conf_path: str | Path, *, snmpd: str = "snmpd", extra: Sequence[str] = ()) -> list[str]:
-    """argv for a foreground snmpd reading only `conf_path`, logging to stdout.
+    """argv for a foreground snmpd reading `conf_path` (plus its persistent state), logging to stdout.
 
-    -f foreground (the caller owns the PID), -Lo log to stdout, -C no default config files,
-    -c our file. No `-p pidfile`: the PID of the process the caller started is the one to stop.
+    -f foreground (the caller owns the PID), -Lo log to stdout, -c our file. Not -C: see the
+    module doc; run it with snmpd_env(), whose SNMPCONFPATH keeps /etc/snmp out.
+    No `-p pidfile`: the PID of the process the caller started is the one to stop.
     """
-    return [snmpd, "-f", "-Lo", "-C", "-c", str(conf_path), *extra]
+    return [snmpd, "-f", "-Lo", "-c", str(conf_path), *extra]

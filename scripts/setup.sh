@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Everything ctl needs on a fresh Debian 12 machine (run as root). Idempotent: a warm run
+# only checks and takes a few seconds.
+#   - Debian packages: the tools the virtual rack's hosts run (sshd, iperf3, mptcpize,
+#     snmpd, ethtool, ...) and the build tools;
+#   - a Python virtualenv in .venv with ctl and its dependencies (pyproject.toml);
+#   - InfluxDB 2.7.12 built from the Go module proxy into the state dir (cached);
+#   - the dnpipe forwarder (C) used by the virtual rack's bridges;
+#   - the Node.js BitTorrent tools used by the mptcp-bittorrent scenario (cached).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+STATE=${CTL_STATE_DIR:-$ROOT/.state}
+export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin:$HOME/.cargo/bin:$PATH"
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+if [ "$(id -u)" != 0 ]; then
+    say "must run as root (network namespaces, packages)"; exit 1
+fi
+
+APT_PACKAGES=(
+    openssh-server openssh-client iperf3 mptcpize ethtool iproute2 procps iputils-ping
+    snmpd snmp python3 python3-venv gcc make nodejs
+)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    say "installing Debian packages: ${missing[*]}"
+    # The distribution's own sshd/snmpd must not start: ctl runs its own, one per virtual host.
+    policy_added=0
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; policy_added=1
+    fi
+    trap '[ $policy_added = 1 ] && rm -f /usr/sbin/policy-rc.d' EXIT
+    apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
+        "${missing[@]}" >/dev/null
+fi
+
+# Python: the system interpreter (3.11 on bookworm), isolated in .venv.
+PY=/usr/bin/python3
+stamp=.venv/.ctl-installed
+want="$(sha256sum pyproject.toml | cut -c1-16)"
+base="$(sed -n 's/^executable = //p' .venv/pyvenv.cfg 2>/dev/null || true)"
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
+        || [ "$base" != "$(readlink -f "$PY")" ]; then
+    say "creating .venv and installing ctl with its dependencies"
+    if [ -n "$base" ] && [ "$base" != "$(readlink -f "$PY")" ]; then
+        "$PY" -m venv --clear .venv   # made by another interpreter: start afresh
+    else
+        "$PY" -m venv .venv
+    fi
+    .venv/bin/pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+    .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+    echo "$want" > "$stamp"
+fi
+
+CTL_STATE_DIR=$STATE bash scripts/build-influxdb.sh
+
+say "building the dnpipe forwarder"
+make -s -C bridges/dnpipe >/dev/null
+
+if [ -f tools/bittorrent/package.json ]; then
+    if [ ! -d tools/bittorrent/node_modules ] || [ tools/bittorrent/package-lock.json -nt tools/bittorrent/node_modules ]; then
+        say "installing the Node.js BitTorrent tools (npm ci)"
+        (cd tools/bittorrent && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+        touch tools/bittorrent/node_modules
+    fi
+fi
+
+say "ready (state dir: $STATE)"

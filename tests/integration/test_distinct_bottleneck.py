@@ -1,0 +1,120 @@
+"""distinct-bottleneck end to end on the virtual rack: real sshd, tc, MPTCP, iperf3, InfluxDB."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def completed_run(rack):
+    p = rack.ctl("run", "distinct-bottleneck", "--link2", "20M", "--duration", "12", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    return out, Path(out["record"]), p
+
+
+def test_summary_meets_the_issue_ranges(completed_run):
+    out, record, _ = completed_run
+    s = out["summary"]
+    assert out["status"] == "completed"
+    assert s["valid"] is True, s["invalid_reasons"]
+    # Both MPTCP subflows carried data, one per path.
+    links = {x["link"]: x for x in s["subflows"]}
+    assert set(links) == {"path1", "path2"}
+    assert all(x["bytes"] > 1_000_000 for x in s["subflows"])
+    assert s["mptcp"]["negotiated"] is True
+    assert s["mptcp"]["subflows_established_per_link"] == {"path1": 1, "path2": 1}
+    # Path totals (goodput of the flows on each path) within the ranges of the issue.
+    assert 85 <= s["links"]["path1"]["flows_total_mbps"] <= 100
+    assert 17 <= s["links"]["path2"]["flows_total_mbps"] <= 20
+    # What crossed each bridge (frames incl. headers) never exceeds the configured rate.
+    assert s["links"]["path1"]["bridge_forward_mbps"] <= 100.5
+    assert s["links"]["path2"]["bridge_forward_mbps"] <= 20.1
+    assert 0.34 <= s["jain_index"] <= 1.0
+    flows = {f["name"]: f for f in s["flows"]}
+    assert set(flows) == {"mptcp", "tcp-path1", "tcp-path2"}
+    assert all(f["receiver_mbps"] > 1 for f in flows.values())
+
+
+def test_terminal_table_printed(rack):
+    p = rack.ctl("run", "distinct-bottleneck", "--link2", "10M", "--duration", "5")
+    assert p.returncode == 0, p.stderr
+    assert "Jain's fairness index over mptcp, tcp-path1, tcp-path2:" in p.stdout
+    assert "MPTCP negotiated: yes" in p.stdout
+    assert "link2 10 Mbit/s" in p.stdout
+
+
+def test_run_record_is_complete(completed_run, rack):
+    out, record, _ = completed_run
+    m = json.loads((record / "manifest.json").read_text())
+    assert m["format_version"] == 1 and m["status"] == "completed"
+    assert m["parameters"]["values"]["link2"] == 20_000_000
+    assert "a1" in m["hosts"] and "uname -a" in m["hosts"]["a1"]["metadata"]
+    # shaper state before, applied, after and restored, for both bridges
+    for b in ("br1", "br2"):
+        sh = m["shapers"][b]
+        assert set(sh) >= {"before", "applied", "after", "restored"}
+        assert all(v is None for v in sh["before"]["pipes"].values())
+        assert all(v is None for v in sh["restored"]["pipes"].values())
+    assert m["shapers"]["br2"]["after"]["pipes"]["path2.forward"]["bw_bps"] == 20_000_000
+    # secrets are references only
+    assert m["inventory"]["influxdb"]["token"]["env"] == "CTL_INFLUX_TOKEN"
+    token = (rack.state_dir / "influxdb" / "vtest" / "token").read_text().strip()
+    assert token not in (record / "manifest.json").read_text()
+    assert token not in (record / "commands.jsonl").read_text()
+    # every command with its exit status
+    cmds = [json.loads(l) for l in (record / "commands.jsonl").read_text().splitlines()]
+    assert any(c["argv"][:3] == ["tc", "qdisc", "replace"] and c["exit_status"] == 0 for c in cmds)
+    assert all("exit_status" in c and "stdout" in c for c in cmds)
+    # raw tool output
+    raw = record / "raw"
+    assert json.loads((raw / "a1" / "iperf3-mptcp.client.json").read_text())["end"]["sum_received"]["bytes"] > 0
+    assert "SF_ESTABLISHED" in (raw / "a1" / "mptcp-monitor.txt").read_text()
+    assert (raw / "a1" / "nstat-before.txt").exists() and (raw / "a1" / "nstat-after.txt").exists()
+    assert (record / "summary.json").exists()
+    png = (record / "throughput.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert m["clock_offsets"]["start"] and all(abs(o["measured_s"]) < 0.05 for o in m["clock_offsets"]["start"])
+
+
+def test_sampled_at_10hz_by_one_sampler_per_host(completed_run):
+    out, record, _ = completed_run
+    m = json.loads((record / "manifest.json").read_text())
+    samples = m["telemetry"]["samples"]
+    assert set(samples) >= {"a1", "a2", "b1", "b2", "br1", "br2"}
+    assert all(n >= 100 for n in samples.values())  # 12 s at 10 Hz
+    cmds = [json.loads(l) for l in (record / "commands.jsonl").read_text().splitlines()]
+    samplers = [c for c in cmds if c["argv"][:3] == ["python3", "-u", "-c"]]
+    per_host = Counter(c["host"] for c in samplers if "sampler" in c["note"])
+    assert all(v == 1 for v in per_host.values()) and len(per_host) == 6
+
+
+def test_points_in_influxdb_equal_the_run_record(completed_run, rack):
+    out, record, _ = completed_run
+    from controller.telemetry.spool import iter_points
+    from tests.support.influx import query_counts
+    spooled = list(iter_points(record / "metrics.jsonl"))
+    assert len(spooled) > 1000
+    expected = Counter()
+    for p in spooled:
+        for f, v in p.fields.items():
+            if v is not None and not (isinstance(v, float) and v != v):
+                expected[(p.measurement, p.tags["host"], f)] += 1
+    got = query_counts(rack, run=out["run_id"])
+    assert got == expected
+    tags = {k for p in spooled for k in p.tags}
+    assert {"run", "scenario", "host"} <= tags
+
+
+def test_bridges_and_endpoints_back_at_baseline(completed_run, rack):
+    for b in ("br1", "br2"):
+        for dev in ("pa", "pb"):
+            assert [q["kind"] for q in rack.qdiscs(b, dev)] == ["noqueue"]
+    assert rack.netns("b1", "ip", "mptcp", "endpoint", "show").strip() == ""
+    assert "subflows 2" in rack.netns("a1", "ip", "mptcp", "limits", "show")
+    assert "add_addr_accepted 0" in rack.netns("a1", "ip", "mptcp", "limits", "show")

@@ -1,0 +1,36 @@
+"""Read back from the test rack's real InfluxDB (Flux over influxdb-client)."""
+from __future__ import annotations
+
+from collections import Counter
+
+
+def client(rack):
+    from influxdb_client import InfluxDBClient
+    inv = rack.inventory
+    token = (rack.state_dir / "influxdb" / inv.name / "token").read_text().strip()
+    return InfluxDBClient(url=inv.influxdb.url, token=token, org=inv.influxdb.org, timeout=30_000)
+
+
+def query_counts(rack, **tags: str) -> Counter:
+    """Number of stored values per (measurement, host, field) for points with these tags."""
+    flt = " and ".join(f'r["{k}"] == "{v}"' for k, v in tags.items())
+    q = (f'from(bucket: "{rack.inventory.influxdb.bucket}") |> range(start: 0) '
+         f'|> filter(fn: (r) => {flt}) |> group(columns: ["_measurement", "host", "_field"]) |> count()')
+    out: Counter = Counter()
+    with client(rack) as c:
+        for table in c.query_api().query(q):
+            for rec in table.records:
+                out[(rec.values["_measurement"], rec.values["host"], rec.values["_field"])] += rec.get_value()
+    return out
+
+
+def query_values(rack, measurement: str, field: str, **tags: str) -> list[tuple[int, object]]:
+    flt = " and ".join([f'r["_measurement"] == "{measurement}"', f'r["_field"] == "{field}"'] +
+                       [f'r["{k}"] == "{v}"' for k, v in tags.items()])
+    q = (f'from(bucket: "{rack.inventory.influxdb.bucket}") |> range(start: 0) |> filter(fn: (r) => {flt})')
+    out = []
+    with client(rack) as c:
+        for table in c.query_api().query(q):
+            for rec in table.records:
+                out.append((int(rec.get_time().timestamp() * 1e9), rec.get_value()))
+    return sorted(out)

@@ -1,0 +1,137 @@
+"""A virtual rack for the integration tests, separate from a developer's own.
+
+It is the shipped inventory/virtual.yaml with its own namespace prefix, management
+subnet, runtime dir, InfluxDB port and state dir, so tests never touch a rack someone is
+using. Everything is real: namespaces, one sshd per host, InfluxDB, iperf3, MPTCP.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class TestRack:
+    inventory_path: Path
+    state_dir: Path
+    runs_dir: Path
+    prefix: str
+    inventory: object
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("CTL_INFLUX_TOKEN",)}
+        env.update(CTL_STATE_DIR=str(self.state_dir), CTL_INVENTORY=str(self.inventory_path),
+                   CTL_RUNS_DIR=str(self.runs_dir), PYTHONUNBUFFERED="1")
+        env.update(extra)
+        return env
+
+    def ctl(self, *args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "controller", *args], cwd=PROJECT, env=self.env(),
+                              capture_output=True, text=True, timeout=timeout, **kw)
+
+    def popen(self, *args: str, **kw) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "controller", *args], cwd=PROJECT, env=self.env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+    def ns(self, host: str) -> str:
+        return f"{self.prefix}-{host}"
+
+    def netns(self, host: str, *argv: str) -> str:
+        p = subprocess.run(["ip", "netns", "exec", self.ns(host), *argv], capture_output=True, text=True,
+                           check=True, timeout=30)
+        return p.stdout
+
+    def qdiscs(self, host: str, dev: str) -> list[dict]:
+        return json.loads(self.netns(host, "tc", "-j", "qdisc", "show", "dev", dev))
+
+    def lab_state(self) -> dict:
+        return json.loads((Path("/run/ctl") / self.prefix / "lab.json").read_text())
+
+
+def write_test_inventory(dest: Path, *, prefix: str = "ctlt", mgmt_octet: int = 251, influx_port: int = 18086,
+                         name: str = "vtest", source: Path = PROJECT / "inventory" / "virtual.yaml",
+                         shaper: str | None = None) -> Path:
+    data = yaml.safe_load(source.read_text())
+    data["name"] = name
+    v = data["virtual"]
+    v["netns_prefix"] = prefix
+    v["mgmt_bridge"] = f"{prefix}-mgmt"
+    v["mgmt_address"] = v["mgmt_address"].replace("10.250.0.", f"10.{mgmt_octet}.0.")
+    v["runtime_dir"] = f"/run/ctl/{prefix}"
+    v["influxdb_port"] = influx_port
+    data["ssh"]["key_file"] = f"/run/ctl/{prefix}/id_ed25519"
+    data["ssh"]["known_hosts"] = f"/run/ctl/{prefix}/known_hosts"
+    data["influxdb"]["url"] = f"http://10.{mgmt_octet}.0.1:{influx_port}"
+    data["influxdb"]["token"] = {"env": "CTL_INFLUX_TOKEN", "file": "${CTL_STATE_DIR}/influxdb/" + name + "/token"}
+    for host in data["hosts"].values():
+        host["mgmt"]["address"] = host["mgmt"]["address"].replace("10.250.0.", f"10.{mgmt_octet}.0.")
+        if shaper is not None and host.get("role") == "bridge":
+            host["shaper"] = {"kind": shaper} if shaper != "dnpipe" else {
+                "kind": "dnpipe", "binary": str(PROJECT / "bridges" / "dnpipe" / "build" / "dnpipe"),
+                "control_dir": f"/run/ctl/{prefix}/dnpipe"}
+        sh = host.get("shaper") or {}
+        if sh.get("kind") == "dnpipe":
+            sh["control_dir"] = f"/run/ctl/{prefix}/dnpipe"
+    dest.write_text(yaml.safe_dump(data, sort_keys=False))
+    return dest
+
+
+def make_state_dir(path: Path) -> Path:
+    """A fresh state dir that shares the project's built binaries (InfluxDB takes minutes to build)."""
+    path.mkdir(parents=True, exist_ok=True)
+    project_bin = Path(os.environ.get("CTL_PROJECT_STATE", PROJECT / ".state")) / "bin"
+    if not (path / "bin").exists():
+        (path / "bin").symlink_to(project_bin)
+    return path
+
+
+def free_mgmt_octet() -> int:
+    """A 10.X.0.0/24 management subnet no interface of this machine uses (X in 100..199)."""
+    used = set()
+    out = subprocess.run(["ip", "-j", "-4", "addr", "show"], capture_output=True, text=True, check=True).stdout
+    for link in json.loads(out):
+        for a in link.get("addr_info", []):
+            parts = a.get("local", "").split(".")
+            if len(parts) == 4 and parts[0] == "10":
+                used.add(int(parts[1]))
+    start = 100 + os.getpid() % 100
+    for i in range(100):
+        octet = 100 + (start - 100 + i) % 100
+        if octet not in used:
+            return octet
+    raise RuntimeError("no free 10.X.0.0/24 management subnet for a test rack")
+
+
+def sweep_stale_test_racks() -> None:
+    """Remove test racks whose pytest process died without tearing them down (kill -9)."""
+    from controller import lab
+    base = Path("/run/ctl")
+    if not base.exists():
+        return
+    for d in base.iterdir():
+        name = d.name
+        if len(name) == 6 and name[0] == "t" and name[1:].isdigit() and (d / "lab.json").exists():
+            owner = int(name[1:])
+            if any(Path(f"/proc/{pid}").exists() for pid in _pids_with_suffix(owner)):
+                continue
+            lab.lab_down_runtime(d)
+
+
+def _pids_with_suffix(suffix: int) -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and int(p.name) % 100000 == suffix
+            and _is_pytest(int(p.name))]
+
+
+def _is_pytest(pid: int) -> bool:
+    try:
+        return b"pytest" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
