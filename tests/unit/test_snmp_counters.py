@@ -422,7 +422,7 @@ class FakePoller(SnmpPoller):
     async def _open(self, st):
         st.engine = object()
 
-    def _close_engine(self, st):
+    def _close_transport(self, st):
         st.engine = None
 
     async def _get(self, st, oids):

@@ -1,0 +1,321 @@
+"""SnmpPoller against real net-snmp agents (root: network namespaces `snt*`, veth, snmpd).
+
+Topology of the `lab` fixture (all created here, all removed even on failure):
+
+    root ns                                    netns snt<hex>
+    snt<hex>m 10.250.Y.X+1/30  <--veth-->  mgmt0 10.250.Y.X+2   snmpd on :1161 (v2c + v3 authPriv)
+    snt<hex>d 10.251.Y.X+1/30  <--veth-->  data0 10.251.Y.X+2   receives our UDP traffic
+
+The poller runs in the root namespace, as ctl does. Traffic is paced UDP from the root side
+to data0, so the agent's ifHCInOctets(data0) must grow by exactly the frames' layer-2 bytes.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from controller.inventory import SNMP, SecretRef
+from controller.telemetry.snmp import AgentConfig, Event, Point, SnmpPoller
+from tests.support.snmpd import (
+    BlastResult,
+    Netns,
+    Snmpd,
+    SnmpCreds,
+    Veth,
+    have_snmpd,
+    is_root,
+    loopback_agents,
+    start_all,
+    stop_all,
+    udp_blast,
+    veth,
+)
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not is_root(), reason="needs root (network namespaces)"),
+    pytest.mark.skipif(not have_snmpd(), reason="snmpd not installed (apt-get install snmpd)"),
+]
+
+ENV = "CTL_SNT"
+
+
+@dataclass
+class Lab:
+    ns: Netns
+    mgmt: Veth
+    data: Veth
+    agent: Snmpd
+    creds: SnmpCreds
+
+
+def _free_subnet_octet() -> int:
+    used = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, check=True).stdout
+    for _ in range(100):
+        y = random.randint(0, 255)
+        if f"10.250.{y}." not in used and f"10.251.{y}." not in used:
+            return y
+    raise RuntimeError("no free 10.250.Y/10.251.Y subnet")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> Lab:
+    creds = SnmpCreds.random("sha", "aes")
+    saved = {k: os.environ.get(k) for k in creds.env(ENV)}
+    os.environ.update(creds.env(ENV))
+    ns = Netns("snt")
+    agent = None
+    try:
+        ns.create()
+        tok = ns.name[3:]
+        y, x = _free_subnet_octet(), random.randint(0, 63) * 4
+        mgmt = veth(ns, f"snt{tok}m", "mgmt0", f"10.250.{y}.{x}/30")
+        data = veth(ns, f"snt{tok}d", "data0", f"10.251.{y}.{x}/30")
+        agent = Snmpd(tmp_path_factory.mktemp("snt"), f"{mgmt.ns_addr}:1161", creds, netns=ns, name="sntagent")
+        agent.start()
+        yield Lab(ns, mgmt, data, agent, creds)
+    finally:
+        if agent is not None:
+            agent.stop()
+        ns.delete()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    assert subprocess.run(["ip", "netns", "pid", ns.name], capture_output=True).returncode != 0, "netns left behind"
+
+
+def v2c(lab: Lab, host: str = "sntagent", **kw) -> AgentConfig:
+    snmp = SNMP(version="2c", port=lab.agent.port, community=SecretRef(env=f"{ENV}_COMMUNITY"),
+                timeout=kw.pop("timeout", 1.0), retries=kw.pop("retries", 0),
+                interfaces=kw.pop("interfaces", ["data0", "mgmt0"]))
+    return AgentConfig(host, lab.agent.address, snmp)
+
+
+def v3(lab: Lab, host: str = "sntagent3", priv_env: str = f"{ENV}_PRIV", **kw) -> AgentConfig:
+    snmp = SNMP(version="3", port=lab.agent.port, user=lab.creds.user, auth_protocol="sha",
+                auth_key=SecretRef(env=f"{ENV}_AUTH"), priv_protocol="aes", priv_key=SecretRef(env=priv_env),
+                timeout=kw.pop("timeout", 1.0), retries=kw.pop("retries", 0),
+                interfaces=kw.pop("interfaces", ["data0", "mgmt0"]))
+    return AgentConfig(host, lab.agent.address, snmp)
+
+
+async def poll_rounds(poller: SnmpPoller, seconds: float, interval: float = 1.0) -> list[tuple[float, list]]:
+    """poll_once() on a fixed 1 s schedule; [(local monotonic time of the round, outputs)]."""
+    loop = asyncio.get_running_loop()
+    out = []
+    start = loop.time()
+    k = 0
+    while loop.time() - start < seconds:
+        t = time.monotonic()
+        out.append((t, await poller.poll_once()))
+        k += 1
+        await asyncio.sleep(max(0.0, start + k * interval - loop.time()))
+    return out
+
+
+def points(rounds, ifname: str, host: str | None = None) -> list[tuple[float, Point]]:
+    return [(t, o) for t, outs in rounds for o in outs
+            if isinstance(o, Point) and o.tags["ifname"] == ifname and (host is None or o.tags["host"] == host)]
+
+
+def events(rounds, kind: str | None = None) -> list[Event]:
+    return [o for _, outs in rounds for o in outs if isinstance(o, Event) and (kind is None or o.kind == kind)]
+
+
+async def traffic_while_polling(lab: Lab, poller: SnmpPoller, *, before: float, blast_s: float, after: float,
+                                pps: float = 1500, payload: int = 1000):
+    loop = asyncio.get_running_loop()
+    rounds = []
+    task = asyncio.create_task(poll_rounds(poller, before + blast_s + after))
+    await asyncio.sleep(before)
+    blast: BlastResult = await loop.run_in_executor(
+        None, lambda: udp_blast(lab.data.ns_addr, 9, payload=payload, pps=pps, seconds=blast_s, src=lab.data.root_addr))
+    rounds = await task
+    return rounds, blast
+
+
+# ---- v2c: counters and rates against the bytes we sent --------------------------------------
+
+def test_v2c_counters_grow_by_the_bytes_sent_and_rates_match(lab: Lab):
+    async def go():
+        async with SnmpPoller([v2c(lab)]) as p:
+            assert set(p.interfaces("sntagent").values()) == {"data0", "mgmt0"}
+            return await traffic_while_polling(lab, p, before=4.0, blast_s=12.0, after=5.0)
+
+    rounds, blast = asyncio.run(go())
+    assert not events(rounds, "agent_unreachable") and not events(rounds, "discontinuity")
+    data = points(rounds, "data0")
+    assert len(data) >= 18
+    first, last = data[0][1].fields, data[-1][1].fields
+    # Raw counters: exactly our frames (plus a few ARP frames), nothing lost, nothing invented.
+    grew = last["in_octets"] - first["in_octets"]
+    assert blast.l2_bytes <= grew <= blast.l2_bytes + 2_000, (grew, blast.l2_bytes)
+    assert blast.frames <= last["in_ucast_pkts"] - first["in_ucast_pkts"] <= blast.frames + 10
+    assert last["high_speed_mbps"] == 10_000
+
+    expected_bps = blast.l2_bytes * 8 / blast.duration
+    rated = [(t, pt) for t, pt in data if "in_bps" in pt.fields]
+    assert rated
+    # never a burst (a rate well above what was sent), anywhere
+    assert max(pt.fields["in_bps"] for _, pt in rated) <= expected_bps * 1.25
+    # intervals fully inside the steady part of the blast: the sent rate, and never 0
+    t_start, t_end = blast.started_mono, blast.ended_mono
+    steady = [pt for t, pt in rated if t - pt.fields["rate_interval_s"] >= t_start + 0.7 and t <= t_end - 0.3]
+    assert len(steady) >= 2, [(round(t - t_start, 2), pt.fields.get("rate_interval_s")) for t, pt in rated]
+    for pt in steady:
+        assert pt.fields["in_bps"] == pytest.approx(expected_bps, rel=0.15), (pt.fields, expected_bps)
+        assert pt.fields["in_pps"] == pytest.approx(blast.frames / blast.duration, rel=0.15)
+    assert statistics.median(pt.fields["in_bps"] for pt in steady) == pytest.approx(expected_bps, rel=0.08)
+    # the 3 s cache: most polls carry no rate, and none of those is a zero during traffic
+    unrated_during = [pt for t, pt in data if t_start + 3.5 <= t <= t_end and "in_bps" not in pt.fields]
+    assert unrated_during, "expected polls inside the cache period without a rate"
+    assert all(pt.fields["in_bps"] > 0 for t, pt in rated if t_start + 3.5 <= t <= t_end)
+    # idle before the blast: genuine zeros (the mgmt interface proves the cache reloaded)
+    idle = [pt for t, pt in rated if t <= t_start]
+    assert all(pt.fields["in_bps"] == 0.0 for pt in idle)
+    # rate x interval adds up to the counter increase between rated points
+    for (_, a), (_, b) in zip(rated, rated[1:]):
+        assert b.fields["in_bps"] / 8 * b.fields["rate_interval_s"] == pytest.approx(
+            b.fields["in_octets"] - a.fields["in_octets"], rel=1e-9, abs=1e-6)
+
+
+# ---- v3 authPriv --------------------------------------------------------------------------
+
+def test_v3_authpriv_reads_the_same_counters(lab: Lab):
+    async def go():
+        async with SnmpPoller([v2c(lab), v3(lab)]) as p:
+            await p.poll_once()
+            return await traffic_while_polling(lab, p, before=1.0, blast_s=6.0, after=4.0, pps=800)
+
+    rounds, blast = asyncio.run(go())
+    assert not events(rounds, "agent_unreachable") and not events(rounds, "agent_error")
+    by_round = [{o.tags["host"]: o for o in outs if isinstance(o, Point) and o.tags["ifname"] == "data0"}
+                for _, outs in rounds]
+    both = [r for r in by_round if set(r) == {"sntagent", "sntagent3"}]
+    assert len(both) >= 8
+    for r in both:
+        # same agent, same cache, same round: identical or one reload apart
+        a, b = r["sntagent"].fields["in_octets"], r["sntagent3"].fields["in_octets"]
+        assert abs(a - b) <= blast.l2_bytes // 2 + 10_000
+    v3_rated = [pt for _, pt in points(rounds, "data0", "sntagent3") if "in_bps" in pt.fields]
+    assert v3_rated and max(pt.fields["in_bps"] for pt in v3_rated) <= blast.l2_bytes * 8 / blast.duration * 1.25
+
+
+def test_v3_wrong_key_is_an_event_never_points(lab: Lab, monkeypatch):
+    monkeypatch.setenv("CTL_SNT_BADPRIV", "wrong-" + lab.creds.priv_key)
+
+    async def go():
+        async with SnmpPoller([v3(lab, host="bad", priv_env="CTL_SNT_BADPRIV", timeout=0.5)]) as p:
+            return [(0.0, await p.poll_once()) for _ in range(2)]
+
+    rounds = asyncio.run(go())
+    evs = events(rounds)
+    assert evs and all(e.kind in ("agent_unreachable", "agent_error") for e in evs)
+    assert not any(isinstance(o, Point) for _, outs in rounds for o in outs)
+    assert lab.creds.priv_key not in repr([e.to_dict() for e in evs])
+
+
+# ---- agent restart ------------------------------------------------------------------------
+
+def test_agent_restart_gives_discontinuity_and_no_bogus_rate(lab: Lab):
+    async def go():
+        loop = asyncio.get_running_loop()
+        async with SnmpPoller([v2c(lab), v3(lab)]) as p:
+            blast_task = loop.run_in_executor(None, lambda: udp_blast(
+                lab.data.ns_addr, 9, payload=1000, pps=1000, seconds=16.0, src=lab.data.root_addr))
+            before = await poll_rounds(p, 6.0)
+            old_pid = lab.agent.pid
+            lab.agent.kill()                         # a crash: SIGKILL to the PID we started
+            await loop.run_in_executor(None, lab.agent.start)
+            assert lab.agent.pid != old_pid
+            after = await poll_rounds(p, 8.0)
+            blast = await blast_task
+            return before, after, blast
+
+    before, after, blast = asyncio.run(go())
+    expected_bps = blast.l2_bytes * 8 / blast.duration
+    assert not events(before, "agent_restart")
+    restarts = events(after, "agent_restart")
+    assert sorted(e.host for e in restarts) == ["sntagent", "sntagent3"], [e.to_dict() for e in events(after)]
+    disc = events(after, "discontinuity")
+    assert {(e.host, e.ifname) for e in disc} == {(h, i) for h in ("sntagent", "sntagent3")
+                                                   for i in ("data0", "mgmt0")}
+    for host in ("sntagent", "sntagent3"):
+        pts = points(after, "data0", host)
+        restart_round = next(i for i, (_, outs) in enumerate(after)
+                             if any(isinstance(o, Event) and o.kind == "agent_restart" and o.host == host
+                                    for o in outs))
+        at = [pt for _, outs in after[restart_round:restart_round + 1] for pt in outs
+              if isinstance(pt, Point) and pt.tags["host"] == host]
+        assert at and not any("in_bps" in pt.fields for pt in at), "a rate across the restart"
+        rated = [pt for _, pt in pts if "in_bps" in pt.fields]
+        assert rated, f"{host}: no rate after the restart"
+        assert all(0 < pt.fields["in_bps"] <= expected_bps * 1.25 for pt in rated), \
+            [(pt.fields["in_bps"], expected_bps) for pt in rated]
+
+
+# ---- many agents, one dead ----------------------------------------------------------------
+
+def test_many_agents_concurrently_a_dead_one_does_not_stall_the_rest(tmp_path, monkeypatch):
+    creds = SnmpCreds.random()
+    for k, v in creds.env("CTL_SNB").items():
+        monkeypatch.setenv(k, v)
+    base = f"127.77.{random.randint(0, 250)}.0"
+    agents = loopback_agents(tmp_path, 7, creds, base=base, name="many")
+    timeout = 1.0
+
+    def cfg(i: int, a: Snmpd) -> AgentConfig:
+        if i % 2:
+            snmp = SNMP(version="3", port=a.port, user=creds.user, auth_protocol="sha",
+                        auth_key=SecretRef(env="CTL_SNB_AUTH"), priv_protocol="aes",
+                        priv_key=SecretRef(env="CTL_SNB_PRIV"), timeout=timeout, retries=0, interfaces=["lo"])
+        else:
+            snmp = SNMP(version="2c", port=a.port, community=SecretRef(env="CTL_SNB_COMMUNITY"),
+                        timeout=timeout, retries=0, interfaces=["lo"])
+        return AgentConfig(f"agent{i}", a.address, snmp)
+
+    # plus an address where nothing listens at all
+    nobody = AgentConfig("nobody", "127.77.254.254", SNMP(version="2c", port=9, timeout=timeout, retries=0,
+                                                          community=SecretRef(env="CTL_SNB_COMMUNITY")))
+    start_all(agents)
+    try:
+        async def go():
+            loop = asyncio.get_running_loop()
+            async with SnmpPoller([cfg(i, a) for i, a in enumerate(agents)] + [nobody]) as p:
+                t0 = loop.time()
+                healthy = await p.poll_once()
+                t_healthy_but_nobody = loop.time() - t0
+                agents[3].pause()                       # hung agent: SIGSTOP to our PID
+                t0 = loop.time()
+                hung = await p.poll_once()
+                t_hung = loop.time() - t0
+                agents[3].resume()
+                await asyncio.sleep(0.2)
+                recovered = await p.poll_once()
+                return healthy, t_healthy_but_nobody, hung, t_hung, recovered
+
+        healthy, t1, hung, t2, recovered = asyncio.run(go())
+    finally:
+        stop_all(agents)
+    alive = {f"agent{i}" for i in range(7)}
+    assert {o.tags["host"] for o in healthy if isinstance(o, Point)} == alive
+    assert [o.host for o in healthy if isinstance(o, Event)] == ["nobody"]
+    assert {o.tags["host"] for o in hung if isinstance(o, Point)} == alive - {"agent3"}
+    assert sorted(o.host for o in hung if isinstance(o, Event) and o.kind == "agent_unreachable") == \
+        ["agent3", "nobody"]
+    # concurrent: a round costs one timeout, not one per dead agent (loose bound, not a benchmark)
+    assert t1 < timeout + 1.5 and t2 < timeout + 1.5, (t1, t2)
+    assert any(isinstance(o, Event) and o.kind == "agent_recovered" and o.host == "agent3" for o in recovered)
+    assert "agent3" in {o.tags["host"] for o in recovered if isinstance(o, Point)}
+    for a in agents:
+        assert a.proc is None
