@@ -38,14 +38,22 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, ClassVar, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 
-from bridges.base import (Capabilities, Direction, PipeConfig, PipeKey, ShaperState, check_capabilities, register)
-from bridges.ipfw_parse import (DnListing, DnObject, IpfwRule, parse_freebsd_version, parse_ipfw_list,
-                                parse_pipe_show, parse_sysctl)
+from bridges.base import Capabilities, Direction, PipeConfig, PipeKey, ShaperState, check_capabilities, register
+from bridges.ipfw_parse import (
+    DnListing,
+    DnObject,
+    IpfwRule,
+    parse_freebsd_version,
+    parse_ipfw_list,
+    parse_pipe_show,
+    parse_sysctl,
+)
 from controller.commands import Command, CommandResult
 from controller.errors import InventoryError, ParameterError, ParseError, UnsupportedShaping
 from controller.inventory import DummynetShaper as DummynetSpec
@@ -151,7 +159,7 @@ def plr_internal(plr: float) -> int:
 def printed_plr(plr: float) -> str | None:
     """How `pipe show` prints a configured plr ("%f"), or None when the kernel holds 0."""
     v = plr_internal(plr)
-    return None if v == 0 else "%f" % (1.0 * v / float(PLR_SCALE))
+    return None if v == 0 else f"{1.0 * v / float(PLR_SCALE):f}"   # C: "plr %f"
 
 
 def printed_bw(bps: int | None, gbit: bool = True) -> str:
@@ -160,12 +168,12 @@ def printed_bw(bps: int | None, gbit: bool = True) -> str:
         return "unlimited"
     b = float(bps)
     if gbit and b >= 1e9:
-        return "%.3f Gbit/s" % (b / 1e9)
+        return f"{b / 1e9:.3f} Gbit/s"
     if b >= 1e6:
-        return "%.3f Mbit/s" % (b / 1e6)
+        return f"{b / 1e6:.3f} Mbit/s"
     if b >= 1e3:
-        return "%.3f Kbit/s" % (b / 1e3)
-    return "%.3f bit/s" % b
+        return f"{b / 1e3:.3f} Kbit/s"
+    return f"{b:.3f} bit/s"
 
 
 def printed_queue(q: Queue) -> str:
@@ -261,6 +269,14 @@ def canonical_rule(tokens: Sequence[str]) -> tuple:
             groups.append((opts[j],))
             j += 1
     return (tuple(head), tuple(sorted(groups)), comment)
+
+
+def rule_pipe(tokens: Sequence[str]) -> int | None:
+    """The pipe a rule sends to (`[prob P] pipe N ...`), or None."""
+    toks = list(tokens[2:]) if list(tokens[:1]) == ["prob"] else list(tokens)
+    if len(toks) >= 2 and toks[0] == "pipe" and toks[1].isdigit():
+        return int(toks[1])
+    return None
 
 
 _TERMINATING = {"allow", "accept", "pass", "permit", "deny", "drop", "reject", "reset", "reset6", "unreach",
@@ -524,7 +540,7 @@ class DummynetShaper:
         for key, pipe in self.pipe_of.items():
             want = canonical_rule(self.rule_body(key))
             same = [r for r in in_range if canonical_rule(r.tokens) == want]
-            pipe_rules = tuple(r for r in in_range if not r.disabled and r.tokens[:2] == ("pipe", str(pipe)))
+            pipe_rules = tuple(r for r in in_range if not r.disabled and rule_pipe(r.tokens) == pipe)
             out[key] = _KeyState(pipe=snap.pipes.get(pipe), rules=tuple(r for r in same if not r.disabled),
                                  disabled_rules=tuple(r for r in same if r.disabled), pipe_rules=pipe_rules)
         return out
@@ -657,11 +673,11 @@ class DummynetShaper:
         for r in snap.rules:
             if self._in_rule_range(r.number):
                 continue
-            toks = r.tokens
-            if len(toks) >= 2 and toks[0] == "pipe" and toks[1].isdigit() and int(toks[1]) in ours:
+            target = rule_pipe(r.tokens)
+            if target in ours:
                 raise UnsupportedShaping(f"{self.host} (dummynet): rule {r.number} outside ctl's rule_range "
                                          f"{self.spec.rule_range[0]}-{self.spec.rule_range[1]} sends traffic to pipe "
-                                         f"{toks[1]}, which ctl would reconfigure: {r.render()!r}")
+                                         f"{target}, which ctl would reconfigure: {r.render()!r}")
 
     # ---- planning -----------------------------------------------------------------------------
 
@@ -680,7 +696,7 @@ class DummynetShaper:
     def config_args(self, p: PipeConfig) -> tuple[str, ...]:
         """`config ...` arguments for a PipeConfig: every parameter explicit (a `pipe N config`
         resets the ones it does not name)."""
-        args = ("config", "bw", format_bw_arg(p.bw_bps), "delay", format_delay_arg(p.delay_us),
+        args: tuple[str, ...] = ("config", "bw", format_bw_arg(p.bw_bps), "delay", format_delay_arg(p.delay_us),
                 "plr", format_plr_arg(p.plr), "queue", format_queue_arg(p.queue))
         if p.burst_bytes:
             args += ("burst", str(p.burst_bytes))
@@ -871,7 +887,7 @@ class DummynetShaper:
             q = str(fs.queue_slots)
         else:
             q = format_queue_arg(Queue(bytes=fs.queue_bytes))
-        args = ("config", "bw", format_bw_arg(link.bw_bps), "delay", f"{link.delay_ms}ms",
+        args: tuple[str, ...] = ("config", "bw", format_bw_arg(link.bw_bps), "delay", f"{link.delay_ms}ms",
                 "plr", fs.plr_text or "0", "queue", q)
         if link.burst_bytes:
             args += ("burst", str(link.burst_bytes))

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Iterable, Union
+from typing import Any
 
 from controller.errors import ParseError
 
@@ -63,8 +64,8 @@ def _time(text: str, line_no: int, line: str) -> TimeValue:
     if us is not None:
         return TimeValue(text, int(us))
     if ms is not None:
-        return TimeValue(text, int(round(float(ms) * 1000)))
-    return TimeValue(text, int(round(float(s) * 1_000_000)))
+        return TimeValue(text, round(float(ms) * 1000))
+    return TimeValue(text, round(float(s) * 1_000_000))
 
 
 # ---- line records -----------------------------------------------------------------------
@@ -396,8 +397,8 @@ class BlankLine:
         return ""
 
 
-Record = Union[LinkLine, FlowsetLine, MaskLine, SchedLine, SchedParams, ChildrenLine, ProfileLine,
-               HeaderLine, FlowRow, BlankLine]
+Record = (LinkLine | FlowsetLine | MaskLine | SchedLine | SchedParams | ChildrenLine | ProfileLine
+          | HeaderLine | FlowRow | BlankLine)
 
 
 # ---- grouping ------------------------------------------------------------------------------

@@ -20,11 +20,13 @@ What it does not model: packet forwarding itself, masks, RED/AQM, profiles. Erro
 message texts for failures not quoted in the fixture (e.g. deleting a missing rule) are
 approximations; tests only rely on the exit status there.
 """
+# The printf-style formatting below mirrors the C format strings on purpose.
+# ruff: noqa: UP031
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from controller.commands import Command, CommandResult
 
@@ -128,7 +130,7 @@ class FakeDummynetHost:
             status, stdout, stderr = e.status, getattr(e, "stdout", ""), e.stderr
         return CommandResult(self.host, argv, status, stdout, stderr, note=command.note)
 
-    async def spawn(self, argv: Sequence[str], *, note: str = "", stdin_open: bool = False) -> "_FakeProcess":
+    async def spawn(self, argv: Sequence[str], *, note: str = "", stdin_open: bool = False) -> _FakeProcess:
         argv = tuple(argv)
         self.spawned.append(argv)
         # The only long-running command ctl's dummynet driver spawns: its sampler loop.
@@ -331,15 +333,15 @@ class FakeDummynetHost:
 
     def _add(self, args: tuple[str, ...]) -> str:
         self.mutations.append(("ipfw", "add") + args)
-        args = list(args)
-        number = int(args.pop(0)) if args and args[0].isdigit() else None
+        rest = list(args)
+        number = int(rest.pop(0)) if rest and rest[0].isdigit() else None
         if number is None or not 1 <= number <= 65534:
             raise _Exit(64, "ipfw: fake host requires an explicit rule number\n")
         set_no = 0
-        if args[:1] == ["set"]:
-            args.pop(0)
-            set_no = int(args.pop(0))
-        tokens = tuple("ip" if t == "all" and i < 3 else t for i, t in enumerate(args))
+        if rest[:1] == ["set"]:
+            rest.pop(0)
+            set_no = int(rest.pop(0))
+        tokens = tuple("ip" if t == "all" and i < 3 else t for i, t in enumerate(rest))
         if "from" not in tokens and "//" not in tokens[:1]:
             raise _Exit(64, "ipfw: fake host expects a full `proto from A to B` body\n")
         # the kernel keeps rules sorted by number, same numbers in insertion order
@@ -366,10 +368,13 @@ class _PartialExit(_Exit):
 
 
 class _FakeProcess:
-    def __init__(self, host: str, argv: tuple[str, ...], lines: list[str], interval: str):
-        self.host, self.argv, self.pid, self._lines, self.interval = host, argv, 4242, lines, interval
+    """RemoteProcess of the sampler: its output for three iterations of the loop."""
 
-    async def lines(self):
+    def __init__(self, host: str, argv: tuple[str, ...], lines: list[str], interval: str):
+        self.host, self.argv, self._lines, self.interval = host, argv, lines, interval
+        self.pid: int | None = 4242
+
+    async def lines(self) -> AsyncIterator[str]:
         for line in self._lines:
             yield line
 

@@ -13,17 +13,29 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ipfw_fake import FakeDummynetHost
 
 from bridges.base import Direction, PipeConfig, ShaperState, apply, read_state, restore, shaper_class
-from bridges.dummynet import (ASSUMED_RULES, SAMPLER_SCRIPT, DummynetShaper, format_bw_arg, format_delay_arg,
-                              format_plr_arg, format_queue_arg, pipe_counters, plr_internal, printed_bw, printed_plr,
-                              printed_queue, queue_for_bdp)
+from bridges.dummynet import (
+    ASSUMED_RULES,
+    SAMPLER_SCRIPT,
+    DummynetShaper,
+    format_bw_arg,
+    format_delay_arg,
+    format_plr_arg,
+    format_queue_arg,
+    pipe_counters,
+    plr_internal,
+    printed_bw,
+    printed_plr,
+    printed_queue,
+    queue_for_bdp,
+)
 from bridges.ipfw_parse import parse_pipe_show, parse_sample_stream
 from controller.commands import Command, CommandResult, DryRunSession
 from controller.errors import ParameterError, UnsupportedShaping
 from controller.inventory import Inventory, load_inventory
 from controller.units import Queue
-from ipfw_fake import FakeDummynetHost
 
 LAB = Path(__file__).resolve().parents[2] / "inventory" / "lab-rack.example.yaml"
 F, R = Direction.FORWARD, Direction.REVERSE
@@ -222,12 +234,12 @@ def test_unknown_link_is_refused(inv):
 
 
 @pytest.mark.parametrize("host_kw,cfg,needle", [
-    (dict(slot_limit=100), PipeConfig(bw_bps=10**7, queue=Queue(slots=500)), "pipe_slot_limit=100"),
-    (dict(byte_limit=65536), PipeConfig(bw_bps=10**7, queue=Queue(bytes=131072)), "pipe_byte_limit=65536"),
-    (dict(hz=100), PipeConfig(bw_bps=10**7, delay_us=15_000), "kern.hz=100"),
-    (dict(release="12.4-RELEASE"), PipeConfig(bw_bps=3 * 10**9), "bandwidth too large"),
-    (dict(sysctls={"net.link.bridge.ipfw": "0"}), PipeConfig(bw_bps=10**7), "net.link.bridge.ipfw is 0"),
-    (dict(sysctls={"net.link.ether.ipfw": "0"}), PipeConfig(bw_bps=10**7), "net.link.ether.ipfw is 0"),
+    ({"slot_limit": 100}, PipeConfig(bw_bps=10**7, queue=Queue(slots=500)), "pipe_slot_limit=100"),
+    ({"byte_limit": 65536}, PipeConfig(bw_bps=10**7, queue=Queue(bytes=131072)), "pipe_byte_limit=65536"),
+    ({"hz": 100}, PipeConfig(bw_bps=10**7, delay_us=15_000), "kern.hz=100"),
+    ({"release": "12.4-RELEASE"}, PipeConfig(bw_bps=3 * 10**9), "bandwidth too large"),
+    ({"sysctls": {"net.link.bridge.ipfw": "0"}}, PipeConfig(bw_bps=10**7), "net.link.bridge.ipfw is 0"),
+    ({"sysctls": {"net.link.ether.ipfw": "0"}}, PipeConfig(bw_bps=10**7), "net.link.ether.ipfw is 0"),
 ])
 def test_host_limits_refused_before_any_change(inv, host_kw, cfg, needle):
     fake = FakeDummynetHost("dn2", **host_kw)
@@ -249,14 +261,17 @@ def test_rule_outside_range_using_our_pipe_is_refused(inv):
     st = state_from(shaper, rules="00500 set 0 pipe 10201 ip from any to any\n" + ASSUMED_RULES)
     with pytest.raises(UnsupportedShaping, match="rule 500 outside"):
         shaper.plan(both("path2", PipeConfig(bw_bps=10**7)), st)
+    st = state_from(shaper, rules="20000 set 1 prob 0.5 pipe 10202 ip from any to any\n" + ASSUMED_RULES)
+    with pytest.raises(UnsupportedShaping, match="rule 20000 outside"):
+        shaper.plan(both("path2", PipeConfig(bw_bps=10**7)), st)
 
 
 def test_existing_pipe_with_unrestorable_features_is_refused(inv):
     shaper = DummynetShaper(inv, "dn2")
-    red = (f"10201:  20.000 Mbit/s    0 ms burst 0\n"
-           f"q141273  50 sl. 0 flows (1 buckets) sched 75737 weight 0 lmax 0 pri 0 \n"
-           f"\t  RED w_q 0.002000 min_th 30 max_th 80 max_p 0.100000\n"
-           f" sched 75737 type FIFO flags 0x0 0 buckets 0 active\n")
+    red = ("10201:  20.000 Mbit/s    0 ms burst 0\n"
+           "q141273  50 sl. 0 flows (1 buckets) sched 75737 weight 0 lmax 0 pri 0 \n"
+           "\t  RED w_q 0.002000 min_th 30 max_th 80 max_p 0.100000\n"
+           " sched 75737 type FIFO flags 0x0 0 buckets 0 active\n")
     with pytest.raises(UnsupportedShaping, match="queue management RED"):
         shaper.plan(both("path2", PipeConfig(bw_bps=10**7)), state_from(shaper, pipes=red))
 
@@ -290,8 +305,8 @@ def test_verify_structural_problems(inv):
     double = OUR_RULES_DN2 + "10500 set 0 pipe 10201 ip from any to any layer2\n"
     assert any("double shaping" in d for d in shaper.verify(want, state_from(shaper, pipes=pipes, rules=double)))
     missing = shaper.verify(want, state_from(shaper, pipes=pipe_text(10202), rules=OUR_RULES_DN2))
-    assert missing == ["dn2 (dummynet) link path2 forward pipe 10201: pipe 10201 does not exist "
-                       "(dummynet drops the frames its rule sends there)"]
+    assert missing == [("dn2 (dummynet) link path2 forward pipe 10201: pipe 10201 does not exist "
+                        "(dummynet drops the frames its rule sends there)")]
     off = shaper.verify(want, state_from(shaper, pipes=pipes, rules=OUR_RULES_DN2,
                                          sysctl={"net.link.bridge.ipfw": "0"}))
     assert off and "nothing would be shaped" in off[0]
@@ -502,7 +517,7 @@ def test_forced_dnctl_reads_and_configures_with_dnctl(inv):
     inv14 = inventory_with(lambda d: d["hosts"]["dn2"]["shaper"].update(tool="dnctl"))
     shaper = DummynetShaper(inv14, "dn2")
     fake = FakeDummynetHost("dn2", "14.1-RELEASE")
-    before, after = run(apply(shaper, fake, both("path2", PipeConfig(bw_bps=20_000_000))))
+    before, _ = run(apply(shaper, fake, both("path2", PipeConfig(bw_bps=20_000_000))))
     assert ("dnctl", "pipe", "show") in fake.log and ("ipfw", "pipe", "show") not in fake.log
     assert {m[0] for m in fake.mutations if m[1] == "pipe"} == {"dnctl"}
     run(restore(shaper, fake, before))

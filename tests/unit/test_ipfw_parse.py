@@ -24,12 +24,13 @@ PROMPT = re.compile(r"#\s*(?:/sbin/)?ipfw\s+(.*)$")
 def _samples() -> dict[str, list[tuple[str | None, str]]]:
     """SAMPLE letter -> [(ipfw command or None, its output)], split at the shell prompts."""
     text = FIXTURE.read_text()
-    secs = re.split(r"^## SAMPLE (\w) ", text, flags=re.M)
+    secs = re.split(r"^## SAMPLE (\w) ", text, flags=re.MULTILINE)
     out: dict[str, list[tuple[str | None, str]]] = {}
     for name, body in zip(secs[1::2], secs[2::2]):
         outs: list[tuple[str | None, str]] = []
-        for blk in re.split(r"^----8<----$", body, flags=re.M)[1::2]:
-            cmd, cur = None, []
+        for blk in re.split(r"^----8<----$", body, flags=re.MULTILINE)[1::2]:
+            cmd: str | None = None
+            cur: list[str] = []
             for line in blk.strip("\n").split("\n"):
                 m = PROMPT.search(line)
                 if m:
@@ -203,7 +204,7 @@ def test_sample_g_180_mbit():
 
 def test_sample_i_emulab_first_lines():
     text = FIXTURE.read_text()
-    lines = re.findall(r'^\s+(60120: [^"\n]*)', text, flags=re.M)       # without the comment's closing quote
+    lines = re.findall(r'^\s+(60120: [^"\n]*)', text, flags=re.MULTILINE)       # without the comment's closing quote
     assert len(lines) == 2
     bits, unl = (P.parse_records(line)[0] for line in lines)
     assert (bits.number, bits.bw_text, bits.bw_unit, bits.bw_bps, bits.delay_ms) == (60120, "100.000", "bit/s", 100, 0)
@@ -214,8 +215,8 @@ def test_sample_i_emulab_first_lines():
 def test_recon_listing_parses():
     # The fixture's RECON block (reconstructed from format strings, not a capture).
     text = FIXTURE.read_text().split("## RECON", 1)[1]
-    block = "\n".join(line[4:] for line in text.splitlines() if line.startswith("    0000") or
-                      line.startswith("    q13") or line.startswith("     sched"))
+    block = "\n".join(line[4:] for line in text.splitlines()
+                      if line.startswith(("    0000", "    q13", "     sched")))
     (p,) = P.parse_pipe_show(block).objects
     assert (p.link.bw_bps, p.link.delay_ms, p.flowset.plr_text, p.flowset.queue_slots) == (20_000_000, 50, "0.010000", 50)
 
@@ -260,8 +261,8 @@ def test_format_red_gred_continuation_lines():
 def test_format_aqm_codel_and_pie():
     codel, pie = (P.parse_records(t)[0] for t in (
         "q00001  50 sl. 0 flows (1 buckets) sched 1 weight 1 lmax 0 pri 0  AQM CoDel target 5ms interval 100ms NoECN",
-        "q00002  50 sl. 0 flows (1 buckets) sched 1 weight 1 lmax 0 pri 0  AQM type PIE target 15ms tupdate 15ms "
-        "alpha 0.125 beta 1.25 max_burst 150ms max_ecnth 0.1 ECN CapDrop OnOff DRE Derand"))
+        ("q00002  50 sl. 0 flows (1 buckets) sched 1 weight 1 lmax 0 pri 0  AQM type PIE target 15ms tupdate 15ms "
+         "alpha 0.125 beta 1.25 max_burst 150ms max_ecnth 0.1 ECN CapDrop OnOff DRE Derand")))
     assert (codel.qm, codel.codel.target.us, codel.codel.interval.us, codel.codel.ecn) == ("CoDel", 5000, 100000, False)
     p = pie.pie
     assert (pie.qm, p.target.us, p.alpha, p.beta, p.max_burst.us, p.max_ecnth) == ("PIE", 15000, 0.125, 1.25, 150000, 0.1)
