@@ -313,7 +313,9 @@ def parse_qeng(payloads: list[str]) -> tuple[dict, RadioSample | None]:
             primary = s
         elif rat == "NR5G-NSA":
             f, s = _nr_nsa_leg(vals)
-            nr_leg = s
+            # A leg printed with every value "-" is no leg: EN-DC is not active, the anchor is plain LTE.
+            if any(getattr(s, k) is not None for k in ("pci", "rsrp_dbm", "rsrq_db", "sinr_db")):
+                nr_leg = s
         elif rat == "NR5G-SA":
             f, s = _nr_sa_leg(vals)
             primary = s

@@ -108,6 +108,7 @@ class ExpectedHandover:
     before_cell_int: int | None
     after_cell_int: int | None
     nr_only: bool = False            # visible only to readers that see the NR leg
+    quality_only: bool = False       # visible only to readers that get SINR/CINR (not +CESQ-only ones)
 
 
 @dataclass(frozen=True)
@@ -150,8 +151,9 @@ class DriveTrace:
     def without_resets(self) -> "DriveTrace":
         return replace(self, states=tuple(s for s in self.states if s.responding))
 
-    def expected_handovers(self, *, nr_visible: bool = True) -> list[ExpectedHandover]:
-        return [e for e in self.expected if nr_visible or not e.nr_only]
+    def expected_handovers(self, *, nr_visible: bool = True, quality_visible: bool = True) -> list[ExpectedHandover]:
+        return [e for e in self.expected
+                if (nr_visible or not e.nr_only) and (quality_visible or not e.quality_only)]
 
 
 # Real values (see module docstring). CELL_B's ECI is invented; its PCI/RSRP/RSRQ/RSSI are the real
@@ -180,7 +182,7 @@ def field_test_trace() -> DriveTrace:
         DriveState(40, **b, nr=NR_LEG),
     )
     expected = (
-        ExpectedHandover(10, "signal-dip", CELL_A.eci, CELL_A.eci),
+        ExpectedHandover(10, "signal-dip", CELL_A.eci, CELL_A.eci, quality_only=True),
         ExpectedHandover(20, "cell-change", CELL_A.eci, CELL_B.eci),
         ExpectedHandover(40, "technology-change", CELL_B.eci, CELL_B.eci, nr_only=True),
     )

@@ -120,22 +120,24 @@ def find_dips(series: Sequence[tuple[float, RadioSample | None]], config: Handov
                 if t - open_dip["start"] <= config.max_dip_s:
                     dips.append(Dip(open_dip["start"], t, open_dip["last_low"], open_dip["min"],
                                     open_dip["metric"], open_dip["before"], (t, s)))
-                else:   # came back, but later than a handover interruption lasts
+                    history.append((t, v))
+                else:
+                    # Came back, but later than a handover interruption lasts: coverage loss, not reported.
+                    # The level before it says nothing about the level after it: restart the baseline.
                     dips.append(Dip(open_dip["start"], None, open_dip["last_low"], open_dip["min"],
                                     open_dip["metric"], open_dip["before"], None))
+                    history.clear()
+                    history.append((t, v))
                 open_dip = None
-                history.append((t, v))
                 last_good = (t, s)
             else:
                 open_dip["min"] = min(open_dip["min"], v)
                 open_dip["last_low"] = t
                 if t - open_dip["start"] > config.max_dip_s:
-                    # Too long for a handover: the low level is the new normal; restart the baseline there.
-                    dips.append(Dip(open_dip["start"], None, open_dip["last_low"], open_dip["min"],
-                                    open_dip["metric"], open_dip["before"], None))
-                    open_dip = None
-                    history.clear()
-                    history.append((t, v))
+                    # Too long for a handover. Stay in this one (unreported) dip until the value is back
+                    # over the floor -- re-opening dips here would report the end of an outage as a
+                    # handover. A drop that was only relative ends at the floor too: the old median is stale.
+                    open_dip["baseline"] = None
             continue
         baseline = statistics.median(v for _, v in history) if len(history) >= config.min_baseline_samples else None
         low = v < config.floor_db or (baseline is not None and v < baseline - config.drop_db)

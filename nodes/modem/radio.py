@@ -12,7 +12,7 @@ Stdlib only: this module also runs on the modem host under a bare /usr/bin/pytho
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Iterable
 
 try:  # the controller's error type when available; a stand-in on the bare modem host
@@ -215,12 +215,8 @@ NR_BW_MHZ = {0: 5.0, 1: 10.0, 2: 15.0, 3: 20.0, 4: 25.0, 5: 30.0, 6: 40.0, 7: 50
 NR_SCS_KHZ = {0: 15, 1: 30, 2: 60, 3: 120, 4: 240}
 
 
-def with_fields(sample: RadioSample, **kw: Any) -> RadioSample:
-    return replace(sample, **kw)
-
-
 __all__ = [
     "RadioSample", "ParseError", "merge_samples", "number", "integer", "lte_cell", "cell_identity",
     "split_plmn", "lte_band", "nr_band", "LTE_BW_MHZ", "NR_BW_MHZ", "NR_SCS_KHZ", "TECHNOLOGIES",
-    "REGISTRATION", "with_fields", "field",
+    "REGISTRATION",
 ]

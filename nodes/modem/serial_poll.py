@@ -200,9 +200,8 @@ class AtPort:
         echoed = False
         deadline = started + timeout
         while True:
-            for raw in self._take_lines():
-                line = raw.rstrip()
-                s = line.strip()
+            for line in self._take_lines():
+                s = line.strip()           # for matching only: reply lines are kept byte for byte
                 if not s and not body:
                     continue                 # framing: the \r\n that opens every response
                 if not echoed and not body and s.upper() == cmd.strip().upper():

@@ -351,6 +351,14 @@ def test_at_quectel_zero_sinr_stays_zero_source_format():
     assert s.registration == "searching" and s.technology is None and s.rsrp_dbm is None
 
 
+def test_at_quectel_empty_nr_leg_is_no_leg_source_format():
+    text = ('+QENG: "servingcell","NOCONN"\r\n'
+            '+QENG: "LTE","FDD",460,01,5F1EA15,12,1650,3,5,5,DE10,-99,-12,-67,11,9,230,-\r\n'
+            '+QENG:"NR5G-NSA",-,-,-,-32768,-32768,-32768,-,-,-,-\r\nOK\r\n')
+    s = at.parse_sample(text)
+    assert s.technology == "lte" and s.secondary == ()
+
+
 def test_at_sierra_gstatus_real_s1():
     (text,) = scissor_blocks(AT, "SAMPLE S1")
     out = at.to_json(text)
