@@ -139,7 +139,7 @@ def find_dips(series: Sequence[tuple[float, RadioSample | None]], config: Handov
                     # handover. A drop that was only relative ends at the floor too: the old median is stale.
                     open_dip["baseline"] = None
             continue
-        baseline = statistics.median(v for _, v in history) if len(history) >= config.min_baseline_samples else None
+        baseline = statistics.median(x for _, x in history) if len(history) >= config.min_baseline_samples else None
         low = v < config.floor_db or (baseline is not None and v < baseline - config.drop_db)
         if low:
             open_dip = {"start": t, "last_low": t, "min": v, "baseline": baseline, "before": last_good,
