@@ -233,7 +233,25 @@ def diff_pipe(want: PipeConfig | None, got: PipeConfig | None, *, label: str,
 
 async def read_state(shaper: Shaper, session: Session) -> ShaperState:
     results = await run_all(session, shaper.read_commands())
-    return shaper.parse_state(results)
+    state = shaper.parse_state(results)
+    # Keep every read command's exact output: the state can be re-parsed from a run record
+    # (crash recovery restores from it).
+    state.raw.update({" ".join(r.argv): r.stdout for r in results})
+    return state
+
+
+def state_from_record(shaper: Shaper, host: str, recorded: Mapping[str, Any]) -> ShaperState:
+    """Re-parse a state saved in a run record (its `raw` outputs) with the shaper's own parser."""
+    raw = recorded.get("raw") or {}
+    results = []
+    for c in shaper.read_commands():
+        key = " ".join(c.argv)
+        if key not in raw:
+            raise ValueError(f"{host}: the record has no output of `{key}`")
+        results.append(CommandResult(host, c.argv, 0, raw[key], ""))
+    state = shaper.parse_state(results)
+    state.raw.update(raw)
+    return state
 
 
 async def apply(shaper: Shaper, session: Session, desired: Mapping[PipeKey, PipeConfig],
@@ -256,6 +274,11 @@ async def restore(shaper: Shaper, session: Session, before: ShaperState) -> Shap
     await run_all(session, shaper.plan_restore(before, now))
     after = await read_state(shaper, session)
     diffs = shaper.verify(before.pipes, after)
+    # Back-ends that own more than per-direction pipes (dummynet: rules, pipes ctl did not
+    # use) compare the whole range they manage.
+    extra = getattr(shaper, "verify_restore", None)
+    if extra is not None:
+        diffs += extra(before, after)
     if diffs and not isinstance(session, _dry_types()):
         raise VerifyError(session.host, "restore", diffs)
     return after

@@ -94,6 +94,9 @@ def build_parser() -> _Parser:
 
     for register in _EXTENSIONS:
         register(sub)
+    # `--inventory` is accepted after the command too (`ctl run X ... --inventory FILE`).
+    for name, sp in sub.choices.items():
+        sp.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help="rack description (YAML)")
     return p
 
 

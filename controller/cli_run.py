@@ -71,11 +71,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     with RackLock(inv.name, f"ctl run {args.scenario}") as lock:
         if lock.broke_stale:
             say(f"took over the rack lock of a dead controller (pid {lock.broke_stale.get('pid')})")
+        from controller.recovery import recover_all
+        problems = recover_all(inv, runs_dir(args.runs_dir), say)
+        if problems:
+            raise CtlError("the rack could not be restored after an interrupted run: " + "; ".join(problems))
         from controller.cli_metrics import push_pending
         push_pending(inv, runs_dir(args.runs_dir), say)
         target = influx_target(inv, say)
         outcome = asyncio.run(execute(scenario, params, given, inv, plan, runs_root=runs_dir(args.runs_dir),
                                       influx=target, progress=say, campaign=args.campaign))
+    if outcome.exit_code == 2:
+        # Refused after reading the hosts, before any change (e.g. a congestion control the kernel lacks).
+        print(f"ctl: error: {' '.join((outcome.error or '').split())}", file=sys.stderr)
+        print(f"record: {outcome.record_dir}", file=sys.stderr)
+        return 2
     if args.json:
         _print_json({"run_id": outcome.run_id, "status": outcome.status, "record": str(outcome.record_dir),
                      "error": outcome.error, "summary": outcome.summary})
@@ -98,10 +107,18 @@ def print_dry_run(log) -> None:
     for host, entries in by_host.items():
         print(f"== {host} ({len(entries)} commands)")
         for i, r in enumerate(entries, 1):
-            import shlex
             note = f"    # {r.note}" if r.note else ""
-            print(f"{i:4d}  {shlex.join(r.argv)}{note}")
+            print(f"{i:4d}  {_show_argv(r.argv)}{note}")
         print()
+
+
+def _show_argv(argv) -> str:
+    """A command as a shell would read it; the sampler's source (a constant, shipped in
+    nodes/agent/sampler.py) is named rather than printed in full."""
+    import shlex
+    from controller.telemetry.hosts import SAMPLER_SOURCE
+    return " ".join("<nodes/agent/sampler.py>" if a == SAMPLER_SOURCE else
+                    (f"<{len(a)}-byte constant script>" if len(a) > 400 else shlex.quote(a)) for a in argv)
 
 
 def cmd_scenarios(args: argparse.Namespace) -> int:

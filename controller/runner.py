@@ -77,6 +77,9 @@ class Run:
         self.influx = influx
         self.progress = progress or (lambda msg: None)
         self.log = CommandLog(None if dry_run else record.dir / "commands.jsonl")
+        # Every remote process is in the record the moment it starts: if this controller dies,
+        # recovery ends exactly these, by PID.
+        self.log.spawn_listeners.append(self._record_spawn)
         self.dry_log: list[CommandResult] = []
         hosts = self._hosts()
         if dry_run:
@@ -375,15 +378,10 @@ class Run:
         return RunData(self.inv, self.params, self.plan, self.traffic.runs if self.traffic else [], points, nst,
                        self.monitor_text, self.window, self.record.dir)
 
-    def started_processes(self) -> list[dict]:
-        """Every remote process this run started (by PID): what a later clean-up may end."""
-        out = []
-        if self.pool is not None:
-            for s in self.pool.sessions.values():
-                for p in s._procs:
-                    out.append({"host": p.host, "pid": p.pid, "argv0": list(p.argv[:3]), "note": p.note,
-                                "started": p.started})
-        return out
+    def _record_spawn(self, p: Any) -> None:
+        self.record.manifest["processes"].append({"host": p.host, "pid": p.pid, "argv0": p.argv[0],
+                                                  "note": p.note, "started": p.started})
+        self.record.save()
 
     async def close(self) -> None:
         if self.pool is not None:
@@ -502,7 +500,6 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
             pending = pending_points(record.dir)
             record.manifest["telemetry"]["influx"] = {"all_sent": ok, "pending": pending, "error": err,
                                                       "errors": run.writer.errors}
-        record.manifest["processes"] = run.started_processes()
         record.finish(status, error)
         await run.close()
         if tmp is not None:

@@ -53,6 +53,7 @@ class CommandLog:
         self.entries: list[CommandResult] = []
         self._fh = open(path, "a", buffering=1) if path else None
         self.listeners: list[Callable[[CommandResult], None]] = []
+        self.spawn_listeners: list[Callable[["SSHRemoteProcess"], None]] = []
 
     def add(self, result: CommandResult) -> None:
         self.entries.append(result)
@@ -181,6 +182,8 @@ class SSHSession:
             raise SSHError(self.host, f"cannot start `{shlex.join(argv)[:120]}`: {exc}") from None
         rp = SSHRemoteProcess(self, tuple(argv), proc, note)
         await rp._read_pid()
+        for fn in self.log.spawn_listeners:
+            fn(rp)
         if not stdin_open:
             proc.stdin.write_eof()
         self._procs.append(rp)

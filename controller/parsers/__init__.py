@@ -25,7 +25,9 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "snmpwalk": ("controller.parsers.snmpwalk", "to_json", "snmpwalk / snmpget output (numeric or named OIDs)"),
     "mmcli": ("nodes.modem.mmcli", "to_json", "mmcli -m N [-J] [--signal-get] output"),
     "qmicli": ("nodes.modem.qmicli", "to_json", "qmicli --nas-get-* output"),
-    "at": ("nodes.modem.at", "to_json", "AT command responses (+CSQ, +CESQ, +QENG, !GSTATUS?, ^HCSQ)"),
+    "at": ("nodes.modem.at", "to_json", "AT command responses (+CSQ, +CESQ, +QENG, !GSTATUS?, ^HCSQ, "
+                                        "^SYSINFOEX, +COPS, +CEREG, +QNWINFO, +QCAINFO, +QSPN)"),
+    "wimax": ("nodes.modem.wimax", "to_json", "wimaxcu status link/connect, madwimax log (SOURCE/RECON formats)"),
     "gpsd": ("nodes.modem.gps", "to_json", "gpspipe -w JSON lines"),
 }
 

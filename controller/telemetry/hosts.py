@@ -218,6 +218,10 @@ class TelemetryHub:
         flow_ports = {f.port: f.name for f in self.plan.flows}
         traffic_hosts = {f.client for f in self.plan.flows} | {f.server for f in self.plan.flows}
         for host, ifaces in sorted(self.plan.sample_ifaces.items()):
+            if self.inv.hosts[host].os != "linux":
+                # The host sampler needs Linux (/proc, python3). A FreeBSD bridge is sampled by its
+                # shaper's own counter loop (below) and its ports by SNMP.
+                continue
             probes: list[dict] = []
             parsers: dict[str, Callable[[str, int], list[Point]]] = {}
             if host in traffic_hosts:
@@ -234,7 +238,7 @@ class TelemetryHub:
             await stream.start(sessions[host])
             self.streams[host] = stream
         for host, shaper in sorted(self.shapers.items()):
-            if hasattr(shaper, "counter_stream") and host in sessions:
+            if host in sessions and (hasattr(shaper, "counter_stream") or hasattr(shaper, "sampler_argv")):
                 await self._start_counter_stream(host, shaper, sessions[host])
 
     def _pipe_parser(self, host: str, shaper: Any, probe: str) -> Callable[[str, int], list[Point]]:
@@ -248,7 +252,10 @@ class TelemetryHub:
 
     async def _start_counter_stream(self, host: str, shaper: Any, session: Any) -> None:
         """Shapers with their own counter stream (dnpipe watch, ipfw loop): one process per bridge."""
-        argv, parse_line = shaper.counter_stream(INTERVAL_S)
+        if hasattr(shaper, "counter_stream"):
+            argv, parse_line = shaper.counter_stream(INTERVAL_S)
+        else:
+            argv, parse_line = _listing_stream(shaper, INTERVAL_S)
         proc = await session.spawn(argv, note="shaper counters", stdin_open=True)
         off = self.offsets.get(host)
         offset_ns = int(off.offset_s * 1e9) if off is not None else 0
@@ -259,9 +266,11 @@ class TelemetryHub:
                 async for line in proc.lines():
                     if raw is not None:
                         raw.write(line + "\n")
-                    for (link, direction), ctrs, t in parse_line(line):
+                    for item in parse_line(line):
+                        (link, direction), ctrs, t = item[:3]
+                        host_clock = item[3] if len(item) > 3 else True  # else: stamped on arrival here
                         self.emit([Point("pipe", {"host": host, "link": link, "direction": direction.value},
-                                         dict(ctrs), t - offset_ns)])
+                                         dict(ctrs), t - (offset_ns if host_clock else 0))])
             except SSHError as exc:
                 self.on_stream_lost(host, exc)
             finally:
@@ -283,3 +292,22 @@ class TelemetryHub:
             "lost_streams": self.lost,
             "interval_s": INTERVAL_S,
         })
+
+
+def _listing_stream(shaper: Any, interval_s: float):
+    """A shaper whose sampler prints listings between marker lines (dummynet's `pipe show` loop).
+
+    The marker carries whole seconds only, so a sample is stamped when its marker arrives
+    (controller clock; the offset to the host does not apply)."""
+    import time as _time
+    from bridges.ipfw_parse import SampleStreamParser
+    parser = SampleStreamParser()
+    argv = shaper.sampler_argv(f"{interval_s:g}")
+
+    def parse_line(line: str):
+        sample = parser.feed(line)
+        if sample is None:
+            return []
+        t = _time.time_ns()
+        return [(key, ctrs, t, False) for key, ctrs in shaper.pipe_counters(sample.listing).items()]
+    return argv, parse_line

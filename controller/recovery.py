@@ -1,0 +1,134 @@
+"""Recovery of a rack whose controller died mid-run (kill -9, crash, power loss).
+
+A run writes, before it changes anything, the state it read from every bridge and
+endpoint (with the raw output of the read commands), and records each remote process the
+moment it starts. If the controller dies, that record stays `running`. The next ctl that
+takes the rack lock finds it, ends the recorded processes by PID (only if the PID still
+runs the same program), restores every bridge and endpoint to the recorded `before`
+state with the drivers' own restore, verifies it, and marks the record `aborted`.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Callable
+
+from bridges.base import restore, shaper_class, state_from_record
+from controller.commands import Command, run_all
+from controller.errors import CtlError
+from controller.inventory import Inventory
+from controller.results import RunRecord
+from controller.ssh import CommandLog, SSHPool
+from nodes.mptcp import MptcpEndpointDriver
+
+
+def interrupted_runs(runs_root: Path, inv: Inventory) -> list[Path]:
+    """Records of this rack still marked `running` whose controller is gone.
+
+    Called with the rack lock held: no live controller on this machine can be running on
+    this rack, so a `running` record here is one whose controller died."""
+    out = []
+    if not runs_root.exists():
+        return out
+    me = socket.gethostname()
+    for d in sorted(runs_root.iterdir()):
+        mf = d / "manifest.json"
+        if not mf.exists():
+            continue
+        try:
+            m = json.loads(mf.read_text())
+        except (OSError, ValueError):
+            continue
+        if m.get("status") != "running" or m.get("dry_run"):
+            continue
+        if (m.get("inventory") or {}).get("name") != inv.name:
+            continue
+        ctl = m.get("controller") or {}
+        if ctl.get("host") == me and ctl.get("pid") == os.getpid():
+            continue
+        out.append(d)
+    return out
+
+
+async def recover(inv: Inventory, run_dir: Path, say: Callable[[str], None]) -> list[str]:
+    rec = RunRecord.open(run_dir)
+    m = rec.manifest
+    log = CommandLog(run_dir / "commands.jsonl")
+    hosts = sorted(set(m.get("shapers", {})) | set(m.get("endpoints", {})) |
+                   {p["host"] for p in m.get("processes", [])})
+    hosts = [h for h in hosts if h in inv.hosts]
+    pool = SSHPool(inv, log, hosts)
+    problems: list[str] = []
+    try:
+        try:
+            await pool.connect_all()
+        except CtlError as exc:
+            problems.append(f"cannot reach every host: {exc.one_line()}")
+        await _end_processes(pool, m.get("processes", []), problems)
+        plan_eps = ((m.get("parameters") or {}).get("plan") or {}).get("endpoints", {})
+
+        async def bridge(b: str, data: dict) -> None:
+            if "before" not in data:
+                return
+            try:
+                shaper = shaper_class(data["kind"])(inv, b)
+                before = state_from_record(shaper, b, data["before"])
+                after = await restore(shaper, pool[b], before)
+                data["restored"] = after.to_json()
+            except (CtlError, ValueError) as exc:
+                problems.append(f"{b}: {exc}")
+
+        async def endpoint(h: str, data: dict) -> None:
+            if "before" not in data:
+                return
+            try:
+                drv = MptcpEndpointDriver(h, (plan_eps.get(h) or {}).get("sysctls", {}).keys())
+                before = drv.state_from_record(data["before"])
+                now = drv.parse_state(await run_all(pool[h], drv.read_commands()))
+                await run_all(pool[h], drv.plan_restore(before, now))
+                after = drv.parse_state(await run_all(pool[h], drv.read_commands()))
+                diffs = drv.restored_equal(before, after)
+                if diffs:
+                    problems.append(f"{h}: " + "; ".join(diffs))
+                data["restored"] = after.to_json()
+            except (CtlError, ValueError) as exc:
+                problems.append(f"{h}: {exc}")
+
+        await asyncio.gather(*(bridge(b, d) for b, d in m.get("shapers", {}).items()),
+                             *(endpoint(h, d) for h, d in m.get("endpoints", {}).items()))
+    finally:
+        await pool.close()
+        log.close()
+    ctl = m.get("controller") or {}
+    m["recovery"] = {"t": time.time(), "by_pid": os.getpid(), "problems": problems}
+    rec.finish("aborted", f"controller (pid {ctl.get('pid')} on {ctl.get('host')}) died before restoring; "
+                          f"rack restored by recovery" + (f" with problems: {'; '.join(problems)}" if problems else ""))
+    say(f"recovered the rack from interrupted run {run_dir.name}" + (f" ({len(problems)} problems)" if problems else ""))
+    return problems
+
+
+async def _end_processes(pool: SSHPool, processes: list[dict], problems: list[str]) -> None:
+    for p in processes:
+        if p.get("pid") is None or p["host"] not in pool.sessions:
+            continue
+        s = pool[p["host"]]
+        try:
+            r = await s.run(Command(("ps", "-p", str(p["pid"]), "-o", "args="), timeout=10, check=False,
+                                    note="is the interrupted run's process still there?"))
+            # The same PID may since belong to something else: only end it if it runs the same program.
+            if r.ok and r.stdout.strip() and os.path.basename(p["argv0"]) in r.stdout:
+                await s.run(Command(("kill", "-TERM", str(p["pid"])), timeout=10, check=False, mutates=True,
+                                    note=f"end {p['argv0']} of the interrupted run"))
+        except CtlError as exc:
+            problems.append(f"{p['host']}: {exc.one_line()}")
+
+
+def recover_all(inv: Inventory, runs_root: Path, say: Callable[[str], None]) -> list[str]:
+    problems: list[str] = []
+    for d in interrupted_runs(runs_root, inv):
+        problems += asyncio.run(recover(inv, d, say))
+    return problems

@@ -1,0 +1,152 @@
+"""Bad input changes nothing; Ctrl-C, SIGTERM and a lost SSH connection restore the rack and keep
+the samples; one run per rack at a time."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def _baseline(rack) -> dict:
+    return {
+        "qdiscs": {(b, d): [q["kind"] for q in rack.qdiscs(b, d)] for b in ("br1", "br2") for d in ("pa", "pb")},
+        "endpoints": {h: rack.netns(h, "ip", "-j", "mptcp", "endpoint", "show") for h in ("a1", "b1")},
+        "limits": {h: rack.netns(h, "ip", "mptcp", "limits", "show") for h in ("a1", "b1", "a2")},
+    }
+
+
+def _records(rack) -> set[str]:
+    return {p.name for p in rack.runs_dir.iterdir()} if rack.runs_dir.exists() else set()
+
+
+def _wait_for_traffic(proc: subprocess.Popen, timeout: float = 30) -> str:
+    """Read progress lines until traffic has started."""
+    seen = []
+    deadline = time.monotonic() + timeout
+    assert proc.stderr is not None
+    os.set_blocking(proc.stderr.fileno(), True)
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        seen.append(line)
+        if "traffic:" in line:
+            return "".join(seen)
+        if not line and proc.poll() is not None:
+            break
+    raise AssertionError("traffic never started: " + "".join(seen))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--link2", "-5M"], "--link2: '-5M' must be a positive rate"),
+    (["--link2", "20Q"], "--link2: unknown unit 'Q' in '20Q'"),
+    (["--duration", "0"], "--duration: '0' must be positive"),
+    (["--link2", "20M", "--cc", "nosuchcc"], "congestion control nosuchcc not available"),
+])
+def test_bad_parameters_exit_2_with_one_line_and_touch_nothing(rack, args, message):
+    before, records = _baseline(rack), _records(rack)
+    p = rack.ctl("run", "distinct-bottleneck", *args, "--duration", "3") if "--duration" not in args else \
+        rack.ctl("run", "distinct-bottleneck", *args)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    errors = [l for l in p.stderr.splitlines() if l.startswith("ctl: error:")]
+    assert len(errors) == 1 and message in errors[0], p.stderr
+    assert _baseline(rack) == before
+    new = _records(rack) - records
+    if "nosuchcc" in args:
+        # Refused after reading the hosts (what the kernel offers is only known there), before any change:
+        # the record says so, and lists only read-only commands.
+        (rec,) = new
+        cmds = [json.loads(l) for l in (rack.runs_dir / rec / "commands.jsonl").read_text().splitlines()]
+        mutating = (["tc", "qdisc", "replace"], ["ip", "mptcp", "limits", "set"], ["ip", "mptcp", "endpoint", "add"],
+                    ["sysctl", "-w"])
+        assert cmds and not any(c["argv"][:len(m)] == m for c in cmds for m in mutating)
+        assert json.loads((rack.runs_dir / rec / "manifest.json").read_text())["status"] == "failed"
+    else:
+        assert new == set()
+
+
+def test_unknown_scenario_and_unsupported_shaping(rack):
+    p = rack.ctl("run", "no-such-scenario")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "unknown scenario 'no-such-scenario'" in p.stderr
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_mid_run_restores_and_keeps_samples(rack, sig, code):
+    before = _baseline(rack)
+    proc = rack.popen("run", "distinct-bottleneck", "--link2", "20M", "--duration", "30")
+    _wait_for_traffic(proc)
+    time.sleep(3)
+    # the bridges really were shaped while traffic ran
+    assert rack.qdiscs("br2", "pb")[0]["kind"] == "tbf"
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert _baseline(rack) == before
+    rec = Path(out.split("record: ")[1].split()[0])
+    m = json.loads((rec / "manifest.json").read_text())
+    assert m["status"] == "aborted" and signal.Signals(sig).name in m["errors"][0]["error"]
+    assert m["telemetry"]["points"] > 100
+    assert sum(1 for _ in open(rec / "metrics.jsonl")) == m["telemetry"]["points"]
+    # what iperf3 printed before it was stopped is kept
+    client = json.loads((rec / "raw" / "a1" / "iperf3-mptcp.client.json").read_text())
+    assert client["intervals"]
+    # no process the run started is left on any host
+    for p_ in m["processes"]:
+        assert not Path(f"/proc/{p_['pid']}").exists() or b"iperf3" not in Path(
+            f"/proc/{p_['pid']}/cmdline").read_bytes() and b"sampler" not in Path(f"/proc/{p_['pid']}/cmdline").read_bytes()
+
+
+def test_lost_ssh_connection_mid_run_aborts_and_restores(rack):
+    before = _baseline(rack)
+    proc = rack.popen("run", "distinct-bottleneck", "--link2", "20M", "--duration", "30")
+    _wait_for_traffic(proc)
+    time.sleep(2)
+    listener = next(p["pid"] for p in rack.lab_state()["processes"] if p["name"] == "sshd" and p["host"] == "br2")
+    children = subprocess.run(["pgrep", "-P", str(listener)], capture_output=True, text=True).stdout.split()
+    assert children, "no SSH session open to br2"
+    for c in children:  # the controller's connection to br2 dies (TCP reset)
+        os.kill(int(c), signal.SIGKILL)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode != 0
+    assert "lost a host: br2" in out
+    assert _baseline(rack) == before
+    rec = Path(out.split("record: ")[1].split()[0])
+    m = json.loads((rec / "manifest.json").read_text())
+    assert m["status"] == "aborted" and m["restore_problems"] == []
+    assert m["shapers"]["br2"]["restored"]["pipes"]["path2.forward"] is None
+    assert m["telemetry"]["points"] > 50
+
+
+def test_one_run_per_rack(rack):
+    first = rack.popen("run", "distinct-bottleneck", "--link2", "20M", "--duration", "8")
+    _wait_for_traffic(first)
+    second = rack.ctl("run", "distinct-bottleneck", "--link2", "30M", "--duration", "3")
+    assert second.returncode == 3
+    assert f"rack vtest is in use by pid {first.pid}" in second.stderr
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    # the lock was released: the next run may go
+    third = rack.ctl("run", "distinct-bottleneck", "--link2", "30M", "--duration", "3")
+    assert third.returncode == 0, third.stderr
+
+
+def test_stale_lock_of_a_killed_controller_is_taken_over(rack):
+    proc = rack.popen("run", "distinct-bottleneck", "--link2", "20M", "--duration", "20")
+    _wait_for_traffic(proc)
+    proc.kill()  # SIGKILL: no clean-up at all, the lock file still names this pid
+    proc.wait()
+    lock = json.loads((rack.state_dir / "locks" / "vtest.lock").read_text())
+    assert lock["pid"] == proc.pid
+    p = rack.ctl("run", "distinct-bottleneck", "--link2", "20M", "--duration", "3")
+    assert p.returncode == 0, p.stderr
+    assert f"took over the rack lock of a dead controller (pid {proc.pid})" in p.stderr
+    # Wait out the killed run's iperf3 (it ends by itself after its duration) before the next test.
+    deadline = time.monotonic() + 25
+    while time.monotonic() < deadline and subprocess.run(
+            ["ip", "netns", "pids", rack.ns("a1")], capture_output=True, text=True).stdout.strip():
+        time.sleep(0.5)
