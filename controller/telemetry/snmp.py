@@ -459,6 +459,9 @@ class _AgentState:
     failures: int = 0
     reported_missing: frozenset[str] = frozenset()
     reported_partial: set[tuple[int, tuple[str, ...]]] = field(default_factory=set)
+    reported_dup: frozenset[str] = frozenset()
+    discovered_mono: float = 0.0
+    max_varbinds: int = 0       # per agent: halved when the agent answers tooBig
 
 
 def _auth_protocols() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -486,6 +489,8 @@ class SnmpPoller:
       canaries: how many extra interfaces' ifHCInOctets to read in each request as evidence
         that the agent reloaded its cache (our own request packets move the counters of the
         interface they arrive on, so some counter in the agent changes at every reload).
+      rediscover_s: re-walk ifName this often (new interfaces, renumbering without restart);
+        every 30 s while some of the inventory's `interfaces` are missing. 0 = never.
 
     Lifecycle: `await start()` (resolves secrets, one SnmpEngine + UDP transport per agent,
     discovers ifIndex->ifName), then `await poll_once()` or `await run(stop_event)`, then
@@ -493,7 +498,8 @@ class SnmpPoller:
     """
 
     def __init__(self, agents: Sequence[AgentConfig], sink: Sink | None = None, *,
-                 interval_s: float = 1.0, max_varbinds: int = 40, canaries: int = 4) -> None:
+                 interval_s: float = 1.0, max_varbinds: int = 40, canaries: int = 4,
+                 rediscover_s: float = 300.0) -> None:
         if interval_s <= 0:
             raise ParameterError("SNMP poll interval must be > 0")
         if max_varbinds < len(COUNTERS) + 4:
@@ -504,8 +510,9 @@ class SnmpPoller:
         self.interval_s = interval_s
         self.max_varbinds = max_varbinds
         self.canary_count = max(0, canaries)
+        self.rediscover_s = rediscover_s
         self._sink = sink
-        self._agents = {a.host: _AgentState(a) for a in agents}
+        self._agents = {a.host: _AgentState(a, max_varbinds=max_varbinds) for a in agents}
         self._started = False
         self._engine: Any = None
         self._next_domain = 1
@@ -730,6 +737,12 @@ class SnmpPoller:
         err_ind, err_status, err_index, vbs = await h.get_cmd(
             st.engine, st.auth, st.target, h.ContextData(), *objtypes, lookupMib=False)
         recv_ns, mono_ns = time.time_ns(), time.monotonic_ns()
+        if not err_ind and err_status and int(err_status) == 1:      # tooBig
+            # The answer does not fit the agent's message size: smaller requests next round.
+            before = st.max_varbinds or self.max_varbinds
+            st.max_varbinds = max(len(COUNTERS) + 3, before // 2)
+            raise SnmpAgentError(f"agent answered tooBig for {len(oids)} varbinds: "
+                                 f"requests reduced to {st.max_varbinds} varbinds")
         self._check(err_ind, err_status, err_index, oids)
         return {str(name): val for name, val in vbs}, recv_ns, mono_ns
 
@@ -801,15 +814,26 @@ class SnmpPoller:
             st.reported_missing = missing
         else:
             rows = [_Row(idx, n) for idx, n in names]
-        dup = sorted(n for n, idxs in by_name.items() if len(idxs) > 1 and (not wanted or n in wanted))
-        if dup:
+        dup = frozenset(n for n, idxs in by_name.items() if len(idxs) > 1 and (not wanted or n in wanted))
+        if dup and dup != st.reported_dup:
             out.append(Event("agent_error", st.cfg.host, now,
-                             f"ifName not unique for {dup}: each row is polled, tagged by ifindex"))
+                             f"ifName not unique for {sorted(dup)}: each row is polled, tagged by ifindex"))
+        st.reported_dup = dup
+        old = {r.ifindex: r.ifname for r in st.rows}
+        for r in rows:
+            if r.ifindex in old and old[r.ifindex] != r.ifname:
+                # the same ifIndex now names another interface: its counters are not a continuation
+                st.trackers = {k: t for k, t in st.trackers.items() if k[0] != r.ifindex}
+                out.append(Event("discontinuity", st.cfg.host, now,
+                                 f"ifIndex {r.ifindex} was {old[r.ifindex]!r}, now {r.ifname!r}: new baseline",
+                                 r.ifname, r.ifindex, tuple(COUNTERS)))
         polled = {r.ifindex for r in rows}
         st.rows = sorted(rows, key=lambda r: r.ifindex)
         st.all_ifindexes = [idx for idx, _ in names]
         st.trackers = {k: t for k, t in st.trackers.items() if k[0] in polled}
+        st.prev_values.clear()       # request slots change with the rows
         st.discovered = True
+        st.discovered_mono = time.monotonic()
         log.info("SNMP %s: polling %s", st.cfg.host, ", ".join(f"{r.ifname}({r.ifindex})" for r in st.rows))
         return out
 
@@ -822,8 +846,9 @@ class SnmpPoller:
         in the same request into genuine zeros.
         """
         per_row = len(COUNTERS) + 2
-        ncan = min(self.canary_count, max(0, self.max_varbinds - 1 - per_row))
-        room = max(1, (self.max_varbinds - 1 - ncan) // per_row)
+        limit = st.max_varbinds or self.max_varbinds
+        ncan = min(self.canary_count, max(0, limit - 1 - per_row))
+        room = max(1, (limit - 1 - ncan) // per_row)
         order = sorted(st.all_ifindexes, key=lambda i: -st.last_change.get(i, 0))
         out = []
         for i in range(0, len(st.rows), room):
@@ -842,7 +867,8 @@ class SnmpPoller:
     async def _poll_agent(self, st: _AgentState, out: list[Output]) -> None:
         if st.engine is None:
             await self._open(st)
-        if not st.discovered:
+        due = 30.0 if st.reported_missing else self.rediscover_s
+        if not st.discovered or (self.rediscover_s and time.monotonic() - st.discovered_mono > due):
             out += await self._discover(st)
             if not st.discovered:
                 return

@@ -589,3 +589,54 @@ def test_real_udp_blackhole_is_unreachable_quickly(monkeypatch):
     assert [o.kind for o in out if isinstance(o, Event)] == ["agent_unreachable"]
     assert not any(isinstance(o, Point) for o in out)
     assert took < 0.3 * 2 + 1.0
+
+
+def test_poller_rediscovery_sees_renumbering_and_new_interfaces(monkeypatch):
+    monkeypatch.setenv("CTL_TEST_COMM", "x")
+    fake = FakeAgent({1: "lo", 2: "eth0"})
+
+    async def go():
+        p = FakePoller({"sw": fake}, rediscover_s=5.0)
+        await p.start()
+        for _ in range(6):
+            fake.now_cs += 100
+            await p.poll_once()
+        # without a restart, ifIndex 2 now names another port and a new one appears
+        fake.names = {1: "lo", 2: "eth9", 3: "eth0"}
+        fake.rate[3], fake.base[3] = 100_000.0, 0.0
+        p._agents["sw"].discovered_mono -= 3600     # "an hour later": rediscovery is due
+        fake.now_cs += 100
+        return p, await p.poll_once()
+
+    p, out = _run(go())
+    assert p.interfaces("sw") == {1: "lo", 2: "eth9", 3: "eth0"}
+    disc = [o for o in out if isinstance(o, Event) and o.kind == "discontinuity"]
+    assert [(e.ifindex, e.ifname) for e in disc] == [(2, "eth9")]
+    eth9 = [o for o in out if isinstance(o, Point) and o.tags["ifname"] == "eth9"]
+    assert eth9 and "in_bps" not in eth9[0].fields
+
+
+def test_run_delivers_to_queue_and_callables(monkeypatch):
+    monkeypatch.setenv("CTL_TEST_COMM", "x")
+    fake = FakeAgent({1: "eth0"})
+    got_sync: list = []
+    got_async: list = []
+
+    async def async_sink(item):
+        got_async.append(item)
+
+    async def go():
+        q: asyncio.Queue = asyncio.Queue()
+        for sink in (q, got_sync.append, async_sink):
+            p = FakePoller({"a": fake}, sink=sink, interval_s=0.01)
+            await p.start()
+            await p.run(rounds=3)
+            await p.close()
+        items = []
+        while not q.empty():
+            items.append(q.get_nowait())
+        return items
+
+    items = _run(go())
+    for got in (items, got_sync, got_async):
+        assert sum(isinstance(o, Point) for o in got) == 3
