@@ -11,14 +11,15 @@ refused.
 """
 from __future__ import annotations
 
-import json
 from typing import Mapping
 
 from bridges.base import (Capabilities, Direction, PipeConfig, PipeKey, ShaperState, check_capabilities,
                           diff_pipe, register)
 from controller.commands import Command, CommandResult
-from controller.errors import ParseError, UnsupportedShaping
+from controller.errors import UnsupportedShaping
 from controller.inventory import Inventory
+from controller.parsers import tc as tc_parser
+from controller.parsers.tc import Qdisc
 from controller.units import Queue
 
 # Qdiscs a port has when nobody configured it; deleting the root qdisc returns to them.
@@ -32,19 +33,6 @@ def tbf_burst_bytes(bw_bps: int) -> int:
     """The smallest burst that still lets tbf reach its rate: 1 ms of bytes, at least two
     full frames. Dummynet has no burst at all; a small one keeps the two comparable."""
     return max(2 * (MTU + ETH_OVERHEAD), -(-bw_bps // 8 // 1000))
-
-
-def _qdiscs(text: str) -> list[dict]:
-    text = text.strip()
-    if not text:
-        return []
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ParseError(f"tc -j qdisc: not JSON: {exc}") from None
-    if not isinstance(data, list):
-        raise ParseError("tc -j qdisc: expected a JSON list")
-    return data
 
 
 @register("tc")
@@ -83,11 +71,11 @@ class TcShaper:
                         note=f"read shaping of {p}", assume="[]") for p in ports]
 
     def parse_state(self, results: list[CommandResult]) -> ShaperState:
-        by_port: dict[str, list[dict]] = {}
+        by_port: dict[str, list[Qdisc]] = {}
         raw: dict[str, str] = {}
         for r in results:
             port = r.argv[-1]
-            by_port[port] = _qdiscs(r.stdout)
+            by_port[port] = tc_parser.parse(r.stdout, dev=port) if r.stdout.strip() else []
             raw[" ".join(r.argv)] = r.stdout
         pipes: dict[PipeKey, PipeConfig | None] = {}
         counters: dict[PipeKey, dict[str, int]] = {}
@@ -167,33 +155,33 @@ class TcShaper:
 
     def parse_counters(self, probe_name: str, text: str) -> dict[PipeKey, dict[str, int]]:
         port = probe_name.split(":", 1)[1]
-        _, ctrs, _ = interpret_qdiscs(_qdiscs(text))
+        _, ctrs, _ = interpret_qdiscs(tc_parser.parse(text, dev=port) if text.strip() else [])
         return {k: ctrs for k in self.pipes() if self.port(k) == port and ctrs}
 
 
-def interpret_qdiscs(qdiscs: list[dict]) -> tuple[PipeConfig | None, dict[str, int], str | None]:
-    """(config, counters, problem) of one port's qdisc list; config None = unshaped default."""
-    roots = [q for q in qdiscs if q.get("root")]
+def interpret_qdiscs(qdiscs: list[Qdisc]) -> tuple[PipeConfig | None, dict[str, int], str | None]:
+    """(config, counters, problem) of one port's qdiscs; config None = unshaped default."""
+    qdiscs = [q for q in qdiscs if not q.ingress]  # ingress/clsact do not shape what leaves the port
+    roots = [q for q in qdiscs if q.root]
     if not roots:
         return None, {}, None
     root = roots[0]
-    if all(q.get("kind") in DEFAULT_KINDS for q in qdiscs):
+    if all(q.kind in DEFAULT_KINDS for q in qdiscs):
         return None, {}, None
-    if root.get("kind") != "tbf" or root.get("handle") != "1:":
-        return None, {}, f"root {root.get('kind')} {root.get('handle')}"
-    children = [q for q in qdiscs if q.get("parent") == "1:1"]
-    if len(children) != 1 or children[0].get("kind") not in ("pfifo", "bfifo") or \
-            children[0].get("handle") != "10:" or len(qdiscs) != 2:
-        kinds = ",".join(str(q.get("kind")) for q in qdiscs)
-        return None, {}, f"tbf with unexpected children ({kinds})"
+    if root.kind != "tbf" or root.handle != "1:":
+        return None, {}, f"root {root.kind} {root.handle}"
+    children = [q for q in qdiscs if q.parent == "1:1"]
+    if len(children) != 1 or children[0].kind not in ("pfifo", "bfifo") or children[0].handle != "10:" \
+            or len(qdiscs) != 2:
+        return None, {}, f"tbf with unexpected children ({','.join(q.kind for q in qdiscs)})"
     child = children[0]
-    opts = root.get("options", {})
-    limit = int(child.get("options", {}).get("limit", 0))
-    queue = Queue(slots=limit) if child["kind"] == "pfifo" else Queue(bytes=limit)
-    config = PipeConfig(bw_bps=int(opts["rate"]) * 8, queue=queue, burst_bytes=int(opts.get("burst", 0)) or None)
-    ctrs = {}
-    if "bytes" in root:
-        ctrs = {"tx_bytes": int(root.get("bytes", 0)), "tx_pkts": int(root.get("packets", 0)),
-                "drop_queue_pkts": int(child.get("drops", 0)), "queue_bytes": int(child.get("backlog", 0)),
-                "queue_pkts": int(child.get("qlen", 0)), "overlimits": int(root.get("overlimits", 0))}
+    queue = (Queue(slots=int(child.options["limit_packets"])) if child.kind == "pfifo"
+             else Queue(bytes=int(child.options["limit_bytes"])))
+    config = PipeConfig(bw_bps=int(root.options["rate_bps"]), queue=queue,
+                        burst_bytes=int(root.options.get("burst_bytes") or 0) or None)
+    ctrs: dict[str, int] = {}
+    if root.stats is not None and child.stats is not None:
+        ctrs = {"tx_bytes": root.stats.bytes, "tx_pkts": root.stats.packets,
+                "drop_queue_pkts": child.stats.drops, "queue_bytes": child.stats.backlog_bytes,
+                "queue_pkts": child.stats.qlen, "overlimits": root.stats.overlimits}
     return config, ctrs, None

@@ -4,12 +4,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-import matplotlib
+from controller.telemetry.points import Point
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
-from controller.telemetry.points import Point  # noqa: E402
+def _pyplot():
+    """matplotlib on demand: importing it costs about a second, which a run only pays when it
+    draws (after the traffic), never before it touches the rack."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
 
 
 def smooth(times: Sequence[float], values: Sequence[float], window_s: float) -> tuple[list[float], list[float]]:
@@ -35,6 +39,7 @@ def throughput_figure(path: Path, title: str, t0: float, flows: Mapping[str, lis
                       subflows: Mapping[str, list[tuple[float, float]]], links: Mapping[str, list[tuple[float, float]]],
                       smooth_s: float = 0.5) -> Path:
     """Three panels: per flow (iperf3 intervals), per subflow and per link (10 Hz samples, smoothed)."""
+    plt = _pyplot()
     fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
     ax = axes[0]
     for name, ivs in sorted(flows.items()):

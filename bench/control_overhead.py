@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Benchmark: ctl's control overhead per run against plain `ssh`, measured in the same run.
+
+A (ctl): `ctl run distinct-bottleneck --duration D` on the virtual rack, repeated; from each
+run record, the run's wall time minus its traffic window: rack lock and recovery check,
+connecting, reading host metadata and shaper/endpoint state, shaping + read-back +
+verify, endpoint configuration, clock offsets, starting samplers and servers, collecting
+counters and JSON, restoring + verifying, summarizing and plotting.
+
+B (baseline): the same non-traffic commands that run issued (taken from its
+commands.jsonl: everything but the long-running traffic, sampler and monitor processes),
+issued one by one with plain `ssh` (a new connection per command, as a shell script
+would), in the same order, on the same hosts.
+
+Prints both (median, min, max over the repetitions, interleaved A B A B) and the ratio.
+Usage (root, after scripts/setup.sh): .venv/bin/python bench/control_overhead.py [--runs 5]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT))
+
+from controller.inventory import load_inventory, resolve_inventory_path  # noqa: E402
+from controller.settings import export_state_dir  # noqa: E402
+
+LONG_RUNNING = ("iperf3", "mptcpize", "python3", "ip mptcp monitor")
+
+
+def run_ctl(duration: str, runs_dir: Path, inventory: Path) -> dict:
+    env = dict(os.environ, CTL_RUNS_DIR=str(runs_dir), CTL_INVENTORY=str(inventory))
+    t0 = time.monotonic()
+    p = subprocess.run([str(PROJECT / ".venv" / "bin" / "ctl"), "run", "distinct-bottleneck", "--link2", "20M",
+                        "--duration", duration, "--json", "--quiet"], env=env, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"ctl run failed ({p.returncode}): {p.stderr.strip()[-400:]}")
+    out = json.loads(p.stdout)
+    record = Path(out["record"])
+    m = json.loads((record / "manifest.json").read_text())
+    tw = m["traffic_window"]
+    phases = {ph["phase"]: ph["t"] for ph in m["phases"]}
+    return {"record": record, "wall_process": wall,
+            "overhead": (m["finished"] - m["created"]) - (tw["end"] - tw["start"]),
+            "prepare": phases["configure"] - phases["prepare"],
+            "configure": phases["measure"] - phases["configure"],
+            "measure_setup": tw["start"] - phases["measure"],
+            "after_traffic": m["finished"] - tw["end"],
+            "process_startup_and_lock": wall - (m["finished"] - m["created"])}
+
+
+def baseline_commands(record: Path) -> list[tuple[str, list[str]]]:
+    out = []
+    for line in (record / "commands.jsonl").read_text().splitlines():
+        c = json.loads(line)
+        argv = c["argv"]
+        joined = " ".join(argv[:3])
+        if any(joined.startswith(x) for x in LONG_RUNNING) or c.get("note", "").startswith(("stop ", "kill ")):
+            continue
+        out.append((c["host"], argv))
+    return out
+
+
+def run_baseline(inv, commands: list[tuple[str, list[str]]]) -> float:
+    import shlex
+    t0 = time.monotonic()
+    for host, argv in commands:
+        ssh = inv.ssh_for(host)
+        addr = inv.hosts[host].mgmt.address
+        p = subprocess.run(["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", f"UserKnownHostsFile={ssh.known_hosts}",
+                            "-o", "StrictHostKeyChecking=yes", "-i", str(ssh.key_file), f"{ssh.user}@{addr}", "--",
+                            shlex.join(["env", "LC_ALL=C", *argv])],
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode == 255:
+            raise SystemExit(f"plain ssh to {host} failed: {p.stderr.strip()}")
+    return time.monotonic() - t0
+
+
+def fmt(xs: list[float]) -> str:
+    return f"median {statistics.median(xs):7.3f} s   min {min(xs):7.3f}   max {max(xs):7.3f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--duration", default="1s", help="traffic per ctl run (excluded from the overhead)")
+    ap.add_argument("--inventory", default=None)
+    args = ap.parse_args()
+    export_state_dir()
+    inv_path = resolve_inventory_path(args.inventory)
+    inv = load_inventory(inv_path)
+    runs_dir = Path(os.environ.get("CTL_BENCH_RUNS", "/tmp/ctl-bench-runs"))
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    print(f"# control overhead, {platform.node()}, {os.cpu_count()} cores, kernel {platform.release()}, "
+          f"inventory {inv.name}, {args.runs} paired repetitions")
+    run_ctl(args.duration, runs_dir, inv_path)  # warm-up: brings the lab up, warms caches
+    a, b, parts = [], [], []
+    n_cmds = 0
+    for i in range(args.runs):
+        r = run_ctl(args.duration, runs_dir, inv_path)
+        a.append(r["overhead"])
+        parts.append(r)
+        cmds = baseline_commands(r["record"])
+        n_cmds = len(cmds)
+        b.append(run_baseline(inv, cmds))
+        print(f"  rep {i + 1}: ctl {r['overhead']:.3f} s   plain ssh {b[-1]:.3f} s   ({n_cmds} commands)", flush=True)
+    ratios = [x / y for x, y in zip(a, b)]
+    print()
+    print(f"A  ctl control overhead per run        {fmt(a)}")
+    for k in ("prepare", "configure", "measure_setup", "after_traffic"):
+        print(f"     {k:<32} median {statistics.median(p[k] for p in parts):7.3f} s")
+    print(f"     (process start-up + lock + recovery check, outside the record: "
+          f"median {statistics.median(p['process_startup_and_lock'] for p in parts):.3f} s)")
+    print(f"B  same {n_cmds} commands, plain ssh, one by one  {fmt(b)}")
+    print(f"ratio A/B (paired)                      median {statistics.median(ratios):.3f}   "
+          f"min {min(ratios):.3f}   max {max(ratios):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
