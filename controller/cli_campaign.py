@@ -1,0 +1,488 @@
+"""`ctl campaign plan|submit|status|pause|resume|cancel|report|daemon`."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from controller.cli import _inventory, _print_json, extension
+from controller.errors import CtlError
+from controller.settings import runs_dir
+
+
+# ---- terminal output -------------------------------------------------------------------------
+
+class Console:
+    """Log lines on stderr; on a TTY one progress bar line kept at the bottom."""
+
+    def __init__(self, stream: TextIO = sys.stderr, quiet: bool = False):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.quiet = quiet
+        self._bar = ""
+
+    def log(self, msg: str) -> None:
+        if self.quiet:
+            return
+        line = f"{time.strftime('%H:%M:%S')} {msg}"
+        if self.tty and self._bar:
+            self.stream.write("\r\x1b[K" + line + "\n" + self._bar)
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def bar(self, text: str) -> None:
+        if not self.tty:
+            return
+        width = shutil.get_terminal_size((100, 20)).columns
+        self._bar = text[: max(20, width - 1)]
+        self.stream.write("\r\x1b[K" + self._bar)
+        self.stream.flush()
+
+    def end(self) -> None:
+        if self.tty and self._bar:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._bar = ""
+
+
+def progress_line(c: Any, p: Any, now: float | None = None) -> str:
+    from controller.campaign import format_span, local, progress_bar
+    now = time.time() if now is None else now
+    eta = ""
+    if p.finish_at is not None and p.eta_s is not None:
+        eta = f"  ETA {local(p.finish_at):%a %H:%M} (in {format_span(p.eta_s)})"
+    extra = f", {p.failed} failed" if p.failed else ""
+    return (f"#{c.num} {c.name} {progress_bar(p.done, p.failed, p.total)} {p.done}/{p.total} done{extra}"
+            f"  {c.state}{eta}")
+
+
+# ---- plan and submit -------------------------------------------------------------------------
+
+def _planned(args: argparse.Namespace) -> dict:
+    """Load, validate and expand a campaign file; no state anywhere is changed."""
+    from controller.campaign import (Store, db_path, draw_seed, estimate_finish, learned_overhead, load_campaign,
+                                     order_runs, parse_at, validate_cases)
+    from controller.inventory import resolve_inventory_path
+    path = Path(args.file)
+    spec, lines, text = load_campaign(path)
+    inv = _inventory(args)
+    validated = validate_cases(spec, path, lines, inv)
+    seed = spec.seed if spec.seed is not None else (draw_seed() if spec.order == "random" else None)
+    planned = order_runs(len(validated), spec.repetitions, spec.order, seed)
+    overhead = spec.overhead_s
+    learned = 0
+    if db_path().exists():
+        store = Store()
+        try:
+            samples = store.overhead_samples(spec.scenario, inv.name)
+        finally:
+            store.close()
+        overhead = learned_overhead(samples, spec.overhead_s)
+        learned = len(samples) if overhead != spec.overhead_s else 0
+    now = time.time()
+    not_before = parse_at(args.at, now) if getattr(args, "at", None) else None
+    durations = {v.case.index: v.duration_s for v in validated}
+    per_run = [durations[p.case] + overhead for p in planned]
+    rack_s = sum(per_run) + spec.pause_s * max(0, len(planned) - 1)
+    finish = estimate_finish(now, per_run, spec.pause_s, spec.window_obj(), not_before)
+    return {"spec": spec, "path": path, "text": text, "inv": inv, "inventory_path": resolve_inventory_path(args.inventory),
+            "validated": validated, "seed": seed, "planned": planned, "overhead_s": overhead,
+            "overhead_learned_from": learned, "rack_s": rack_s, "finish": finish, "not_before": not_before,
+            "durations": durations, "traffic_s": sum(durations[p.case] for p in planned)}
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from controller.campaign import format_span, local
+    pl = _planned(args)
+    spec, planned, validated = pl["spec"], pl["planned"], pl["validated"]
+    cases = {v.case.index: v.case for v in validated}
+    if args.json:
+        _print_json({
+            "name": spec.name, "scenario": spec.scenario, "cases": len(validated), "repetitions": spec.repetitions,
+            "runs": [{"seq": p.seq, "case": p.case + 1, "repetition": p.repetition,
+                      "parameters": cases[p.case].varied, "argv": cases[p.case].argv(),
+                      "duration_s": pl["durations"][p.case]} for p in planned],
+            "order": spec.order, "seed": pl["seed"], "pause_s": spec.pause_s, "window": spec.window,
+            "overhead_s": pl["overhead_s"], "estimated_rack_s": pl["rack_s"], "traffic_s": pl["traffic_s"],
+            "not_before": pl["not_before"], "estimated_finish": pl["finish"],
+            "estimated_finish_local": f"{local(pl['finish']):%Y-%m-%d %H:%M:%S}"})
+        return 0
+    keys = list(validated[0].case.varied) if validated else []
+    print(f"campaign {spec.name}: scenario {spec.scenario}, {len(validated)} cases x {spec.repetitions} "
+          f"repetitions = {len(planned)} runs")
+    print(f"order: {spec.order}" + (f" (seed {pl['seed']}" + ("" if spec.seed is not None else
+                                                                   ", drawn now; submit draws its own and records it")
+                                     + ")" if spec.order == "random" else ""))
+    fixed = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in spec.fixed.items())
+    if fixed:
+        print(f"fixed: {fixed}")
+    print()
+    widths = [max(len(k), *(len(cases[p.case].varied.get(k, "")) for p in planned)) for k in keys]
+    head = f"{'seq':>5} {'case':>4} {'rep':>3}  " + "  ".join(f"{k:<{w}}" for k, w in zip(keys, widths)) + "  duration"
+    print(head)
+    for p in planned:
+        vals = "  ".join(f"{cases[p.case].varied.get(k, ''):<{w}}" for k, w in zip(keys, widths))
+        print(f"{p.seq:>5} {p.case + 1:>4} {p.repetition:>3}  {vals}  {pl['durations'][p.case]:g} s")
+    print()
+    learned = (f", learned from {pl['overhead_learned_from']} earlier runs" if pl["overhead_learned_from"]
+               else " (the file's `overhead`)")
+    print(f"traffic time:        {format_span(pl['traffic_s'])}")
+    print(f"estimated rack time: {format_span(pl['rack_s'])} ({len(planned)} runs x (traffic + "
+          f"{pl['overhead_s']:.0f} s set-up/restore{learned})" +
+          (f" + {len(planned) - 1} pauses of {spec.pause_s:g} s" if spec.pause_s and len(planned) > 1 else "") + ")")
+    start = f"at {local(pl['not_before']):%Y-%m-%d %H:%M}" if pl["not_before"] else "now"
+    win = f", only inside the window {spec.window}" if spec.window else ""
+    print(f"estimated finish:    {local(pl['finish']):%Y-%m-%d %H:%M} if started {start}{win}")
+    print("nothing was submitted or changed (`ctl campaign submit FILE` queues it)")
+    return 0
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from controller.campaign import Store, campaign_dir, format_span, local, scheduler_owner
+    pl = _planned(args)
+    spec = pl["spec"]
+    root = runs_dir(args.runs_dir).resolve()
+    store = Store()
+    try:
+        c = store.submit(spec=spec, file_path=pl["path"].resolve(), file_text=pl["text"],
+                         inventory_path=Path(pl["inventory_path"]).resolve(), inventory_name=pl["inv"].name,
+                         runs_root=root, seed=pl["seed"], not_before=pl["not_before"],
+                         cases=[v.case for v in pl["validated"]], planned=pl["planned"], durations=pl["durations"])
+    finally:
+        store.close()
+    d = campaign_dir(c.id)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "campaign.yaml").write_text(pl["text"])
+    owner = scheduler_owner()
+    if args.json:
+        _print_json({"num": c.num, "id": c.id, "runs": len(pl["planned"]), "seed": pl["seed"],
+                     "not_before": pl["not_before"], "estimated_finish": pl["finish"], "scheduler": owner})
+        return 0
+    print(f"submitted campaign #{c.num} {c.id}: {len(pl['planned'])} runs"
+          + (f", seed {pl['seed']}" if pl["seed"] is not None else "")
+          + f"; estimated rack time {format_span(pl['rack_s'])}, finish {local(pl['finish']):%Y-%m-%d %H:%M}")
+    if owner:
+        print(f"the campaign scheduler (pid {owner.get('pid')}, {owner.get('purpose')}) will run it")
+    else:
+        print("no campaign scheduler is running: start `ctl campaign daemon` (or its systemd unit), "
+              f"or `ctl campaign resume {c.num}` to run it in this terminal")
+    return 0
+
+
+# ---- status ----------------------------------------------------------------------------------
+
+def status_json(store: Any, c: Any) -> dict:
+    from controller.campaign import progress_of, scheduler_owner
+    p = progress_of(store, c)
+    spec = c.spec()
+    attempts: dict[int, list] = {}
+    classes: dict[str, int] = {}
+    for a in store.attempts(c.num):
+        attempts.setdefault(a.seq, []).append({
+            "attempt": a.attempt, "run_id": a.run_id, "record": a.record_dir, "started": a.started,
+            "finished": a.finished, "status": a.status, "exit_code": a.exit_code, "class": a.klass, "error": a.error,
+            "action": a.action})
+        if a.klass and a.klass != "ok":
+            classes[a.klass] = classes.get(a.klass, 0) + 1
+    health = store.health_checks(c.num)
+    return {
+        "num": c.num, "id": c.id, "name": c.name, "scenario": c.scenario, "state": c.state, "reason": c.reason,
+        "activity": c.activity, "activity_t": c.activity_t, "file": c.file_path, "inventory": c.inventory_name,
+        "runs_root": c.runs_root, "order": spec.order, "seed": c.seed, "window": spec.window,
+        "pause_s": spec.pause_s, "not_before": c.not_before, "submitted": c.submitted, "started": c.started,
+        "finished": c.finished,
+        "progress": {"total": p.total, "done": p.done, "failed": p.failed, "pending": p.pending, "running": p.running,
+                     "cancelled": p.cancelled, "eta_s": p.eta_s, "finish_at": p.finish_at},
+        "scheduler": scheduler_owner(),
+        "failures_by_class": classes,
+        "health": {"checks": len(health), "failed": sum(1 for h in health if not h.ok),
+                   "last": ({"t": health[-1].t, "ok": bool(health[-1].ok), "reasons": health[-1].reasons,
+                             "clock_spread_s": health[-1].details.get("clock_spread_s")} if health else None)},
+        "runs": [{"seq": r.seq, "case": r.case_index + 1, "repetition": r.repetition, "parameters": r.varied,
+                  "state": r.state, "attempts": attempts.get(r.seq, []), "last_class": r.last_class,
+                  "not_before": r.not_before} for r in store.runs(c.num)],
+    }
+
+
+def _print_status(store: Any, c: Any) -> None:
+    from controller.campaign import format_span, local, progress_of, scheduler_owner
+    p = progress_of(store, c)
+    spec = c.spec()
+    print(f"campaign #{c.num} {c.id}")
+    print(f"  scenario {c.scenario}; file {c.file_path}; rack {c.inventory_name}")
+    print(f"  state    {c.state}" + (f": {c.reason}" if c.reason else ""))
+    if c.activity and c.state in ("queued", "running"):
+        print(f"  now      {c.activity}")
+    owner = scheduler_owner()
+    if c.state in ("queued", "running"):
+        print("  scheduler " + (f"pid {owner.get('pid')} ({owner.get('purpose')})" if owner else
+                                f"none running: `ctl campaign resume {c.num}` or start the daemon"))
+    print(f"  runs     {p.done}/{p.total} done, {p.failed} failed, {p.pending} pending, {p.running} running"
+          + (f", {p.cancelled} cancelled" if p.cancelled else ""))
+    if p.finish_at is not None and p.eta_s is not None:
+        print(f"  ETA      {local(p.finish_at):%Y-%m-%d %H:%M} (in {format_span(p.eta_s)})")
+    print(f"  order    {spec.order}" + (f", seed {c.seed}" if c.seed is not None else "")
+          + (f"; window {spec.window}" if spec.window else "") + (f"; pause {spec.pause}" if spec.pause_s else ""))
+    fails = [a for a in store.attempts(c.num) if a.klass and a.klass != "ok"]
+    if fails:
+        print("  problems:")
+        for a in fails[-10:]:
+            print(f"    run {a.seq} attempt {a.attempt}: {a.klass} -> {a.action}: {(a.error or '')[:160]}")
+    health = store.health_checks(c.num)
+    if health and not health[-1].ok:
+        print("  last health check FAILED: " + "; ".join(health[-1].reasons))
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from controller.campaign import CampaignError, Store, db_path, progress_of
+    if not db_path().exists():
+        if args.json:
+            _print_json([] if args.id is None else None)
+            return 0 if args.id is None else 2
+        if args.id is not None:
+            raise CampaignError("no campaigns yet")
+        print("no campaigns yet")
+        return 0
+    store = Store()
+    try:
+        if args.watch:
+            return _watch(store, store.find(args.id).num)
+        if args.id is None and not args.watch:
+            cs = store.campaigns()
+            if args.json:
+                _print_json([status_json(store, c) for c in cs])
+                return 0
+            if not cs:
+                print("no campaigns yet")
+            for c in cs:
+                print(progress_line(c, progress_of(store, c)) + f"  {c.id}" + (f"  ({c.reason})" if c.reason else ""))
+            return 0
+        c = store.find(args.id)
+        if args.json:
+            _print_json(status_json(store, c))
+        else:
+            _print_status(store, c)
+        return 0
+    finally:
+        store.close()
+
+
+def _watch(store: Any, num: int) -> int:
+    """Live progress: a bar redrawn every second on a TTY, a line per change otherwise."""
+    from controller.campaign import progress_of
+    out = sys.stdout
+    last = ""
+    try:
+        while True:
+            c = store.campaign(num)
+            line = progress_line(c, progress_of(store, c))
+            if c.activity and c.state in ("queued", "running"):
+                line += f"  | {c.activity}"
+            if out.isatty():
+                width = shutil.get_terminal_size((100, 20)).columns
+                out.write("\r\x1b[K" + line[: width - 1])
+                out.flush()
+            elif line != last:
+                print(line, flush=True)
+            last = line
+            if c.state not in ("queued", "running"):
+                if out.isatty():
+                    out.write("\n")
+                print(f"campaign #{c.num} is {c.state}" + (f": {c.reason}" if c.reason else ""), flush=True)
+                return 0
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        if out.isatty():
+            out.write("\n")
+        return 130
+
+
+# ---- pause / resume / cancel -----------------------------------------------------------------
+
+def cmd_pause(args: argparse.Namespace) -> int:
+    from controller.campaign import Store
+    store = Store()
+    try:
+        c = store.find(args.id)
+        reason = args.reason or "paused by user"
+        c = store.set_state(c.num, "paused", reason, abort=args.now)
+        when = "now: the current run is stopped and the rack restored" if args.now else \
+            "after the current run (if one is running)"
+        print(f"campaign #{c.num} {c.id} paused {when}; `ctl campaign resume {c.num}` continues it")
+        return 0
+    finally:
+        store.close()
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from controller.campaign import Store, scheduler_owner, settle_for_cancel
+    store = Store()
+    try:
+        c = store.find(args.id)
+        c = store.set_state(c.num, "cancelled", args.reason or "cancelled by user", abort=True)
+        print(f"campaign #{c.num} {c.id} cancelled: no further runs")
+        if any(r.state == "running" for r in store.runs(c.num)):
+            if scheduler_owner():
+                print("the scheduler stops the current run and restores the rack")
+            elif asyncio.run(settle_for_cancel(store, c, Console().log)):
+                print("the interrupted run's record was closed and the rack restored")
+        return 0
+    finally:
+        store.close()
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from controller.campaign import CampaignError, SchedulerLock, Store, scheduler_owner
+    store = Store()
+    try:
+        c = store.find(args.id)
+        if c.state == "paused":
+            c = store.set_state(c.num, "running" if c.started else "queued", None)
+            print(f"campaign #{c.num} {c.id} resumed", file=sys.stderr)
+        elif c.state in ("done", "cancelled"):
+            raise CampaignError(f"campaign #{c.num} is {c.state}: nothing to resume (submit the file again)")
+        else:
+            print(f"campaign #{c.num} {c.id} is {c.state}: continuing it", file=sys.stderr)
+        if args.no_wait:
+            return 0
+        lock = SchedulerLock(f"ctl campaign resume #{c.num}")
+        if not lock.try_acquire():
+            o = scheduler_owner() or {}
+            print(f"the campaign scheduler (pid {o.get('pid', '?')}, {o.get('purpose', '?')}) continues it",
+                  file=sys.stderr)
+            return 0
+        try:
+            return _serve(store, {c.num}, exit_when_idle=True, quiet=args.quiet, foreground=True, watch=c.num)
+        finally:
+            lock.release()
+    finally:
+        store.close()
+
+
+def cmd_daemon(args: argparse.Namespace) -> int:
+    from controller.campaign import SchedulerLock, Store, scheduler_owner
+    console = Console(quiet=args.quiet)
+    lock = SchedulerLock("ctl campaign daemon")
+    waited = False
+    while not lock.try_acquire():
+        if not waited:
+            o = scheduler_owner() or {}
+            console.log(f"another campaign scheduler is active (pid {o.get('pid', '?')}, {o.get('purpose', '?')}): "
+                        "waiting for it to end")
+            waited = True
+        time.sleep(2.0)
+    store = Store()
+    try:
+        console.log(f"campaign daemon started (pid {__import__('os').getpid()})")
+        return _serve(store, None, exit_when_idle=args.exit_when_idle, quiet=args.quiet, foreground=False)
+    finally:
+        store.close()
+        lock.release()
+
+
+def _serve(store: Any, only: set[int] | None, *, exit_when_idle: bool, quiet: bool, foreground: bool,
+           watch: int | None = None) -> int:
+    from controller.campaign import Scheduler, SchedulerOptions
+    console = Console(quiet=quiet)
+    sched = Scheduler(store, console.log, SchedulerOptions(only=only, exit_when_idle=exit_when_idle,
+                                                           verbose=not console.tty),
+                      on_progress=lambda c, p: console.bar(progress_line(c, p)))
+    try:
+        asyncio.run(sched.serve())
+    finally:
+        console.end()
+    if sched.stopping:
+        console.log(f"stopped by {sched.stop_reason}; the campaign continues with `ctl campaign resume` "
+                    "or the daemon")
+        if foreground:
+            return 130 if sched.stop_reason == "SIGINT" else 143
+        return 0
+    if watch is not None:
+        c = store.campaign(watch)
+        print(f"campaign #{c.num} {c.id}: {c.state}" + (f" ({c.reason})" if c.reason else ""))
+        if c.state == "paused":
+            return 1
+    return 0
+
+
+# ---- report ----------------------------------------------------------------------------------
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from controller.campaign import Store, campaign_dir
+    from controller.report import write_report
+    store = Store()
+    try:
+        c = store.find(args.id)
+        out = Path(args.out) if args.out else campaign_dir(c.id) / "report"
+        html, md = write_report(store, c, out)
+    finally:
+        store.close()
+    if args.json:
+        _print_json({"html": str(html), "markdown": str(md)})
+    else:
+        print(f"report: {html}")
+        print(f"markdown: {md}")
+    return 0
+
+
+# ---- registration ----------------------------------------------------------------------------
+
+@extension
+def register(sub) -> None:
+    from controller.cli import _Parser
+    p = sub.add_parser("campaign", help="unattended sweeps: plan, submit, status, pause, resume, cancel, report",
+                       description="Campaigns: many runs of one scenario from a campaign file (YAML), "
+                                   "crash-safe and resumable.")
+    cs = p.add_subparsers(dest="campaign_command", required=True, parser_class=_Parser)
+
+    def add(name: str, func: Any, help_: str) -> argparse.ArgumentParser:
+        sp = cs.add_parser(name, help=help_, allow_abbrev=False)
+        sp.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help="rack description (YAML)")
+        sp.set_defaults(func=func)
+        return sp
+
+    sp = add("plan", cmd_plan, "print the expanded runs, rack time and finish time; change nothing")
+    sp.add_argument("file")
+    sp.add_argument("--at", help="start time for the estimate (HH:MM or ISO date and time)")
+    sp.add_argument("--json", action="store_true")
+
+    sp = add("submit", cmd_submit, "queue a campaign")
+    sp.add_argument("file")
+    sp.add_argument("--at", help="not before this time (HH:MM: the next such time; or ISO date and time)")
+    sp.add_argument("--runs-dir", help="where run records go (default: $CTL_RUNS_DIR or runs/)")
+    sp.add_argument("--json", action="store_true")
+
+    sp = add("status", cmd_status, "campaigns and their progress")
+    sp.add_argument("id", nargs="?")
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--watch", action="store_true", help="live progress bar with ETA until the campaign stops")
+
+    sp = add("pause", cmd_pause, "pause after the current run (--now: stop it, restore, re-run later)")
+    sp.add_argument("id", nargs="?")
+    sp.add_argument("--now", action="store_true")
+    sp.add_argument("--reason")
+
+    sp = add("resume", cmd_resume, "continue a paused or interrupted campaign (in this terminal unless "
+                                   "a scheduler is running)")
+    sp.add_argument("id", nargs="?")
+    sp.add_argument("--no-wait", action="store_true", help="only mark it resumed; the daemon runs it")
+    sp.add_argument("--quiet", "-q", action="store_true")
+
+    sp = add("cancel", cmd_cancel, "stop a campaign for good (the current run is stopped, the rack restored)")
+    sp.add_argument("id", nargs="?")
+    sp.add_argument("--reason")
+
+    sp = add("report", cmd_report, "write the HTML + Markdown report")
+    sp.add_argument("id", nargs="?")
+    sp.add_argument("--out", help="directory (default: <state>/campaigns/<id>/report)")
+    sp.add_argument("--json", action="store_true")
+
+    sp = add("daemon", cmd_daemon, "run queued campaigns (for a systemd unit)")
+    sp.add_argument("--exit-when-idle", action="store_true", help="exit when no campaign is queued or running")
+    sp.add_argument("--quiet", "-q", action="store_true")
