@@ -1,0 +1,193 @@
+"""Parsers for what the field logger reads on the host (pure: text in, values out).
+
+* `ping -n -D -O` lines -> reply RTTs, unanswered probes, send errors; per-second RTT and jitter;
+* iperf3 text interval lines (client, `-R` download, `--forceflush`) -> bytes and bit/s per interval;
+* webtorrent-cli's once-a-second status frame (stdout not a TTY) -> download rate, connected, unchoked
+  and active peers (formats: tests/fixtures/recorded/06_webtorrent_bittorrent_tracker.md);
+* /proc/net/dev -> one interface's counters.
+
+Definitions (they are what the report's numbers mean):
+* RTT of a second: mean of the ping replies received in it; jitter of a second: mean absolute
+  difference between consecutive replies' RTTs (RFC 3550 / RFC 3393 instantaneous packet delay
+  variation of a round trip), the first reply compared with the last one of the previous second;
+* active peers (the WiBro paper's "active (uploading) peers"): peers we are downloading from right now,
+  i.e. peer rows with a download speed > 0; unchoked = webtorrent's `Peers: <unchoked>/<total>`.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+# ---- ping ------------------------------------------------------------------------------------------
+
+_PING_REPLY = re.compile(r"^(?:\[(?P<ts>\d+\.\d+)\] )?\d+ bytes from (?P<src>\S+?):? .*?icmp_seq=(?P<seq>\d+).*? "
+                         r"time[=<](?P<rtt>[\d.]+) ms")
+_PING_NOANSWER = re.compile(r"^(?:\[(?P<ts>\d+\.\d+)\] )?no answer yet for icmp_seq=(?P<seq>\d+)")
+_PING_ERROR = re.compile(r"^(?:\[(?P<ts>\d+\.\d+)\] )?(?:ping: )?(?P<msg>(?:sendmsg|connect|sendto): .*|"
+                         r"From \S+ icmp_seq=\d+ .*)$")
+
+
+def parse_ping_line(line: str) -> Optional[Tuple[str, Optional[float], Optional[float]]]:
+    """("reply", ts, rtt_ms) | ("lost", ts, None) | ("error", ts, None) | None for other lines."""
+    s = line.strip()
+    m = _PING_REPLY.match(s)
+    if m:
+        return "reply", _f(m.group("ts")), float(m.group("rtt"))
+    m = _PING_NOANSWER.match(s)
+    if m:
+        return "lost", _f(m.group("ts")), None
+    m = _PING_ERROR.match(s)
+    if m:
+        return "error", _f(m.group("ts")), None
+    return None
+
+
+def _f(x: Optional[str]) -> Optional[float]:
+    return None if x is None else float(x)
+
+
+def rtt_stats(rtts: Sequence[float], previous: Optional[float]) -> Dict[str, float]:
+    """Per-second RTT fields from the replies of that second (in arrival order)."""
+    if not rtts:
+        return {}
+    out = {"rtt_ms": sum(rtts) / len(rtts), "rtt_min_ms": float(min(rtts)), "rtt_max_ms": float(max(rtts))}
+    seq = ([previous] if previous is not None else []) + list(rtts)
+    if len(seq) >= 2:
+        diffs = [abs(b - a) for a, b in zip(seq, seq[1:])]
+        out["jitter_ms"] = sum(diffs) / len(diffs)
+    return out
+
+
+# ---- iperf3 text ------------------------------------------------------------------------------------
+
+_IPERF_INTERVAL = re.compile(
+    r"^\[\s*(?P<id>\d+|SUM)\]\s+(?P<start>[\d.]+)-(?P<end>[\d.]+)\s+sec\s+(?P<xfer>[\d.]+)\s+(?P<xunit>[KMGT]?)Bytes\s+"
+    r"(?P<rate>[\d.]+)\s+(?P<runit>[KMGT]?)bits/sec(?P<rest>.*)$")
+_BYTES = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}   # iperf3 prints bytes in 2^10
+_BITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}                     # and bit/s in 10^3
+
+
+def parse_iperf3_interval(line: str, streams: int = 1) -> Optional[Dict[str, float]]:
+    """One per-interval line -> {"start", "end", "bytes", "bps"}; None for the end summary
+    ("sender"/"receiver"), headers and, with several streams, the per-stream lines (the [SUM] counts)."""
+    m = _IPERF_INTERVAL.match(line.strip())
+    if not m:
+        return None
+    rest = m.group("rest")
+    if "sender" in rest or "receiver" in rest:
+        return None
+    if (streams > 1) != (m.group("id") == "SUM"):
+        return None
+    return {"start": float(m.group("start")), "end": float(m.group("end")),
+            "bytes": float(m.group("xfer")) * _BYTES[m.group("xunit")],
+            "bps": float(m.group("rate")) * _BITS[m.group("runit")]}
+
+
+# ---- webtorrent-cli status frames --------------------------------------------------------------------
+
+_PB = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}          # prettier-bytes: base 1000
+_SIZE = r"[\d.]+ [KMGTPEZY]?B"
+_WT_SPEED = re.compile(rf"^Speed: (?P<dl>{_SIZE})/s Downloaded: (?P<done>{_SIZE})/(?P<total>{_SIZE}) "
+                       rf"Uploaded: (?P<up>{_SIZE})$")
+_WT_RUNNING = re.compile(r"^Running time: (?P<rt>.+?)  Time remaining: (?P<eta>.+?)  "
+                         r"Peers: (?P<unchoked>\d+)/(?P<peers>\d+)$")
+_WT_PEER = re.compile(rf"^(?P<prog>S|\d+%|\?)\s+(?P<type>WEBSEED|WEBRTC|TCPIN|TCPOUT|UTPIN|UTPOUT|UNKNOWN)\s+"
+                      rf"(?P<addr>\S+)\s+(?P<down>{_SIZE})\s+(?P<dls>{_SIZE})/s\s+(?P<uls>{_SIZE})/s")
+_WT_MORE = re.compile(r"^\.\.\. and (?P<n>\d+) more")
+_WT_DONE = re.compile(r"^torrent downloaded successfully from (?P<active>\d+)/(?P<peers>\d+) peers in (?P<secs>\d+)s!$")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def pretty_bytes(text: str) -> float:
+    """'1.9 MB' -> 1.9e6 (webtorrent prints sizes with prettier-bytes, base 1000)."""
+    num, unit = text.split()
+    return float(num) * _PB[unit[:-1]]
+
+
+class WebtorrentFrames:
+    """Feed stdout lines; `feed` returns a finished frame's values when its 60-space end line arrives.
+
+    A frame: {"dl_bps", "downloaded_bytes", "total_bytes", "uploaded_bytes", "peers_connected",
+    "peers_unchoked", "peers_active", "peers_listed", "peers_more"}. `peers_more` > 0 means the peer list
+    was cut ("... and N more"), so `peers_active` is a lower bound for that second."""
+
+    def __init__(self) -> None:
+        self._cur: Dict[str, Any] = {}
+        self.done: Optional[Dict[str, int]] = None
+
+    def feed(self, line: str) -> Optional[Dict[str, Any]]:
+        raw = _ANSI.sub("", line.rstrip("\n"))
+        s = raw.strip()
+        if not s:
+            # The frame's last line is 60 spaces; the empty line between header and peers is not.
+            if len(raw) >= 40 and self._cur.get("dl_bps") is not None:
+                frame, self._cur = self._cur, {}
+                frame.setdefault("peers_active", 0)
+                frame.setdefault("peers_listed", 0)
+                frame.setdefault("peers_more", 0)
+                return frame
+            return None
+        if s.startswith(("Downloading: ", "Seeding: ")):
+            self._cur = {}
+            return None
+        m = _WT_SPEED.match(s)
+        if m:
+            self._cur.update(dl_bps=pretty_bytes(m.group("dl")) * 8, downloaded_bytes=int(pretty_bytes(m.group("done"))),
+                             total_bytes=int(pretty_bytes(m.group("total"))), uploaded_bytes=int(pretty_bytes(m.group("up"))))
+            return None
+        m = _WT_RUNNING.match(s)
+        if m:
+            self._cur.update(peers_unchoked=int(m.group("unchoked")), peers_connected=int(m.group("peers")))
+            return None
+        m = _WT_PEER.match(s)
+        if m:
+            self._cur["peers_listed"] = self._cur.get("peers_listed", 0) + 1
+            if pretty_bytes(m.group("dls")) > 0:
+                self._cur["peers_active"] = self._cur.get("peers_active", 0) + 1
+            else:
+                self._cur.setdefault("peers_active", 0)
+            return None
+        m = _WT_MORE.match(s)
+        if m:
+            self._cur["peers_more"] = int(m.group("n"))
+            return None
+        m = _WT_DONE.match(s)
+        if m:
+            self.done = {"active": int(m.group("active")), "peers": int(m.group("peers")), "seconds": int(m.group("secs"))}
+        return None
+
+
+def parse_webtorrent(text: str) -> List[Dict[str, Any]]:
+    p = WebtorrentFrames()
+    return [f for f in (p.feed(line) for line in text.splitlines()) if f is not None]
+
+
+# ---- /proc/net/dev ------------------------------------------------------------------------------------
+
+NETDEV_FIELDS = ("rx_bytes", "rx_packets", "rx_dropped", "tx_bytes", "tx_packets", "tx_dropped")
+
+
+def parse_netdev(text: str, iface: str) -> Optional[Dict[str, int]]:
+    """Counters of one interface from /proc/net/dev text (None: no such interface right now)."""
+    for line in text.splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        if name.strip() != iface:
+            continue
+        v = rest.split()
+        if len(v) < 16:
+            return None
+        # columns: rx bytes packets errs drop fifo frame compressed multicast, tx bytes packets errs drop ...
+        return dict(zip(NETDEV_FIELDS, (int(v[0]), int(v[1]), int(v[3]), int(v[8]), int(v[9]), int(v[11]))))
+    return None
+
+
+def iface_rates(prev: Optional[Tuple[int, Dict[str, int]]], now: Tuple[int, Dict[str, int]]) -> Dict[str, float]:
+    """rx_bps / tx_bps between two readings (t ns, counters); nothing across a counter reset."""
+    if prev is None or now[0] <= prev[0]:
+        return {}
+    dt = (now[0] - prev[0]) / 1e9
+    drx = now[1]["rx_bytes"] - prev[1]["rx_bytes"]
+    dtx = now[1]["tx_bytes"] - prev[1]["tx_bytes"]
+    if drx < 0 or dtx < 0:     # interface re-created (modem reset re-enumerates wwan0): no rate
+        return {}
+    return {"rx_bps": drx * 8 / dt, "tx_bps": dtx * 8 / dt}

@@ -1,0 +1,128 @@
+"""Spool records the field logger writes (pure). Line format = controller.telemetry.points.Point.to_json.
+
+Measurements (every point also carries the tags run, scenario="field", host):
+
+| measurement | tags             | fields |
+|-------------|------------------|--------|
+| field       | workload         | seq (the second of the run; exactly one point per tick), modem_ok, rtt_ms, rtt_min_ms, rtt_max_ms, jitter_ms, ping_replies, ping_lost, ping_errors, lat, lon, alt_m, speed_mps, track_deg, gps_mode, dl_bps, dl_bytes, peers_connected, peers_unchoked, peers_active, workload_running |
+| radio       | technology, cell | seq, rssi_dbm, rsrp_dbm, rsrq_db, sinr_db, cinr_db, snr_db, rscp_dbm, ecio_db, tx_power_dbm, signal_quality_pct, cell_id, cell_id_int, enb_id, local_cell_id, pci, tac, lac, band, arfcn, frequency_khz, bandwidth_mhz, ul_bandwidth_mhz, operator_name, mcc, mnc, registration, connection, nr_* (the EN-DC NR leg) -- only when the modem answered: a silent modem is a missing point, never zeros |
+| iface       | iface            | rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, tx_dropped, rx_bps, tx_bps (the uplink) |
+| handover    | kind             | before_/after_ time_s, technology, cell_id, pci, rsrp_dbm, metric_db; metric, dip_start_s, dip_end_s, dip_duration_s, dip_min_db, gap_s, detected ("host") |
+| field_event | event            | seq, detail, and per event: from_seq/to_seq/missing (gap, late), outage_s (modem-back), exit_status (workload-exit) |
+
+Field types are fixed per name (InfluxDB refuses a field whose type changes within a shard): every
+value is coerced to the type listed in the tables below before it is written.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Mapping, Optional
+
+FLOAT_FIELDS = {"rssi_dbm", "rsrp_dbm", "rsrq_db", "sinr_db", "cinr_db", "snr_db", "rscp_dbm", "ecio_db",
+                "tx_power_dbm", "bandwidth_mhz", "ul_bandwidth_mhz"}
+INT_FIELDS = {"signal_quality_pct", "cell_id_int", "enb_id", "local_cell_id", "pci", "tac", "lac", "arfcn",
+              "frequency_khz"}
+STR_FIELDS = {"cell_id", "band", "operator_name", "mcc", "mnc", "registration", "connection"}
+LEG_FIELDS = ("rsrp_dbm", "rsrq_db", "sinr_db", "snr_db", "rssi_dbm", "pci", "arfcn", "band", "bandwidth_mhz",
+              "cell_id")
+
+
+def record(measurement: str, tags: Mapping[str, str], fields: Mapping[str, Any], t_ns: int) -> Dict[str, Any]:
+    """A spool record; None fields are left out (missing stays missing)."""
+    return {"m": measurement, "t": int(t_ns), "tags": {k: str(v) for k, v in tags.items() if v is not None},
+            "f": {k: v for k, v in fields.items() if v is not None}}
+
+
+def dumps(rec: Mapping[str, Any]) -> str:
+    return json.dumps(rec, separators=(",", ":"))
+
+
+def _typed(name: str, v: Any) -> Any:
+    if v is None:
+        return None
+    if name in FLOAT_FIELDS:
+        return float(v)
+    if name in INT_FIELDS:
+        return int(v)
+    if name in STR_FIELDS:
+        return str(v)
+    return v
+
+
+def radio_record(sample: Any, t_ns: int, seq: int, base: Mapping[str, str]) -> Optional[Dict[str, Any]]:
+    """RadioSample -> `radio` record (None for no sample: the gap is the absence of the point)."""
+    if sample is None or sample.is_empty():
+        return None
+    fields: Dict[str, Any] = {"seq": seq}
+    for name in sorted(FLOAT_FIELDS | INT_FIELDS | STR_FIELDS):
+        fields[name] = _typed(name, getattr(sample, name, None))
+    leg = sample.secondary[0] if sample.secondary else None
+    if leg is not None:
+        for name in LEG_FIELDS:
+            fields["nr_" + name] = _typed(name, getattr(leg, name, None))
+        fields["nr_technology"] = leg.technology
+    key = sample.cell_key()
+    tags = dict(base, technology=sample.technology or "", cell="" if key is None else str(key))
+    return record("radio", tags, fields, t_ns)
+
+
+GPS_FIELDS = (("lat", "lat"), ("lon", "lon"), ("alt_m", "alt_m"), ("speed_mps", "speed_mps"),
+              ("track_deg", "track_deg"))
+
+
+def field_record(seq: int, t_ns: int, base: Mapping[str, str], workload: str, *, modem_ok: Optional[bool],
+                 ping: Mapping[str, Any], gps: Any, work: Mapping[str, Any]) -> Dict[str, Any]:
+    """The per-tick heartbeat: always written, so `seq` shows every second the logger ran."""
+    fields: Dict[str, Any] = {"seq": seq, "modem_ok": modem_ok}
+    for k in ("rtt_ms", "rtt_min_ms", "rtt_max_ms", "jitter_ms"):
+        if ping.get(k) is not None:
+            fields[k] = float(ping[k])
+    for k in ("ping_replies", "ping_lost", "ping_errors"):
+        if ping.get(k) is not None:
+            fields[k] = int(ping[k])
+    if gps is not None:
+        fields["gps_mode"] = int(gps.mode)
+        for src, dst in GPS_FIELDS:
+            v = getattr(gps, src, None)
+            if v is not None:
+                fields[dst] = float(v)
+    for k in ("dl_bps",):
+        if work.get(k) is not None:
+            fields[k] = float(work[k])
+    for k in ("dl_bytes", "peers_connected", "peers_unchoked", "peers_active"):
+        if work.get(k) is not None:
+            fields[k] = int(work[k])
+    if work.get("running") is not None:
+        fields["workload_running"] = bool(work["running"])
+    return record("field", dict(base, workload=workload), fields, t_ns)
+
+
+def iface_record(iface: str, t_ns: int, base: Mapping[str, str], counters: Mapping[str, int],
+                 rates: Mapping[str, float]) -> Dict[str, Any]:
+    fields: Dict[str, Any] = {k: int(v) for k, v in counters.items()}
+    fields.update({k: float(v) for k, v in rates.items()})
+    return record("iface", dict(base, iface=iface), fields, t_ns)
+
+
+def event_record(event: str, t_ns: int, base: Mapping[str, str], **fields: Any) -> Dict[str, Any]:
+    return record("field_event", dict(base, event=event), fields, t_ns)
+
+
+def handover_record(ev: Any, t_ns: int, base: Mapping[str, str]) -> Dict[str, Any]:
+    """nodes.modem.handover.HandoverEvent -> `handover` record at the event's own time."""
+    d = ev.to_json()
+    fields: Dict[str, Any] = {"detected": "host"}
+    for k in ("before_time", "after_time", "dip_start", "dip_end"):
+        if d.get(k) is not None:
+            fields[k + "_s"] = float(d[k])
+    for k in ("before_technology", "after_technology", "before_cell_id", "after_cell_id", "metric"):
+        if d.get(k) is not None:
+            fields[k] = str(d[k])
+    for k in ("before_pci", "after_pci"):
+        if d.get(k) is not None:
+            fields[k] = int(d[k])
+    for k in ("before_rsrp_dbm", "after_rsrp_dbm", "before_metric_db", "after_metric_db", "dip_duration_s",
+              "dip_min_db", "gap_s"):
+        if d.get(k) is not None:
+            fields[k] = float(d[k])
+    return record("handover", dict(base, kind=ev.kind), fields, t_ns)
