@@ -95,13 +95,13 @@ def _duration_text(what: str, allow_zero: bool = True) -> Callable[[Any], str]:
         try:
             parse_duration(v, what=what, allow_zero=allow_zero)
         except ParameterError as exc:
-            raise ValueError(str(exc)) from None
+            raise ValueError(str(exc).removeprefix(f"{what}: ")) from None
         return str(v)
     return check
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class RetryRule(_Strict):
@@ -921,6 +921,17 @@ class Store:
             self._event(db, num, now, new, reason or new)
         return self.campaign(num)
 
+    def pause_if_active(self, num: int, reason: str) -> bool:
+        """The scheduler's pause: only a queued or running campaign (a concurrent cancel wins)."""
+        now = time.time()
+        with self.tx() as db:
+            st = db.execute("SELECT state FROM campaigns WHERE num=?", (num,)).fetchone()["state"]
+            if st not in ("queued", "running"):
+                return False
+            db.execute("UPDATE campaigns SET state='paused', reason=?, updated=? WHERE num=?", (reason, now, num))
+            self._event(db, num, now, "paused", reason)
+        return True
+
     def set_activity(self, num: int, text: str) -> None:
         # Advisory (what the scheduler does now): a plain single-statement write.
         with self.tx() as db:
@@ -932,16 +943,15 @@ class Store:
                              (num, time.time(), 1 if ok else 0, json.dumps(reasons), json.dumps(details, default=str)))
             return int(cur.lastrowid or 0)
 
-    def start_attempt(self, num: int, seq: int, run_id: str, record_dir: Path, health_id: int | None) -> int:
-        """pending -> running, with the attempt and its run id: BEFORE the rack is touched."""
+    def start_attempt(self, num: int, seq: int, run_id: str, record_dir: Path, health_id: int | None) -> int | None:
+        """pending -> running, with the attempt and its run id: BEFORE the rack is touched.
+        None when the run may not start (paused, cancelled or taken meanwhile)."""
         now = time.time()
         with self.tx() as db:
             r = db.execute("SELECT state, attempts FROM runs WHERE campaign=? AND seq=?", (num, seq)).fetchone()
             c = db.execute("SELECT state FROM campaigns WHERE num=?", (num,)).fetchone()
-            if r is None or r["state"] != "pending":
-                raise CtlError(f"campaign #{num} run {seq} is not pending ({r['state'] if r else 'missing'})")
-            if c["state"] not in ("queued", "running"):
-                raise CtlError(f"campaign #{num} is {c['state']}")
+            if r is None or r["state"] != "pending" or c["state"] not in ("queued", "running"):
+                return None
             attempt = r["attempts"] + 1
             db.execute("UPDATE runs SET state='running', attempts=?, run_id=?, not_before=NULL "
                        "WHERE campaign=? AND seq=?", (attempt, run_id, num, seq))
@@ -1115,7 +1125,16 @@ def validate_cases(spec: CampaignSpec, path: Path, lines: Mapping[tuple, int], i
                                         f"(known: {', '.join(sorted(known))})")
     out = []
     window = spec.window_obj()
-    for case in expand_cases(spec):
+    cases = expand_cases(spec)
+    hm = spec.report.heatmap
+    if hm is not None:
+        varied = {k for c in cases for k in c.varied}
+        for axis in ("x", "y", "panels"):
+            v = getattr(hm, axis)
+            if v is not None and _norm(v) not in varied:
+                raise CampaignFileError(f"{path}:{lines.get(('report', 'heatmap', axis), '?')}: report.heatmap.{axis}: "
+                                        f"{v!r} is not a swept parameter ({', '.join(sorted(varied)) or 'none'})")
+    for case in cases:
         try:
             _scenario, params, given, _plan = prepare_run(spec.scenario, case.argv(), inv)
         except CtlError as exc:
@@ -1417,7 +1436,7 @@ class Scheduler:
         try:
             inv = load_inventory(c.inventory_path)
         except CtlError as exc:
-            self.store.set_state(c.num, "paused", f"inventory not loadable: {exc.one_line()}")
+            self.store.pause_if_active(c.num, f"inventory not loadable: {exc.one_line()}")
             return False
         lock = RackLock(inv.name, f"ctl campaign #{c.num} {c.id}")
         try:
@@ -1474,15 +1493,19 @@ class Scheduler:
             if await asyncio.to_thread(ensure_lab, inv):
                 self.log(f"virtual rack {inv.name} was down: brought it up")
         except CtlError as exc:
-            self.store.set_state(c.num, "paused", f"the rack could not be brought up: {exc.one_line()}")
+            self.store.pause_if_active(c.num, f"the rack could not be brought up: {exc.one_line()}")
             return False
         problems: list[str] = []
-        for d in interrupted_runs(runs_root, inv):
-            problems += await recover(inv, d, self.log)
-        reconcile(self.store, self.store.running_runs(inv.name), self.log)
+        stale = self.store.running_runs(inv.name)
+        # Every run record directory a run on this rack may have used, not only this campaign's.
+        roots = dict.fromkeys([runs_root] + [Path(self.store.campaign(r.campaign).runs_root) for r in stale])
+        for root in roots:
+            for d in interrupted_runs(root, inv):
+                problems += await recover(inv, d, self.log)
+        reconcile(self.store, stale, self.log)
         if problems:
-            self.store.set_state(c.num, "paused", "the rack could not be restored after an interrupted run: "
-                                 + "; ".join(problems))
+            self.store.pause_if_active(c.num, "the rack could not be restored after an interrupted run: "
+                                       + "; ".join(problems))
             self.log(f"campaign #{c.num} paused: rack not restored: {'; '.join(problems)}")
             return False
         try:
@@ -1511,7 +1534,7 @@ class Scheduler:
             scenario, params, given, plan = prepare_run(c.scenario, case_argv(r.args), inv)
         except CtlError as exc:
             # The inventory changed since submit: this run cannot be planned. Pause, never guess.
-            self.store.set_state(c.num, "paused", f"{what} no longer valid: {exc.one_line()}")
+            self.store.pause_if_active(c.num, f"{what} no longer valid: {exc.one_line()}")
             self.log(f"campaign #{c.num} paused: {what} no longer valid: {exc.one_line()}")
             return
         self.store.set_activity(c.num, f"health check before {what}")
@@ -1522,13 +1545,17 @@ class Scheduler:
         hid = self.store.add_health(c.num, health.ok, health.reasons, health.details)
         if not health.ok:
             reason = "health check failed before " + what + ": " + "; ".join(health.reasons)
-            self.store.set_state(c.num, "paused", reason)
-            self.log(f"campaign #{c.num} PAUSED: {reason}")
+            if self.store.pause_if_active(c.num, reason):
+                self.log(f"campaign #{c.num} PAUSED: {reason}")
             await self._emit(telemetry, c.num)
+            return
+        if self.stopping:
             return
         runs_root = Path(c.runs_root)
         rid = campaign_run_id(scenario, given, params, c.num, seq, r.repetition, r.attempts + 1)
         attempt = self.store.start_attempt(c.num, seq, rid, runs_root / rid, hid)
+        if attempt is None:  # paused or cancelled while the health check ran
+            return
         self.store.set_activity(c.num, f"{what}, attempt {attempt}: {rid}")
         self.log(f"campaign #{c.num}: {what}, attempt {attempt}: {rid}")
         prefix = f"[#{c.num} {seq}/{total}] "

@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -203,8 +204,34 @@ def plan_lab(inv: Inventory, *, dnpipe_binary: str | None = None) -> LabPlan:
             "ip", "netns", "exec", ns_name(inv, h), "unshare", "--mount", "--uts", "--propagation", "private",
             "sh", "-c", _SSHD_BOOT, "ctl-sshd", str(v.runtime_dir / "shellrc"),
             h, "/usr/sbin/sshd", "-D", "-e", "-f", str(d / "sshd_config")), str(d / "sshd.log")))
+    plan.daemons += modem_test_doubles(inv)
     plan.files[str(v.runtime_dir / "shellrc")] = _CLEAN_SHELL_RC
     return plan
+
+
+def modem_test_doubles(inv: Inventory) -> list[Daemon]:
+    """TEST DOUBLES standing in for modem hardware (we have none): one AT modem emulator per modem host.
+
+    For a modem host with a serial AT family whose `device` is a relative path, the emulator of
+    nodes/modem/emulator.py (run by nodes/fieldlog/modem_double.py) answers on a pseudo-terminal in the
+    host's namespace, replaying field_test_trace() on the wall clock, and links the pty at
+    `<runtime_dir>/hosts/<host>/<device>` -- the path `ctl field` resolves a relative device to on a
+    virtual rack. An absolute device (a real modem passed into a namespace) gets no double.
+    """
+    script = Path(__file__).resolve().parent.parent / "nodes" / "fieldlog" / "modem_double.py"
+    out: list[Daemon] = []
+    for h in sorted(inv.hosts):
+        modem = inv.hosts[h].modem
+        if inv.hosts[h].role is not Role.MODEM_HOST or modem is None or not modem.family.startswith("at-"):
+            continue
+        dev = Path(modem.device)
+        if dev.is_absolute() or ".." in dev.parts:
+            continue
+        d = host_dir(inv, h)
+        out.append(Daemon("modem-test-double", h, (
+            "ip", "netns", "exec", ns_name(inv, h), sys.executable, str(script), "--link", str(d / dev),
+            "--family", modem.family), str(d / "modem-test-double.log")))
+    return out
 
 
 # ---- execution ----------------------------------------------------------------------------
@@ -342,7 +369,10 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
         st = read_state(inv)
         assert st is not None
         return st
-    if read_state(inv) is not None or any(ns in _list_netns() for ns in plan_lab(inv).namespaces):
+    st = read_state(inv)
+    if st is not None and set(st.namespaces) <= set(_list_netns()) and st.namespaces:
+        return repair(inv, st)  # the topology is intact: restart only what died (e.g. InfluxDB)
+    if st is not None or any(ns in _list_netns() for ns in plan_lab(inv).namespaces):
         lab_down(inv)  # a half-built or broken rack: remove what it recorded, then rebuild
     plan = plan_lab(inv, dnpipe_binary=dnpipe_binary)
     log: list[dict] = []
@@ -392,6 +422,28 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
     return state
 
 
+def repair(inv: Inventory, st: LabState) -> LabState:
+    """Restart the rack's daemons that died (same argv, same data), leaving the rest alone."""
+    for i, p in enumerate(st.processes):
+        if _proc_alive(p["pid"], p.get("start_time")):
+            continue
+        if p["name"] == "influxd":
+            server = managed_influx(inv)
+            assert server is not None
+            if not server.health():
+                proc = server.start()
+                st.processes[i] = {**p, "pid": proc.pid, "start_time": proc_start_time(proc.pid)}
+        else:
+            log = p.get("log") or str(host_dir(inv, p["host"]) / f"{p['name']}.log")
+            d = Daemon(p["name"], p["host"], tuple(p["argv"]), log)
+            st.processes[i] = {**_start_daemon(d), "log": log}
+        _save_state(inv, st)
+    server = managed_influx(inv)
+    if server is not None:
+        server.setup()
+    return st
+
+
 def _wait_dnpipe(inv: Inventory, d: Daemon, deadline: float) -> None:
     sock = Path(d.argv[d.argv.index("--control") + 1])
     while time.monotonic() < deadline:
@@ -413,7 +465,7 @@ def _start_daemon(d: Daemon) -> dict:
         raise LabError(f"{d.name} on {d.host} exited at once (status {p.returncode}); see {d.log}")
     # `ip netns exec` execs its command, so the PID stays the daemon's (sshd -D, dnpipe run).
     return {"name": d.name, "host": d.host, "pid": p.pid, "argv": list(d.argv),
-            "start_time": proc_start_time(p.pid)}
+            "start_time": proc_start_time(p.pid), "log": d.log}
 
 
 def _save_state(inv: Inventory, state: LabState) -> None:

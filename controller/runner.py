@@ -97,7 +97,6 @@ class Run:
         self.telemetry: TelemetryHub | None = None
         self.writer: InfluxWriter | None = None
         self.nstat: dict[str, list[str]] = {}
-        self.monitors: dict[str, Any] = {}
         self.monitor_text: dict[str, str] = {}
         self.window = (0.0, 0.0)
 
@@ -226,7 +225,8 @@ class Run:
                                      self.plan.flows, versions)
         await self.telemetry.start(self.sessions)
         for h in self.plan.mptcp_hosts:
-            self.monitors[h] = await self.sessions[h].spawn(("ip", "mptcp", "monitor"), note="MPTCP events")
+            # started before any traffic: the monitor misses events of connections older than itself
+            await self.telemetry.start_monitor(self.sessions[h], h)
         await self._nstat("before")
         self.progress(f"traffic: {len(self.plan.flows)} flows for {self.plan.duration_s:g} s")
         await self.traffic.start_servers()
@@ -249,6 +249,7 @@ class Run:
         clients.result()
         t1 = time.time()
         self.window = (t0, t1)
+
         await self.traffic.collect_servers()
         await self._nstat("after")
         self.record.manifest["flows"] = [r.to_json() for r in self.traffic.runs]
@@ -299,20 +300,25 @@ class Run:
                         self.record.write_raw(r.spec.client, f"iperf3-{r.spec.name}.client.json", r.client_json)
                     if r.server_json:
                         self.record.write_raw(r.spec.server, f"iperf3-{r.spec.name}.server.json", r.server_json)
-        for h, p in self.monitors.items():
-            if h in skip:
-                continue
-            try:
-                await p.terminate(grace=1)
-                text = "\n".join([l async for l in p.lines()]) if not self.dry_run else ""
-            except (SSHError, Exception):
-                text = ""
-            await p.wait(3)
-            self.monitor_text[h] = text
-            if not self.dry_run:
-                self.record.write_raw(h, "mptcp-monitor.txt", text + ("\n" if text else ""))
         if self.telemetry is not None:
+            for h in self.plan.mptcp_hosts:
+                stream = self.telemetry.streams.get(f"{h}:monitor")
+                if stream is not None and h not in skip:
+                    await stream.proc.terminate(grace=1)
             await self.telemetry.stop()
+            for h in self.plan.mptcp_hosts:
+                text = self.telemetry.monitor_text(h)
+                self.monitor_text[h] = text
+                if not self.dry_run:
+                    self.record.write_raw(h, "mptcp-monitor.txt", text + ("\n" if text else ""))
+        if not self.dry_run and self.window[1] and not skip:
+            # Offsets again at the end (samplers stopped, so the controller is idle and the
+            # estimate unbiased): the drift over the run says how far host stamps can be trusted.
+            res = await asyncio.gather(*(measure_clock_offset(s) for s in self.sessions.values()))
+            self.record.manifest["clock_offsets"]["end"] = [o.to_json() for o in res]
+            start = {o["host"]: o["measured_s"] for o in self.record.manifest["clock_offsets"].get("start", [])}
+            self.record.manifest["clock_offsets"]["drift_s"] = {o.host: o.measured_s - start.get(o.host, 0.0)
+                                                                for o in res}
 
     async def restore(self) -> list[str]:
         """Bring every changed host back to what it was; returns problems (empty when all is well)."""

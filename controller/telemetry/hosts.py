@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -181,6 +182,48 @@ class SubflowTracker:
         return out
 
 
+class MptcpConnTracker:
+    """`ss -MinH` -> one `mptcp_conn` point per MPTCP connection of a flow (subflows, addresses)."""
+
+    def __init__(self, host: str, flow_ports: Mapping[int, str]):
+        self.host = host
+        self.flow_ports = flow_ports
+
+    def __call__(self, text: str, t: int) -> list[Point]:
+        from controller.parsers import ss
+        out = []
+        for sock in ss.parse(text, netid="mptcp", allow_empty=True):
+            m = sock.mptcp
+            if m is None:
+                continue
+            lp, pp = sock.local.port, sock.peer.port
+            flow = self.flow_ports.get(pp) or self.flow_ports.get(lp)
+            if flow is None:
+                continue
+            fields: dict[str, Any] = {"subflows_added": m.subflows, "add_addr_signal": m.add_addr_signal,
+                                      "add_addr_accepted": m.add_addr_accepted, "fallback": m.fallback,
+                                      "remote_key": m.remote_key}
+            out.append(Point("mptcp_conn", {"host": self.host, "flow": flow, "token": m.token or "",
+                                            "role": "client" if pp in self.flow_ports else "server"}, fields, t))
+        return out
+
+
+class CounterDeltas:
+    """`nstat -asz MPTcp*` -> one `mptcp_counters` point: every counter's growth since the first sample."""
+
+    def __init__(self, host: str):
+        self.host = host
+        self.first: dict[str, int] | None = None
+
+    def __call__(self, text: str, t: int) -> list[Point]:
+        from controller.parsers import nstat
+        values = {k.removeprefix("MPTcpExt"): v for k, v in nstat.parse(text).values.items()}
+        if self.first is None:
+            self.first = values
+        fields = {k: v - self.first.get(k, 0) for k, v in values.items()}
+        return [Point("mptcp_counters", {"host": self.host}, fields, t)] if fields else []
+
+
 class TelemetryHub:
     """Starts the samplers of a run, collects their points, spools them."""
 
@@ -198,6 +241,7 @@ class TelemetryHub:
         self.streams: dict[str, HostStream] = {}
         self.parse_errors: list[str] = []
         self.lost: dict[str, str] = {}
+        self.monitor_lines: dict[str, list[str]] = {}
         self._lost_event = asyncio.Event()
 
     def emit(self, points: list[Point]) -> None:
@@ -227,6 +271,13 @@ class TelemetryHub:
             if host in traffic_hosts:
                 probes.append({"name": "ss", "argv": ["ss", "-tinH"], "every": 1, "timeout": 2})
                 parsers["ss"] = SubflowTracker(self.inv, host, flow_ports)
+            if host in self.plan.mptcp_hosts:
+                # MPTCP connection-level info and the MPTcpExt counters, once a second.
+                every = max(1, round(1.0 / INTERVAL_S))
+                probes.append({"name": "ssM", "argv": ["ss", "-MinH"], "every": every, "timeout": 2})
+                parsers["ssM"] = MptcpConnTracker(host, flow_ports)
+                probes.append({"name": "nstat", "argv": ["nstat", "-asz", "MPTcp*"], "every": every, "timeout": 2})
+                parsers["nstat"] = CounterDeltas(host)
             shaper = self.shapers.get(host)
             if shaper is not None and hasattr(shaper, "counters_probe"):
                 for pr in shaper.counters_probe():
@@ -240,6 +291,41 @@ class TelemetryHub:
         for host, shaper in sorted(self.shapers.items()):
             if host in sessions and (hasattr(shaper, "counter_stream") or hasattr(shaper, "sampler_argv")):
                 await self._start_counter_stream(host, shaper, sessions[host])
+
+    async def start_monitor(self, session: Any, host: str) -> None:
+        """`ip mptcp monitor` on a host: events become `mptcp_event` points as they arrive
+        (stamped on arrival at the controller: the monitor prints no time of its own)."""
+        proc = await session.spawn(("ip", "mptcp", "monitor"), note="MPTCP events")
+        lines = self.monitor_lines.setdefault(host, [])
+
+        async def consume() -> None:
+            from controller.parsers import ip_mptcp
+            try:
+                async for line in proc.lines():
+                    lines.append(line)
+                    try:
+                        events = ip_mptcp.parse_monitor(line)
+                    except Exception as exc:
+                        self.parse_errors.append(f"{host} monitor: {exc!r}"[:300])
+                        continue
+                    t = time.time_ns()
+                    for ev in events:
+                        fields = {k: v for k, v in (("saddr", ev.saddr_norm), ("daddr", ev.daddr_norm),
+                                                    ("sport", ev.sport), ("dport", ev.dport), ("locid", ev.locid),
+                                                    ("remid", ev.remid), ("backup", ev.backup),
+                                                    ("error", ev.error)) if v is not None}
+                        fields["line"] = line.strip()
+                        self.emit([Point("mptcp_event", {"host": host, "event": ev.event, "token": ev.token or ""},
+                                         fields, t)])
+            except SSHError as exc:
+                self.on_stream_lost(host, exc)
+        stream = HostStream(self, host, [], [], {}, 0)
+        stream.proc = proc
+        stream.task = asyncio.ensure_future(consume())
+        self.streams[f"{host}:monitor"] = stream
+
+    def monitor_text(self, host: str) -> str:
+        return "\n".join(self.monitor_lines.get(host, []))
 
     def _pipe_parser(self, host: str, shaper: Any, probe: str) -> Callable[[str, int], list[Point]]:
         def parse(text: str, t: int) -> list[Point]:

@@ -225,8 +225,15 @@ class InfluxWriter:
                 err = None
                 break
             except Exception as exc:
-                err = f"{type(exc).__name__}: {str(exc)[:200]}"
+                err = f"{type(exc).__name__}: {str(exc)[:200]}" if str(exc) else type(exc).__name__
                 await asyncio.sleep(1.0)
+        if err is not None:
+            # Say in the record why points are still pending (InfluxDB hung, down, refusing).
+            st = PushState.load(self.run_dir)
+            st.last_error = err
+            st.save(self.run_dir)
+            if err not in self.errors:
+                self.errors.append(err)
         self._sender.close()
         return err is None and pending_points(self.run_dir) == 0, err
 

@@ -27,10 +27,12 @@ def query_counts(rack, **tags: str) -> Counter:
 def query_values(rack, measurement: str, field: str, **tags: str) -> list[tuple[int, object]]:
     flt = " and ".join([f'r["_measurement"] == "{measurement}"', f'r["_field"] == "{field}"'] +
                        [f'r["{k}"] == "{v}"' for k, v in tags.items()])
-    q = (f'from(bucket: "{rack.inventory.influxdb.bucket}") |> range(start: 0) |> filter(fn: (r) => {flt})')
+    # Flux gives the time as integer nanoseconds: the client library would round it to microseconds.
+    q = (f'from(bucket: "{rack.inventory.influxdb.bucket}") |> range(start: 0) |> filter(fn: (r) => {flt}) '
+         f'|> map(fn: (r) => ({{r with t_ns: int(v: r._time)}}))')
     out = []
     with client(rack) as c:
         for table in c.query_api().query(q):
             for rec in table.records:
-                out.append((int(rec.get_time().timestamp() * 1e9), rec.get_value()))
+                out.append((int(rec.values["t_ns"]), rec.get_value()))
     return sorted(out)

@@ -1,0 +1,165 @@
+"""`ctl field start|status|stop|report`: field tests on modem hosts (see controller/field.py)."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from typing import Any
+
+from controller.cli import _inventory, _print_json, extension
+from controller.errors import CtlError, ParameterError
+from controller.results import find_run
+from controller.settings import runs_dir
+
+
+def _say(quiet: bool):
+    def say(msg: str) -> None:
+        if not quiet:
+            print(msg, file=sys.stderr, flush=True)
+    return say
+
+
+def _token(inv, say) -> str | None:
+    if inv.influxdb is None:
+        say("no InfluxDB in the inventory: the logger keeps its points in its spool only")
+        return None
+    try:
+        return inv.influxdb.token.resolve("influxdb token")
+    except ParameterError as exc:
+        say(f"InfluxDB token not available ({exc.one_line()}): the logger only spools; after "
+            "`ctl field report RUN`, `ctl metrics push RUN` sends the points")
+        return None
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    from controller import field
+    from controller.units import parse_duration
+    inv = _inventory(args)
+    opts = field.FieldOptions(
+        workload=args.workload, duration_s=parse_duration(args.duration, what="--duration") if args.duration else None,
+        server=args.server, rate=args.rate, torrent=args.torrent, torrent_out=args.torrent_out, ping=args.ping)
+    field.check_hosts(inv, args.host)
+    field.check_options(opts)
+    if inv.kind == "virtual":
+        from controller.labops import ensure_lab
+        if ensure_lab(inv):
+            _say(args.quiet)(f"virtual rack {inv.name} was down: brought it up")
+    say = _say(args.quiet)
+    out = asyncio.run(field.start(inv, args.host, opts, runs_dir(args.runs_dir), _token(inv, say), say))
+    failed = {h: r for h, r in out["hosts"].items() if "error" in r}
+    if args.json:
+        _print_json(out)
+    else:
+        for h, r in out["hosts"].items():
+            if "error" in r:
+                print(f"{h}: FAILED: {r['error']}")
+            else:
+                print(f"{h}: {r['action']} run {r.get('run_id')} (logger pid {r.get('pid')})")
+        if out["record"]:
+            print(f"record: {out['record']}")
+    return 1 if failed else 0
+
+
+def _age(s: Any) -> str:
+    return "-" if s is None else f"{s:.0f}s ago"
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from controller import field
+    inv = _inventory(args)
+    out = asyncio.run(field.status(inv, args.host or []))
+    if args.json:
+        _print_json(out)
+        return 0
+    print(f"{'host':<8} {'state':<11} {'run':<48} {'pid':>7} {'seq':>6} {'last':>9} {'modem':>7} "
+          f"{'spool':>7} {'pending':>7}  push")
+    for h, st in out.items():
+        if "error" in st:
+            print(f"{h:<8} {st['state']:<11} {st['error']}")
+            continue
+        last = st.get("last") or {}
+        print(f"{h:<8} {st.get('state', '-'):<11} {str(st.get('run_id') or '-'):<48} {str(st.get('pid') or '-'):>7} "
+              f"{str(last.get('seq', '-')):>6} {_age(last.get('age_s')):>9} {st.get('modem_ok_last_min', '-'):>7} "
+              f"{st.get('spool_points', 0):>7} {st.get('pending_points', 0):>7}  "
+              f"{st.get('push_error') or ('ok' if st.get('influx') else 'no InfluxDB')}")
+        if st.get("state") == "unfinished":
+            print(f"{'':<8} its logger is not running: `ctl field start --host {h}` resumes the run")
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from controller import field
+    inv = _inventory(args)
+    say = _say(args.quiet)
+    out = asyncio.run(field.stop(inv, args.host or [], runs_dir(args.runs_dir), say, fetch_after=not args.no_fetch))
+    if args.json:
+        _print_json(out)
+    else:
+        for h, r in out.items():
+            print(f"{h}: {r.get('error') or r.get('action')}" + (f" (run {r['run_id']})" if r.get("run_id") else ""))
+    return 1 if any("error" in r for r in out.values()) else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from controller import field
+    inv = _inventory(args)
+    say = _say(args.quiet)
+    rec = field.open_field_record(find_run(runs_dir(args.runs_dir), args.run))
+    if not args.no_fetch:
+        asyncio.run(field.fetch(inv, rec, say))
+    if not (rec.dir / "metrics.jsonl").exists():
+        raise CtlError(f"{rec.id}: nothing fetched yet (hosts unreachable?)")
+    t0 = time.monotonic()
+    summary = field.write_report(rec)
+    if args.json:
+        _print_json(summary)
+    else:
+        print(field.render_report(summary))
+        print()
+        print(f"run {rec.id}: {rec.manifest.get('status')}; report in {time.monotonic() - t0:.1f} s")
+        print(f"record: {rec.dir}")
+    return 0
+
+
+@extension
+def register(sub) -> None:
+    p = sub.add_parser("field", help="field tests on modem hosts: start, status, stop, report")
+    fs = p.add_subparsers(dest="field_action", required=True, parser_class=type(p))
+
+    s = fs.add_parser("start", help="start (or resume) the logger on modem hosts")
+    s.add_argument("--host", action="append", required=True, help="modem host (repeat for several)")
+    s.add_argument("--workload", choices=["iperf3", "torrent", "idle"], default="idle")
+    s.add_argument("--duration", help="wall time from the run's start, e.g. 2h (default: until stopped)")
+    s.add_argument("--server", help="iperf3 server HOST[:PORT] for --workload iperf3")
+    s.add_argument("--rate", help="iperf3 download rate asked of the server (-b), e.g. 2M")
+    s.add_argument("--torrent", help="torrent id for --workload torrent (path on the host, magnet, URL)")
+    s.add_argument("--torrent-out", help="download directory on the host (default: in the run's directory)")
+    s.add_argument("--ping", help="reference host for RTT and jitter (default: the InfluxDB host)")
+    s.add_argument("--runs-dir")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--quiet", "-q", action="store_true")
+    s.set_defaults(func=cmd_start)
+
+    st = fs.add_parser("status", help="what the loggers are doing (read from the hosts)")
+    st.add_argument("--host", action="append")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=cmd_status)
+
+    sp = fs.add_parser("stop", help="stop the loggers by PID, then fetch their spools")
+    sp.add_argument("--host", action="append")
+    sp.add_argument("--no-fetch", action="store_true")
+    sp.add_argument("--runs-dir")
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--quiet", "-q", action="store_true")
+    sp.set_defaults(func=cmd_stop)
+
+    r = fs.add_parser("report", help="fetch a field run's spools and write Table 1, Fig. 4, percentiles")
+    r.add_argument("run", nargs="?", help="field run id or path (default: the latest run)")
+    r.add_argument("--no-fetch", action="store_true", help="report from what was fetched before")
+    r.add_argument("--runs-dir")
+    r.add_argument("--json", action="store_true")
+    r.add_argument("--quiet", "-q", action="store_true")
+    r.set_defaults(func=cmd_report)
+    for sp_ in (s, st, sp, r):   # `ctl field start ... --inventory FILE` as with every other command
+        sp_.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help="rack description (YAML)")

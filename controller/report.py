@@ -1,0 +1,468 @@
+"""The morning report of a campaign: one self-contained HTML page and a Markdown file.
+
+Progress, failures (class, action, error), health checks, a table per case with the mean
+and the 95 % confidence interval over repetitions, the figures (a heatmap of the headline
+metric over two swept parameters per value of the others, e.g. RTT x loss per congestion
+control; box plots over repetitions with the mean and its CI), and a link to every run
+record by relative path. The HTML inlines its images as data: URIs and has no scripts, so
+it can be mailed or copied anywhere; the Markdown refers to the same PNGs next to it.
+
+Numbers come from each completed run's `summary.json`; nothing is recomputed from raw data.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+# Headline metric per scenario (a key of its summary; dotted paths reach into nested ones).
+PRIMARY_METRIC = {"distinct-bottleneck": "jain_index", "rtt-loss-sweep": "throughput_mbps"}
+# Default heatmap axes per scenario: (x, y, panels).
+DEFAULT_HEATMAP = {"rtt-loss-sweep": ("loss", "rtt", "cc")}
+
+# Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom.
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042)
+
+
+def t95(df: int) -> float:
+    if df < 1:
+        return math.nan
+    if df <= 30:
+        return _T95[df - 1]
+    # Coarse steps beyond 30 (t falls slowly): never smaller than the true quantile.
+    for limit, t in ((40, 2.042), (60, 2.021), (120, 2.000)):
+        if df <= limit:
+            return t
+    return 1.980
+
+
+@dataclass(frozen=True)
+class Stat:
+    n: int
+    mean: float | None
+    ci95: float | None     # half-width of the 95 % confidence interval of the mean (None: n < 2)
+    sd: float | None
+    min: float | None
+    max: float | None
+
+
+def mean_ci(values: Sequence[float]) -> Stat:
+    xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not xs:
+        return Stat(0, None, None, None, None, None)
+    m = statistics.fmean(xs)
+    if len(xs) < 2:
+        return Stat(1, m, None, None, xs[0], xs[0])
+    sd = statistics.stdev(xs)
+    return Stat(len(xs), m, t95(len(xs) - 1) * sd / math.sqrt(len(xs)), sd, min(xs), max(xs))
+
+
+def metrics_of(summary: Mapping[str, Any]) -> dict[str, float]:
+    """The numbers a summary offers for tables: top-level numbers, each flow's receiver
+    goodput (`<flow>_mbps`) and their sum (`total_mbps`)."""
+    out: dict[str, float] = {}
+    for k, v in summary.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            out[k] = float(v)
+    flows = summary.get("flows")
+    if isinstance(flows, list):
+        total, seen = 0.0, False
+        for f in flows:
+            if isinstance(f, dict) and isinstance(f.get("receiver_mbps"), (int, float)) and f.get("name"):
+                out[f"{f['name']}_mbps"] = float(f["receiver_mbps"])
+                total += float(f["receiver_mbps"])
+                seen = True
+        if seen and "total_mbps" not in out:
+            out["total_mbps"] = round(total, 3)
+    return out
+
+
+def lookup(summary: Mapping[str, Any], path: str) -> float | None:
+    """A metric by name (see `metrics_of`) or by dotted path into the summary."""
+    m = metrics_of(summary)
+    if path in m:
+        return m[path]
+    cur: Any = summary
+    for part in path.split("."):
+        if isinstance(cur, Mapping) and part in cur:
+            cur = cur[part]
+        else:
+            return None
+    return float(cur) if isinstance(cur, (int, float)) and not isinstance(cur, bool) else None
+
+
+def primary_metric(scenario: str, configured: str | None, available: Sequence[str]) -> str | None:
+    if configured:
+        return configured
+    want = PRIMARY_METRIC.get(scenario)
+    if want and want in available:
+        return want
+    if "total_mbps" in available:
+        return "total_mbps"
+    return available[0] if available else None
+
+
+def heatmap_axes(scenario: str, configured: Any, varied_values: Mapping[str, Sequence[str]]
+                 ) -> tuple[str, str, str | None] | None:
+    """(x, y, panels) for the heatmap, or None when fewer than two parameters vary."""
+    if configured is not None:
+        def norm(n: str | None) -> str | None:
+            return None if n is None else n.lstrip("-").replace("-", "_")
+        x, y = norm(configured.x), norm(configured.y)
+        assert x is not None and y is not None
+        return x, y, norm(configured.panels)
+    multi = [k for k, vs in varied_values.items() if len(vs) >= 2]
+    default = DEFAULT_HEATMAP.get(scenario)
+    if default and all(a is None or a in varied_values for a in default):
+        return default
+    if len(multi) < 2:
+        return None
+    return multi[1], multi[0], (multi[2] if len(multi) > 2 else None)
+
+
+# ---- gathering ---------------------------------------------------------------------------------
+
+@dataclass
+class CaseData:
+    index: int
+    varied: dict[str, str]
+    runs: list[Any]                       # RunRow
+    values: dict[str, list[float]]        # metric -> one value per completed repetition
+    records: list[tuple[int, str]]        # (repetition, record dir) of completed runs
+
+
+def _load_summary(record_dir: str) -> dict | None:
+    try:
+        return json.loads((Path(record_dir) / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def gather(store: Any, c: Any) -> dict:
+    runs = store.runs(c.num)
+    attempts = store.attempts(c.num)
+    by_seq: dict[int, list[Any]] = {}
+    for a in attempts:
+        by_seq.setdefault(a.seq, []).append(a)
+    cases: dict[int, CaseData] = {}
+    for r in runs:
+        cd = cases.setdefault(r.case_index, CaseData(r.case_index, r.varied, [], {}, []))
+        cd.runs.append(r)
+        if r.state != "done":
+            continue
+        ok = [a for a in by_seq.get(r.seq, []) if a.status == "completed"]
+        if not ok:
+            continue
+        s = _load_summary(ok[-1].record_dir)
+        cd.records.append((r.repetition, ok[-1].record_dir))
+        if s is None:
+            continue
+        for k, v in metrics_of(s).items():
+            cd.values.setdefault(k, []).append(v)
+        spec = c.spec()
+        if spec.report.metric and spec.report.metric not in cd.values:
+            v = lookup(s, spec.report.metric)
+            if v is not None:
+                cd.values.setdefault(spec.report.metric, []).append(v)
+    return {"runs": runs, "attempts": attempts, "by_seq": by_seq,
+            "cases": [cases[k] for k in sorted(cases)], "health": store.health_checks(c.num),
+            "events": store.events(c.num)}
+
+
+def varied_values(cases: Sequence[CaseData]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for cd in cases:
+        for k, v in cd.varied.items():
+            vals = out.setdefault(k, [])
+            if v not in vals:
+                vals.append(v)
+    return out
+
+
+# ---- figures -----------------------------------------------------------------------------------
+
+def _plt() -> Any:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def heatmap_figures(cases: Sequence[CaseData], metric: str, axes: tuple[str, str, str | None], out: Path,
+                    title: str) -> list[tuple[Path, str]]:
+    """One PNG: a panel per value of `panels`, cells = mean of `metric` over repetitions."""
+    plt = _plt()
+    x, y, panels = axes
+    vv = varied_values(cases)
+    xs, ys = vv.get(x, []), vv.get(y, [])
+    pvals: list[str | None] = list(vv.get(panels, [])) if panels else [None]
+    if not xs or not ys:
+        return []
+    means = [mean_ci(cd.values.get(metric, [])).mean for cd in cases]
+    finite = [m for m in means if m is not None]
+    if not finite:
+        return []
+    vmin, vmax = min(finite), max(finite)
+    fig, axs = plt.subplots(1, len(pvals), figsize=(1.2 + 0.9 * len(xs) * len(pvals) + 1.6 * len(pvals),
+                                                    1.4 + 0.55 * len(ys)), squeeze=False)
+    im = None
+    for ax, pv in zip(axs[0], pvals):
+        grid = [[math.nan for _ in xs] for _ in ys]
+        for cd in cases:
+            if panels and cd.varied.get(panels) != pv:
+                continue
+            if cd.varied.get(x) in xs and cd.varied.get(y) in ys:
+                m = mean_ci(cd.values.get(metric, [])).mean
+                grid[ys.index(cd.varied[y])][xs.index(cd.varied[x])] = math.nan if m is None else m
+        im = ax.imshow(grid, cmap="viridis", vmin=vmin, vmax=vmax if vmax > vmin else vmin + 1e-9, aspect="auto",
+                       origin="lower")
+        ax.set_xticks(range(len(xs)), xs)
+        ax.set_yticks(range(len(ys)), ys)
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        if panels:
+            ax.set_title(f"{panels} = {pv}", fontsize=10)
+        for i in range(len(ys)):
+            for j in range(len(xs)):
+                v = grid[i][j]
+                if not math.isnan(v):
+                    ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=8,
+                            color="white" if v < (vmin + vmax) / 2 else "black")
+    if im is not None:
+        fig.colorbar(im, ax=axs[0].tolist(), label=metric, shrink=0.9)
+    fig.suptitle(title, fontsize=11)
+    path = out / "heatmap.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return [(path, f"heatmap of {metric}: {y} x {x}" + (f" per {panels}" if panels else ""))]
+
+
+def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str) -> list[tuple[Path, str]]:
+    """Box plot per case over repetitions, every repetition as a dot, mean with its 95 % CI."""
+    plt = _plt()
+    data = [(cd, [v for v in cd.values.get(metric, [])]) for cd in cases]
+    data = [(cd, vs) for cd, vs in data if vs]
+    if not data:
+        return []
+    labels = [" ".join(f"{k}={v}" for k, v in cd.varied.items()) or "(fixed)" for cd, _ in data]
+    height = max(2.5, 0.38 * len(data) + 1.2)
+    fig, ax = plt.subplots(figsize=(8.5, height))
+    pos = list(range(1, len(data) + 1))
+    ax.boxplot([vs for _, vs in data], positions=pos, vert=False, widths=0.6, showfliers=False)
+    for p, (_cd, vs) in zip(pos, data):
+        ax.plot(vs, [p] * len(vs), "o", color="tab:blue", alpha=0.5, markersize=4)
+        st = mean_ci(vs)
+        if st.mean is not None:
+            ax.errorbar([st.mean], [p], xerr=[[st.ci95 or 0.0], [st.ci95 or 0.0]], fmt="D", color="tab:red",
+                        markersize=5, capsize=4, label="mean, 95% CI" if p == 1 else None)
+    ax.set_yticks(pos, labels, fontsize=8)
+    ax.set_xlabel(metric)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title(title, fontsize=11)
+    path = out / "boxplot.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return [(path, f"{metric} per case over repetitions (box: quartiles; red: mean and 95% CI)")]
+
+
+# ---- rendering -----------------------------------------------------------------------------------
+
+def _fmt(v: float | None, digits: int = 4) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return f"{v:.{digits}g}"
+
+
+def _when(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
+
+
+def _rel(target: str | Path, base: Path) -> str:
+    return os.path.relpath(Path(target).resolve(), base.resolve()).replace(os.sep, "/")
+
+
+def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
+    from controller.campaign import format_span, progress_of
+    out.mkdir(parents=True, exist_ok=True)
+    spec = c.spec()
+    g = gather(store, c)
+    cases: list[CaseData] = g["cases"]
+    p = progress_of(store, c)
+    metric_names: list[str] = []
+    for cd in cases:
+        for k in cd.values:
+            if k not in metric_names:
+                metric_names.append(k)
+    metric = primary_metric(c.scenario, spec.report.metric, metric_names)
+    shown = ([metric] if metric else []) + [m for m in metric_names if m != metric][:5]
+    figures: list[tuple[Path, str]] = []
+    if metric:
+        axes = heatmap_axes(c.scenario, spec.report.heatmap, varied_values(cases))
+        if axes is not None:
+            figures += heatmap_figures(cases, metric, axes, out, f"{c.name}: mean {metric}")
+        figures += box_figure(cases, metric, out, f"{c.name}: {metric} over repetitions")
+    attempts = g["attempts"]
+    failures = [a for a in attempts if a.klass and a.klass != "ok"]
+    rack_s = sum((a.finished or a.started) - a.started for a in attempts)
+    runs_by_seq = {r.seq: r for r in g["runs"]}
+    health = g["health"]
+    spreads = [h.details.get("clock_spread_s") for h in health if h.details.get("clock_spread_s") is not None]
+
+    # ---- the content, once, as rows; rendered to HTML and Markdown below ----
+    overview = [
+        ("campaign", f"#{c.num} {c.id}"), ("scenario", c.scenario), ("state", c.state + (f": {c.reason}" if c.reason else "")),
+        ("runs", f"{p.done} of {p.total} done, {p.failed} failed, {p.pending} pending, {p.running} running"
+                 + (f", {p.cancelled} cancelled" if p.cancelled else "")),
+        ("attempts", f"{len(attempts)} ({len(failures)} not completed)"),
+        ("order", spec.order + (f", seed {c.seed}" if c.seed is not None else "")),
+        ("repetitions", str(spec.repetitions)), ("pause", spec.pause), ("window", spec.window or "any time"),
+        ("submitted", _when(c.submitted)), ("started", _when(c.started)), ("finished", _when(c.finished)),
+        ("rack time", format_span(rack_s)), ("rack", c.inventory_name), ("campaign file", c.file_path),
+        ("file sha256", c.file_sha256), ("report written", _when(time.time())),
+    ]
+    case_head = ["case"] + list(varied_values(cases)) + ["n"] + [f"{m} mean ± 95% CI" for m in shown] + ["records"]
+    case_rows: list[list[tuple[str, str | None]]] = []  # (text, link)
+    for cd in cases:
+        row: list[tuple[str, str | None]] = [(str(cd.index + 1), None)]
+        row += [(cd.varied.get(k, ""), None) for k in varied_values(cases)]
+        row.append((str(len(cd.records)), None))
+        for m in shown:
+            st = mean_ci(cd.values.get(m, []))
+            row.append((f"{_fmt(st.mean)} ± {_fmt(st.ci95, 3)}" if st.ci95 is not None else _fmt(st.mean), None))
+        row += [(f"rep {rep}", _rel(d, out)) for rep, d in sorted(cd.records)]
+        case_rows.append(row)
+    fail_rows = []
+    for a in failures:
+        r = runs_by_seq.get(a.seq)
+        fail_rows.append([(str(a.seq), None), (" ".join(f"{k}={v}" for k, v in (r.varied if r else {}).items()), None),
+                          (str(r.repetition if r else ""), None), (str(a.attempt), None), (a.klass or "", None),
+                          (a.action or "", None), ((a.error or "")[:400], None), (a.run_id, _rel(a.record_dir, out))])
+    run_rows = []
+    for r in g["runs"]:
+        links = [(f"#{a.attempt} {a.status}", _rel(a.record_dir, out)) for a in g["by_seq"].get(r.seq, [])]
+        run_rows.append([(str(r.seq), None), (str(r.case_index + 1), None),
+                         (" ".join(f"{k}={v}" for k, v in r.varied.items()), None), (str(r.repetition), None),
+                         (r.state, None)] + links)
+    health_lines = [f"{len(health)} checks, {sum(1 for h in health if not h.ok)} failed"]
+    if spreads:
+        health_lines.append(f"clock spread between hosts: median {statistics.median(spreads) * 1e3:.3f} ms, "
+                            f"max {max(spreads) * 1e3:.3f} ms (bound {spec.health.max_clock_spread})")
+    for h in health:
+        if not h.ok:
+            health_lines.append(f"{_when(h.t)} FAILED: " + "; ".join(h.reasons))
+    events = [f"{_when(e['t'])} {e['kind']}: {e['message']}" for e in g["events"]]
+
+    html_path = out / "report.html"
+    html_path.write_text(_html(c, overview, figures, case_head, case_rows, fail_rows, run_rows, health_lines, events,
+                               metric, p))
+    md_path = out / "report.md"
+    md_path.write_text(_markdown(c, overview, figures, case_head, case_rows, fail_rows, run_rows, health_lines, events,
+                                 metric, out))
+    return html_path, md_path
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
+h1{font-size:1.5em} h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0} td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
+th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.bar{background:#eee;height:1.1em;width:100%;max-width:600px;display:flex;border-radius:3px;overflow:hidden}
+.done{background:#3a7} .failed{background:#d44} .state-paused,.state-cancelled{color:#b50;font-weight:bold}
+img{max-width:100%;border:1px solid #ddd;margin:.5em 0} pre{background:#f7f7f7;padding:.5em;overflow-x:auto;font-size:.8em}
+"""
+
+
+def _cell(text: str, link: str | None) -> str:
+    t = html.escape(text)
+    return f'<a href="{html.escape(link)}">{t}</a>' if link else t
+
+
+def _table_html(head: list[str], rows: list[list[tuple[str, str | None]]]) -> str:
+    width = max([len(head)] + [len(r) for r in rows])
+    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+           + ("<th></th>" * (width - len(head))) + "</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td>{_cell(t, l)}</td>" for t, l in r) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _html(c: Any, overview: list, figures: list, case_head: list, case_rows: list, fail_rows: list, run_rows: list,
+          health_lines: list, events: list, metric: str | None, p: Any) -> str:
+    done_pct = 100.0 * p.done / p.total if p.total else 0.0
+    fail_pct = 100.0 * p.failed / p.total if p.total else 0.0
+    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Campaign {html.escape(c.id)}"
+             f"</title><style>{_CSS}</style></head><body>",
+             f"<h1>Campaign {html.escape(c.name)} <small>#{c.num}</small></h1>",
+             f"<div class=\"bar\" title=\"{p.done} done, {p.failed} failed of {p.total}\">"
+             f"<div class=\"done\" style=\"width:{done_pct:.2f}%\"></div>"
+             f"<div class=\"failed\" style=\"width:{fail_pct:.2f}%\"></div></div>",
+             "<h2>Progress</h2><table>"]
+    for k, v in overview:
+        cls = f' class="state-{html.escape(c.state)}"' if k == "state" else ""
+        parts.append(f"<tr><th>{html.escape(k)}</th><td{cls}>{html.escape(str(v))}</td></tr>")
+    parts.append("</table>")
+    parts.append("<h2>Figures</h2>")
+    if not figures:
+        parts.append("<p>No completed runs with a summary yet.</p>")
+    for path, caption in figures:
+        data = base64.b64encode(path.read_bytes()).decode()
+        parts.append(f"<figure><img src=\"data:image/png;base64,{data}\" alt=\"{html.escape(caption)}\" "
+                     f"id=\"{html.escape(path.stem)}\"><figcaption>{html.escape(caption)}</figcaption></figure>")
+    parts.append(f"<h2>Per case</h2><p>Mean over completed repetitions ± half-width of the 95 % confidence "
+                 f"interval (Student's t); headline metric: <b>{html.escape(metric or '-')}</b>. "
+                 f"Values from each run's <code>summary.json</code>.</p>")
+    parts.append(_table_html(case_head, case_rows))
+    parts.append(f"<h2>Failures ({len(fail_rows)})</h2>")
+    parts.append(_table_html(["run", "case", "rep", "attempt", "class", "action", "error", "record"], fail_rows)
+                 if fail_rows else "<p>None.</p>")
+    parts.append("<h2>Health checks</h2><ul>" + "".join(f"<li>{html.escape(l)}</li>" for l in health_lines) + "</ul>")
+    parts.append("<h2>Runs</h2>")
+    parts.append(_table_html(["seq", "case", "parameters", "rep", "state", "attempts (records)"], run_rows))
+    parts.append("<h2>Events</h2><pre>" + html.escape("\n".join(events)) + "</pre>")
+    parts.append("<h2>Campaign file</h2><pre>" + html.escape(c.file_text) + "</pre>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def _md_cell(text: str, link: str | None) -> str:
+    t = text.replace("|", "\\|").replace("\n", " ")
+    return f"[{t}]({link})" if link else t
+
+
+def _table_md(head: list[str], rows: list[list[tuple[str, str | None]]]) -> str:
+    width = max([len(head)] + [len(r) for r in rows])
+    h = head + [""] * (width - len(head))
+    out = ["| " + " | ".join(h) + " |", "|" + "---|" * width]
+    for r in rows:
+        cells = [_md_cell(t, l) for t, l in r] + [""] * (width - len(r))
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def _markdown(c: Any, overview: list, figures: list, case_head: list, case_rows: list, fail_rows: list,
+              run_rows: list, health_lines: list, events: list, metric: str | None, out: Path) -> str:
+    parts = [f"# Campaign {c.name} (#{c.num})", "", "## Progress", ""]
+    parts += [f"- **{k}**: {v}" for k, v in overview]
+    parts += ["", "## Figures", ""]
+    for path, caption in figures:
+        parts += [f"![{caption}]({_rel(path, out)})", "", f"*{caption}*", ""]
+    parts += ["## Per case", "", f"Mean ± 95 % CI half-width over completed repetitions; headline metric "
+              f"`{metric or '-'}`.", "", _table_md(case_head, case_rows), ""]
+    parts += [f"## Failures ({len(fail_rows)})", ""]
+    parts += [_table_md(["run", "case", "rep", "attempt", "class", "action", "error", "record"], fail_rows)
+              if fail_rows else "None.", ""]
+    parts += ["## Health checks", ""] + [f"- {l}" for l in health_lines] + [""]
+    parts += ["## Runs", "", _table_md(["seq", "case", "parameters", "rep", "state", "attempts (records)"], run_rows), ""]
+    parts += ["## Events", "", "```", *events, "```", ""]
+    return "\n".join(parts)

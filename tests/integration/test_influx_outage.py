@@ -1,0 +1,88 @@
+"""InfluxDB down or slow during a run: the run goes on, the spool keeps every point, and
+InfluxDB ends up with exactly the points of the run record (count and values, no duplicates)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from controller.lab import proc_start_time
+from controller.telemetry.spool import iter_points
+from tests.integration.test_abort_and_safety import _wait_for_traffic
+from tests.support.influx import query_counts, query_values
+
+pytestmark = pytest.mark.integration
+
+
+def _influxd(rack) -> dict:
+    return next(p for p in rack.lab_state()["processes"] if p["name"] == "influxd")
+
+
+def _stop_influxd(rack) -> None:
+    pid = _influxd(rack)["pid"]
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    # (a zombie counts as gone: the fixture's process started it and reaps it later)
+    while proc_start_time(pid) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert proc_start_time(pid) is None
+
+
+def _expected(record: Path) -> Counter:
+    out: Counter = Counter()
+    for p in iter_points(record / "metrics.jsonl"):
+        for f, v in p.fields.items():
+            if v is not None and not (isinstance(v, float) and v != v):
+                out[(p.measurement, p.tags["host"], f)] += 1
+    return out
+
+
+def test_influxdb_restarted_mid_run_loses_nothing(rack):
+    proc = rack.popen("run", "distinct-bottleneck", "--link2", "20M", "--duration", "16")
+    _wait_for_traffic(proc)
+    time.sleep(2)
+    _stop_influxd(rack)
+    time.sleep(6)  # InfluxDB is down; the run goes on
+    up = rack.ctl("lab", "up")  # restarts only the dead daemon, on the same data
+    assert up.returncode == 0, up.stderr
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    record = Path(out.split("record: ")[1].split()[0])
+    m = json.loads((record / "manifest.json").read_text())
+    assert m["telemetry"]["influx"]["errors"], "the writer should have seen InfluxDB fail"
+    assert m["telemetry"]["influx"]["all_sent"] is True and m["telemetry"]["influx"]["pending"] == 0
+    assert query_counts(rack, run=m["run_id"]) == _expected(record)
+    # values too: the bridge's port counters, point by point, same timestamps
+    spooled = sorted((p.time_ns, p.fields["tx_bytes"]) for p in iter_points(record / "metrics.jsonl")
+                     if p.measurement == "iface" and p.tags["host"] == "br2" and p.tags["iface"] == "pb")
+    assert query_values(rack, "iface", "tx_bytes", run=m["run_id"], host="br2", iface="pb") == spooled
+
+
+def test_influxdb_hung_for_the_whole_run_then_metrics_push_exactly_once(rack):
+    # Frozen, not dead: the process is there (so `ctl run` does not restart it) but never answers.
+    pid = _influxd(rack)["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        p = rack.ctl("run", "distinct-bottleneck", "--link2", "20M", "--duration", "3")
+        assert p.returncode == 0, p.stderr
+        assert "points not sent yet" in p.stdout
+        record = Path(p.stdout.split("record: ")[1].split()[0])
+        state = json.loads((record / "metrics.influx.json").read_text())
+        assert state["offset"] == 0 and state["last_error"]
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    run_id = record.name
+    first = rack.ctl("metrics", "push", run_id, "--json")
+    assert first.returncode == 0, first.stderr
+    (r1,) = json.loads(first.stdout)
+    n = sum(1 for _ in open(record / "metrics.jsonl"))
+    assert r1["sent_now"] == n and r1["pending"] == 0
+    second = rack.ctl("metrics", "push", run_id, "--json")
+    (r2,) = json.loads(second.stdout)
+    assert r2["sent_now"] == 0 and r2["sent_total"] == n
+    assert query_counts(rack, run=run_id) == _expected(record)
