@@ -1,0 +1,336 @@
+"""controller.units: the one unit convention of the project, tested from its module docstring.
+
+Rates are int bit/s with decimal prefixes (lowercase b = bits, uppercase B = bytes); durations
+are float seconds; delays int microseconds with a mandatory unit; probabilities fractions in
+[0, 1] or percentages; sizes bytes with binary multiples; queues slots or bytes.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from controller.errors import ParameterError, UsageError
+from controller.units import (
+    Queue,
+    bdp_bytes,
+    format_delay,
+    format_probability,
+    format_rate,
+    format_rate_arg,
+    format_size,
+    parse_delay_us,
+    parse_duration,
+    parse_probability,
+    parse_queue,
+    parse_rate,
+    parse_size,
+)
+
+# ---- rates ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, bps", [
+    ("20M", 20_000_000),
+    ("100Mbit/s", 100_000_000),
+    ("100Mbps", 100_000_000),
+    ("1G", 1_000_000_000),
+    ("2.5M", 2_500_000),
+    ("500k", 500_000),
+    ("500K", 500_000),
+    ("1e6", 1_000_000),
+    ("20000000", 20_000_000),
+    ("20Mb", 20_000_000),           # lowercase b: bits
+    ("20mbit", 20_000_000),         # tc's spelling
+    ("100kbit/s", 100_000),
+    ("1Tbps", 10**12),
+    (" 20M ", 20_000_000),
+    (".5M", 500_000),
+])
+def test_parse_rate_bits(text, bps):
+    assert parse_rate(text) == bps
+    assert isinstance(parse_rate(text), int)
+
+
+@pytest.mark.parametrize("text, bps", [
+    ("10MB/s", 80_000_000),         # the docstring's example
+    ("20MB", 160_000_000),          # uppercase B: bytes
+    ("20KB/s", 160_000),
+    ("1Bps", 8),
+    ("1B/s", 8),
+])
+def test_parse_rate_bytes_are_times_eight(text, bps):
+    assert parse_rate(text) == bps
+
+
+def test_bit_and_byte_spellings_differ_by_eight():
+    assert parse_rate("10MB/s") == 8 * parse_rate("10Mb/s") == 8 * parse_rate("10Mbit/s")
+
+
+def test_parse_rate_numbers_are_bit_per_second():
+    assert parse_rate(20_000_000) == 20_000_000
+    assert parse_rate(1500.0) == 1500
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("-5M", "must be a positive rate"),
+    ("20Q", "unknown unit 'Q'"),
+    ("0", "must be a positive rate"),
+    ("", "is not a rate"),
+    ("nan", "is not a rate"),
+    ("inf", "is not a rate"),
+    ("20M/s", "unknown unit"),
+    ("0.4", "below 1 bit/s"),
+])
+def test_parse_rate_rejects(text, fragment):
+    with pytest.raises(ParameterError) as ei:
+        parse_rate(text, what="--link2")
+    assert fragment in str(ei.value)
+    assert str(ei.value).startswith("--link2: ")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1, 0, True])
+def test_parse_rate_rejects_numbers(value):
+    with pytest.raises(ParameterError):
+        parse_rate(value)
+
+
+def test_parse_rate_zero_only_when_allowed():
+    assert parse_rate("0", allow_zero=True) == 0
+    with pytest.raises(ParameterError):
+        parse_rate("0")
+
+
+def test_rate_errors_are_usage_errors_exit_2():
+    with pytest.raises(UsageError) as ei:
+        parse_rate("-5M")
+    assert ei.value.exit_code == 2
+
+
+@pytest.mark.parametrize("parse, text", [
+    (parse_rate, "1e400"),
+    (parse_duration, "1e400s"),
+    (parse_delay_us, "1e400ms"),
+    (parse_probability, "1e400%"),
+    (parse_size, "1e400"),
+])
+def test_huge_exponent_is_a_parameter_error_not_a_crash(parse, text):
+    # Bad input must be one line and exit 2 (README); an OverflowError would be a traceback.
+    with pytest.raises(ParameterError):
+        parse(text)
+
+
+# ---- durations -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, seconds", [
+    ("30", 30.0),                   # default unit: seconds
+    ("30s", 30.0),
+    ("1.5s", 1.5),
+    ("10min", 600.0),
+    ("1m", 60.0),
+    ("2h", 7200.0),
+    ("50ms", 0.05),
+    ("250us", 250e-6),
+    ("250µs", 250e-6),
+    ("1e3ms", 1.0),
+    (30, 30.0),
+    (2.5, 2.5),
+])
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == pytest.approx(seconds, rel=1e-12)
+
+
+def test_parse_duration_default_unit():
+    assert parse_duration("30", default_unit="ms") == pytest.approx(0.03)
+    with pytest.raises(ParameterError, match="needs a unit"):
+        parse_duration("30", default_unit=None)
+    with pytest.raises(ParameterError, match="needs a unit"):
+        parse_duration(30, default_unit=None)
+    assert parse_duration("30s", default_unit=None) == 30.0
+
+
+@pytest.mark.parametrize("text", ["0", "0s", "-1s", "5x", "", "nan", True])
+def test_parse_duration_rejects(text):
+    with pytest.raises(ParameterError):
+        parse_duration(text)
+
+
+def test_parse_duration_zero_when_allowed():
+    assert parse_duration("0s", allow_zero=True) == 0.0
+
+
+# ---- delays --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, us", [
+    ("50ms", 50_000),
+    ("0.5ms", 500),
+    ("800ms", 800_000),
+    ("2s", 2_000_000),
+    ("250us", 250),
+    ("1us", 1),
+    ("0.001ms", 1),
+    ("0.1ms", 100),
+    ("0.3ms", 300),
+    ("123.456ms", 123_456),
+    ("0", 0),                       # zero needs no unit
+    ("0.0", 0),
+    ("0ms", 0),
+    (0, 0),
+])
+def test_parse_delay_us(text, us):
+    got = parse_delay_us(text)
+    assert got == us and isinstance(got, int)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("50", "needs a unit"),         # a delay's unit is mandatory
+    (50, "needs a unit"),
+    ("1.5us", "finer than 1 microsecond"),
+    ("0.0015ms", "finer than 1 microsecond"),
+    ("-5ms", "not a duration"),
+])
+def test_parse_delay_rejects(text, fragment):
+    with pytest.raises(ParameterError) as ei:
+        parse_delay_us(text, what="--delay")
+    assert fragment in str(ei.value)
+    assert str(ei.value).startswith("--delay: ")
+
+
+# ---- probabilities -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, p", [
+    ("0.01%", 0.0001),
+    ("1%", 0.01),
+    ("0.5 %", 0.005),
+    ("100%", 1.0),
+    ("0.05", 0.05),                 # no % sign: a fraction
+    ("0", 0.0),
+    ("1", 1.0),
+    (0.3, 0.3),
+])
+def test_parse_probability(text, p):
+    assert parse_probability(text) == pytest.approx(p, rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("text", ["101%", "1.5", 1.01, "-1%", "nan", "x%", True])
+def test_parse_probability_rejects(text):
+    with pytest.raises(ParameterError):
+        parse_probability(text)
+
+
+def test_probability_over_100_percent_message():
+    with pytest.raises(ParameterError, match=r"outside 0\.\.1 \(0%\.\.100%\)"):
+        parse_probability("101%", what="--plr")
+
+
+# ---- sizes and queues ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, n", [
+    ("1500", 1500),
+    ("1500B", 1500),
+    ("64KB", 65536),                # binary, as dummynet reads `queue 64KBytes`
+    ("64kB", 65536),
+    ("64K", 65536),
+    ("64KiB", 65536),
+    ("64KBytes", 65536),
+    ("1.5KB", 1536),
+    ("100MiB", 100 * 1024**2),
+    ("1MB", 1024**2),
+    ("1GB", 1024**3),
+    (1500, 1500),
+])
+def test_parse_size_binary(text, n):
+    assert parse_size(text) == n
+
+
+@pytest.mark.parametrize("text", ["0", "0.5", "64Kbit", "-5", 0, -5, "", True])
+def test_parse_size_rejects(text):
+    with pytest.raises(ParameterError):
+        parse_size(text)
+
+
+@pytest.mark.parametrize("text, queue", [
+    ("50", Queue(slots=50)),
+    ("50slots", Queue(slots=50)),
+    ("1slot", Queue(slots=1)),
+    ("50 pkts", Queue(slots=50)),
+    ("50packets", Queue(slots=50)),
+    (50, Queue(slots=50)),
+    ("64KB", Queue(bytes=65536)),
+    ("64KiB", Queue(bytes=65536)),
+    ("30000B", Queue(bytes=30000)),
+])
+def test_parse_queue_slots_vs_bytes(text, queue):
+    q = parse_queue(text)
+    assert q == queue
+    assert (q.slots is None) != (q.bytes is None)
+
+
+@pytest.mark.parametrize("text", ["0", "0slots", 0, "-5", True])
+def test_parse_queue_rejects(text):
+    with pytest.raises(ParameterError):
+        parse_queue(text)
+
+
+def test_queue_exactly_one_bound():
+    with pytest.raises(ParameterError):
+        Queue()
+    with pytest.raises(ParameterError):
+        Queue(slots=5, bytes=1000)
+    with pytest.raises(ParameterError):
+        Queue(slots=0)
+
+
+def test_queue_json_and_text():
+    assert Queue(slots=50).to_json() == {"slots": 50}
+    assert Queue(bytes=65536).to_json() == {"bytes": 65536}
+    for q in (Queue(slots=50), Queue(bytes=65536)):
+        assert Queue.from_json(q.to_json()) == q
+    assert str(Queue(slots=50)) == "50 slots"
+    assert str(Queue(bytes=65536)) == "64KiB"
+
+
+# ---- BDP and formatters --------------------------------------------------------------------
+
+
+def test_bdp_bytes():
+    assert bdp_bytes(20_000_000, 50_000) == 125_000          # 20 Mbit/s x 50 ms / 8
+    assert bdp_bytes(100_000_000, 100_000) == 1_250_000
+    assert bdp_bytes(1, 1) == 1                               # rounded up, never 0
+    assert bdp_bytes(8, 1_000_000) == 1
+    assert bdp_bytes(9, 1_000_000) == 2                       # 1.125 bytes -> 2
+
+
+@pytest.mark.parametrize("bps, text", [
+    (20_000_000, "20M"),
+    (2_500_000, "2500k"),
+    (1_000_000_000, "1G"),
+    (100 * 10**9, "100G"),
+    (64_000, "64k"),
+    (1_001_000, "1001k"),
+    (1500, "1500"),
+    (999, "999"),
+    (1, "1"),
+])
+def test_format_rate_arg_round_trip(bps, text):
+    assert format_rate_arg(bps) == text
+    assert parse_rate(format_rate_arg(bps)) == bps
+
+
+def test_human_formatters():
+    assert format_rate(None) == "unlimited"
+    assert format_rate(20_000_000) == "20 Mbit/s"
+    assert format_rate(1_000_000_000) == "1 Gbit/s"
+    assert format_rate(999) == "999 bit/s"
+    assert format_delay(50_000) == "50ms"
+    assert format_delay(1500) == "1.5ms"
+    assert parse_delay_us(format_delay(1500)) == 1500
+    assert format_size(65536) == "64KiB"
+    assert format_size(1500) == "1500B"
+    assert parse_size(format_size(65536)) == 65536
+    assert format_probability(0.0001) == "0.01%"
+    assert math.isclose(parse_probability(format_probability(0.0001)), 0.0001)
