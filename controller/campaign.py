@@ -445,8 +445,8 @@ def classify(status: str, exit_code: int | None, error: str | None, error_type: 
     if status == "invalid":
         return "result-invalid"
     if status == "aborted":
-        if (exit_code is not None and exit_code > 128) or err.startswith("interrupted by") \
-                or "died before restoring" in err:
+        if (exit_code is not None and exit_code > 128) or err.startswith("interrupted") \
+                or "controller died before" in err or "died before restoring" in err:
             return "interrupted"
         if err.startswith("lost a host"):
             return "host-unreachable"
@@ -978,15 +978,15 @@ class Store:
                        "last_class=?, last_error=?, run_id=COALESCE(?, run_id) WHERE campaign=? AND seq=?",
                        (decision.run_state, int(decision.counts_failure), int(decision.counts_interruption),
                         decision.not_before, None if klass == "ok" else klass, error, run_id, num, seq))
+            if klass != "ok":
+                self._event(db, num, now, "attempt", f"run {seq} attempt {attempt}: {klass} -> {decision.action}"
+                            + (f": {error}" if error else ""))
             if decision.action == "pause":
                 st = db.execute("SELECT state FROM campaigns WHERE num=?", (num,)).fetchone()["state"]
                 if st in ("queued", "running"):
                     db.execute("UPDATE campaigns SET state='paused', reason=?, updated=? WHERE num=?",
                                (decision.pause_reason, now, num))
                     self._event(db, num, now, "paused", decision.pause_reason or "paused by the retry policy")
-            if klass != "ok":
-                self._event(db, num, now, "attempt", f"run {seq} attempt {attempt}: {klass} -> {decision.action}"
-                            + (f": {error}" if error else ""))
 
     def clear_abort(self, num: int) -> None:
         with self.tx() as db:

@@ -152,7 +152,7 @@ def check_hosts(inv: Inventory, hosts: Sequence[str]) -> list[str]:
         if h not in inv.hosts:
             raise UsageError(f"no host {h!r} in inventory {inv.name} (modem hosts: {', '.join(known)})")
         if h not in known:
-            raise UsageError(f"host {h} is a {inv.hosts[h].role.value}, not a modem-host")
+            raise UsageError(f"host {h} has role {inv.hosts[h].role.value}, not modem-host")
     return list(dict.fromkeys(hosts))
 
 

@@ -213,7 +213,7 @@ def heatmap_figures(cases: Sequence[CaseData], metric: str, axes: tuple[str, str
         return []
     vmin, vmax = min(finite), max(finite)
     fig, axs = plt.subplots(1, len(pvals), figsize=(1.2 + 0.9 * len(xs) * len(pvals) + 1.6 * len(pvals),
-                                                    1.4 + 0.55 * len(ys)), squeeze=False)
+                                                    1.8 + 0.55 * len(ys)), squeeze=False, layout="constrained")
     im = None
     for ax, pv in zip(axs[0], pvals):
         grid = [[math.nan for _ in xs] for _ in ys]
@@ -238,10 +238,10 @@ def heatmap_figures(cases: Sequence[CaseData], metric: str, axes: tuple[str, str
                     ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=8,
                             color="white" if v < (vmin + vmax) / 2 else "black")
     if im is not None:
-        fig.colorbar(im, ax=axs[0].tolist(), label=metric, shrink=0.9)
+        fig.colorbar(im, ax=axs[0].tolist(), label=metric)
     fig.suptitle(title, fontsize=11)
     path = out / "heatmap.png"
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    fig.savefig(path, dpi=110)
     plt.close(fig)
     return [(path, f"heatmap of {metric}: {y} x {x}" + (f" per {panels}" if panels else ""))]
 
@@ -255,9 +255,12 @@ def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str) ->
         return []
     labels = [" ".join(f"{k}={v}" for k, v in cd.varied.items()) or "(fixed)" for cd, _ in data]
     height = max(2.5, 0.38 * len(data) + 1.2)
-    fig, ax = plt.subplots(figsize=(8.5, height))
+    fig, ax = plt.subplots(figsize=(8.5, height), layout="constrained")
     pos = list(range(1, len(data) + 1))
-    ax.boxplot([vs for _, vs in data], positions=pos, vert=False, widths=0.6, showfliers=False)
+    try:  # matplotlib >= 3.10 names it `orientation`; `vert` goes away in 3.13
+        ax.boxplot([vs for _, vs in data], positions=pos, orientation="horizontal", widths=0.6, showfliers=False)
+    except TypeError:
+        ax.boxplot([vs for _, vs in data], positions=pos, vert=False, widths=0.6, showfliers=False)
     for p, (_cd, vs) in zip(pos, data):
         ax.plot(vs, [p] * len(vs), "o", color="tab:blue", alpha=0.5, markersize=4)
         st = mean_ci(vs)
@@ -270,7 +273,7 @@ def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str) ->
     ax.legend(loc="best", fontsize=8)
     ax.set_title(title, fontsize=11)
     path = out / "boxplot.png"
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    fig.savefig(path, dpi=110)
     plt.close(fig)
     return [(path, f"{metric} per case over repetitions (box: quartiles; red: mean and 95% CI)")]
 

@@ -251,6 +251,9 @@ class Run:
         self.window = (t0, t1)
 
         await self.traffic.collect_servers()
+        from controller.telemetry.hosts import flow_points
+        for r in self.traffic.runs:
+            self.telemetry.emit(flow_points(r))
         await self._nstat("after")
         self.record.manifest["flows"] = [r.to_json() for r in self.traffic.runs]
         self.record.manifest["traffic_window"] = {"start": t0, "end": t1}

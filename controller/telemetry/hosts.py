@@ -25,8 +25,8 @@ IFACE_FIELDS = ("rx_bytes", "rx_packets", "rx_dropped", "tx_bytes", "tx_packets"
 
 
 def iface_tags(inv: Inventory, host: str, iface: str) -> dict[str, str]:
-    tags = {"host": host, "iface": iface}
     h = inv.hosts[host]
+    tags = {"host": host, "iface": iface, "role": h.role.value}
     for i in h.interfaces:
         if i.name == iface and i.link:
             tags.update(link=i.link, side=i.side or "")
@@ -397,3 +397,35 @@ def _listing_stream(shaper: Any, interval_s: float):
         t = _time.time_ns()
         return [(key, ctrs, t, False) for key, ctrs in shaper.pipe_counters(sample.listing).items()]
     return argv, parse_line
+
+
+def flow_points(run: Any) -> list[Point]:
+    """iperf3's per-interval report of a flow as `flow` points (sender side, stream sum).
+
+    iperf3 reports seconds since its own start; the points are placed at the time the
+    client was seen running (controller clock) plus the interval's end."""
+    from controller.parsers import iperf3
+    if not run.client_json or run.client_started is None:
+        return []
+    try:
+        res = iperf3.parse(run.client_json)
+    except Exception:
+        return []
+    out = []
+    for iv in res.intervals:
+        s = iv.sum if iv.sum is not None else (iv.streams[0] if iv.streams else None)
+        if s is None:
+            continue
+        fields: dict[str, Any] = {"throughput_bps": float(s.bits_per_second), "bytes": int(s.bytes),
+                                  "interval_s": float(s.seconds)}
+        if s.retransmits is not None:
+            fields["retransmits"] = int(s.retransmits)
+        cwnds = [x.snd_cwnd for x in iv.streams if x.snd_cwnd is not None]
+        rtts = [x.rtt_us for x in iv.streams if x.rtt_us is not None]
+        if cwnds:
+            fields["snd_cwnd_bytes"] = int(sum(cwnds))
+        if rtts:
+            fields["rtt_ms"] = sum(rtts) / len(rtts) / 1000.0
+        t = int((run.client_started + s.end) * 1e9)
+        out.append(Point("flow", {"host": run.spec.client, "flow": run.spec.name}, fields, t))
+    return out
