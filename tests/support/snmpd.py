@@ -102,8 +102,12 @@ class Veth:
         _run([IP, "link", "del", self.root_if], check=False)
 
 
-def veth(netns: Netns, root_if: str, ns_if: str, subnet: str) -> Veth:
-    """veth root_if (root ns, first host of `subnet`) <-> ns_if (in netns, second host)."""
+def veth(netns: Netns, root_if: str, ns_if: str, subnet: str, *, ipv6: bool = False) -> Veth:
+    """veth root_if (root ns, first host of `subnet`) <-> ns_if (in netns, second host).
+
+    IPv6 is off by default: a fresh link sends router solicitations and MLD reports for
+    seconds, which show up in the counters a test wants to compare with what it sent.
+    """
     if len(root_if) > 15 or len(ns_if) > 15:
         raise ValueError("interface names are at most 15 characters")
     net = ipaddress.ip_network(subnet)
@@ -112,6 +116,9 @@ def veth(netns: Netns, root_if: str, ns_if: str, subnet: str) -> Veth:
     _run([IP, "link", "add", root_if, "type", "veth", "peer", "name", ns_if, "netns", netns.name])
     v = Veth(root_if, ns_if, str(a), str(b), netns)
     try:
+        if not ipv6:
+            Path(f"/proc/sys/net/ipv6/conf/{root_if}/disable_ipv6").write_text("1\n")
+            netns.run("sysctl", "-q", "-w", f"net.ipv6.conf.{ns_if}.disable_ipv6=1")
         _run([IP, "addr", "add", f"{a}/{net.prefixlen}", "dev", root_if])
         _run([IP, "link", "set", root_if, "up"])
         netns.run(IP, "addr", "add", f"{b}/{net.prefixlen}", "dev", ns_if)
