@@ -161,9 +161,10 @@ class FieldLogger:
         if last_seq is None:
             last_seq = self.state.get("last_seq")
         now = self.clock_ns()
-        history = radio_history(self.paths.radio_raw, now - int(self.handovers.window_s * NS))
-        self.handovers.seed(history, keys, from_run_start=bool(history) and history[0][0] - self.start_ns < 2 * self.interval_ns)
         resumed = bool(self.state.get("starts"))
+        history = radio_history(self.paths.radio_raw, now - int(self.handovers.window_s * NS))
+        whole = not resumed or bool(history and history[0][0] - self.start_ns < 2 * self.interval_ns)
+        self.handovers.seed(history, keys, from_run_start=whole)
         self._end_orphans()
         k = next_seq(now, self.start_ns, self.interval_ns, last_seq)
         gap = missing_between(last_seq, k) if resumed else None
