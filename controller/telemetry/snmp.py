@@ -54,6 +54,7 @@ Counter semantics
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import logging
 import math
@@ -484,17 +485,17 @@ class SnmpPoller:
       sink: a callable taking one Point/Event (sync or async) or an asyncio.Queue; every
         output of every round is delivered to it in order. poll_once() also returns them.
       interval_s: round period used by run().
-      max_varbinds: varbinds per GET request (responses stay well under one 1500-byte MTU
-        frame... for small values; net-snmp answers tooBig above its message size).
+      max_varbinds: varbinds per GET request (4 interfaces + sysUpTime + canaries by default;
+        an agent that answers tooBig gets its requests halved).
       canaries: how many extra interfaces' ifHCInOctets to read in each request as evidence
         that the agent reloaded its cache (our own request packets move the counters of the
         interface they arrive on, so some counter in the agent changes at every reload).
       rediscover_s: re-walk ifName this often (new interfaces, renumbering without restart);
         every 30 s while some of the inventory's `interfaces` are missing. 0 = never.
 
-    Lifecycle: `await start()` (resolves secrets, one SnmpEngine + UDP transport per agent,
-    discovers ifIndex->ifName), then `await poll_once()` or `await run(stop_event)`, then
-    `await close()`. Also usable as `async with SnmpPoller(...) as p:`.
+    Lifecycle: `await start()` (resolves secrets, opens one UDP transport per agent on a
+    shared SnmpEngine, discovers ifIndex->ifName), then `await poll_once()` or
+    `await run(stop_event)`, then `await close()`. Also `async with SnmpPoller(...) as p:`.
     """
 
     def __init__(self, agents: Sequence[AgentConfig], sink: Sink | None = None, *,
@@ -514,7 +515,8 @@ class SnmpPoller:
         self._sink = sink
         self._agents = {a.host: _AgentState(a, max_varbinds=max_varbinds) for a in agents}
         self._started = False
-        self._engine: Any = None
+        # [(engine, {v3 user: fingerprint of its keys})]: usually one engine for everybody
+        self._engines: list[tuple[Any, dict[str, str]]] = []
         self._next_domain = 1
         # oid -> ObjectType already resolved against pysnmp's MIB view. pysnmp resolves every
         # varbind of every request through its MIB view unless the ObjectType is already
@@ -584,15 +586,33 @@ class SnmpPoller:
         """
         from pysnmp.carrier.asyncio.dgram import udp
         from pysnmp.hlapi.v3arch import asyncio as h
-        if self._engine is None:
-            self._engine = h.SnmpEngine()
+        engine = self._engine_for(st)
         domain = udp.DOMAIN_NAME + (self._next_domain,)
         self._next_domain += 1
         target_cls = type("AgentUdpTransportTarget", (h.UdpTransportTarget,), {"TRANSPORT_DOMAIN": domain})
         st.target = await target_cls.create(
             (st.cfg.address, st.cfg.snmp.port), timeout=st.cfg.snmp.timeout, retries=st.cfg.snmp.retries)
         st.domain = domain
-        st.engine = self._engine
+        st.engine = engine
+
+    def _engine_for(self, st: _AgentState) -> Any:
+        """The shared engine, unless this agent's v3 user name is already configured there
+        with other keys: pysnmp keys USM users by name, so such an agent needs its own."""
+        from pysnmp.hlapi.v3arch import asyncio as h
+        user, fp = None, ""
+        if st.cfg.snmp.version == "3":
+            user = st.cfg.snmp.user
+            a = st.auth
+            fp = hashlib.sha256(repr((a.authentication_protocol, a.authentication_key, a.privacy_protocol,
+                                      a.privacy_key)).encode()).hexdigest()
+        for engine, users in self._engines:
+            if user is None or users.get(user, fp) == fp:
+                if user is not None:
+                    users[user] = fp
+                return engine
+        engine = h.SnmpEngine()
+        self._engines.append((engine, {user: fp} if user is not None else {}))
+        return engine
 
     async def _reopen(self, st: _AgentState) -> None:
         """New socket and domain: forgets the agent's v3 engine ID/boots (reinstalled agent)."""
@@ -603,12 +623,12 @@ class SnmpPoller:
             log.warning("SNMP %s: cannot reopen transport: %s", st.cfg.host, exc)
 
     def _close_transport(self, st: _AgentState) -> None:
-        if st.domain is not None and self._engine is not None:
+        if st.domain is not None and st.engine is not None:
             from pysnmp.entity import config
             try:
-                transport = config.get_transport(self._engine, st.domain)
+                transport = config.get_transport(st.engine, st.domain)
                 if transport is not None:
-                    config.delete_transport(self._engine, st.domain)
+                    config.delete_transport(st.engine, st.domain)
                     transport.close_transport()
             except Exception:  # closing must not mask what made us close
                 log.debug("closing the SNMP transport of %s failed", st.cfg.host, exc_info=True)
@@ -617,12 +637,12 @@ class SnmpPoller:
     async def close(self) -> None:
         for st in self._agents.values():
             self._close_transport(st)
-        if self._engine is not None:
+        for engine, _ in self._engines:
             try:
-                self._engine.close_dispatcher()
+                engine.close_dispatcher()
             except Exception:
                 log.debug("closing the SNMP engine failed", exc_info=True)
-            self._engine = None
+        self._engines = []
         self._started = False
 
     # -- public queries -------------------------------------------------------------------

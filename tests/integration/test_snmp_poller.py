@@ -325,3 +325,33 @@ def test_many_agents_concurrently_a_dead_one_does_not_stall_the_rest(tmp_path, m
     assert "agent3" in {o.tags["host"] for o in recovered if isinstance(o, Point)}
     for a in agents:
         assert a.proc is None
+
+
+def test_two_v3_agents_same_user_name_different_keys(tmp_path, monkeypatch):
+    """pysnmp keys USM users by name inside an engine: both agents must still answer."""
+    a1, a2 = SnmpCreds.random(), SnmpCreds.random()
+    a2 = SnmpCreds(a2.community, a1.user, a2.auth_key, a2.priv_key)
+    for i, c in enumerate((a1, a2)):
+        for k, v in c.env(f"CTL_SNU{i}").items():
+            monkeypatch.setenv(k, v)
+    base = f"127.78.{random.randint(0, 250)}.0"
+    agents = [loopback_agents(tmp_path / str(i), 1, c, base=base.replace(".0", f".{10 * i}"), name=f"u{i}")[0]
+              for i, c in enumerate((a1, a2))]
+    start_all(agents)
+    try:
+        cfgs = [AgentConfig(f"same{i}", a.address,
+                            SNMP(version="3", port=a.port, user=a1.user, auth_protocol="sha", priv_protocol="aes",
+                                 auth_key=SecretRef(env=f"CTL_SNU{i}_AUTH"), priv_key=SecretRef(env=f"CTL_SNU{i}_PRIV"),
+                                 timeout=1.0, retries=0, interfaces=["lo"]))
+                for i, a in enumerate(agents)]
+
+        async def go():
+            async with SnmpPoller(cfgs) as p:
+                return [await p.poll_once() for _ in range(3)]
+
+        rounds = asyncio.run(go())
+    finally:
+        stop_all(agents)
+    for outs in rounds:
+        assert {o.tags["host"] for o in outs if isinstance(o, Point)} == {"same0", "same1"}, outs
+        assert not [o for o in outs if isinstance(o, Event)]
