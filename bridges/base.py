@@ -268,9 +268,12 @@ async def apply(shaper: Shaper, session: Session, desired: Mapping[PipeKey, Pipe
     return before, after
 
 
-async def restore(shaper: Shaper, session: Session, before: ShaperState) -> ShaperState:
-    """Bring back `before` exactly, then prove it by reading back."""
-    now = await read_state(shaper, session)
+async def restore(shaper: Shaper, session: Session, before: ShaperState,
+                  now: ShaperState | None = None) -> ShaperState:
+    """Bring back `before` exactly, then prove it by reading back. `now` replaces the first
+    read (a dry run passes the state its apply would have left)."""
+    if now is None:
+        now = await read_state(shaper, session)
     await run_all(session, shaper.plan_restore(before, now))
     after = await read_state(shaper, session)
     diffs = shaper.verify(before.pipes, after)

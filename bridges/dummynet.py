@@ -184,6 +184,18 @@ def printed_queue(q: Queue) -> str:
     return f"{q.bytes // 1024} KB" if q.bytes >= KB_PRINT_FROM else f"{q.bytes} B"
 
 
+def _pipe_show_block(num: int, p: PipeConfig) -> list[str]:
+    """`pipe N show` of a freshly configured pipe (dummynet.c format strings; see the fixture)."""
+    plr = printed_plr(p.plr)
+    queue = printed_queue(p.queue) if p.queue.bytes is not None else f"{p.queue.slots:3d} sl."
+    bw = printed_bw(p.bw_bps)
+    bw = f"{bw.split()[0]:>7} {bw.split()[1]}" if bw != "unlimited" else "unlimited     "
+    return [f"{num:05d}: {bw} {p.delay_us // 1000:4d} ms burst {p.burst_bytes or 0}",
+            f"q{num + 2 * DN_MAX_ID:05d} {queue}{'plr ' + plr if plr else ''} 0 flows (1 buckets) "
+            f"sched {num + DN_MAX_ID} weight 0 lmax 0 pri 0 droptail",
+            f" sched {num + DN_MAX_ID} type FIFO flags 0x0 0 buckets 0 active"]
+
+
 # ---- queue sizing -----------------------------------------------------------------------------
 
 def queue_for_bdp(bw_bps: int, rtt_us: int, factor: float = 1.0, mtu: int = 1500, *,
@@ -878,6 +890,32 @@ class DummynetShaper:
             for r in rb.get(num, []):
                 cmds.append(self._rule_add(num, r.set, r.tokens, note="restore: rule as listed before the run"))
         return cmds
+
+    def expected_state(self, before: ShaperState, desired: Mapping[PipeKey, PipeConfig]) -> ShaperState:
+        """What the host would read back after `plan(desired, before)` ran (pure; dry runs plan
+        their restore from it). The planned rules are appended to the rule list as `ipfw -S list`
+        prints them and the planned pipes rendered with dummynet.c's `pipe show` formats."""
+        cmds = self.read_commands()
+        raw = dict(before.raw)
+        planned = self.plan(desired, before)
+        rules_key, pipes_key = cmds[3].text(), cmds[2].text()
+        rule_lines = [l for l in raw.get(rules_key, "").splitlines() if l.strip()]
+        blocks: dict[int, list[str]] = {}
+        for c in planned:
+            a = c.argv
+            if a[:2] == ("ipfw", "add"):
+                rule_lines.append(f"{int(a[2]):05d} set {a[4]} " + " ".join(a[5:]))
+            elif len(a) > 3 and a[1] == "pipe" and a[3] == "config":
+                num = int(a[2])
+                key = next(k for k, v in self.pipe_of.items() if v == num)
+                blocks[num] = _pipe_show_block(num, desired[key])
+        rule_lines.sort(key=lambda l: int(l.split()[0]))
+        listing = raw.get(pipes_key, "").rstrip("\n")
+        kept = [] if not listing else [listing]
+        raw[rules_key] = "\n".join(rule_lines) + "\n"
+        raw[pipes_key] = "\n".join(kept + [l for n in sorted(blocks) for l in blocks[n]]) + "\n"
+        results = [CommandResult(self.host, c.argv, 0, raw.get(c.text(), ""), "") for c in cmds]
+        return self.parse_state(results)
 
     @staticmethod
     def _restore_args(obj: DnObject) -> tuple[str, ...]:

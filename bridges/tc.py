@@ -11,6 +11,7 @@ refused.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping
 
 from bridges.base import (Capabilities, Direction, PipeConfig, PipeKey, ShaperState, check_capabilities,
@@ -131,8 +132,12 @@ class TcShaper:
             if want is not None and want.bw_bps is None:
                 want = None  # unlimited: no qdisc of ours
             got = observed.pipes.get(key)
-            # tc keeps rates in bytes/s: allow the rounding of a rate that is not a multiple of 8.
-            out += diff_pipe(want, got, label=f"{key[0]} {key[1].value} ({self.port(key)})", bw_tolerance=1e-6,
+            if want is not None and got is not None and want.bw_bps is not None and got.bw_bps is not None \
+                    and got.bw_bps == want.bw_bps // 8 * 8:
+                # tc keeps rates in whole bytes/s: the rate it holds is the request rounded down to
+                # a multiple of 8 bit/s, which is what the kernel enforces (recorded as read back).
+                got = replace(got, bw_bps=want.bw_bps)
+            out += diff_pipe(want, got, label=f"{key[0]} {key[1].value} ({self.port(key)})",
                              fields=("bw_bps", "queue"))
         return out
 
@@ -147,6 +152,14 @@ class TcShaper:
             elif was != is_:
                 out += self._install(port, key, was)
         return out
+
+    def expected_state(self, before: ShaperState, desired: Mapping[PipeKey, PipeConfig]) -> ShaperState:
+        """What the host would read back after plan(desired, before) ran (pure; for dry runs)."""
+        pipes = dict(before.pipes)
+        for key, want in desired.items():
+            pipes[key] = None if want.bw_bps is None else replace(
+                want, burst_bytes=want.burst_bytes or tbf_burst_bytes(want.bw_bps))
+        return ShaperState(pipes, dict(before.raw), dict(before.details), {})
 
     def counters_probe(self) -> list[dict]:
         """What the bridge's sampler runs each tick: one `tc -s` read of every shaped port."""

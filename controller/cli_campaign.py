@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import shutil
+import os
 import sys
 import time
 from pathlib import Path
@@ -39,8 +39,7 @@ class Console:
     def bar(self, text: str) -> None:
         if not self.tty:
             return
-        width = shutil.get_terminal_size((100, 20)).columns
-        self._bar = text[: max(20, width - 1)]
+        self._bar = text[: max(20, _columns(self.stream) - 1)]
         self.stream.write("\r\x1b[K" + self._bar)
         self.stream.flush()
 
@@ -49,6 +48,13 @@ class Console:
             self.stream.write("\n")
             self.stream.flush()
             self._bar = ""
+
+
+def _columns(stream: TextIO) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 100
+    except (OSError, ValueError):
+        return 100
 
 
 def progress_line(c: Any, p: Any, now: float | None = None) -> str:
@@ -285,8 +291,7 @@ def _watch(store: Any, num: int) -> int:
             if c.activity and c.state in ("queued", "running"):
                 line += f"  | {c.activity}"
             if out.isatty():
-                width = shutil.get_terminal_size((100, 20)).columns
-                out.write("\r\x1b[K" + line[: width - 1])
+                out.write("\r\x1b[K" + line[: _columns(out) - 1])
                 out.flush()
             elif line != last:
                 print(line, flush=True)
@@ -379,7 +384,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         time.sleep(2.0)
     store = Store()
     try:
-        console.log(f"campaign daemon started (pid {__import__('os').getpid()})")
+        console.log(f"campaign daemon started (pid {os.getpid()})")
         return _serve(store, None, exit_when_idle=args.exit_when_idle, quiet=args.quiet, foreground=False)
     finally:
         store.close()

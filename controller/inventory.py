@@ -62,16 +62,19 @@ class SecretRef(Strict):
     def resolve(self, what: str) -> str:
         if self.env and os.environ.get(self.env):
             return os.environ[self.env]
+        problem = ""
         if self.file is not None:
             try:
-                value = self.file.read_text().splitlines()[0].strip()
-            except (OSError, IndexError) as exc:
-                raise ParameterError(f"{what}: cannot read secret file {self.file}: {exc}") from None
-            if value:
-                return value
+                lines = self.file.read_text().splitlines()
+            except OSError as exc:
+                problem = f"; {self.file}: {exc.strerror or exc}"
+            else:
+                if lines and lines[0].strip():
+                    return lines[0].strip()
+                problem = f"; {self.file} is empty"
         where = " or ".join(x for x in (f"${self.env}" if self.env else "",
-                                         str(self.file) if self.file else "") if x)
-        raise ParameterError(f"{what}: secret not available (set {where})")
+                                         f"the file {self.file}" if self.file else "") if x)
+        raise ParameterError(f"{what}: secret not available (set {where}{problem})")
 
     def describe(self) -> str:
         parts = []

@@ -106,6 +106,14 @@ def plan_lab(inv: Inventory, *, dnpipe_binary: str | None = None) -> LabPlan:
     hosts = sorted(inv.hosts)
     index = {h: i for i, h in enumerate(hosts)}
 
+    reserved = {"mgmt0", "lo"}
+    for h in hosts:
+        host = inv.hosts[h]
+        taken = reserved | ({"br0"} if host.shaper is not None and host.shaper.kind == "tc" else set())
+        for iface in host.interfaces:
+            if iface.name in taken:
+                raise LabError(f"host {h}: interface name {iface.name!r} is reserved by the virtual rack "
+                               f"(it creates {', '.join(sorted(taken - {'lo'}))} itself)")
     for h in hosts:
         ns = ns_name(inv, h)
         plan.namespaces.append(ns)

@@ -348,8 +348,13 @@ class Run:
             if not await ensure_connected(b):
                 problems.append(f"{b}: unreachable, shaping NOT restored (expected {self.shaper_before[b].to_json()['pipes']})")
                 return
+            now = None
+            if self.dry_run and hasattr(self.shapers[b], "expected_state"):
+                # Nothing was applied, so reading would show the baseline: plan the restore from
+                # what the apply would have left, so the listing shows every command of a real run.
+                now = self.shapers[b].expected_state(self.shaper_before[b], self._desired_by_bridge()[b])
             try:
-                after = await restore(self.shapers[b], self.sessions[b], self.shaper_before[b])
+                after = await restore(self.shapers[b], self.sessions[b], self.shaper_before[b], now)
                 self.record.manifest["shapers"][b]["restored"] = after.to_json()
             except CtlError as exc:
                 problems.append(f"{b}: restore failed: {exc.one_line()}")
@@ -360,7 +365,10 @@ class Run:
                 return
             drv = self.endpoint_drivers[h]
             try:
-                now = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+                if self.dry_run:
+                    now = drv.expected_state(self.endpoint_before[h], self.plan.endpoints[h])
+                else:
+                    now = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
                 await run_all(self.sessions[h], drv.plan_restore(self.endpoint_before[h], now))
                 after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
                 diffs = drv.restored_equal(self.endpoint_before[h], after)

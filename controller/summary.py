@@ -214,7 +214,8 @@ def mptcp_verdict(inv: Inventory, flow: str, client: str, server: str, nstat_tex
             reasons.append(f"{flow}: no subflow established on {l}")
         if carried.get(l, 0) < min_bytes:
             reasons.append(f"{flow}: subflow on {l} carried {carried.get(l, 0)} bytes (< {min_bytes})")
-    out["negotiated"] = not any("MP_CAPABLE" in r or "fell back" in r for r in reasons)
+    out["negotiated"] = client in nstat_texts and not any(
+        "MP_CAPABLE" in r or "fell back" in r or "no MPTcpExt counters" in r for r in reasons)
     out["all_subflows_carried_data"] = all(carried.get(l, 0) >= min_bytes for l in expected_links)
     out["problems"] = reasons
     return out

@@ -12,11 +12,12 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import TYPE_CHECKING, Literal, Sequence
 
 from controller.commands import Command
 from controller.errors import SSHError, TrafficError
-from controller.ssh import SSHPool, SSHRemoteProcess
+if TYPE_CHECKING:  # asyncssh is heavy to import; bad-input paths never need it
+    from controller.ssh import SSHPool, SSHRemoteProcess
 
 Protocol = Literal["tcp", "mptcp", "udp"]
 

@@ -30,7 +30,10 @@ _RATE_RE = re.compile(r"^\s*(-?)" + _NUMBER + r"\s*([kKmMgGtT]?)([A-Za-z/]*)\s*$
 def _number(mantissa: str, exponent: str | None) -> float:
     value = float(mantissa)
     if exponent:
-        value *= 10.0 ** int(exponent)
+        try:
+            value *= 10.0 ** int(exponent)
+        except OverflowError:
+            return math.inf  # refused by the caller's finiteness check, with its own message
     return value
 
 

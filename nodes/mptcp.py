@@ -75,7 +75,7 @@ class EndpointState:
         return {"mptcp_enabled": self.mptcp_enabled, "limits": {"subflows": self.subflows,
                                                               "add_addr_accepted": self.add_addr_accepted},
                 "endpoints": [e.__dict__ for e in self.endpoints], "sysctls": self.sysctls,
-                "cc_available": self.cc_available, "cc_allowed": self.cc_allowed}
+                "cc_available": self.cc_available, "cc_allowed": self.cc_allowed, "raw": self.raw}
 
 
 BASE_SYSCTLS = ("net.mptcp.enabled", "net.ipv4.tcp_available_congestion_control",
@@ -133,6 +133,28 @@ class MptcpEndpointDriver:
             endpoints=eps, sysctls=sysctls,
             cc_available=sysctls.get("net.ipv4.tcp_available_congestion_control", "").split(),
             cc_allowed=sysctls.get("net.ipv4.tcp_allowed_congestion_control", "").split(), raw=raw)
+
+    def state_from_record(self, recorded: Mapping[str, object]) -> EndpointState:
+        """Re-parse a state saved in a run record (crash recovery)."""
+        raw = recorded.get("raw") or {}
+        results = []
+        for c in self.read_commands():
+            key = " ".join(c.argv)
+            if key not in raw:  # type: ignore[operator]
+                raise ValueError(f"{self.host}: the record has no output of `{key}`")
+            results.append(CommandResult(self.host, c.argv, 0, raw[key], ""))  # type: ignore[index]
+        return self.parse_state(results)
+
+    def expected_state(self, before: EndpointState, desired: EndpointConfig) -> EndpointState:
+        """What the host would read back after plan(desired, before) ran (pure; for dry runs)."""
+        sysctls = {**before.sysctls, **desired.wanted_sysctls()}
+        if not desired.mptcp:
+            return EndpointState(before.mptcp_enabled, before.subflows, before.add_addr_accepted,
+                                 list(before.endpoints), sysctls, before.cc_available, before.cc_allowed)
+        eps = list(before.endpoints) if _same_endpoints(desired.endpoints, before.endpoints) else [
+            MptcpEndpoint(e.address, e.dev, e.flags, i + 1, e.port) for i, e in enumerate(desired.endpoints)]
+        return EndpointState(True, desired.subflows, desired.add_addr_accepted, eps, sysctls,
+                             before.cc_available, before.cc_allowed)
 
     def check(self, desired: EndpointConfig, observed: EndpointState) -> None:
         """Refuse what this host cannot do, before anything is changed."""
@@ -201,9 +223,10 @@ class MptcpEndpointDriver:
 
     def restored_equal(self, before: EndpointState, after: EndpointState) -> list[str]:
         diffs = []
-        if [(e.address, e.dev, tuple(sorted(e.flags)), e.port) for e in after.endpoints] != \
-                [(e.address, e.dev, tuple(sorted(e.flags)), e.port) for e in before.endpoints]:
-            diffs.append("endpoints not restored")
+        def key(e: MptcpEndpoint) -> tuple:
+            return (e.id, e.address, e.dev, tuple(sorted(e.flags)), e.port)
+        if sorted(map(key, after.endpoints), key=str) != sorted(map(key, before.endpoints), key=str):
+            diffs.append("endpoints not restored")  # both lists are in the record (before / restored)
         if (after.subflows, after.add_addr_accepted) != (before.subflows, before.add_addr_accepted):
             diffs.append("limits not restored")
         for k in self.sysctl_keys:

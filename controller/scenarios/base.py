@@ -121,7 +121,7 @@ class RunPlan:
 
     def to_json(self) -> dict:
         return {"links": {f"{k[0]}.{k[1].value}": v.to_json() for k, v in self.links.items()},
-                "endpoints": {h: {"subflows": e.subflows, "add_addr_accepted": e.add_addr_accepted,
+                "endpoints": {h: {"mptcp": e.mptcp, "subflows": e.subflows, "add_addr_accepted": e.add_addr_accepted,
                                   "endpoints": [x.__dict__ for x in e.endpoints], "sysctls": dict(e.sysctls),
                                   "congestion_controls": sorted(e.congestion_controls)}
                               for h, e in self.endpoints.items()},

@@ -242,6 +242,7 @@ class TelemetryHub:
         self.parse_errors: list[str] = []
         self.lost: dict[str, str] = {}
         self.monitor_lines: dict[str, list[str]] = {}
+        self._sessions: Mapping[str, Any] = {}
         self._lost_event = asyncio.Event()
 
     def emit(self, points: list[Point]) -> None:
@@ -259,6 +260,7 @@ class TelemetryHub:
         await self._lost_event.wait()
 
     async def start(self, sessions: Mapping[str, Any]) -> None:
+        self._sessions = sessions
         flow_ports = {f.port: f.name for f in self.plan.flows}
         traffic_hosts = {f.client for f in self.plan.flows} | {f.server for f in self.plan.flows}
         for host, ifaces in sorted(self.plan.sample_ifaces.items()):
@@ -289,8 +291,14 @@ class TelemetryHub:
             await stream.start(sessions[host])
             self.streams[host] = stream
         for host, shaper in sorted(self.shapers.items()):
-            if host in sessions and (hasattr(shaper, "counter_stream") or hasattr(shaper, "sampler_argv")):
-                await self._start_counter_stream(host, shaper, sessions[host])
+            if host not in sessions:
+                continue
+            if hasattr(shaper, "counter_streams"):
+                for i, (argv, parse_line) in enumerate(shaper.counter_streams(INTERVAL_S)):
+                    await self._start_counter_stream(host, argv, parse_line, f"shaper{i}")
+            elif hasattr(shaper, "sampler_argv"):
+                argv, parse_line = _listing_stream(shaper, INTERVAL_S)
+                await self._start_counter_stream(host, argv, parse_line, "shaper")
 
     async def start_monitor(self, session: Any, host: str) -> None:
         """`ip mptcp monitor` on a host: events become `mptcp_event` points as they arrive
@@ -336,18 +344,15 @@ class TelemetryHub:
             return out
         return parse
 
-    async def _start_counter_stream(self, host: str, shaper: Any, session: Any) -> None:
-        """Shapers with their own counter stream (dnpipe watch, ipfw loop): one process per bridge."""
-        if hasattr(shaper, "counter_stream"):
-            argv, parse_line = shaper.counter_stream(INTERVAL_S)
-        else:
-            argv, parse_line = _listing_stream(shaper, INTERVAL_S)
+    async def _start_counter_stream(self, host: str, argv: Any, parse_line: Any, name: str) -> None:
+        """A shaper's own counter stream (dnpipe watch, ipfw loop): long-lived, one line per sample."""
+        session = self._sessions[host]
         proc = await session.spawn(argv, note="shaper counters", stdin_open=True)
         off = self.offsets.get(host)
         offset_ns = int(off.offset_s * 1e9) if off is not None else 0
 
         async def consume() -> None:
-            raw = None if self.dry_run else open(self.record.raw_path(host, "shaper-counters.jsonl"), "a")
+            raw = None if self.dry_run else open(self.record.raw_path(host, f"{name}-counters.txt"), "a")
             try:
                 async for line in proc.lines():
                     if raw is not None:
@@ -365,7 +370,7 @@ class TelemetryHub:
         stream = HostStream(self, host, [], [], {}, offset_ns)
         stream.proc = proc
         stream.task = asyncio.ensure_future(consume())
-        self.streams[f"{host}:shaper"] = stream
+        self.streams[f"{host}:{name}"] = stream
 
     async def stop(self) -> None:
         await asyncio.gather(*(s.stop() for s in self.streams.values()), return_exceptions=True)

@@ -158,8 +158,7 @@ def push_once(run_dir: Path, sender: InfluxSender, batch_bytes: int = 4 << 20) -
         state.last_push, state.last_error = time.time(), None
         state.save(run_dir)
         sent += len(points)
-    size = spool.stat().st_size if spool.exists() else 0
-    return sent, (0 if state.offset >= size else -1)
+    return sent, pending_points(run_dir)
 
 
 class InfluxWriter:

@@ -72,16 +72,13 @@ typedef struct {
     const char *name;       /* "forward" / "reverse" */
     const char *rx_if, *tx_if;
     int rx_ifindex, tx_ifindex;
-    int rx_fd, tx_fd, wake_fd;
-    rx_ring ring;
+    int rx_fd, tx_fd;
+    int wake_fd;            /* the eventfd of the worker thread serving this direction (not owned) */
+    rx_ring ring;           /* guarded by lock */
     atomic_uint max_frame;  /* MTU + L2 allowance of the receive port */
     pthread_mutex_t lock;
     dn_pipe pipe;           /* guarded by lock */
-    dn_pool pool;           /* data thread only */
-    pthread_t thr;
-    bool thr_started;
-    uint64_t batch_ns;
-    int rt_prio;
+    dn_pool pool;           /* guarded by lock (the control thread drains the ring too) */
     uint64_t last_oversize_warn, last_csum_warn, last_txerr_warn;
 } dir_ctx;
 
@@ -328,143 +325,187 @@ static unsigned transmit_due(dir_ctx *d, uint64_t now)
  *  - While the pipe holds a packet, nothing that arrives later can leave before it (the
  *    pipe is FIFO and a later arrival's departure is never earlier), so the thread need
  *    not wake for arrivals: frames wait in the ring with their kernel timestamps and are
- *    taken in at the next departure, at the latest RING_CHECK_NS later (bounded so the
- *    ring cannot overflow and counters stay fresh). Only an empty pipe waits on the ring.
- *    At high rates this turns one wake-up per arrival plus one per departure into one
- *    per batch of departures.
+ *    taken in at the next departure, at the latest RING_CHECK_NS later (so the ring
+ *    cannot overflow; the control thread drains the ring itself before it reads
+ *    counters, so those are fresh anyway). Only an empty pipe waits on the ring. At high
+ *    rates this turns one wake-up per arrival plus one per departure into one per batch
+ *    of departures.
  *  - Timer wake-ups on this class of machine (VMs especially) come tens to hundreds of
- *    microseconds late. When the link is quiet (the last wake-up was a while ago) the
- *    thread sleeps until `next` minus an adaptive estimate of that lateness and spins the
- *    rest, paid from a small budget of wall time; under load it just sleeps, as a spin
- *    per departure would take a core. */
-#define RING_CHECK_NS 2000000ULL     /* 2 ms */
-#define SPIN_SHARE_DIV 100           /* 1 % of a core at most */
-#define SPIN_BUDGET_MAX 1000000ULL   /* ns */
-#define SPIN_QUIET_NS 1000000ULL     /* spin only after this long without a wake-up */
-#define EARLY_MAX 1000000ULL         /* ns */
+ *    microseconds late. Before a departure the thread sleeps until `next` minus an
+ *    adaptive estimate of that lateness and spins the rest, paid from a budget of
+ *    SPIN_SHARE of wall time: sparse departures (pings, the first packet after a long
+ *    delay) leave on time, and at high rates, where a spin per departure would take a
+ *    core, the budget runs dry and the thread just sleeps. */
+#define RING_CHECK_NS 10000000ULL    /* 10 ms: 16384 ring slots last longer at 1 Mpps */
+#define SPIN_SHARE_DIV 50            /* 2 % of a core at most */
+#define SPIN_BUDGET_MAX 2000000ULL   /* ns */
+#define LATE_CLAMP 300000ULL         /* outliers (host preemption) do not move the estimate */
 
 typedef struct {
     uint64_t late_est;     /* EWMA of timer lateness (ns) */
     uint64_t budget, budget_at;
-    uint64_t last_wake;
 } waiter;
 
-static int poll_for(dir_ctx *d, struct pollfd *pfd, int nfds, const uint64_t *ns)
+/* A data thread serves one direction, or both (--threads 1, the default: one wake-up
+ * then serves the departures of both pipes, which halves the wake-ups of a TCP flow,
+ * whose data and ACKs go opposite ways). */
+typedef struct {
+    dir_ctx *dirs[2];
+    int ndirs;
+    int wake_fd;
+    uint64_t batch_ns;
+    int rt_prio;
+    pthread_t thr;
+    bool started;
+} worker_t;
+
+#define MAX_PFD 3
+
+/* pfd[0] is the worker's eventfd, pfd[1..] rings of empty pipes. */
+static int poll_for(worker_t *wk, struct pollfd *pfd, int nfds, const uint64_t *ns)
 {
     struct timespec tmo;
     if (ns) {
         tmo.tv_sec = (time_t)(*ns / 1000000000ULL);
         tmo.tv_nsec = (long)(*ns % 1000000000ULL);
     }
-    /* pfd[0] is the wake eventfd, pfd[1] the ring (watched only when nfds == 2). */
     int rc = ppoll(pfd, (nfds_t)nfds, ns ? &tmo : NULL, NULL);
     if (rc > 0 && (pfd[0].revents & POLLIN)) {
         uint64_t junk;
-        if (read(d->wake_fd, &junk, sizeof junk) < 0 && errno != EAGAIN)
-            fprintf(stderr, "dnpipe: warning: %s: eventfd read: %s\n", d->name, strerror(errno));
+        if (read(wk->wake_fd, &junk, sizeof junk) < 0 && errno != EAGAIN)
+            fprintf(stderr, "dnpipe: warning: eventfd read: %s\n", strerror(errno));
     }
-    if (rc > 0 && nfds > 1 && (pfd[1].revents & POLLERR)) {
+    for (int i = 1; rc > 0 && i < nfds; i++) {
+        if (!(pfd[i].revents & POLLERR))
+            continue;
         /* e.g. ENETDOWN when the port goes down: clear it and carry on. */
         int err = 0;
         socklen_t el = sizeof err;
-        getsockopt(d->rx_fd, SOL_SOCKET, SO_ERROR, &err, &el);
-        if (err)
-            fprintf(stderr, "dnpipe: warning: %s: %s: %s\n", d->name, d->rx_if, strerror(err));
+        getsockopt(pfd[i].fd, SOL_SOCKET, SO_ERROR, &err, &el);
+        for (int k = 0; k < wk->ndirs; k++)
+            if (err && wk->dirs[k]->rx_fd == pfd[i].fd)
+                fprintf(stderr, "dnpipe: warning: %s: %s\n", wk->dirs[k]->rx_if, strerror(err));
     }
     return rc;
 }
 
-/* `next`: the pipe's next departure (DN_NEVER if empty); `not_before`: batch limit. */
-static void wait_next(dir_ctx *d, waiter *w, struct pollfd *pfd, uint64_t next, uint64_t not_before)
+/* `next`: the earliest departure of the worker's pipes (DN_NEVER if all are empty);
+ * `empty`: which pipes are empty (their rings are watched); `not_before`: batch limit. */
+static void wait_next(worker_t *wk, waiter *w, uint64_t next, const bool *empty, uint64_t not_before)
 {
+    struct pollfd pfd[MAX_PFD] = {{.fd = wk->wake_fd, .events = POLLIN}};
+    int nfds = 1;
+    for (int k = 0; k < wk->ndirs; k++)
+        if (empty[k])
+            pfd[nfds++] = (struct pollfd){.fd = wk->dirs[k]->rx_fd, .events = POLLIN};
     uint64_t t = mono_ns();
-    bool quiet = t - w->last_wake > SPIN_QUIET_NS;
-    if (next == DN_NEVER) {
-        if (not_before > t) {
-            /* Just busy: let arrivals gather for one batch period, then take them all. */
-            uint64_t left = not_before - t;
-            poll_for(d, pfd, 1, &left);
-        }
-        if (!ring_ready(&d->ring))
-            poll_for(d, pfd, 2, NULL);
-        w->last_wake = mono_ns();
-        return;
-    }
-    uint64_t wake_at = next > not_before ? next : not_before;
-    if (wake_at > t + RING_CHECK_NS)
-        wake_at = t + RING_CHECK_NS;
-    if (wake_at <= t)
-        return;
-    uint64_t early = quiet && wake_at == next ? w->late_est + w->late_est / 4 + 5000 : 0;
-    if (early > EARLY_MAX)
-        early = EARLY_MAX;
-    uint64_t target = wake_at > early ? wake_at - early : 0;
-    if (target > t) {
-        uint64_t left = target - t;
-        int rc = poll_for(d, pfd, 1, &left);
-        uint64_t woke = mono_ns();
-        w->last_wake = woke;
-        if (rc != 0)
-            return; /* a config change: the loop takes it from here */
-        uint64_t late = woke > target ? woke - target : 0;
-        if (late > EARLY_MAX)
-            late = EARLY_MAX;
-        w->late_est = (w->late_est * 7 + late) / 8;
-        t = woke;
-        if (wake_at <= t || !early)
+    if (nfds > 1 && not_before > t) {
+        /* Just busy: let arrivals gather for one batch period, then take them all. */
+        uint64_t left = not_before - t;
+        if (poll_for(wk, pfd, 1, &left) != 0)
             return;
+        t = mono_ns();
+        not_before = 0;
     }
-    /* Woke `early`: spin to the departure if the budget allows, else sleep again. */
+    for (int k = 0; k < wk->ndirs; k++)
+        if (empty[k] && ring_ready(&wk->dirs[k]->ring))
+            return;
+    if (next == DN_NEVER) {
+        poll_for(wk, pfd, nfds, NULL);
+        return;
+    }
     w->budget += (t - w->budget_at) / SPIN_SHARE_DIV;
     w->budget_at = t;
     if (w->budget > SPIN_BUDGET_MAX)
         w->budget = SPIN_BUDGET_MAX;
-    if (wake_at - t <= w->budget) {
-        uint64_t now;
-        while ((now = mono_ns()) < wake_at)
-            __builtin_ia32_pause();
-        w->budget -= now - t;
-        return;
+    uint64_t wake_at = next > not_before ? next : not_before;
+    bool departure = wake_at == next;
+    if (wake_at > t + RING_CHECK_NS) {
+        wake_at = t + RING_CHECK_NS;
+        departure = false;
     }
-    uint64_t left = wake_at - t;
-    poll_for(d, pfd, 1, &left);
-    w->last_wake = mono_ns();
+    if (wake_at <= t)
+        return;
+    uint64_t early = w->late_est + w->late_est / 4 + 5000;
+    /* Only plan a spin the budget can pay for; otherwise one plain sleep. */
+    if (!departure || early > w->budget || early >= wake_at - t)
+        early = 0;
+    uint64_t target = wake_at - early;
+    uint64_t left = target - t;
+    int rc = poll_for(wk, pfd, nfds, &left);
+    uint64_t woke = mono_ns();
+    if (rc != 0)
+        return; /* an arrival on an empty pipe or a config change */
+    uint64_t late = woke > target ? woke - target : 0;
+    w->late_est = (w->late_est * 7 + (late < LATE_CLAMP ? late : LATE_CLAMP)) / 8;
+    if (!early || woke >= wake_at)
+        return;
+    while (mono_ns() < wake_at)
+        __builtin_ia32_pause();
+    uint64_t spent = mono_ns() - woke;
+    w->budget = spent < w->budget ? w->budget - spent : 0;
+}
+
+static void lock_dirs(worker_t *wk)
+{
+    for (int k = 0; k < wk->ndirs; k++) /* dirs[] is in forward, reverse order: one lock order */
+        pthread_mutex_lock(&wk->dirs[k]->lock);
+}
+
+static void unlock_dirs(worker_t *wk)
+{
+    for (int k = wk->ndirs - 1; k >= 0; k--)
+        pthread_mutex_unlock(&wk->dirs[k]->lock);
 }
 
 static void *data_thread(void *arg)
 {
-    dir_ctx *d = arg;
+    worker_t *wk = arg;
     /* The default 50 us timer slack would be most of our timing error budget. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    if (d->rt_prio) {
-        struct sched_param sp = {.sched_priority = d->rt_prio};
+    if (wk->rt_prio) {
+        struct sched_param sp = {.sched_priority = wk->rt_prio};
         int e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
         if (e)
-            fprintf(stderr, "dnpipe: warning: %s: SCHED_FIFO %d refused: %s\n", d->name, d->rt_prio, strerror(e));
+            fprintf(stderr, "dnpipe: warning: SCHED_FIFO %d refused (%s): timing will be less precise\n",
+                    wk->rt_prio, strerror(e));
     }
-    struct pollfd pfd[2] = {{.fd = d->wake_fd, .events = POLLIN}, {.fd = d->rx_fd, .events = POLLIN}};
-    waiter w = {.late_est = 50000, .budget = 0, .budget_at = mono_ns(), .last_wake = 0};
-    pthread_mutex_lock(&d->lock);
+    waiter w = {.late_est = 50000, .budget = 0, .budget_at = mono_ns()};
+    lock_dirs(wk);
     uint64_t iter_start = mono_ns();
     while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
         uint64_t now = mono_ns();
-        unsigned got = drain_ring(d, now);
+        unsigned got = 0, sent = 0;
+        bool more = false;
+        for (int k = 0; k < wk->ndirs; k++) {
+            unsigned g = drain_ring(wk->dirs[k], now);
+            more |= g == RX_BUDGET;
+            got += g;
+        }
         now = mono_ns();
-        dn_pipe_advance(&d->pipe, now);
-        unsigned sent = transmit_due(d, now);
-        if (got == RX_BUDGET)
+        uint64_t next = DN_NEVER;
+        bool empty[2] = {false, false};
+        for (int k = 0; k < wk->ndirs; k++) {
+            dir_ctx *d = wk->dirs[k];
+            dn_pipe_advance(&d->pipe, now);
+            sent += transmit_due(d, now);
+            uint64_t n = dn_pipe_next_event(&d->pipe);
+            empty[k] = n == DN_NEVER;
+            if (n < next)
+                next = n;
+        }
+        if (more)
             continue; /* more frames waiting: keep going without sleeping */
-        uint64_t next = dn_pipe_next_event(&d->pipe);
-        pthread_mutex_unlock(&d->lock);
+        unlock_dirs(wk);
         /* Under load, wake at most once per batch period: frames arriving meanwhile wait
          * in the ring with their kernel timestamps, so the pipe's arithmetic is
          * unaffected; departures are at most one period late. */
-        uint64_t not_before = (got || sent) ? iter_start + d->batch_ns : 0;
-        wait_next(d, &w, pfd, next, not_before);
+        uint64_t not_before = (got || sent) ? iter_start + wk->batch_ns : 0;
+        wait_next(wk, &w, next, empty, not_before);
         iter_start = mono_ns();
-        pthread_mutex_lock(&d->lock);
+        lock_dirs(wk);
     }
-    pthread_mutex_unlock(&d->lock);
+    unlock_dirs(wk);
     return NULL;
 }
 
@@ -472,6 +513,8 @@ static void *data_thread(void *arg)
 
 typedef struct {
     dir_ctx dir[2];
+    worker_t wk[2];
+    int nworkers;
     const dn_run_opts *o;
     uint64_t start_mono;
     uint64_t seed;
@@ -508,6 +551,11 @@ static void snapshot(daemon_t *D, dn_config cfg[2], dn_counters cnt[2], uint64_t
         *t_real = ts_ns(CLOCK_REALTIME);
     for (int i = 0; i < 2; i++) {
         kernel_drops(&D->dir[i]);
+        /* Frames may wait in the ring while the data thread sleeps to its next departure
+         * (see wait_next); take them in so that the counters are those of `now`. The
+         * ring and the buffer pool are only ever touched under the pipe's lock. */
+        while (drain_ring(&D->dir[i], now) == RX_BUDGET)
+            ;
         dn_pipe_advance(&D->dir[i].pipe, now);
         cfg[i] = D->dir[i].pipe.cfg;
         dn_pipe_counters(&D->dir[i].pipe, &cnt[i]);
@@ -636,6 +684,10 @@ static void handle_request(daemon_t *D, char *line, dn_buf *out)
     }
     lock_both(D);
     uint64_t now = mono_ns();
+    /* Frames that arrived before the change meet the old config. */
+    for (int i = 0; i < 2; i++)
+        while (drain_ring(&D->dir[i], now) == RX_BUDGET)
+            ;
     if (is_set) {
         /* Check both new configs before changing either: atomic per call. */
         dn_config nc[2];
@@ -822,8 +874,6 @@ static void dir_close(dir_ctx *d)
         close(d->rx_fd);
     if (d->tx_fd >= 0)
         close(d->tx_fd);
-    if (d->wake_fd >= 0)
-        close(d->wake_fd);
     d->rx_fd = d->tx_fd = d->wake_fd = -1;
     /* Packets still in the pipe are dropped with the process; free them for valgrind. */
     dn_pkt *lists[2] = {d->pipe.q_head, d->pipe.d_head};
@@ -875,8 +925,6 @@ int dn_run(const dn_run_opts *o)
         d->rx_ifindex = ifx[i];
         d->tx_ifindex = ifx[1 - i];
         d->rx_fd = d->tx_fd = d->wake_fd = -1;
-        d->batch_ns = o->batch_us * 1000ULL;
-        d->rt_prio = o->rt_prio;
         atomic_store(&d->max_frame, mtu[i] + L2_ALLOWANCE);
         pthread_mutex_init(&d->lock, NULL);
         dn_pool_init(&d->pool, &g_mem_in_use, o->mem_limit);
@@ -906,20 +954,31 @@ int dn_run(const dn_run_opts *o)
             dn_err("run: send socket on %s: %s", d->tx_if, strerror(errno));
             goto out;
         }
-        d->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (d->wake_fd < 0 || sig_fd < 0) {
+    }
+    D->nworkers = o->threads == 2 ? 2 : 1;
+    for (int i = 0; i < D->nworkers; i++) {
+        worker_t *wk = &D->wk[i];
+        wk->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (wk->wake_fd < 0 || sig_fd < 0) {
             dn_err("run: eventfd/signalfd: %s", strerror(errno));
             goto out;
         }
+        wk->batch_ns = o->batch_us * 1000ULL;
+        wk->rt_prio = o->rt_prio;
+        wk->ndirs = 0;
+        for (int k = 0; k < 2; k++)
+            if (D->nworkers == 1 || k == i) {
+                wk->dirs[wk->ndirs++] = &D->dir[k];
+                D->dir[k].wake_fd = wk->wake_fd;
+            }
     }
-    for (int i = 0; i < 2; i++) {
-        dir_ctx *d = &D->dir[i];
-        int e = pthread_create(&d->thr, NULL, data_thread, d);
+    for (int i = 0; i < D->nworkers; i++) {
+        int e = pthread_create(&D->wk[i].thr, NULL, data_thread, &D->wk[i]);
         if (e) {
             dn_err("run: thread: %s", strerror(e));
             goto out;
         }
-        d->thr_started = true;
+        D->wk[i].started = true;
     }
     ctl_fd = control_listen(o->control);
     if (ctl_fd < 0)
@@ -1023,9 +1082,12 @@ out:
     for (int i = 0; i < 2; i++)
         if (D->dir[i].wake_fd >= 0)
             wake(&D->dir[i]);
-    for (int i = 0; i < 2; i++)
-        if (D->dir[i].thr_started)
-            pthread_join(D->dir[i].thr, NULL);
+    for (int i = 0; i < D->nworkers; i++) {
+        if (D->wk[i].started)
+            pthread_join(D->wk[i].thr, NULL);
+        if (D->wk[i].wake_fd > 0)
+            close(D->wk[i].wake_fd);
+    }
     for (int i = 0; i < MAX_CLIENTS; i++)
         client_close(&clients[i]);
     if (sock_made)

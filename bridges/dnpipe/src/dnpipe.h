@@ -20,6 +20,7 @@ typedef struct {
     uint64_t mem_limit;    /* bytes of packet buffers per process */
     unsigned ring_frames;  /* per receive ring */
     int rt_prio;           /* 0: normal scheduling */
+    int threads;           /* data threads: 1 (both directions) or 2 (one each) */
 } dn_run_opts;
 
 int dn_run(const dn_run_opts *o);
