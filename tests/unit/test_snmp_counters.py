@@ -640,3 +640,44 @@ def test_run_delivers_to_queue_and_callables(monkeypatch):
     items = _run(go())
     for got in (items, got_sync, got_async):
         assert sum(isinstance(o, Point) for o in got) == 3
+
+
+# ---- the snmpd.conf generator the tests and the virtual rack share ---------------------------
+
+def test_render_snmpd_conf_content():
+    from controller.telemetry.snmpd_conf import render_snmpd_conf, snmpd_argv, snmpd_env
+    text = render_snmpd_conf(["10.0.0.2:161", "[::1]:1161"], "comm1234", "ctluser", "authkey12", "privkey12",
+                             auth_protocol="sha256", priv_protocol="aes256", sys_name="br1")
+    lines = text.splitlines()
+    assert "agentAddress udp:10.0.0.2:161,udp6:[::1]:1161" in lines
+    assert "view ctlview included .1.3.6.1.2.1.31" in lines and "view ctlview included .1.3.6.1.2.1.2" in lines
+    assert "rocommunity comm1234 default -V ctlview" in lines and "rocommunity6 comm1234 default -V ctlview" in lines
+    assert "createUser ctluser SHA-256 authkey12 AES-256 privkey12" in lines
+    assert "rouser ctluser authpriv -V ctlview" in lines and "sysName br1" in lines
+    assert "-C" not in snmpd_argv("/x/snmpd.conf")            # see snmpd_conf: -C loses engineID/boots
+    env = snmpd_env("/p", {"PATH": "/bin", "SNMPCONFPATH": "/etc/snmp", "MIBS": "ALL", "HOME": "/root"})
+    assert env["SNMPCONFPATH"] == "/p" and env["SNMP_PERSISTENT_DIR"] == "/p" and env["MIBS"] == ""
+    assert env["HOME"] == "/root"
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    (dict(community="a b"), "community"),
+    (dict(community='x"\ncreateUser evil'), "community"),
+    (dict(auth_key="short"), "at least 8"),
+    (dict(priv_key="pp\nrwcommunity x"), "priv_key"),
+    (dict(listen="localhost:161"), "ADDRESS:PORT"),
+    (dict(listen="300.1.1.1:161"), "not an IP address"),
+    (dict(v3_user="1bad"), "v3 user"),
+])
+def test_render_snmpd_conf_refuses_injection_without_echoing_secrets(kwargs, needle):
+    from controller.errors import ParameterError
+    from controller.telemetry.snmpd_conf import render_snmpd_conf
+    args = dict(listen="127.0.0.1:16161", community="comm1234", v3_user="ctluser", auth_key="authkey12",
+                priv_key="privkey12")
+    args.update(kwargs)
+    with pytest.raises(ParameterError) as exc:
+        render_snmpd_conf(**args)
+    assert needle in str(exc.value)
+    for k in ("community", "auth_key", "priv_key"):
+        if k in kwargs:
+            assert kwargs[k] not in str(exc.value)
