@@ -50,6 +50,24 @@ Counter semantics
   (or its counters may have been reset): discontinuity. (sysUpTime itself wraps after 497
   days; that is treated as a restart, conservatively.)
 * A change of ifCounterDiscontinuityTime is a discontinuity.
+
+Output (plain data, no sink knowledge)
+--------------------------------------
+Point: measurement "snmp_if", tags {host, ifname, ifindex}, time_ns = local receive time.
+  fields, raw (every successful poll): in_octets, out_octets, in_ucast_pkts, out_ucast_pkts
+  (Counter64), in_discards, in_errors (Counter32), high_speed_mbps (ifHighSpeed as reported);
+  rates (only when computable): in_bps, out_bps, in_pps, out_pps, in_discards_pps,
+  in_errors_pps, and rate_interval_s, the agent-time span they cover (one value when all rates
+  of the point share it -- the normal case -- else `<rate>_interval_s` per rate).
+Event: kind, host, time_ns, message, ifname/ifindex/counters where relevant. Kinds:
+  agent_unreachable (timeout), agent_error (auth, view, tooBig, ...), agent_recovered,
+  agent_restart, discontinuity (per interface, counters listed, reason), counter_wrap,
+  interface_missing, invalid_value. Event.to_point() gives measurement "snmp_event".
+An unreachable agent yields an event and no point: never a zero.
+
+Transport: one UDP socket (pysnmp transport domain) per agent on one shared SnmpEngine; GETs
+batched per agent (sysUpTime + 8 columns x up to 4 interfaces + 4 canaries), all agents
+concurrently, each under its own deadline.
 """
 from __future__ import annotations
 
