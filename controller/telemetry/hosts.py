@@ -377,7 +377,8 @@ class TelemetryHub:
         self.spool.close()
         self.record.manifest["telemetry"].update({
             "points": len(self.points),
-            "samples": {h: s.samples for h, s in self.streams.items()},
+            "samples": {h: s.samples for h, s in self.streams.items() if ":" not in h},  # host samplers
+            "other_streams": sorted(h for h in self.streams if ":" in h),
             "late_ticks": {h: s.late for h, s in self.streams.items() if s.late},
             "parse_errors": self.parse_errors[:50],
             "lost_streams": self.lost,
