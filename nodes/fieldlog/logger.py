@@ -167,21 +167,14 @@ class FieldLogger:
         self.handovers.seed(history, keys, from_run_start=whole)
         self._end_orphans()
         k = next_seq(now, self.start_ns, self.interval_ns, last_seq)
-        gap = missing_between(last_seq, k) if resumed else None
         start_info = {"t_ns": now, "pid": os.getpid(), "pid_start": procs.proc_start_time(os.getpid()),
-                      "seq": k, "resumed": resumed, "gap": list(gap) if gap else None}
+                      "seq": k, "resumed": resumed, "gap": None}
         self.state.setdefault("starts", []).append(start_info)
         self.state.update(status="running", pid=os.getpid(), pid_start=start_info["pid_start"])
         rundir.save_state(self.paths, self.state)
-        if resumed:
-            fields: Dict[str, Any] = {"seq": k, "detail": "logger restarted; seconds %s..%s not measured" % gap
-                                      if gap else "logger restarted"}
-            if gap:
-                fields.update(from_seq=gap[0], to_seq=gap[1], missing=gap[1] - gap[0] + 1)
-            spool.append_lines([P.dumps(P.event_record("gap" if gap else "resume", now, self.base, **fields))])
-        else:
+        if not resumed:
             spool.append_lines([P.dumps(P.event_record("start", now, self.base, seq=k, detail="field run started"))])
-        spool.sync()
+            spool.sync()
 
         sources = self._sources or build_sources(self.cfg, self.paths, self.log, self._on_spawn)
         for s in sources.all():
@@ -194,8 +187,10 @@ class FieldLogger:
                                            kwargs={"max_backoff_s": float(self.cfg.get("push_max_backoff_s", 10))},
                                            name="push", daemon=True)
             push_thread.start()
+        planned_gap = missing_between(last_seq, k) if resumed else None
         ready({"action": "resumed" if resumed else "started", "run_id": self.paths.run_id, "pid": os.getpid(),
-               "seq": k, "gap": list(gap) if gap else None})
+               "seq": k, "gap": list(planned_gap) if planned_gap else None})
+        first = True
         status = "stopped"
         reason = "SIGTERM"
         try:
@@ -208,6 +203,9 @@ class FieldLogger:
                     break
                 now = self.clock_ns()
                 k2 = next_seq(now, self.start_ns, self.interval_ns, k - 1)
+                if k2 != k and first:
+                    k = k2               # starting took longer than the slot's grace: the restart gap grows
+                    continue
                 if k2 != k:
                     # Woke too late for this slot (host suspended, clock stepped): the seconds are a gap.
                     spool.append_lines([P.dumps(P.event_record(
@@ -215,6 +213,10 @@ class FieldLogger:
                         detail="logger fell behind; seconds not measured"))])
                     k = k2
                     continue
+                if first:
+                    first = False
+                    if resumed:
+                        self._restart_event(k, now, last_seq, spool, start_info)
                 self.tick(k, now, sources, spool, raw)
                 k += 1
         except Exception:
@@ -242,6 +244,18 @@ class FieldLogger:
                 self.log("end of logging (%s): %s" % (reason, "every point acknowledged by InfluxDB" if sent_all
                                                        else "points left for later forwarding"))
         return status
+
+    def _restart_event(self, k: int, t_ns: int, last_seq: Optional[int], spool: AppendFile,
+                       start_info: Dict[str, Any]) -> None:
+        """At the first tick after a restart: the seconds nobody measured, as one event (never filled in)."""
+        gap = missing_between(last_seq, k)
+        fields: Dict[str, Any] = {"seq": k, "detail": "logger restarted; seconds %s..%s not measured" % gap
+                                  if gap else "logger restarted"}
+        if gap:
+            fields.update(from_seq=gap[0], to_seq=gap[1], missing=gap[1] - gap[0] + 1)
+        spool.append_lines([P.dumps(P.event_record("gap" if gap else "resume", t_ns, self.base, **fields))])
+        start_info.update(seq=k, gap=list(gap) if gap else None)
+        rundir.save_state(self.paths, self.state)
 
     def tick(self, k: int, t_ns: int, src: Sources, spool: AppendFile, raw: AppendFile) -> None:
         t_mono = self.monotonic()
