@@ -42,6 +42,7 @@ class Daemon:
     host: str
     argv: tuple[str, ...]
     log: str
+    env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -214,7 +215,62 @@ def plan_lab(inv: Inventory, *, dnpipe_binary: str | None = None) -> LabPlan:
             h, "/usr/sbin/sshd", "-D", "-e", "-f", str(d / "sshd_config")), str(d / "sshd.log")))
     plan.daemons += modem_test_doubles(inv)
     plan.files[str(v.runtime_dir / "shellrc")] = _CLEAN_SHELL_RC
+    plan.daemons += _snmp_agents(inv)
     return plan
+
+
+def _snmp_agents(inv: Inventory) -> list[Daemon]:
+    """A real net-snmp agent in every virtual host the inventory polls over SNMP (bridges,
+    switch), listening on its management address. Its config is written at `lab up`
+    (it holds the secrets the inventory references: see `_write_snmpd_configs`)."""
+    from controller.telemetry.snmpd_conf import snmpd_argv, snmpd_env
+    out = []
+    for h in sorted(inv.hosts):
+        if inv.hosts[h].snmp is None:
+            continue
+        d = host_dir(inv, h)
+        env = snmpd_env(d / "snmp", {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+        out.append(Daemon("snmpd", h, ("ip", "netns", "exec", ns_name(inv, h),
+                                       *snmpd_argv(d / "snmpd.conf", snmpd="/usr/sbin/snmpd")),
+                          str(d / "snmpd.log"), tuple(sorted(env.items()))))
+    return out
+
+
+def _secret_for(ref, what: str) -> str:
+    """The value behind a SecretRef; for a file the lab itself provides, create it (0600) once."""
+    from controller.errors import ParameterError
+    try:
+        return ref.resolve(what)
+    except ParameterError:
+        if ref.file is None:
+            raise
+    ref.file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(ref.file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_urlsafe(18) + "\n")
+    return ref.resolve(what)
+
+
+def _write_snmpd_configs(inv: Inventory) -> None:
+    from controller.telemetry.snmpd_conf import render_snmpd_conf
+    for h, host in sorted(inv.hosts.items()):
+        s = host.snmp
+        if s is None:
+            continue
+        community = _secret_for(s.community, f"{h} SNMP community") if s.community else None
+        user = auth = priv = None
+        if s.version == "3":
+            user = s.user
+            auth = _secret_for(s.auth_key, f"{h} SNMP auth key")
+            priv = _secret_for(s.priv_key, f"{h} SNMP priv key")
+        d = host_dir(inv, h)
+        (d / "snmp").mkdir(parents=True, exist_ok=True)
+        text = render_snmpd_conf(f"udp:{host.mgmt.address}:{s.port}", community, user, auth, priv,
+                                 auth_protocol=s.auth_protocol or "sha", priv_protocol=s.priv_protocol or "aes",
+                                 sys_name=h)
+        fd = os.open(d / "snmpd.conf", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
 
 
 def modem_test_doubles(inv: Inventory) -> list[Daemon]:
@@ -403,6 +459,7 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
             host = inv.hosts[h]
             if host.shaper is not None and host.shaper.kind == "dnpipe":
                 host.shaper.control_dir.mkdir(parents=True, exist_ok=True)
+        _write_snmpd_configs(inv)
         for d in list(plan.daemons) + list(extra_daemons or []):
             state.processes.append(_start_daemon(d))
             _save_state(inv, state)
@@ -443,7 +500,7 @@ def repair(inv: Inventory, st: LabState) -> LabState:
                 st.processes[i] = {**p, "pid": proc.pid, "start_time": proc_start_time(proc.pid)}
         else:
             log = p.get("log") or str(host_dir(inv, p["host"]) / f"{p['name']}.log")
-            d = Daemon(p["name"], p["host"], tuple(p["argv"]), log)
+            d = Daemon(p["name"], p["host"], tuple(p["argv"]), log, tuple(sorted((p.get("env") or {}).items())))
             st.processes[i] = {**_start_daemon(d), "log": log}
         _save_state(inv, st)
     server = managed_influx(inv)
@@ -465,7 +522,7 @@ def _start_daemon(d: Daemon) -> dict:
     Path(d.log).parent.mkdir(parents=True, exist_ok=True)
     with open(d.log, "ab") as logf:
         env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C",
-               "HOME": "/root"}
+               "HOME": "/root", **dict(d.env)}
         p = subprocess.Popen(list(d.argv), stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, env=env,
                              start_new_session=True)
     time.sleep(0.01)
@@ -473,7 +530,7 @@ def _start_daemon(d: Daemon) -> dict:
         raise LabError(f"{d.name} on {d.host} exited at once (status {p.returncode}); see {d.log}")
     # `ip netns exec` execs its command, so the PID stays the daemon's (sshd -D, dnpipe run).
     return {"name": d.name, "host": d.host, "pid": p.pid, "argv": list(d.argv),
-            "start_time": proc_start_time(p.pid), "log": d.log}
+            "start_time": proc_start_time(p.pid), "log": d.log, "env": dict(d.env)}
 
 
 def _save_state(inv: Inventory, state: LabState) -> None:

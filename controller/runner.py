@@ -224,6 +224,7 @@ class Run:
         self.traffic = TrafficRunner(self.pool if self.pool is not None else _DryPool(self.sessions),
                                      self.plan.flows, versions)
         await self.telemetry.start(self.sessions)
+        await self.telemetry.start_snmp()
         for h in self.plan.mptcp_hosts:
             # started before any traffic: the monitor misses events of connections older than itself
             await self.telemetry.start_monitor(self.sessions[h], h)

@@ -242,6 +242,8 @@ class TelemetryHub:
         self.parse_errors: list[str] = []
         self.lost: dict[str, str] = {}
         self.monitor_lines: dict[str, list[str]] = {}
+        self.snmp: Any = None
+        self.snmp_events: list[dict] = []
         self._sessions: Mapping[str, Any] = {}
         self._lost_event = asyncio.Event()
 
@@ -332,6 +334,36 @@ class TelemetryHub:
         stream.task = asyncio.ensure_future(consume())
         self.streams[f"{host}:monitor"] = stream
 
+    async def start_snmp(self) -> None:
+        """Poll, once a second, the SNMP agents of the bridges and switches this run's links cross."""
+        if self.dry_run:
+            return
+        hosts: set[str] = set()
+        for (link, _d) in self.plan.links:
+            l = self.inv.links[link]
+            for h in (l.bridge, l.switch):
+                if h is not None and self.inv.hosts[h].snmp is not None:
+                    hosts.add(h)
+        if not hosts:
+            return
+        from controller.errors import CtlError
+        from controller.telemetry.snmp import Event, SnmpPoller
+
+        def sink(item: Any) -> None:
+            if isinstance(item, Event):
+                self.snmp_events.append(item.to_dict())
+                item = item.to_point()
+            self.emit([Point(item.measurement, item.tags, item.fields, item.time_ns)])
+        self.snmp = SnmpPoller.from_inventory(self.inv, sink, hosts=sorted(hosts), interval_s=1.0)
+        try:
+            await self.snmp.start()
+        except CtlError as exc:  # no SNMP is a gap in the record, not a reason to stop the run
+            self.snmp_events.append({"kind": "poller_failed", "message": exc.one_line()})
+            self.snmp = None
+            return
+        self._snmp_stop = asyncio.Event()
+        self._snmp_task = asyncio.ensure_future(self.snmp.run(self._snmp_stop))
+
     def monitor_text(self, host: str) -> str:
         return "\n".join(self.monitor_lines.get(host, []))
 
@@ -374,6 +406,14 @@ class TelemetryHub:
 
     async def stop(self) -> None:
         await asyncio.gather(*(s.stop() for s in self.streams.values()), return_exceptions=True)
+        if self.snmp is not None:
+            self._snmp_stop.set()
+            try:
+                await asyncio.wait_for(self._snmp_task, 10)
+            except (asyncio.TimeoutError, Exception) as exc:
+                self.snmp_events.append({"kind": "poller_stopped", "message": repr(exc)[:200]})
+            await self.snmp.close()
+            self.snmp = None
         self.spool.close()
         self.record.manifest["telemetry"].update({
             "points": len(self.points),
@@ -382,6 +422,7 @@ class TelemetryHub:
             "late_ticks": {h: s.late for h, s in self.streams.items() if s.late},
             "parse_errors": self.parse_errors[:50],
             "lost_streams": self.lost,
+            "snmp_events": self.snmp_events[:200],
             "interval_s": INTERVAL_S,
         })
 

@@ -80,7 +80,10 @@ def write_test_inventory(dest: Path, *, prefix: str = "ctlt", mgmt_octet: int = 
         sh = host.get("shaper") or {}
         if sh.get("kind") == "dnpipe":
             sh["control_dir"] = f"/run/ctl/{prefix}/dnpipe"
-    dest.write_text(yaml.safe_dump(data, sort_keys=False))
+    text = yaml.safe_dump(data, sort_keys=False)
+    # every other runtime path (e.g. the SNMP key files) moves to this rack's runtime dir
+    text = text.replace("/run/ctl/ctlv/", f"/run/ctl/{prefix}/")
+    dest.write_text(text)
     return dest
 
 
