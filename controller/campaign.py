@@ -165,9 +165,9 @@ class CampaignSpec(_Strict):
     pause: Annotated[str, BeforeValidator(_duration_text("pause"))] = "0s"
     window: str | None = None
     overhead: Annotated[str, BeforeValidator(_duration_text("overhead"))] = "20s"
-    retry: RetryPolicy = RetryPolicy()
-    health: HealthSpec = HealthSpec()
-    report: ReportSpec = ReportSpec()
+    retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy.model_validate({}))
+    health: HealthSpec = Field(default_factory=lambda: HealthSpec.model_validate({}))
+    report: ReportSpec = Field(default_factory=ReportSpec)
 
     @field_validator("window")
     @classmethod
@@ -273,7 +273,7 @@ def expand_cases(spec: CampaignSpec) -> list[Case]:
     if spec.sweep:
         keys = [_norm(k) for k in spec.sweep]
         for i, combo in enumerate(itertools.product(*spec.sweep.values())):
-            varied = dict(zip(keys, combo))
+            varied = dict(zip(keys, combo, strict=True))
             cases.append(Case(i, varied, {**fixed, **varied}))
     elif spec.cases:
         for i, c in enumerate(spec.cases):
@@ -804,10 +804,11 @@ class Store:
             raise CampaignError("give a campaign id: " + (", ".join(f"#{c.num} {c.id}" for c in active)
                                                           if active else "no campaigns yet"))
         r = ref.lstrip("#")
-        if r.isdigit():
+        if r.isdigit():  # a number is a campaign number, never a part of an id (ids hold digits)
             for c in all_:
                 if c.num == int(r):
                     return c
+            raise CampaignError(f"no campaign {ref!r}")
         exact = [c for c in all_ if c.id == ref]
         if exact:
             return exact[0]
@@ -883,7 +884,7 @@ class Store:
                 (cid, spec.name, spec.scenario, str(file_path), file_text,
                  hashlib.sha256(file_text.encode()).hexdigest(), spec.model_dump_json(by_alias=True), seed,
                  str(inventory_path), inventory_name, str(runs_root), not_before, now, now))
-            num = cur.lastrowid
+            num = int(cur.lastrowid or 0)
             by_index = {c.index: c for c in cases}
             db.executemany(
                 "INSERT INTO runs (campaign, seq, case_index, repetition, args_json, varied_json, duration_s, state) "
@@ -894,7 +895,7 @@ class Store:
                         f"{len(planned)} runs ({len(cases)} cases x {spec.repetitions}), order {spec.order}"
                         + (f", seed {seed}" if seed is not None else "")
                         + (f", not before {local(not_before):%Y-%m-%d %H:%M}" if not_before else ""))
-        return self.campaign(num)  # type: ignore[arg-type]
+        return self.campaign(num)
 
     @staticmethod
     def _event(db: sqlite3.Connection, num: int, now: float, kind: str, message: str) -> None:
@@ -999,7 +1000,8 @@ class Store:
             left = db.execute("SELECT COUNT(*) FROM runs WHERE campaign=? AND state IN ('pending','running')",
                               (num,)).fetchone()[0]
             if c["state"] in ("queued", "running") and left == 0:
-                failed = db.execute("SELECT COUNT(*) FROM runs WHERE campaign=? AND state='failed'", (num,)).fetchone()[0]
+                failed = db.execute("SELECT COUNT(*) FROM runs WHERE campaign=? AND state='failed'",
+                                    (num,)).fetchone()[0]
                 db.execute("UPDATE campaigns SET state='done', reason=?, finished=?, updated=?, activity=NULL "
                            "WHERE num=?", (f"{failed} runs failed" if failed else None, now, now, num))
                 self._event(db, num, now, "done", "all runs finished" + (f"; {failed} failed" if failed else ""))
@@ -1214,7 +1216,7 @@ async def health_check(inv: Any, hosts: Sequence[str], spec: HealthSpec, log_pat
     try:
         res = await asyncio.gather(*(pool[h].connect() for h in hosts), return_exceptions=True)
         reachable = []
-        for h, r in zip(hosts, res):
+        for h, r in zip(hosts, res, strict=True):
             if isinstance(r, BaseException):
                 msg = r.one_line() if isinstance(r, CtlError) else repr(r)
                 details["hosts"][h] = msg
@@ -1225,7 +1227,7 @@ async def health_check(inv: Any, hosts: Sequence[str], spec: HealthSpec, log_pat
         offs = await asyncio.gather(*(measure_clock_offset(pool[h], spec.clock_samples) for h in reachable),
                                     return_exceptions=True)
         measured = {}
-        for h, o in zip(reachable, offs):
+        for h, o in zip(reachable, offs, strict=True):
             if isinstance(o, BaseException):
                 details["clock"][h] = {"error": str(o)}
                 reasons.append(f"{h}: clock offset not measurable: {o}")
@@ -1324,6 +1326,7 @@ def reconcile(store: Store, rows: Sequence[RunRow], say: Callable[[str], None]) 
             continue
         a = att[0]
         rec = record_outcome(Path(a.record_dir))
+        error: str | None
         if rec is None:
             status, error = "aborted", "controller died before the run record was written (rack untouched)"
         else:
@@ -1523,7 +1526,6 @@ class Scheduler:
         await asyncio.to_thread(telemetry.push)
 
     async def _run_one(self, c: CampaignRow, inv: Any, seq: int, target: Any, telemetry: ProgressTelemetry) -> None:
-        from controller import scenarios
         from controller.cli_run import prepare_run
         from controller.runner import execute
         r = self.store.run(c.num, seq)
@@ -1577,19 +1579,24 @@ class Scheduler:
             self._install_signals()  # the runner removed its handlers, and with them ours
         if outcome.exit_code > 128 and not user_abort:
             self.stopping = True
-            self.stop_reason = self.stop_reason or f"signal {outcome.exit_code - 128}"
+            self.stop_reason = self.stop_reason or signal.Signals(outcome.exit_code - 128).name
         now_c = self.store.campaign(c.num)
         klass = classify(outcome.status, outcome.exit_code, outcome.error, getattr(outcome, "error_type", None))
+        error = outcome.error
+        if user_abort and klass == "interrupted":
+            # The runner reports a cancelled task as SIGINT; say who stopped it.
+            how = "cancel" if now_c.state == "cancelled" else "pause --now"
+            error = f"stopped by `ctl campaign {how}` ({now_c.reason or 'by user'}); rack restored by the runner"
         d = decide(klass, failures_before=r.failures, interruptions_before=r.interruptions, policy=spec.retry,
-                   now=time.time(), what=what, error=outcome.error, cancelled=now_c.state == "cancelled",
+                   now=time.time(), what=what, error=error, cancelled=now_c.state == "cancelled",
                    user_abort=user_abort)
         self.store.finish_attempt(c.num, seq, attempt, status=outcome.status, exit_code=outcome.exit_code,
-                                  error=outcome.error, klass=klass, decision=d, run_id=outcome.run_id,
+                                  error=error, klass=klass, decision=d, run_id=outcome.run_id,
                                   record_dir=outcome.record_dir)
         if user_abort:
             self.store.clear_abort(c.num)
         self.log(f"campaign #{c.num}: {what}: {outcome.status}" + (f" [{klass}]" if klass != "ok" else "")
-                 + f" -> {d.action}" + (f" ({outcome.error})" if outcome.error else ""))
+                 + f" -> {d.action}" + (f" ({error})" if error else ""))
         if d.action == "pause":
             self.log(f"campaign #{c.num} PAUSED: {d.pause_reason}")
         await self._emit(telemetry, c.num)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import time
@@ -11,7 +10,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from controller.cli import _inventory, _print_json, extension
-from controller.errors import CtlError
 from controller.settings import runs_dir
 
 
@@ -97,7 +95,8 @@ def _planned(args: argparse.Namespace) -> dict:
     per_run = [durations[p.case] + overhead for p in planned]
     rack_s = sum(per_run) + spec.pause_s * max(0, len(planned) - 1)
     finish = estimate_finish(now, per_run, spec.pause_s, spec.window_obj(), not_before)
-    return {"spec": spec, "path": path, "text": text, "inv": inv, "inventory_path": resolve_inventory_path(args.inventory),
+    return {"spec": spec, "path": path, "text": text, "inv": inv,
+            "inventory_path": resolve_inventory_path(args.inventory),
             "validated": validated, "seed": seed, "planned": planned, "overhead_s": overhead,
             "overhead_learned_from": learned, "rack_s": rack_s, "finish": finish, "not_before": not_before,
             "durations": durations, "traffic_s": sum(durations[p.case] for p in planned)}
@@ -130,10 +129,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"fixed: {fixed}")
     print()
     widths = [max(len(k), *(len(cases[p.case].varied.get(k, "")) for p in planned)) for k in keys]
-    head = f"{'seq':>5} {'case':>4} {'rep':>3}  " + "  ".join(f"{k:<{w}}" for k, w in zip(keys, widths)) + "  duration"
+    head = f"{'seq':>5} {'case':>4} {'rep':>3}  " + "  ".join(
+        f"{k:<{w}}" for k, w in zip(keys, widths, strict=True)) + "  duration"
     print(head)
     for p in planned:
-        vals = "  ".join(f"{cases[p.case].varied.get(k, ''):<{w}}" for k, w in zip(keys, widths))
+        vals = "  ".join(f"{cases[p.case].varied.get(k, ''):<{w}}" for k, w in zip(keys, widths, strict=True))
         print(f"{p.seq:>5} {p.case + 1:>4} {p.repetition:>3}  {vals}  {pl['durations'][p.case]:g} s")
     print()
     learned = (f", learned from {pl['overhead_learned_from']} earlier runs" if pl["overhead_learned_from"]

@@ -154,6 +154,7 @@ def gather(store: Any, c: Any) -> dict:
     for a in attempts:
         by_seq.setdefault(a.seq, []).append(a)
     cases: dict[int, CaseData] = {}
+    configured = c.spec().report.metric
     for r in runs:
         cd = cases.setdefault(r.case_index, CaseData(r.case_index, r.varied, [], {}, []))
         cd.runs.append(r)
@@ -166,13 +167,13 @@ def gather(store: Any, c: Any) -> dict:
         cd.records.append((r.repetition, ok[-1].record_dir))
         if s is None:
             continue
-        for k, v in metrics_of(s).items():
+        metrics = metrics_of(s)
+        if configured and configured not in metrics:
+            extra = lookup(s, configured)  # a dotted path into the summary
+            if extra is not None:
+                metrics[configured] = extra
+        for k, v in metrics.items():
             cd.values.setdefault(k, []).append(v)
-        spec = c.spec()
-        if spec.report.metric and spec.report.metric not in cd.values:
-            v = lookup(s, spec.report.metric)
-            if v is not None:
-                cd.values.setdefault(spec.report.metric, []).append(v)
     return {"runs": runs, "attempts": attempts, "by_seq": by_seq,
             "cases": [cases[k] for k in sorted(cases)], "health": store.health_checks(c.num),
             "events": store.events(c.num)}
@@ -215,7 +216,7 @@ def heatmap_figures(cases: Sequence[CaseData], metric: str, axes: tuple[str, str
     fig, axs = plt.subplots(1, len(pvals), figsize=(1.2 + 0.9 * len(xs) * len(pvals) + 1.6 * len(pvals),
                                                     1.8 + 0.55 * len(ys)), squeeze=False, layout="constrained")
     im = None
-    for ax, pv in zip(axs[0], pvals):
+    for ax, pv in zip(axs[0], pvals, strict=True):
         grid = [[math.nan for _ in xs] for _ in ys]
         for cd in cases:
             if panels and cd.varied.get(panels) != pv:
@@ -261,7 +262,7 @@ def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str) ->
         ax.boxplot([vs for _, vs in data], positions=pos, orientation="horizontal", widths=0.6, showfliers=False)
     except TypeError:
         ax.boxplot([vs for _, vs in data], positions=pos, vert=False, widths=0.6, showfliers=False)
-    for p, (_cd, vs) in zip(pos, data):
+    for p, (_cd, vs) in zip(pos, data, strict=True):
         ax.plot(vs, [p] * len(vs), "o", color="tab:blue", alpha=0.5, markersize=4)
         st = mean_ci(vs)
         if st.mean is not None:
@@ -323,7 +324,8 @@ def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
 
     # ---- the content, once, as rows; rendered to HTML and Markdown below ----
     overview = [
-        ("campaign", f"#{c.num} {c.id}"), ("scenario", c.scenario), ("state", c.state + (f": {c.reason}" if c.reason else "")),
+        ("campaign", f"#{c.num} {c.id}"), ("scenario", c.scenario),
+        ("state", c.state + (f": {c.reason}" if c.reason else "")),
         ("runs", f"{p.done} of {p.total} done, {p.failed} failed, {p.pending} pending, {p.running} running"
                  + (f", {p.cancelled} cancelled" if p.cancelled else "")),
         ("attempts", f"{len(attempts)} ({len(failures)} not completed)"),
@@ -375,13 +377,16 @@ def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1200px;
+padding:0 1em;color:#222}
 h1{font-size:1.5em} h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:.85em;margin:.5em 0} td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
+td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
 th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .bar{background:#eee;height:1.1em;width:100%;max-width:600px;display:flex;border-radius:3px;overflow:hidden}
 .done{background:#3a7} .failed{background:#d44} .state-paused,.state-cancelled{color:#b50;font-weight:bold}
-img{max-width:100%;border:1px solid #ddd;margin:.5em 0} pre{background:#f7f7f7;padding:.5em;overflow-x:auto;font-size:.8em}
+img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
+pre{background:#f7f7f7;padding:.5em;overflow-x:auto;font-size:.8em}
 """
 
 
@@ -466,6 +471,7 @@ def _markdown(c: Any, overview: list, figures: list, case_head: list, case_rows:
     parts += [_table_md(["run", "case", "rep", "attempt", "class", "action", "error", "record"], fail_rows)
               if fail_rows else "None.", ""]
     parts += ["## Health checks", ""] + [f"- {l}" for l in health_lines] + [""]
-    parts += ["## Runs", "", _table_md(["seq", "case", "parameters", "rep", "state", "attempts (records)"], run_rows), ""]
+    parts += ["## Runs", "", _table_md(["seq", "case", "parameters", "rep", "state", "attempts (records)"], run_rows),
+              ""]
     parts += ["## Events", "", "```", *events, "```", ""]
     return "\n".join(parts)

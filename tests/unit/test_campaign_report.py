@@ -63,8 +63,9 @@ def _campaign(tmp_path: Path, monkeypatch, file: Path, summaries) -> tuple[Store
         if summary is None:  # this one failed for good
             rec.finish("failed", "mptcp: iperf3: unable to connect")
             store.start_attempt(c.num, r.seq, rec.id, rec.dir, None)
-            store.finish_attempt(c.num, r.seq, 1, status="failed", exit_code=1, error="mptcp: iperf3: unable to connect",
-                                 klass="traffic-error", decision=Decision("failed", "skip", counts_failure=True))
+            store.finish_attempt(c.num, r.seq, 1, status="failed", exit_code=1,
+                                 error="mptcp: iperf3: unable to connect", klass="traffic-error",
+                                 decision=Decision("failed", "skip", counts_failure=True))
             continue
         rec.write_json("summary.json", summary)
         rec.finish("completed")
@@ -115,7 +116,7 @@ def test_failures_are_listed_with_class_action_and_record(tmp_path, monkeypatch)
             return None
         return {"jain_index": 0.6 + 0.1 * r.case_index, "flows": [{"name": "mptcp", "receiver_mbps": 10.0}]}
     store, c = _campaign(tmp_path, monkeypatch, f, summary)
-    html_path, md_path = write_report(store, c, tmp_path / "r")
+    html_path, _md = write_report(store, c, tmp_path / "r")
     html = html_path.read_text()
     assert "Failures (1)" in html and "traffic-error" in html and "mptcp: iperf3: unable to connect" in html
     assert "7 of 8 done, 1 failed" in html
