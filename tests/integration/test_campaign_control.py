@@ -123,3 +123,24 @@ def test_sigterm_stops_the_daemon_cleanly_and_cancel_ends_the_campaign(rack, tmp
     assert (last["class"], last["action"]) == ("interrupted", "cancel")
     assert last["error"].startswith("stopped by `ctl campaign cancel`")
     assert {m["status"] for m in records_of(rack, cid).values()} == {"aborted"}
+
+
+def test_a_refused_run_is_classified_from_the_real_outcome_and_pauses(rack, tmp_path):
+    """A congestion control the kernel lacks is refused on the hosts, before any change (exit 2):
+    class `refused`, and the default policy pauses the campaign with the runner's reason."""
+    before = baseline(rack)
+    num, cid = submit(rack, campaign(tmp_path, "refused", "fixed: {duration: 3s}\ncases: [{cc: nosuchcc}]\n"))
+    try:
+        p = rack.ctl("campaign", "daemon", "--exit-when-idle")
+        assert p.returncode == 0, p.stderr
+        st = status(rack, num)
+        assert st["state"] == "paused", st
+        assert "refused (1 of 1 attempts)" in st["reason"] and "nosuchcc" in st["reason"]
+        (a,) = st["runs"][0]["attempts"]
+        assert (a["status"], a["exit_code"], a["class"], a["action"]) == ("failed", 2, "refused", "pause")
+        assert st["runs"][0]["state"] == "pending"   # kept: resume (after fixing the kernel) runs it
+        assert st["failures_by_class"] == {"refused": 1}
+        assert {m["status"] for m in records_of(rack, cid).values()} == {"failed"}
+        assert baseline(rack) == before
+    finally:
+        rack.ctl("campaign", "cancel", str(num))
