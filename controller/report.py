@@ -431,7 +431,7 @@ def _html(c: Any, overview: list, figures: list, case_head: list, case_rows: lis
                  f"interval (Student's t); headline metric: <b>{html.escape(metric or '-')}</b>. "
                  f"Values from each run's <code>summary.json</code>.</p>")
     parts.append(_table_html(case_head, case_rows))
-    parts.append(f"<h2>Failures ({len(fail_rows)})</h2>")
+    parts.append(f"<h2>Attempts not completed ({len(fail_rows)})</h2>")
     parts.append(_table_html(["run", "case", "rep", "attempt", "class", "action", "error", "record"], fail_rows)
                  if fail_rows else "<p>None.</p>")
     parts.append("<h2>Health checks</h2><ul>" + "".join(f"<li>{html.escape(l)}</li>" for l in health_lines) + "</ul>")
@@ -467,7 +467,7 @@ def _markdown(c: Any, overview: list, figures: list, case_head: list, case_rows:
         parts += [f"![{caption}]({_rel(path, out)})", "", f"*{caption}*", ""]
     parts += ["## Per case", "", f"Mean ± 95 % CI half-width over completed repetitions; headline metric "
               f"`{metric or '-'}`.", "", _table_md(case_head, case_rows), ""]
-    parts += [f"## Failures ({len(fail_rows)})", ""]
+    parts += [f"## Attempts not completed ({len(fail_rows)})", ""]
     parts += [_table_md(["run", "case", "rep", "attempt", "class", "action", "error", "record"], fail_rows)
               if fail_rows else "None.", ""]
     parts += ["## Health checks", ""] + [f"- {l}" for l in health_lines] + [""]

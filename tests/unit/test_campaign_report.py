@@ -118,7 +118,7 @@ def test_failures_are_listed_with_class_action_and_record(tmp_path, monkeypatch)
     store, c = _campaign(tmp_path, monkeypatch, f, summary)
     html_path, _md = write_report(store, c, tmp_path / "r")
     html = html_path.read_text()
-    assert "Failures (1)" in html and "traffic-error" in html and "mptcp: iperf3: unable to connect" in html
+    assert "Attempts not completed (1)" in html and "traffic-error" in html and "mptcp: iperf3: unable to connect" in html
     assert "7 of 8 done, 1 failed" in html
     assert 'id="heatmap"' in html and 'id="boxplot"' in html
     assert json.loads(json.dumps(c.spec().model_dump()))["scenario"] == "distinct-bottleneck"
