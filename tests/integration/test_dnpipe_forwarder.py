@@ -187,6 +187,14 @@ def binomial_ok(n: int, k: int, p: float, sigmas: float) -> tuple[bool, str]:
     return abs(k - mean) <= sigmas * sd, f"{k} drops of {n} at p={p}: expected {mean:.1f} +- {sigmas}*{sd:.1f}"
 
 
+def test_core_unit_tests_pass():
+    # The C unit tests of the pure core (fake clock): serialization, bounds, live changes,
+    # loss statistics. Run here too so that a pytest run covers them.
+    r = run(["make", "-C", str(SRC), "-s", "test"], check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert " 0 failed" in r.stdout
+
+
 # ---- schema and control ------------------------------------------------------------
 
 def test_show_schema_and_defaults(dn):

@@ -529,6 +529,14 @@ static void kernel_drops(dir_ctx *d)
         d->pipe.c.rx_kernel_drops += st.tp_drops;
 }
 
+/* The control thread's drain: at most one ring's worth, so that a flood faster than we
+ * can copy cannot keep it (and the pipe lock) forever. */
+static void drain_all(dir_ctx *d, uint64_t now)
+{
+    for (unsigned n = 0; n < d->ring.frame_nr && drain_ring(d, now) == RX_BUDGET; n += RX_BUDGET)
+        ;
+}
+
 static void lock_both(daemon_t *D)
 {
     /* Always forward then reverse: one order, no deadlock. */
@@ -554,8 +562,7 @@ static void snapshot(daemon_t *D, dn_config cfg[2], dn_counters cnt[2], uint64_t
         /* Frames may wait in the ring while the data thread sleeps to its next departure
          * (see wait_next); take them in so that the counters are those of `now`. The
          * ring and the buffer pool are only ever touched under the pipe's lock. */
-        while (drain_ring(&D->dir[i], now) == RX_BUDGET)
-            ;
+        drain_all(&D->dir[i], now);
         dn_pipe_advance(&D->dir[i].pipe, now);
         cfg[i] = D->dir[i].pipe.cfg;
         dn_pipe_counters(&D->dir[i].pipe, &cnt[i]);
@@ -686,8 +693,7 @@ static void handle_request(daemon_t *D, char *line, dn_buf *out)
     uint64_t now = mono_ns();
     /* Frames that arrived before the change meet the old config. */
     for (int i = 0; i < 2; i++)
-        while (drain_ring(&D->dir[i], now) == RX_BUDGET)
-            ;
+        drain_all(&D->dir[i], now);
     if (is_set) {
         /* Check both new configs before changing either: atomic per call. */
         dn_config nc[2];
@@ -926,7 +932,14 @@ int dn_run(const dn_run_opts *o)
         d->tx_ifindex = ifx[1 - i];
         d->rx_fd = d->tx_fd = d->wake_fd = -1;
         atomic_store(&d->max_frame, mtu[i] + L2_ALLOWANCE);
-        pthread_mutex_init(&d->lock, NULL);
+        /* Priority inheritance: the control thread (normal priority) holds this lock
+         * briefly; if it were preempted while holding it, the real-time data thread would
+         * wait behind whatever preempted it. */
+        pthread_mutexattr_t ma;
+        pthread_mutexattr_init(&ma);
+        pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+        pthread_mutex_init(&d->lock, &ma);
+        pthread_mutexattr_destroy(&ma);
         dn_pool_init(&d->pool, &g_mem_in_use, o->mem_limit);
         dn_pipe_init(&d->pipe, seed_for(D->seed, i), mono_ns());
     }
