@@ -141,17 +141,31 @@ class TcShaper:
                              fields=("bw_bps", "queue"))
         return out
 
+    def verify_restore(self, before: ShaperState, now: ShaperState) -> list[str]:
+        """A port that holds a qdisc ctl cannot read as its own after restore is not restored."""
+        was = before.details.get("foreign", {})
+        return [f"port {p}: {what} after restore" for p, what in now.details.get("foreign", {}).items()
+                if was.get(p) != what]
+
     def plan_restore(self, before: ShaperState, now: ShaperState) -> list[Command]:
         out: list[Command] = []
+        was_foreign = before.details.get("foreign", {})
+        now_foreign = now.details.get("foreign", {})
         for key in self.pipes():
             port = self.port(key)
+            if port in was_foreign:
+                continue  # never touched (plan refuses such a port)
             was, is_ = before.pipes.get(key), now.pipes.get(key)
+            # A qdisc that was not there before and is not ctl's complete form is ctl's own
+            # change cut short (e.g. the controller died between `tbf 1:` and its fifo): the
+            # rack lock means nothing else ran here. Restoring `before` removes or replaces it.
+            half_applied = port in now_foreign
             if was is None:
-                if is_ is not None:
+                if is_ is not None or half_applied:
                     out.append(self._delete(port, key))
-            elif was != is_:
+            elif was != is_ or half_applied:
                 out += self._install(port, key, was)
-        return out
+        return _dedupe(out)
 
     def expected_state(self, before: ShaperState, desired: Mapping[PipeKey, PipeConfig]) -> ShaperState:
         """What the host would read back after plan(desired, before) ran (pure; for dry runs)."""
@@ -170,6 +184,17 @@ class TcShaper:
         port = probe_name.split(":", 1)[1]
         _, ctrs, _ = interpret_qdiscs(tc_parser.parse(text, dev=port) if text.strip() else [])
         return {k: ctrs for k in self.pipes() if self.port(k) == port and ctrs}
+
+
+def _dedupe(commands: list[Command]) -> list[Command]:
+    """Both directions of a port map to one qdisc tree: say each command once."""
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for c in commands:
+        if c.argv not in seen:
+            seen.add(c.argv)
+            out.append(c)
+    return out
 
 
 def interpret_qdiscs(qdiscs: list[Qdisc]) -> tuple[PipeConfig | None, dict[str, int], str | None]:

@@ -119,12 +119,29 @@ def _load_extensions() -> None:
                 raise
 
 
+def join_negative_values(argv: list[str]) -> list[str]:
+    """`--bw -1M` -> `--bw=-1M`: argparse would read `-1M` as an option and say 'expected one
+    argument'; joined, the value reaches its parser and gets a real error message."""
+    import re
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--") and "=" not in a and i + 1 < len(argv) and re.match(r"^-[\d.]", argv[i + 1]):
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     export_state_dir()
     try:
         _load_extensions()
         parser = build_parser()
-        args, extra = parser.parse_known_args(argv)
+        args, extra = parser.parse_known_args(join_negative_values(list(sys.argv[1:] if argv is None else argv)))
         dest = getattr(args, "extra_args", None)
         if dest:
             setattr(args, dest, extra)  # e.g. a scenario's own parameters

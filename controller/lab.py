@@ -371,6 +371,11 @@ def is_up(inv: Inventory) -> bool:
     return all(_proc_alive(p["pid"], p.get("start_time")) for p in st.processes)
 
 
+def _netns_pids(ns: str) -> list[int]:
+    p = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+    return [int(x) for x in p.stdout.split()] if p.returncode == 0 else []
+
+
 def _list_netns() -> list[str]:
     p = subprocess.run(["ip", "-j", "netns", "list"], capture_output=True, text=True)
     if p.returncode != 0 or not p.stdout.strip():
@@ -596,6 +601,12 @@ def lab_down_runtime(runtime_dir: Path) -> list[str]:
     existing = set(_list_netns())
     for ns in st.namespaces:
         if ns in existing:
+            # Whatever still runs inside one of our hosts (e.g. traffic of a run whose controller
+            # was killed) is ended by its PID before the namespace goes: a process in a deleted
+            # namespace would spin on without a network.
+            for pid in _netns_pids(ns):
+                _stop_pid(pid, proc_start_time(pid))
+                removed.append(f"process {pid} in {ns}")
             _run_local(("ip", "netns", "del", ns), log, check=False)
             removed.append(f"netns {ns}")
     for link in st.root_links:

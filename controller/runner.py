@@ -60,6 +60,7 @@ class RunOutcome:
     error: str | None = None
     dry_run_log: list[CommandResult] = field(default_factory=list)
     influx_pending: int = 0
+    error_type: str | None = None
 
 
 class Run:
@@ -436,6 +437,8 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
     run = Run(scenario, params, given, inv, plan, record, dry_run=dry_run, campaign=campaign, influx=influx,
               progress=progress)
     status, error, exit_code = "completed", None, 0
+    error_type: str | None = None
+    bug: BaseException | None = None
     summary: dict | None = None
     main = asyncio.current_task()
     received: list[int] = []
@@ -464,11 +467,16 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
             sig = received[0] if received else signal.SIGINT
             status, error, exit_code = "aborted", f"interrupted by {signal.Signals(sig).name}", 128 + sig
         except SSHError as exc:
-            status, error, exit_code = "aborted", f"lost a host: {exc.one_line()}", 1
+            status, error, exit_code, error_type = "aborted", f"lost a host: {exc.one_line()}", 1, type(exc).__name__
         except CtlError as exc:
-            status, error, exit_code = "failed", exc.one_line(), exc.exit_code
+            status, error, exit_code, error_type = "failed", exc.one_line(), exc.exit_code, type(exc).__name__
             if isinstance(exc, TrafficError):
                 exit_code = 1
+        except Exception as exc:  # a bug: the rack is still restored, the record says so, then it propagates
+            import traceback
+            status, error, exit_code, error_type = "error", f"{type(exc).__name__}: {exc}", 1, type(exc).__name__
+            record.manifest["errors"].append({"t": time.time(), "traceback": traceback.format_exc()})
+            bug = exc
         finally:
             # Everything below must run even if we were cancelled: shield it from a repeat cancel.
             cleanup = asyncio.ensure_future(_cleanup(run))
@@ -492,11 +500,11 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
                 except Exception as exc:  # a plot must never lose the numbers
                     record.manifest["errors"].append({"t": time.time(), "error": f"figure failed: {exc!r}"})
                 if summary.get("valid") is False:
-                    status = "invalid"
+                    status, error_type = "invalid", "ResultInvalid"
                     error = "; ".join(summary.get("invalid_reasons", [])) or "result invalid"
                     exit_code = 4
             except CtlError as exc:
-                status, error, exit_code = "invalid", exc.one_line(), 4
+                status, error, exit_code, error_type = "invalid", exc.one_line(), 4, type(exc).__name__
         elif not dry_run:
             # Aborted / failed: keep and summarize what was measured, clearly marked partial.
             try:
@@ -518,12 +526,16 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
             pending = pending_points(record.dir)
             record.manifest["telemetry"]["influx"] = {"all_sent": ok, "pending": pending, "error": err,
                                                       "errors": run.writer.errors}
+        record.manifest["exit_code"] = exit_code
+        record.manifest["error_type"] = error_type
         record.finish(status, error)
         await run.close()
         if tmp is not None:
             tmp.cleanup()
+    if bug is not None:
+        raise bug
     return RunOutcome(record.id, None if dry_run else record.dir, status, summary, exit_code, error,
-                      run.dry_log, pending)
+                      run.dry_log, pending, error_type)
 
 
 async def _cleanup(run: Run) -> list[str]:

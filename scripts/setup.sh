@@ -21,6 +21,7 @@ fi
 APT_PACKAGES=(
     openssh-server openssh-client iperf3 mptcpize ethtool iproute2 procps iputils-ping
     snmpd snmp python3 python3-venv gcc make nodejs
+    chromium
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -61,6 +62,11 @@ CTL_STATE_DIR=$STATE bash scripts/build-influxdb.sh
 
 say "building the dnpipe forwarder"
 make -s -C bridges/dnpipe >/dev/null
+# Installed by rename: a running forwarder keeps its (old) file, the next start gets the new one.
+mkdir -p "$STATE/bin"
+if ! cmp -s bridges/dnpipe/build/dnpipe "$STATE/bin/dnpipe"; then
+    install -m 755 bridges/dnpipe/build/dnpipe "$STATE/bin/.dnpipe.new" && mv -f "$STATE/bin/.dnpipe.new" "$STATE/bin/dnpipe"
+fi
 
 if [ -f tools/bittorrent/package.json ]; then
     if [ ! -d tools/bittorrent/node_modules ] || [ tools/bittorrent/package-lock.json -nt tools/bittorrent/node_modules ]; then

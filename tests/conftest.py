@@ -27,38 +27,62 @@ def _integration_prerequisites() -> list[str]:
             problems.append(f"{tool} missing")
     if not (PROJECT / ".state" / "bin" / "influxd").exists():
         problems.append("influxd not built (.state/bin/influxd)")
-    if not (PROJECT / "bridges" / "dnpipe" / "build" / "dnpipe").exists():
-        problems.append("dnpipe not built")
+    if not (PROJECT / ".state" / "bin" / "dnpipe").exists():
+        problems.append("dnpipe not built/installed (.state/bin/dnpipe)")
     return problems
 
 
-@pytest.fixture(scope="session")
-def rack(tmp_path_factory: pytest.TempPathFactory) -> TestRack:
-    """A running virtual rack (prefix ctlt, management 10.251.0.0/24, InfluxDB on :18086)."""
+def _build_rack(tmp_path_factory: pytest.TempPathFactory, letter: str, shaper: str | None = None):
     problems = _integration_prerequisites()
     if problems:
         # Not a skip: these tests are part of the suite; scripts/setup.sh provides all of it.
         pytest.fail("integration prerequisites missing: " + ", ".join(problems) + " (run scripts/setup.sh)")
     from controller import lab
     from controller.inventory import load_inventory
-    base = tmp_path_factory.mktemp("rack")
+    from controller.labops import lab_up_cli
+    base = tmp_path_factory.mktemp(f"rack-{letter}")
     state = make_state_dir(base / "state")
     os.environ["CTL_STATE_DIR"] = str(state)
     os.environ.pop("CTL_INFLUX_TOKEN", None)
     # Unique per session: concurrent test sessions on one machine never share a rack.
     sweep_stale_test_racks()
-    prefix = f"t{os.getpid() % 100000:05d}"
+    prefix = f"{letter}{os.getpid() % 100000:05d}"
     octet = free_mgmt_octet()
     inv_path = write_test_inventory(base / "vtest.yaml", prefix=prefix, mgmt_octet=octet,
-                                    influx_port=18000 + octet)
+                                    influx_port=18000 + octet, shaper=shaper)
     inv = load_inventory(inv_path)
-    from controller.labops import lab_up_cli
     lab_up_cli(inv)
     runs = base / "runs"
     runs.mkdir()
-    r = TestRack(inv_path, state, runs, prefix, inv)
+    return TestRack(inv_path, state, runs, prefix, inv), inv
+
+
+def _teardown(inv, prefix: str) -> None:
+    from controller import lab
+    lab.lab_down(inv)
+    shutil.rmtree(Path("/run/ctl") / prefix, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def rack(tmp_path_factory: pytest.TempPathFactory) -> TestRack:
+    """The shipped virtual rack (dnpipe bridges), prefix tNNNNN, its own management subnet,
+    InfluxDB and state dir."""
+    r, inv = _build_rack(tmp_path_factory, "t")
     try:
         yield r
     finally:
-        lab.lab_down(inv)
-        shutil.rmtree(Path("/run/ctl") / prefix, ignore_errors=True)
+        _teardown(inv, r.prefix)
+
+
+@pytest.fixture(scope="module")
+def tc_rack(tmp_path_factory: pytest.TempPathFactory, rack: TestRack) -> TestRack:
+    """The same rack with Linux tc (tbf) bridges: the kernel back-end stays tested end to end.
+    (Built after `rack`, whose state dir it then uses for its own InfluxDB data.)"""
+    saved = os.environ.get("CTL_STATE_DIR")
+    r, inv = _build_rack(tmp_path_factory, "u", shaper="tc")
+    try:
+        yield r
+    finally:
+        _teardown(inv, r.prefix)
+        if saved is not None:
+            os.environ["CTL_STATE_DIR"] = saved

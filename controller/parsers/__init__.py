@@ -22,6 +22,7 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "ipfw-pipe-show": ("bridges.ipfw_parse", "pipe_show_to_json", "ipfw pipe show / pipe N show"),
     "ipfw-queue-show": ("bridges.ipfw_parse", "queue_show_to_json", "ipfw queue show"),
     "ipfw-sched-show": ("bridges.ipfw_parse", "sched_show_to_json", "ipfw sched show"),
+    "ping": ("controller.parsers.ping", "to_json", "iputils ping output (replies, loss, rtt min/avg/max/mdev)"),
     "snmpwalk": ("controller.parsers.snmpwalk", "to_json", "snmpwalk / snmpget output (numeric or named OIDs)"),
     "mmcli": ("nodes.modem.mmcli", "to_json", "mmcli -m N [-J] [--signal-get] output"),
     "qmicli": ("nodes.modem.qmicli", "to_json", "qmicli --nas-get-* output"),

@@ -75,8 +75,7 @@ def write_test_inventory(dest: Path, *, prefix: str = "ctlt", mgmt_octet: int = 
         host["mgmt"]["address"] = host["mgmt"]["address"].replace("10.250.0.", f"10.{mgmt_octet}.0.")
         if shaper is not None and host.get("role") == "bridge":
             host["shaper"] = {"kind": shaper} if shaper != "dnpipe" else {
-                "kind": "dnpipe", "binary": str(PROJECT / "bridges" / "dnpipe" / "build" / "dnpipe"),
-                "control_dir": f"/run/ctl/{prefix}/dnpipe"}
+                "kind": "dnpipe", "binary": "${CTL_STATE_DIR}/bin/dnpipe", "control_dir": f"/run/ctl/{prefix}/dnpipe"}
         sh = host.get("shaper") or {}
         if sh.get("kind") == "dnpipe":
             sh["control_dir"] = f"/run/ctl/{prefix}/dnpipe"
@@ -121,7 +120,7 @@ def sweep_stale_test_racks() -> None:
         return
     for d in base.iterdir():
         name = d.name
-        if len(name) == 6 and name[0] == "t" and name[1:].isdigit() and (d / "lab.json").exists():
+        if len(name) == 6 and name[0] in "tu" and name[1:].isdigit() and (d / "lab.json").exists():
             owner = int(name[1:])
             if any(Path(f"/proc/{pid}").exists() for pid in _pids_with_suffix(owner)):
                 continue

@@ -64,7 +64,8 @@ def test_virtual_inventory_loads(tmp_path):
     assert inv.by_role(Role.SWITCH) == ["sw1"]
     assert sorted(inv.links) == ["path1", "path2"]
     assert inv.links["path1"].capacity_bps == 10**9
-    assert inv.hosts["br1"].shaper.kind == "tc"
+    assert inv.hosts["br1"].shaper.kind == "dnpipe"
+    assert str(inv.hosts["br1"].shaper.control_dir) == "/run/ctl/ctlv/dnpipe"
     assert inv.hosts_on("path1", "a") == ["a1", "a2"]
     assert inv.hosts_on("path2", "b") == ["b1", "b2"]
     assert inv.interface_on("b1", "path2").ip == "10.2.0.21"
@@ -246,9 +247,12 @@ def test_interface_link_without_side(tmp_path):
 
 
 def test_bridge_without_shaper(tmp_path):
-    path, _ = variant(tmp_path, VIRTUAL, "    mgmt: {address: 10.250.0.32}\n    shaper: {kind: tc}\n",
-                      "    mgmt: {address: 10.250.0.32}\n")
-    assert "a bridge needs a `shaper`" in load_error(path)
+    text = VIRTUAL.read_text()
+    br2 = text.index("  br2:")
+    shaper_line = next(l for l in text[br2:].splitlines(keepends=True) if l.startswith("    shaper:"))
+    out = tmp_path / "inv.yaml"
+    out.write_text(text[:br2] + text[br2:].replace(shaper_line, "", 1))
+    assert "a bridge needs a `shaper`" in load_error(out)
 
 
 def test_dummynet_shaper_needs_freebsd(tmp_path):
@@ -258,7 +262,9 @@ def test_dummynet_shaper_needs_freebsd(tmp_path):
 
 
 def test_undefined_variable_in_path(tmp_path):
-    path, text = variant(tmp_path, VIRTUAL, "${CTL_STATE_DIR}", "${CTL_NO_SUCH_VARIABLE_XYZ}")
+    src = VIRTUAL.read_text()
+    old = '{env: CTL_INFLUX_TOKEN, file: "${CTL_STATE_DIR}/influxdb/virtual/token"}'
+    path, text = variant(tmp_path, VIRTUAL, old, old.replace("CTL_STATE_DIR", "CTL_NO_SUCH_VARIABLE_XYZ"))
     msg = load_error(path)
     assert msg.startswith(f"{path}:{line_of(text, 'CTL_NO_SUCH_VARIABLE_XYZ')}: influxdb.token.file: ")
     assert "undefined environment variable" in msg

@@ -224,10 +224,14 @@ def test_segments_and_bridge_ports(plan):
     assert master[peers[("ctlv-br1", "pb")]] == "seg0b"
     assert master[peers[("ctlv-br2", "pa")]] == "seg1a"
     assert master[peers[("ctlv-a2", "p2")]] == "seg1a"
-    # tc bridges: their two ports in one Linux bridge
+    # dnpipe bridges: no kernel bridge; one forwarder per link between the two ports
     for ns in ("ctlv-br1", "ctlv-br2"):
-        assert ("ip", "-n", ns, "link", "set", "pa", "master", "br0") in plan.commands
-        assert ("ip", "-n", ns, "link", "set", "pb", "master", "br0") in plan.commands
+        assert not any(c[:3] == ("ip", "-n", ns) and "master" in c for c in plan.commands)
+    fwd = {d.host: d.argv for d in plan.daemons if d.name.startswith("dnpipe-")}
+    assert fwd["br1"][:4] == ("ip", "netns", "exec", "ctlv-br1") and fwd["br1"][4].endswith("/bin/dnpipe")
+    assert set(fwd) == {"br1", "br2"}
+    assert fwd["br1"][5:] == ("run", "--a", "pa", "--b", "pb", "--control", "/run/ctl/ctlv/dnpipe/path1.sock",
+                              "--pidfile", "/run/ctl/ctlv/dnpipe/path1.pid")
     assert ("ip", "-n", "ctlv-a1", "addr", "add", "10.2.0.11/24", "dev", "p2") in plan.commands
 
 
