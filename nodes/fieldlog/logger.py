@@ -131,17 +131,25 @@ class FieldLogger:
         self.modem_lost_at: Optional[Tuple[int, int]] = None      # (t ns, seq) of the first silent tick
         self.modem_seen = False
         self.ticks = 0
+        self.tick_errors = 0
+        self._state_lock = threading.Lock()
+
+    def _save_state(self) -> None:
+        # The tick loop and the children's reader threads both update the state file.
+        with self._state_lock:
+            rundir.save_state(self.paths, self.state)
 
     # ---- children bookkeeping (orphans of a killed logger are ended by PID) --------------------------
 
     def _on_spawn(self, name: str, ident: Optional[Dict[str, Optional[int]]]) -> None:
-        children = dict(self.state.get("children") or {})
-        if ident is None:
-            children.pop(name, None)
-        else:
-            children[name] = ident
-        self.state["children"] = children
-        rundir.save_state(self.paths, self.state)
+        with self._state_lock:
+            children = dict(self.state.get("children") or {})
+            if ident is None:
+                children.pop(name, None)
+            else:
+                children[name] = ident
+            self.state["children"] = children
+            rundir.save_state(self.paths, self.state)
 
     def _end_orphans(self) -> None:
         for name, ident in list((self.state.get("children") or {}).items()):
@@ -171,7 +179,7 @@ class FieldLogger:
                       "seq": k, "resumed": resumed, "gap": None}
         self.state.setdefault("starts", []).append(start_info)
         self.state.update(status="running", pid=os.getpid(), pid_start=start_info["pid_start"])
-        rundir.save_state(self.paths, self.state)
+        self._save_state()
         if not resumed:
             spool.append_lines([P.dumps(P.event_record("start", now, self.base, seq=k, detail="field run started"))])
             spool.sync()
@@ -213,11 +221,18 @@ class FieldLogger:
                         detail="logger fell behind; seconds not measured"))])
                     k = k2
                     continue
-                if first:
-                    first = False
-                    if resumed:
-                        self._restart_event(k, now, last_seq, spool, start_info)
-                self.tick(k, now, sources, spool, raw)
+                try:
+                    if first:
+                        first = False
+                        if resumed:
+                            self._restart_event(k, now, last_seq, spool, start_info)
+                    self.tick(k, now, sources, spool, raw)
+                except Exception:
+                    # One bad tick (a bug, a full disk) must not end a field run that may go on for
+                    # hours with nobody watching: log it and keep the schedule.
+                    self.tick_errors += 1
+                    if self.tick_errors <= 20 or self.tick_errors % 600 == 0:
+                        self.log("tick %d failed (%d so far):\n%s" % (k, self.tick_errors, traceback.format_exc()))
                 k += 1
         except Exception:
             status, reason = "running", "logger crashed"     # unfinished: the next start resumes it
@@ -235,7 +250,7 @@ class FieldLogger:
             spool.close()
             raw.close()
             self.state.update(status=status, stop_reason=reason, ended_ns=end, children={})
-            rundir.save_state(self.paths, self.state)
+            self._save_state()
             if pusher is not None:
                 push_stop.set()
                 if push_thread is not None:
@@ -255,7 +270,7 @@ class FieldLogger:
             fields.update(from_seq=gap[0], to_seq=gap[1], missing=gap[1] - gap[0] + 1)
         spool.append_lines([P.dumps(P.event_record("gap" if gap else "resume", t_ns, self.base, **fields))])
         start_info.update(seq=k, gap=list(gap) if gap else None)
-        rundir.save_state(self.paths, self.state)
+        self._save_state()
 
     def tick(self, k: int, t_ns: int, src: Sources, spool: AppendFile, raw: AppendFile) -> None:
         t_mono = self.monotonic()
@@ -297,7 +312,7 @@ class FieldLogger:
         self.state["last_seq"] = k
         self.state["last_t_ns"] = t_ns
         if self.ticks % self.state_every == 0:
-            rundir.save_state(self.paths, self.state)
+            self._save_state()
 
     def _modem_events(self, k: int, t_ns: int, ok: bool) -> List[Dict[str, Any]]:
         out = []

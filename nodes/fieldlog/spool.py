@@ -43,7 +43,8 @@ def fsync_dir(path: str) -> None:
 
 def write_json_atomic(path: str, data: Any, mode: int = 0o644) -> None:
     """Write-fsync-rename: a reader (or a reboot) sees the old or the new file, never half of one."""
-    tmp = path + ".tmp"
+    # A tmp name per process and thread: two writers of the same file never rename each other's tmp.
+    tmp = "%s.%d.%d.tmp" % (path, os.getpid(), threading.get_ident())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "w") as f:
         json.dump(data, f, separators=(",", ":"), sort_keys=True)

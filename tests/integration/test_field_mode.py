@@ -165,7 +165,9 @@ def test_field_run_loses_nothing_across_uplink_cut_restart_and_modem_reset(rack,
     gaps = [e for e in events if e.tags["event"] == "gap"]
     assert len(gaps) == 1, [e.tags["event"] for e in events]
     missing = set(range(gaps[0].fields["from_seq"], gaps[0].fields["to_seq"] + 1))
-    assert 1 <= len(missing) <= 8                       # kill -9 -> ctl field start: a few seconds unmeasured
+    # kill -9 -> `ctl field status` notices -> `ctl field start`: seconds nobody measured (2-9 s seen,
+    # longer on a loaded machine); what matters is that they are exactly the recorded gap
+    assert 1 <= len(missing) <= 20
     last = max(ticks)
     assert sorted(ticks) == sorted(set(range(0, last + 1)) - missing)
     assert not any(e.tags["event"] == "late" for e in events)

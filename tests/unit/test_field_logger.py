@@ -433,3 +433,24 @@ def test_netdev_counters_and_rates():
 def test_nan_is_left_out_of_line_protocol():
     rec = P.record("field", {"host": "m1"}, {"seq": 1, "rtt_ms": math.nan}, T0)
     assert influx.to_line(rec) == f"field,host=m1 seq=1i {T0}"
+
+
+def test_state_file_written_from_two_threads_at_once(tmp_path):
+    # the tick loop and a child's reader thread both save state.json (this raced once on the rack)
+    from nodes.fieldlog.spool import read_json, write_json_atomic
+    path = str(tmp_path / "state.json")
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(200):
+                write_json_atomic(path, {"writer": n, "i": i})
+        except BaseException as exc:  # noqa: BLE001 - the test reports any failure
+            errors.append(exc)
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and read_json(path)["i"] == 199
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
