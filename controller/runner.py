@@ -222,8 +222,11 @@ class Run:
             r = await self.sessions[h].run(Command(("iperf3", "--version"), timeout=10, check=False,
                                                    assume="iperf 3.12 (cJSON 1.7.15)"))
             versions[h] = iperf3_supports_mptcp(r.stdout)
-        self.traffic = TrafficRunner(self.pool if self.pool is not None else _DryPool(self.sessions),
-                                     self.plan.flows, versions)
+        pool = self.pool if self.pool is not None else _DryPool(self.sessions)
+        if self.plan.traffic_factory is not None:
+            self.traffic = self.plan.traffic_factory(pool, self.plan)
+        else:
+            self.traffic = TrafficRunner(pool, self.plan.flows, versions)
         await self.telemetry.start(self.sessions)
         await self.telemetry.start_snmp()
         for h in self.plan.mptcp_hosts:
@@ -233,7 +236,7 @@ class Run:
         self.progress(f"traffic: {len(self.plan.flows)} flows for {self.plan.duration_s:g} s")
         await self.traffic.start_servers()
         t0 = time.time()
-        timeout = self.plan.duration_s + max(f.start_delay_s for f in self.plan.flows) + 30
+        timeout = self.plan.duration_s + max((f.start_delay_s for f in self.plan.flows), default=0.0) + 30
         # A host lost while traffic runs (its sampler stream ends) aborts the run at once.
         clients = asyncio.ensure_future(self.traffic.run_clients(timeout))
         lost = asyncio.ensure_future(self.telemetry.wait_lost())
