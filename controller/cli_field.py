@@ -65,6 +65,14 @@ def _age(s: Any) -> str:
     return "-" if s is None else f"{s:.0f}s ago"
 
 
+def _push(st: dict) -> str:
+    if st.get("state") == "no-run":
+        return "-"
+    if not st.get("influx"):
+        return "no InfluxDB (spool only)"
+    return st.get("push_error") or "ok"
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from controller import field
     inv = _inventory(args)
@@ -82,7 +90,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{h:<8} {st.get('state', '-'):<11} {str(st.get('run_id') or '-'):<48} {str(st.get('pid') or '-'):>7} "
               f"{str(last.get('seq', '-')):>6} {_age(last.get('age_s')):>9} {st.get('modem_ok_last_min', '-'):>7} "
               f"{st.get('spool_points', 0):>7} {st.get('pending_points', 0):>7}  "
-              f"{st.get('push_error') or ('ok' if st.get('influx') else 'no InfluxDB')}")
+              f"{_push(st)}")
         if st.get("state") == "unfinished":
             print(f"{'':<8} its logger is not running: `ctl field start --host {h}` resumes the run")
     return 0

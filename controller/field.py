@@ -289,6 +289,14 @@ class FieldHosts:
             self._installed.add(host)
         return self.pyz(host)
 
+    async def check_python(self, host: str) -> None:
+        """The host's python3 runs the logger (>= 3.9: nodes.modem uses built-in generics at run time)."""
+        out = await self.call(host, lambda pyz: Command(("python3", pyz, "version"), timeout=20,
+                                                        note="field logger version / host python"))
+        ver = tuple(int(x) for x in str(out.get("python", "0")).split(".")[:2])
+        if ver < (3, 9):
+            raise CtlError(f"{host}: python3 is {out.get('python')}; the field logger needs 3.9 or newer")
+
     async def call(self, host: str, command_for: Callable[[str], Command]) -> dict[str, Any]:
         pyz = await self.ensure_logger(host)
         r = await self.pool[host].run(command_for(pyz))
@@ -309,7 +317,9 @@ async def _each(hosts: Iterable[str], fn: Callable[[str], Any]) -> dict[str, Any
         try:
             return await fn(h)
         except CtlError as exc:
-            return {"error": exc.one_line(), "reachable": not isinstance(exc, SSHError)}
+            msg = exc.one_line()
+            msg = msg[len(h) + 2:] if msg.startswith(f"{h}: ") else msg     # the caller names the host
+            return {"error": msg, "reachable": not isinstance(exc, SSHError)}
     results = await asyncio.gather(*(one(h) for h in hosts))
     return dict(zip(hosts, results, strict=True))
 
@@ -366,9 +376,14 @@ async def start(inv: Inventory, hosts: Sequence[str], opts: FieldOptions, runs_r
     for h in hosts:
         resolve_device(inv, h)            # refused before anything is touched
     # Which hosts continue an unfinished run? (They keep that run; the others start a new one.)
-    probe = FieldHosts(inv, hosts, CommandLog())
+    probe_log = CommandLog()
+    probe = FieldHosts(inv, hosts, probe_log)
+
+    async def probe_one(h: str) -> dict[str, Any]:
+        await probe.check_python(h)
+        return await probe.status(h)
     try:
-        statuses = await _each(hosts, probe.status)
+        statuses = await _each(hosts, probe_one)
     finally:
         await probe.close()
     for h, st in statuses.items():
@@ -386,6 +401,8 @@ async def start(inv: Inventory, hosts: Sequence[str], opts: FieldOptions, runs_r
             if old is not None:
                 records[h] = old
     log = _RecordLog(rec.dir / "commands.jsonl") if rec is not None else CommandLog()
+    for entry in probe_log.entries:          # the install and status reads before the record existed
+        log.add(entry)
     fh = FieldHosts(inv, hosts, log)
     results: dict[str, Any] = {}
     try:
@@ -568,7 +585,8 @@ async def fetch_into(rec: RunRecord, inv: Inventory, fh: FieldHosts, say: Say) -
             hm["host_status"] = st.get("status")
             hm["fetched"] = time.time()
             results[h] = {"fetched_bytes": got, "status": st.get("status")}
-            say(f"{h}: fetched {sum(got.values())} new bytes of run {rec.id}")
+            say(f"{h}: fetched run {rec.id} ({sum(got[n] for n in APPEND_ONLY if n in got)} new bytes of spool "
+                f"and logs; state refreshed)")
         except CtlError as exc:
             results[h] = {"error": exc.one_line()}
             say(f"{h}: not fetched ({exc.one_line()}); reporting what was fetched before")
@@ -797,20 +815,33 @@ def figures(summary: Mapping[str, Any], points: Sequence[Point], out_dir: Path) 
         seqs = sorted(s.ticks)
         ts = [(s.ticks[k][0] / 1e9) - t0 for k in seqs]
         q = [s.radio[k][1].get(metric) if k in s.radio else float("nan") for k in seqs]
-        dl = [(s.ticks[k][1].get("dl_bps") or float("nan")) / 1e3 if s.ticks[k][1].get("dl_bps") is not None
-              else float("nan") for k in seqs]
-        peers = [s.ticks[k][1].get("peers_active", float("nan")) for k in seqs]
+        nan = float("nan")       # a missing value is a break in the line, never a zero
+        dl = [s.ticks[k][1]["dl_bps"] / 1e3 if s.ticks[k][1].get("dl_bps") is not None else nan for k in seqs]
+        peers = [s.ticks[k][1]["peers_active"] if s.ticks[k][1].get("peers_active") is not None else nan
+                 for k in seqs]
         ax_q, ax_d, ax_p = axes[3 * i][0], axes[3 * i + 1][0], axes[3 * i + 2][0]
         ax_q.plot(ts, q, lw=1, color="tab:blue")
         ax_q.set_ylabel(f"{metric.replace('_db', '').upper()} (dB)")
-        ax_q.set_title(f"{h}: radio quality, download rate, active peers (red: handovers)")
+        ax_q.set_title(f"{h}: radio quality, download rate, active peers (red: handovers; orange: no ping reply; grey: not logged)")
         ax_d.plot(ts, dl, lw=1, color="tab:green")
         ax_d.set_ylabel("download (kbit/s)")
         ax_p.step(ts, peers, where="post", lw=1, color="tab:purple")
         ax_p.set_ylabel("active peers")
+        if all(p != p for p in peers):
+            ax_p.text(0.5, 0.5, f"no peer counts (workload {s.workload})", transform=ax_p.transAxes,
+                      ha="center", va="center", color="grey")
         for e in summary["handovers"].get(h, []):
             for ax in (ax_q, ax_d, ax_p):
                 ax.axvline(e["time"] - t0, color="red", lw=1, alpha=0.8)
+        for a, b in _runs([ts[i] for i, k in enumerate(seqs) if s.ticks[k][1].get("ping_replies") == 0]):
+            for ax in (ax_q, ax_d, ax_p):      # the reference host did not answer: uplink gone
+                ax.axvspan(a, b + 1, color="orange", alpha=0.12, lw=0)
+        for ev in s.events:      # seconds no logger measured (restart, reboot): shaded, not interpolated
+            if ev.tags.get("event") in ("gap", "late") and ev.fields.get("from_seq") is not None:
+                first = s.ticks.get(int(ev.fields["from_seq"]) - 1)
+                x0 = (first[0] / 1e9 - t0 + 1) if first else ev.time_ns / 1e9 - t0 - ev.fields.get("missing", 0)
+                for ax in (ax_q, ax_d, ax_p):
+                    ax.axvspan(x0, x0 + float(ev.fields.get("missing", 0)), color="grey", alpha=0.2, lw=0)
         for ax in (ax_q, ax_d, ax_p):
             ax.grid(alpha=0.3)
     axes[-1][0].set_xlabel("time since the run's first sample (s)")
@@ -834,6 +865,17 @@ def figures(summary: Mapping[str, Any], points: Sequence[Point], out_dir: Path) 
     fig.savefig(p2, dpi=110)
     plt.close(fig)
     return [p1.name, p2.name]
+
+
+def _runs(xs: Sequence[float], step: float = 1.5) -> list[tuple[float, float]]:
+    """Consecutive x values (spaced less than `step` apart) as (first, last) spans."""
+    out: list[tuple[float, float]] = []
+    for x in xs:
+        if out and x - out[-1][1] < step:
+            out[-1] = (out[-1][0], x)
+        else:
+            out.append((x, x))
+    return out
 
 
 def load_points(path: Path) -> list[Point]:

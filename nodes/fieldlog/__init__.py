@@ -22,5 +22,6 @@ are detected on the host from the radio series (nodes.modem.handover).
 Store and forward: see spool.py (durable per-run spool, fsync policy) and influx.py (exactly-once
 push by acknowledged byte offset; InfluxDB de-duplicates identical points).
 
-Stdlib only (Python >= 3.8): this runs under the host's bare /usr/bin/python3.
+Stdlib only: this runs under the host's bare /usr/bin/python3, which must be >= 3.9 (nodes.modem uses
+built-in generics at run time; checked by `ctl field start`, tested with 3.9 and 3.11).
 """

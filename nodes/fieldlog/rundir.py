@@ -5,7 +5,8 @@
       lock                           flock held by the running logger (the kernel drops it on any death)
       logger.pid                     {"pid", "start_time", "run_id"} of the running logger
       current.json                   {"run_id"} of the latest run
-      influx.token                   InfluxDB token (mode 0600; never fetched into run records)
+      daemon.log                     what a starting daemon printed before it knew its run
+      influx.token.json              InfluxDB token (mode 0600; never fetched into run records)
       runs/<run_id>/
         run.json                     the run's settings and identity (written once)
         state.json                   status (running | stopped | completed), starts, children, last seq
