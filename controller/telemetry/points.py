@@ -19,6 +19,7 @@ the clock offset measured at run start.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -49,12 +50,17 @@ class Point:
         return (self.measurement, tuple(sorted(self.tags.items())), self.time_ns)
 
 
+_ESC_KEY = str.maketrans({"\\": "\\\\", ",": "\\,", "=": "\\=", " ": "\\ "})
+_ESC_MEASUREMENT = str.maketrans({"\\": "\\\\", ",": "\\,", " ": "\\ "})
+_ESC_STRING = str.maketrans({"\\": "\\\\", '"': '\\"'})
+
+
 def _esc_key(s: str) -> str:
-    return s.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=").replace(" ", "\\ ")
+    return s.translate(_ESC_KEY)
 
 
 def _esc_measurement(s: str) -> str:
-    return s.replace("\\", "\\\\").replace(",", "\\,").replace(" ", "\\ ")
+    return s.translate(_ESC_MEASUREMENT)
 
 
 def _field(v: FieldValue) -> str | None:
@@ -66,13 +72,17 @@ def _field(v: FieldValue) -> str | None:
         if not math.isfinite(v):
             return None  # InfluxDB cannot store NaN/inf: the field is left out, never faked
         return repr(v)
-    s = str(v).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{s}"'
+    return f'"{str(v).translate(_ESC_STRING)}"'
+
+
+@functools.lru_cache(maxsize=4096)
+def _series(measurement: str, tags: tuple[tuple[str, str], ...]) -> str:
+    """The measurement-and-tags prefix of a line; a run's points share a few hundred of them."""
+    return _esc_measurement(measurement) + "".join(f",{_esc_key(k)}={_esc_key(v)}" for k, v in tags if v != "")
 
 
 def to_line(p: Point) -> str | None:
     """InfluxDB line protocol (tags sorted; empty tag values dropped, as InfluxDB requires)."""
-    tags = "".join(f",{_esc_key(k)}={_esc_key(str(v))}" for k, v in sorted(p.tags.items()) if str(v) != "")
     fields = []
     for k, v in sorted(p.fields.items()):
         if v is None:
@@ -82,7 +92,8 @@ def to_line(p: Point) -> str | None:
             fields.append(f"{_esc_key(k)}={enc}")
     if not fields:
         return None
-    return f"{_esc_measurement(p.measurement)}{tags} {','.join(fields)} {p.time_ns}"
+    series = _series(p.measurement, tuple(sorted((k, str(v)) for k, v in p.tags.items())))
+    return f"{series} {','.join(fields)} {p.time_ns}"
 
 
 def dumps(p: Point) -> str:
