@@ -44,8 +44,21 @@ def run(argv: list[str], check: bool = True, timeout: float | None = None) -> su
     return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=timeout)
 
 
+_last_stat: list[int] = []
+
+
 def loadavg() -> str:
-    return open("/proc/loadavg").read().split()[0]
+    """The guest's load average and the share of CPU time the hypervisor took from this
+    VM ("steal") since the previous call: the two things that make figures noisy here."""
+    global _last_stat
+    cpu = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    steal = ""
+    if _last_stat and len(cpu) > 7:
+        d = [b - a for a, b in zip(_last_stat, cpu)]
+        if sum(d) > 0:
+            steal = f", steal {100 * d[7] / sum(d):.0f}%"
+    _last_stat = cpu
+    return open("/proc/loadavg").read().split()[0] + steal
 
 
 # ---- topology -------------------------------------------------------------------------

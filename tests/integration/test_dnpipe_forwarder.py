@@ -14,6 +14,7 @@ import math
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -412,28 +413,35 @@ def test_rtt_is_twice_the_delay(dn, delay_ms):
     assert len(rtts) >= 9
     # Never early: a packet leaves no sooner than its due time.
     assert min(rtts) >= 2 * delay_ms
-    mean = sum(rtts) / len(rtts)
-    assert mean < 2 * delay_ms + 3.0, rtts
+    # The median, with a few ms of slack: this VM's host can stall it for milliseconds
+    # (bench/dnpipe_bench.py measures the precise figures).
+    assert statistics.median(rtts) < 2 * delay_ms + 3.0, rtts
 
 
 def test_rtt_with_bandwidth_includes_serialization(dn):
     # 1 Mbit/s: a 1028-byte echo request frame (1000 B payload) takes 8.2 ms each way.
     dn.set("--bw", "1000000", "--delay-us", "5000")
-    rtts = ping_rtts(5, interval=0.2, size=1000)
+    rtts = ping_rtts(7, interval=0.2, size=1000)
     frame = 1000 + 8 + 20 + 14
     expect = 2 * (5.0 + frame * 8 / 1e6 * 1000)
-    assert len(rtts) >= 4
-    assert expect - 0.05 <= min(rtts) and sum(rtts) / len(rtts) < expect + 3.0, (expect, rtts)
+    assert len(rtts) >= 6
+    # ping prints 0.1 ms resolution here, hence the 0.1 below the exact figure.
+    assert expect - 0.1 <= min(rtts) and statistics.median(rtts) < expect + 3.0, (expect, rtts)
 
 
 @pytest.mark.parametrize("rate", [20_000_000, 100_000_000])
 def test_tcp_throughput_near_rate(dn, rate):
     dn.set("--bw", str(rate), dir="forward")
-    r = iperf(["-t", "3", "-O", "1"])
-    got = r["end"]["sum_received"]["bits_per_second"]
-    # Goodput can never beat the wire: 1448 payload bytes ride in 1514-byte frames.
-    assert got <= rate * 1448 / 1514 * 1.01
-    assert got >= 0.85 * rate, got
+    results = []
+    for _ in range(2):  # a second chance when the shared host stole the CPU for a while
+        r = iperf(["-t", "3", "-O", "1"])
+        got = r["end"]["sum_received"]["bits_per_second"]
+        # Goodput can never beat the wire: 1448 payload bytes ride in 1514-byte frames.
+        assert got <= rate * 1448 / 1514 * 1.01
+        results.append(got)
+        if got >= 0.85 * rate:
+            break
+    assert max(results) >= 0.85 * rate, results
 
 
 def udp_rcvbuf_errors(ns: str) -> int:
@@ -582,6 +590,9 @@ def test_sigterm_exits_fast_and_cleans_up(topo):
                       check=False, timeout=10)
             assert r.returncode == 1 and "already" in r.stderr
             assert d.show()["pid"] == d.proc.pid
+            watch = subprocess.Popen([str(DNPIPE), "ctl", "--control", d.sock, "watch", "--interval-ms", "20"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            json.loads(watch.stdout.readline())
             t0 = time.monotonic()
             d.proc.send_signal(sig)
             rc = d.proc.wait(5)
@@ -589,6 +600,10 @@ def test_sigterm_exits_fast_and_cleans_up(topo):
             assert rc == 0
             assert took < 0.5, took  # the contract is 100 ms; slack for a loaded CI machine
             assert not os.path.exists(d.sock) and not os.path.exists(d.pidfile)
+            # A watch ends, with exit 1 and one line, when its daemon goes away.
+            assert watch.wait(3) == 1
+            assert len(watch.stderr.read().strip().splitlines()) == 1
+            watch.stdin.close()
     finally:
         for a in ("dnpta" + TAG, "dnptb" + TAG):
             nsrun(NS_W, ["ip", "link", "del", a], check=False)
