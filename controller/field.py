@@ -485,7 +485,7 @@ async def stop(inv: Inventory, hosts: Sequence[str], runs_root: Path, say: Say, 
             rec.manifest.setdefault("phases", []).append({"phase": "stop", "t": time.time()})
             rec.save()
             if fetch_after:
-                await fetch_into(rec, inv, fh, say)
+                await fetch_into(rec, fh, say)
     finally:
         await fh.close()
     return results
@@ -570,7 +570,7 @@ def merge_spools(rec: RunRecord, hosts: Sequence[str]) -> int:
     return total
 
 
-async def fetch_into(rec: RunRecord, inv: Inventory, fh: FieldHosts, say: Say) -> dict[str, Any]:
+async def fetch_into(rec: RunRecord, fh: FieldHosts, say: Say) -> dict[str, Any]:
     hosts = sorted((rec.manifest.get("field") or {}).get("hosts", {}))
     results: dict[str, Any] = {}
     for h in hosts:
@@ -607,7 +607,7 @@ async def fetch(inv: Inventory, rec: RunRecord, say: Say) -> dict[str, Any]:
     log = _RecordLog(rec.dir / "commands.jsonl")
     fh = FieldHosts(inv, hosts, log)
     try:
-        return await fetch_into(rec, inv, fh, say)
+        return await fetch_into(rec, fh, say)
     finally:
         await fh.close()
         log.close()
@@ -639,7 +639,7 @@ def sample_from_point(f: Mapping[str, Any], tags: Mapping[str, str]) -> RadioSam
     """A `radio` point back to a RadioSample (the fields handover detection compares)."""
     keys = ("rssi_dbm", "rsrp_dbm", "rsrq_db", "sinr_db", "cinr_db", "snr_db", "cell_id", "cell_id_int", "pci",
             "band", "arfcn", "tac")
-    leg = ()
+    leg: tuple[RadioSample, ...] = ()
     if f.get("nr_pci") is not None or f.get("nr_technology"):
         leg = (RadioSample(technology=f.get("nr_technology") or "nr5g", pci=f.get("nr_pci"),
                            rsrp_dbm=f.get("nr_rsrp_dbm"), sinr_db=f.get("nr_sinr_db")),)
@@ -839,9 +839,10 @@ def figures(summary: Mapping[str, Any], points: Sequence[Point], out_dir: Path) 
         for ev in s.events:      # seconds no logger measured (restart, reboot): shaded, not interpolated
             if ev.tags.get("event") in ("gap", "late") and ev.fields.get("from_seq") is not None:
                 first = s.ticks.get(int(ev.fields["from_seq"]) - 1)
-                x0 = (first[0] / 1e9 - t0 + 1) if first else ev.time_ns / 1e9 - t0 - ev.fields.get("missing", 0)
+                n = float(ev.fields.get("missing", 0))
+                x0 = (first[0] / 1e9 - t0 + 1) if first else ev.time_ns / 1e9 - t0 - n
                 for ax in (ax_q, ax_d, ax_p):
-                    ax.axvspan(x0, x0 + float(ev.fields.get("missing", 0)), color="grey", alpha=0.2, lw=0)
+                    ax.axvspan(x0, x0 + n, color="grey", alpha=0.2, lw=0)
         for ax in (ax_q, ax_d, ax_p):
             ax.grid(alpha=0.3)
     axes[-1][0].set_xlabel("time since the run's first sample (s)")

@@ -225,7 +225,7 @@ def stop(root: str, expect_pid: Optional[int] = None, timeout_s: float = 30.0) -
     cfg, st = rundir.load(paths)
     if st is not None and st.get("status") == "running":
         # No logger, but an unfinished run (killed logger, reboot): close it, ending its orphans by PID.
-        for name, ident in (st.get("children") or {}).items():
+        for ident in (st.get("children") or {}).values():
             if ident:
                 procs.terminate(int(ident["pid"]), ident.get("start_time"))
         st.update(status="stopped", stop_reason="stopped while no logger ran", children={})

@@ -134,8 +134,10 @@ class RadioSource:
                     self._cv.wait()
                 if self._stop:
                     return
-                seq, self._want = self._want, None
-            sample, raw = None, {}
+                seq: int = self._want if self._want is not None else -1
+                self._want = None
+            sample: Any = None
+            raw: Dict[str, Any] = {}
             try:
                 outputs, urcs = self._poll_round()
                 raw = {"replies": outputs, "urcs": urcs}
@@ -288,8 +290,8 @@ class PingSource:
         if r is None:
             return
         with self._lock:
-            if r[0] == "reply":
-                self._rtts.append(float(r[2]))
+            if r[0] == "reply" and r[2] is not None:
+                self._rtts.append(r[2])
             elif r[0] == "lost":
                 self._lost += 1
             else:

@@ -24,9 +24,9 @@ FIXTURES = ROOT / "tests" / "fixtures" / "recorded"
 
 
 def _tpv_lines() -> list[bytes]:
-    lines = [l for l in (FIXTURES / "02e_gpsd_gpspipe.md").read_text().splitlines()
-             if l.startswith('{"class":"TPV"') and "xxx" not in l]
-    return [l.encode() for l in lines]
+    lines = [line for line in (FIXTURES / "02e_gpsd_gpspipe.md").read_text().splitlines()
+             if line.startswith('{"class":"TPV"') and "xxx" not in line]
+    return [line.encode() for line in lines]
 
 
 def test_gps_source_keeps_the_latest_tpv_from_gpsd():
