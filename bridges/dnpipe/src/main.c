@@ -70,7 +70,7 @@ static int run_main(int argc, char **argv)
     dn_run_opts o = {0};
     o.batch_us = 200;
     o.mem_limit = 1ULL << 30;
-    o.ring_frames = 16384;
+    o.ring_frames = 8192;
     /* Real-time priority for the data threads by default: on a shared or virtual host it
      * turns departure lateness from milliseconds into microseconds (see README). */
     o.rt_prio = 10;
