@@ -535,11 +535,43 @@ def bench_two_paths(a: NetPath, b: NetPath, rep: Report, quick: bool) -> None:
             verdict(n > 0 and abs(k - mu) <= 3 * sd), f"z={(k - mu) / sd if sd else 0:+.2f}, cpu {100 * cpu_b:.0f}%")
 
 
+def bench_exit(rep: Report) -> None:
+    """SIGTERM to exit, on a pair of idle veths (the contract: within 100 ms)."""
+    ns = f"dnpb{TAG}x"
+    run(["ip", "netns", "add", ns])
+    try:
+        for a in ("xa", "xb"):
+            run(["ip", "-n", ns, "link", "add", f"dnpb{a}", "type", "veth", "peer", "name", f"dnpb{a}p"])
+            run(["ip", "-n", ns, "link", "set", f"dnpb{a}", "up"])
+        sock = f"/tmp/dnpb{TAG}x.sock"
+        times, gone = [], []
+        for _ in range(7):
+            p = subprocess.Popen(["ip", "netns", "exec", ns, str(DNPIPE), "run", "--a", "dnpbxa", "--b", "dnpbxb",
+                                  "--control", sock], stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + 5
+            while not os.path.exists(sock) and time.monotonic() < deadline:
+                time.sleep(0.005)
+            time.sleep(0.2)
+            t0 = time.monotonic()
+            p.send_signal(signal.SIGTERM)
+            while os.path.exists(sock) and time.monotonic() - t0 < 2:
+                time.sleep(0.0002)
+            gone.append(1000 * (time.monotonic() - t0))
+            p.wait(5)
+            times.append(1000 * (time.monotonic() - t0))
+        times.sort()
+        rep.add("exit", "SIGTERM to process gone (7 runs)", "< 100 ms",
+                f"median {times[3]:.1f} ms, max {times[-1]:.1f} ms", "< 100 ms", verdict(times[-1] < 100),
+                f"control socket gone after median {sorted(gone)[3]:.1f} ms, load {loadavg()}")
+    finally:
+        run(["ip", "netns", "del", ns], check=False)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="shorter runs and smaller samples")
-    ap.add_argument("--only", default="rtt,tcp,loss,queue,two",
-                    help="comma list of sections: rtt, tcp, loss, queue, two (default: all)")
+    ap.add_argument("--only", default="rtt,tcp,loss,queue,two,exit",
+                    help="comma list of sections: rtt, tcp, loss, queue, two, exit (default: all)")
     ap.add_argument("--no-tbf", action="store_true", help="skip the kernel tbf reference")
     ap.add_argument("--json", help="also write the rows as JSON to this file")
     ap.add_argument("--dnpipe-arg", action="append", default=[], metavar="ARG",
@@ -581,6 +613,8 @@ def main() -> int:
             paths.append(b)
             b.setup()
             bench_two_paths(a, b, rep, args.quick)
+        if "exit" in only:
+            bench_exit(rep)
     finally:
         for p in paths:
             p.teardown()
