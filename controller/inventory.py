@@ -45,6 +45,7 @@ class Role(str, Enum):
     BRIDGE = "bridge"
     MODEM_HOST = "modem-host"
     SWITCH = "switch"
+    ROUTER = "router"
 
 
 class SecretRef(Strict):
@@ -143,10 +144,15 @@ class Mgmt(Strict):
 
 
 class Interface(Strict):
+    """A data interface. It attaches to one L2 segment: a side of a link (`link` + `side`, the
+    segment `<link>.<side>` unless the link names another) or a named segment (`segment`)."""
+
     name: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,15}$")
     address: str | None = None
     link: str | None = None
     side: Literal["a", "b"] | None = None
+    segment: str | None = None
+    gateway: str | None = Field(None, description="default route via this address (the virtual rack installs it)")
     mac: str | None = None
 
     @field_validator("address")
@@ -166,6 +172,18 @@ class Interface(Strict):
     def _link_side(self) -> "Interface":
         if (self.link is None) != (self.side is None):
             raise ValueError("an interface on a link needs both `link` and `side`")
+        if self.link is not None and self.segment is not None:
+            raise ValueError("an interface attaches to a link side or to a `segment`, not both")
+        if self.gateway is not None:
+            if self.address is None:
+                raise ValueError("a `gateway` needs the interface's own `address`")
+            try:
+                gw = ipaddress.ip_address(self.gateway)
+            except ValueError:
+                raise ValueError(f"gateway {self.gateway!r} is not an IP address") from None
+            net = ipaddress.ip_interface(self.address).network
+            if gw not in net or gw == ipaddress.ip_interface(self.address).ip:
+                raise ValueError(f"gateway {gw} is not another address of {net}")
         return self
 
     @property
@@ -211,6 +229,48 @@ class GPS(Strict):
     gpsd: str = "127.0.0.1:2947"
 
 
+class PortForward(Strict):
+    """Destination NAT on a router: traffic to the outside address on `ports` goes to `to`."""
+
+    proto: Literal["tcp", "udp"]
+    ports: str = Field(pattern=r"^[0-9]{1,5}(-[0-9]{1,5})?$", description="one port or a range low-high")
+    to: str
+
+    @field_validator("to")
+    @classmethod
+    def _to(cls, v: str) -> str:
+        try:
+            if ipaddress.ip_address(v).version != 4:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"{v!r} is not an IPv4 address") from None
+        return v
+
+    @model_validator(mode="after")
+    def _range(self) -> "PortForward":
+        lo, hi = self.port_range
+        if not 1 <= lo <= hi <= 65535:
+            raise ValueError(f"ports {self.ports!r}: need 1 <= low <= high <= 65535")
+        return self
+
+    @property
+    def port_range(self) -> tuple[int, int]:
+        lo, _, hi = self.ports.partition("-")
+        return int(lo), int(hi or lo)
+
+    def covers(self, proto: str, port: int) -> bool:
+        lo, hi = self.port_range
+        return self.proto == proto and lo <= port <= hi
+
+
+class Nat(Strict):
+    """A router's address translation: source NAT (masquerade) of everything leaving the
+    `outside` interface, and port forwards to inside hosts on the outside address."""
+
+    outside: str
+    forwards: list[PortForward] = Field(default_factory=list)
+
+
 class Host(Strict):
     role: Role
     os: Literal["linux", "freebsd", "switch-os"] = "linux"
@@ -222,6 +282,7 @@ class Host(Strict):
     modem: Modem | None = None
     gps: GPS | None = None
     uplink: str | None = Field(None, description="interface carrying the modem host's uplink")
+    nat: Nat | None = Field(None, description="a router's NAT (the virtual rack installs it with nftables)")
     facts: dict[str, str] = Field(default_factory=dict,
                                   description="known host facts a dry run assumes (os_release, sysctls)")
 
@@ -240,7 +301,18 @@ class Host(Strict):
         names = [i.name for i in self.interfaces]
         if len(names) != len(set(names)):
             raise ValueError("interface names repeat")
+        if self.nat is not None:
+            if self.role is not Role.ROUTER:
+                raise ValueError("only a router has `nat`")
+            out = next((i for i in self.interfaces if i.name == self.nat.outside), None)
+            if out is None or out.address is None:
+                raise ValueError(f"nat.outside: no addressed interface {self.nat.outside!r} on this router")
         return self
+
+    @property
+    def gateway(self) -> str | None:
+        """The default gateway (of the first interface that names one)."""
+        return next((i.gateway for i in self.interfaces if i.gateway), None)
 
 
 class PipeRef(Strict):
@@ -256,10 +328,23 @@ class Baseline(Strict):
     queue: str | None = None
 
 
+class Segment(Strict):
+    """A named L2 segment (on the virtual rack: a Linux bridge in its `switch` host).
+
+    Every link side is a segment too: `<link>.a` and `<link>.b` unless the link names a
+    named segment as its `a_segment` / `b_segment`. Segments joined by links must form a
+    tree: the bridges are dumb two-port forwarders and a loop would circulate frames."""
+
+    switch: str | None = None
+    description: str = ""
+
+
 class Link(Strict):
     bridge: str
     a_port: str
     b_port: str
+    a_segment: str | None = Field(None, description="named segment on the a side (default: `<link>.a`)")
+    b_segment: str | None = Field(None, description="named segment on the b side (default: `<link>.b`)")
     forward: PipeRef = PipeRef()
     reverse: PipeRef = PipeRef()
     capacity: str = "1G"
@@ -318,9 +403,10 @@ class Inventory(Strict):
     influxdb: InfluxDB | None = None
     hosts: dict[str, Host]
     links: dict[str, Link] = Field(default_factory=dict)
+    segments: dict[str, Segment] = Field(default_factory=dict)
     _source: Path | None = PrivateAttr(None)
 
-    @field_validator("hosts", "links")
+    @field_validator("hosts", "links", "segments")
     @classmethod
     def _names(cls, v: dict) -> dict:
         for name in v:
@@ -353,10 +439,26 @@ class Inventory(Strict):
                                      f"pipe {link.forward.pipe})")
             if link.switch is not None and link.switch not in self.hosts:
                 raise ValueError(f"link {lname}: switch {link.switch!r} is not a host")
+        for sname, seg in self.segments.items():
+            if seg.switch is not None and (seg.switch not in self.hosts
+                                           or self.hosts[seg.switch].role is not Role.SWITCH):
+                raise ValueError(f"segment {sname}: switch {seg.switch!r} is not a switch host")
+        for lname, link in self.links.items():
+            for side in ("a", "b"):
+                named = getattr(link, f"{side}_segment")
+                if named is not None and named not in self.segments:
+                    raise ValueError(f"link {lname}: {side}_segment {named!r} is not a named segment "
+                                     f"(segments: {', '.join(sorted(self.segments)) or 'none'})")
+        self._check_tree()
         for hname, host in self.hosts.items():
             for iface in host.interfaces:
                 if iface.link is not None and iface.link not in self.links:
                     raise ValueError(f"host {hname}: interface {iface.name} names unknown link {iface.link!r}")
+                if iface.segment is not None and iface.segment not in self.segments:
+                    raise ValueError(f"host {hname}: interface {iface.name} names unknown segment "
+                                     f"{iface.segment!r}")
+            if len([i for i in host.interfaces if i.gateway]) > 1:
+                raise ValueError(f"host {hname}: more than one interface names a `gateway` (one default route)")
             if host.role is not Role.SWITCH:
                 ssh = self.ssh_for(hname)
                 if ssh is None:
@@ -373,7 +475,66 @@ class Inventory(Strict):
                 pipes[key] = f"{lname}.{d}"
         return self
 
+    def _check_tree(self) -> None:
+        """Links join segments; a second path between two segments would be a forwarding loop."""
+        parent: dict[str, str] = {}
+
+        def root(x: str) -> str:
+            while parent.setdefault(x, x) != x:
+                x = parent[x]
+            return x
+        for lname, link in self.links.items():
+            a, b = self.link_segment(lname, "a"), self.link_segment(lname, "b")
+            if a == b:
+                raise ValueError(f"link {lname}: both sides are segment {a}")
+            ra, rb = root(a), root(b)
+            if ra == rb:
+                raise ValueError(f"link {lname}: segments {a} and {b} are already joined by other links "
+                                 "(segments must form a tree: a loop would circulate frames)")
+            parent[ra] = rb
+
     # ---- queries -------------------------------------------------------------------------
+
+    def link_segment(self, link: str, side: str) -> str:
+        """The L2 segment on one side of a link: its named segment, or `<link>.<side>`."""
+        named = getattr(self.links[link], f"{side}_segment")
+        return named if named is not None else f"{link}.{side}"
+
+    def segment_of(self, iface: Interface) -> str | None:
+        if iface.segment is not None:
+            return iface.segment
+        if iface.link is not None and iface.side is not None:
+            return self.link_segment(iface.link, iface.side)
+        return None
+
+    def segment_switch(self, segment: str) -> str | None:
+        """The switch host holding a segment (a link side's: the link's `switch`)."""
+        if segment in self.segments:
+            return self.segments[segment].switch
+        link, _, _side = segment.rpartition(".")
+        return self.links[link].switch if link in self.links else None
+
+    def all_segments(self) -> list[str]:
+        """Every segment: each link's two sides, then the named segments nothing links."""
+        out: list[str] = []
+        for lname in sorted(self.links):
+            for side in ("a", "b"):
+                s = self.link_segment(lname, side)
+                if s not in out:
+                    out.append(s)
+        out += [s for s in sorted(self.segments) if s not in out]
+        return out
+
+    def interfaces_on_segment(self, segment: str) -> list[tuple[str, Interface]]:
+        return [(h, i) for h, host in sorted(self.hosts.items()) for i in host.interfaces
+                if self.segment_of(i) == segment]
+
+    def address_of(self, host: str, iface: str) -> str | None:
+        for i in self.hosts[host].interfaces:
+            if i.name == iface:
+                return i.ip
+        return None
+
 
     def ssh_for(self, host: str) -> SSH | None:
         h = self.hosts[host]

@@ -144,33 +144,37 @@ def plan_lab(inv: Inventory, *, dnpipe_binary: str | None = None) -> LabPlan:
         if inv.ssh_for(h) is not None and host.role is not Role.SWITCH:
             plan.ssh_hosts[h] = str(addr)
 
-    # Data paths: per link and side an L2 segment (a Linux bridge in the switch host).
+    # Data paths: every L2 segment (each link side, each named segment) is a Linux bridge in
+    # its switch host; hosts' data interfaces and bridge ports are veths into it.
     data_ifaces: list[tuple[str, str]] = []  # (namespace, ifname) to get offloads off
-    for li, (lname, link) in enumerate(sorted(inv.links.items())):
-        if link.switch is None:
-            raise LabError(f"link {lname}: a virtual link needs `switch` (the host holding its segments)")
-        sw = ns_name(inv, link.switch)
-        segs = {side: f"seg{li}{side}" for side in ("a", "b")}
-        for seg in segs.values():
-            c.append(("ip", "-n", sw, "link", "add", seg, "type", "bridge", "stp_state", "0",
-                      "mcast_snooping", "0"))
-            c.append(("ip", "-n", sw, "link", "set", seg, "up"))
-        attach: list[tuple[str, str, str, str | None]] = []  # host, ifname, side, address
+    seg_bridge = segment_bridge_names(inv)
+    for seg in inv.all_segments():
+        sw = ns_name(inv, _segment_switch(inv, seg))
+        c.append(("ip", "-n", sw, "link", "add", seg_bridge[seg], "type", "bridge", "stp_state", "0",
+                  "mcast_snooping", "0"))
+        c.append(("ip", "-n", sw, "link", "set", seg_bridge[seg], "up"))
+    attach: list[tuple[str, str, str, str | None]] = []  # host, ifname, segment, address
+    for lname, link in sorted(inv.links.items()):
         for h in hosts:
             for iface in inv.hosts[h].interfaces:
                 if iface.link == lname:
-                    attach.append((h, iface.name, iface.side or "a", iface.address))
-        attach.append((link.bridge, link.a_port, "a", None))
-        attach.append((link.bridge, link.b_port, "b", None))
-        for h, ifname, side, address in attach:
-            ns = ns_name(inv, h)
-            ii = [i.name for i in inv.hosts[h].interfaces].index(ifname)
-            peer = f"v{index[h]}-{ii}"
-            c.append(("ip", "-n", ns, "link", "add", ifname, "type", "veth", "peer", "name", peer, "netns", sw))
-            c.append(("ip", "-n", sw, "link", "set", peer, "master", segs[side], "up"))
-            if address:
-                c.append(("ip", "-n", ns, "addr", "add", address, "dev", ifname))
-            data_ifaces += [(ns, ifname), (sw, peer)]
+                    attach.append((h, iface.name, inv.link_segment(lname, iface.side or "a"), iface.address))
+        attach.append((link.bridge, link.a_port, inv.link_segment(lname, "a"), None))
+        attach.append((link.bridge, link.b_port, inv.link_segment(lname, "b"), None))
+    for h in hosts:
+        for iface in inv.hosts[h].interfaces:
+            if iface.segment is not None:
+                attach.append((h, iface.name, iface.segment, iface.address))
+    for h, ifname, seg, address in attach:
+        ns = ns_name(inv, h)
+        sw = ns_name(inv, _segment_switch(inv, seg))
+        ii = [i.name for i in inv.hosts[h].interfaces].index(ifname)
+        peer = f"v{index[h]}-{ii}"
+        c.append(("ip", "-n", ns, "link", "add", ifname, "type", "veth", "peer", "name", peer, "netns", sw))
+        c.append(("ip", "-n", sw, "link", "set", peer, "master", seg_bridge[seg], "up"))
+        if address:
+            c.append(("ip", "-n", ns, "addr", "add", address, "dev", ifname))
+        data_ifaces += [(ns, ifname), (sw, peer)]
 
     for ns, ifname in data_ifaces:
         # Like a physical wire: 1500-byte frames, real checksums. With offloads on, a
@@ -182,6 +186,15 @@ def plan_lab(inv: Inventory, *, dnpipe_binary: str | None = None) -> LabPlan:
     for h in hosts:
         host = inv.hosts[h]
         ns = ns_name(inv, h)
+        if host.role is Role.ROUTER:
+            c.append(("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"))
+            if host.nat is not None:
+                path = str(host_dir(inv, h) / "nat.nft")
+                plan.files[path] = render_nat_ruleset(inv, h)
+                c.append(("ip", "netns", "exec", ns, "nft", "-f", path))
+        for iface in host.interfaces:
+            if iface.gateway:
+                c.append(("ip", "-n", ns, "route", "add", "default", "via", iface.gateway, "dev", iface.name))
         if host.role is Role.BRIDGE and host.shaper is not None:
             ports = [i.name for i in host.interfaces]
             if host.shaper.kind == "tc":
@@ -217,6 +230,55 @@ def plan_lab(inv: Inventory, *, dnpipe_binary: str | None = None) -> LabPlan:
     plan.files[str(v.runtime_dir / "shellrc")] = _CLEAN_SHELL_RC
     plan.daemons += _snmp_agents(inv)
     return plan
+
+
+def _segment_switch(inv: Inventory, segment: str) -> str:
+    sw = inv.segment_switch(segment)
+    if sw is None:
+        what = f"segment {segment}" if segment in inv.segments else f"link {segment.rpartition('.')[0]}"
+        raise LabError(f"{what}: a virtual {'segment' if segment in inv.segments else 'link'} needs `switch` "
+                       "(the host holding its segments)")
+    return sw
+
+
+def segment_bridge_names(inv: Inventory) -> dict[str, str]:
+    """The Linux bridge of each segment in its switch host: `seg<i><side>` for the sides of
+    the i-th link of that switch (sorted by name), `segn<j>` for its j-th named segment."""
+    out: dict[str, str] = {}
+    by_switch: dict[str, list[str]] = {}
+    for lname in sorted(inv.links):
+        if inv.links[lname].switch is not None:
+            by_switch.setdefault(inv.links[lname].switch, []).append(lname)
+    named: dict[str, int] = {}
+    for seg in inv.all_segments():
+        sw = _segment_switch(inv, seg)
+        if seg in inv.segments:
+            named[sw] = named.get(sw, -1) + 1
+            out[seg] = f"segn{named[sw]}"
+        else:
+            lname, _, side = seg.rpartition(".")
+            out[seg] = f"seg{by_switch[sw].index(lname)}{side}"
+    return out
+
+
+def render_nat_ruleset(inv: Inventory, host: str) -> str:
+    """nftables ruleset of a router's NAT (pure). Every value comes from the validated
+    inventory (interface names by pattern, IPv4 addresses, integer ports)."""
+    h = inv.hosts[host]
+    assert h.nat is not None
+    outside = h.nat.outside
+    addr = inv.address_of(host, outside)
+    lines = ["# generated by ctl lab up: NAT of a virtual router", "flush ruleset", "table ip ctl_nat {",
+             "  chain prerouting {", "    type nat hook prerouting priority dstnat; policy accept;"]
+    for fw in h.nat.forwards:
+        lo, hi = fw.port_range
+        ports = str(lo) if lo == hi else f"{lo}-{hi}"
+        # Only traffic to the outside address is forwarded (peers reach inside hosts "from the
+        # Internet"); the router's own services and other destinations are untouched.
+        lines.append(f"    ip daddr {addr} {fw.proto} dport {ports} dnat to {fw.to}")
+    lines += ["  }", "  chain postrouting {", "    type nat hook postrouting priority srcnat; policy accept;",
+              f'    oifname "{outside}" masquerade', "  }", "}", ""]
+    return "\n".join(lines)
 
 
 def _snmp_agents(inv: Inventory) -> list[Daemon]:
@@ -368,6 +430,8 @@ def is_up(inv: Inventory) -> bool:
     existing = set(_list_netns())
     if not set(st.namespaces) <= existing:
         return False
+    if not set(plan_lab(inv).namespaces) <= set(st.namespaces):
+        return False  # built from an older inventory: lab_up says so
     return all(_proc_alive(p["pid"], p.get("start_time")) for p in st.processes)
 
 
@@ -386,7 +450,8 @@ def _list_netns() -> list[str]:
 def check_prerequisites(inv: Inventory) -> None:
     if os.geteuid() != 0:
         raise LabError("the virtual rack needs root (network namespaces, veth, sshd)")
-    missing = [t for t in REQUIRED_TOOLS if shutil.which(t) is None and not Path("/usr/sbin", t).exists()]
+    tools = REQUIRED_TOOLS + (("nft",) if any(h.nat is not None for h in inv.hosts.values()) else ())
+    missing = [t for t in tools if shutil.which(t) is None and not Path("/usr/sbin", t).exists()]
     if missing:
         raise LabError(f"missing tools for the virtual rack: {', '.join(missing)} (run scripts/setup.sh)")
 
@@ -439,6 +504,14 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
         assert st is not None
         return st
     st = read_state(inv)
+    if st is not None and st.namespaces:
+        missing = sorted(set(plan_lab(inv).namespaces) - set(st.namespaces))
+        if missing:
+            # Built from an older inventory: rebuilding would cut whatever runs on it now, so
+            # say what to do instead of doing it behind a user's back.
+            raise LabError(f"virtual rack {inv.name} was built from another version of its inventory "
+                           f"(no host {', '.join(m.removeprefix(inv.virtual.netns_prefix + '-') for m in missing)}): "
+                           "run `ctl lab down` and `ctl lab up`")
     if st is not None and set(st.namespaces) <= set(_list_netns()) and st.namespaces:
         return repair(inv, st)  # the topology is intact: restart only what died (e.g. InfluxDB)
     if st is not None or any(ns in _list_netns() for ns in plan_lab(inv).namespaces):

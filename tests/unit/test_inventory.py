@@ -59,10 +59,14 @@ def load_error(path: Path) -> str:
 def test_virtual_inventory_loads(tmp_path):
     inv = load_inventory(VIRTUAL)
     assert (inv.name, inv.kind) == ("virtual", "virtual")
-    assert inv.by_role(Role.ENDPOINT) == ["a1", "a2", "b1", "b2"]
-    assert inv.by_role(Role.BRIDGE) == ["br1", "br2"]
-    assert inv.by_role(Role.SWITCH) == ["sw1"]
-    assert sorted(inv.links) == ["path1", "path2"]
+    # a1..b2 on path1/path2 (distinct bottleneck); sa*/sb* (shared bottleneck), ns1/ns2/tr1
+    # (MPTCP + BitTorrent) on their own segments behind sw2
+    assert inv.by_role(Role.ENDPOINT) == ["a1", "a2", "b1", "b2", "ns1", "ns2", "sa1", "sa2", "sb1", "sb2", "tr1"]
+    assert inv.by_role(Role.BRIDGE) == ["br1", "br2", "br3", "br4"]
+    assert inv.by_role(Role.SWITCH) == ["sw1", "sw2"]
+    assert inv.by_role(Role.ROUTER) == ["gw1"]
+    assert sorted(inv.links) == ["lp1", "lp2", "path1", "path2", "sbd1", "sbd2", "sbn", "wan1", "wan2"]
+    assert (inv.links["path1"].switch, inv.links["path2"].switch) == ("sw1", "sw1")
     assert inv.links["path1"].capacity_bps == 10**9
     assert inv.hosts["br1"].shaper.kind == "dnpipe"
     assert str(inv.hosts["br1"].shaper.control_dir) == "/run/ctl/ctlv/dnpipe"
@@ -78,7 +82,8 @@ def test_lab_rack_example_loads():
     inv = load_inventory(LAB)
     assert (inv.name, inv.kind) == ("lab-rack", "physical")
     assert inv.virtual is None
-    assert inv.by_role(Role.BRIDGE) == ["dn1", "dn2"]
+    assert inv.by_role(Role.BRIDGE) == ["dn1", "dn2", "dn3", "dn4"]
+    assert inv.by_role(Role.ROUTER) == ["gw1"]
     assert inv.by_role(Role.MODEM_HOST) == ["bus1", "static1", "subway1"]
     assert (inv.links["path1"].forward.pipe, inv.links["path1"].reverse.pipe) == (10101, 10102)
     assert (inv.links["path2"].forward.pipe, inv.links["path2"].reverse.pipe) == (10201, 10202)
