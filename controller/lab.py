@@ -430,8 +430,6 @@ def is_up(inv: Inventory) -> bool:
     existing = set(_list_netns())
     if not set(st.namespaces) <= existing:
         return False
-    if not set(plan_lab(inv).namespaces) <= set(st.namespaces):
-        return False  # built from an older inventory: lab_up says so
     return all(_proc_alive(p["pid"], p.get("start_time")) for p in st.processes)
 
 
@@ -507,8 +505,9 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
     if st is not None and st.namespaces:
         missing = sorted(set(plan_lab(inv).namespaces) - set(st.namespaces))
         if missing:
-            # Built from an older inventory: rebuilding would cut whatever runs on it now, so
-            # say what to do instead of doing it behind a user's back.
+            # Built from an older inventory and now broken: repairing would bring back the old
+            # topology and rebuilding would cut whatever still runs on it, so say what to do.
+            # (An intact older rack stays "up": what it has keeps working.)
             raise LabError(f"virtual rack {inv.name} was built from another version of its inventory "
                            f"(no host {', '.join(m.removeprefix(inv.virtual.netns_prefix + '-') for m in missing)}): "
                            "run `ctl lab down` and `ctl lab up`")
