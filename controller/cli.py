@@ -111,7 +111,7 @@ def extension(fn: Callable[[Any], None]) -> Callable[[Any], None]:
 def _load_extensions() -> None:
     import importlib
     for mod in ("controller.cli_run", "controller.cli_link", "controller.cli_campaign", "controller.cli_field",
-                "controller.cli_metrics"):
+                "controller.cli_metrics", "controller.cli_report"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as exc:

@@ -1,0 +1,39 @@
+"""`ctl report rtt-loss RUN_OR_DIR...`: the BBRv3 paper's heatmaps from any set of rtt-loss-sweep runs."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from controller.cli import _print_json, extension
+from controller.errors import UsageError
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from controller.scenarios.rtt_loss_sweep import find_summaries, heatmap_grid, render_grid, write_heatmap
+    found = find_summaries([Path(p) for p in args.paths])
+    if not found:
+        raise UsageError(f"no completed rtt-loss-sweep runs under {', '.join(args.paths)}")
+    summaries = [s for _, s in found]
+    grid = heatmap_grid(summaries, args.metric)
+    out = Path(args.out) if args.out else Path(args.paths[0]) / "rtt-loss-report"
+    png = write_heatmap(summaries, out, args.metric, title=f"rtt-loss-sweep ({len(summaries)} runs)")
+    (out / "heatmap.json").write_text(json.dumps({**grid, "runs": [str(d) for d, _ in found]}, indent=1))
+    if args.json:
+        _print_json({**grid, "runs": [str(d) for d, _ in found], "figure": str(png) if png else None})
+    else:
+        print(render_grid(grid))
+        print(f"\n{len(summaries)} runs; figure: {png}")
+    return 0
+
+
+@extension
+def register(sub) -> None:
+    p = sub.add_parser("report", help="figures over many run records (rtt-loss: the BBRv3 heatmaps)")
+    rs = p.add_subparsers(dest="kind", required=True)
+    r = rs.add_parser("rtt-loss", help="heatmap of RTT x loss per congestion control from rtt-loss-sweep runs")
+    r.add_argument("paths", nargs="+", help="run records, or directories holding them (searched recursively)")
+    r.add_argument("--metric", choices=["throughput_mbps", "share_pct"], default="throughput_mbps")
+    r.add_argument("--out", "-o", help="where heatmap.png and heatmap.json go (default: FIRST_PATH/rtt-loss-report)")
+    r.add_argument("--json", action="store_true", help="print the grid as JSON")
+    r.set_defaults(func=cmd_report)

@@ -1,0 +1,149 @@
+"""Helpers shared by the scenarios of issue 6 (pure: inventory and measured data in, values out).
+
+- addresses: which address pair makes a connection take a given link;
+- socket buffers sized to a path's bandwidth-delay product (the per-namespace TCP autotuning
+  limits; ctl records them in the plan and restores them after the run);
+- the 1-BDP bottleneck queue within what each bridge back-end can hold;
+- rates over a time window from iperf3 intervals, subflow samples and interface counters.
+"""
+from __future__ import annotations
+
+import ipaddress
+import math
+import statistics
+from typing import Any, Iterable, Mapping, Sequence
+
+from controller.errors import ScenarioError
+from controller.inventory import Interface, Inventory
+from controller.summary import counter_rate
+from controller.units import Queue, bdp_bytes
+
+# Linux's own first two values of tcp_rmem / tcp_wmem (min, default); ctl raises only the max.
+TCP_RMEM_MIN_DEFAULT = (4096, 131072)
+TCP_WMEM_MIN_DEFAULT = (4096, 16384)
+MIB = 1 << 20
+
+
+# ---- addresses and links ------------------------------------------------------------------------
+
+def iface_on(inv: Inventory, host: str, link: str, what: str) -> Interface:
+    for i in inv.hosts[host].interfaces:
+        if i.link == link and i.ip:
+            return i
+    raise ScenarioError(f"{what}: host {host} has no addressed interface on link {link}")
+
+
+def peer_in_subnet(inv: Inventory, host: str, subnet_of: Interface, what: str) -> Interface:
+    """The interface of `host` in the same IPv4 subnet as `subnet_of` (a path across bridges
+    keeps one subnet end to end: the client's side and the server's side of it)."""
+    assert subnet_of.address is not None
+    net = ipaddress.ip_interface(subnet_of.address).network
+    for i in inv.hosts[host].interfaces:
+        if i.address and ipaddress.ip_interface(i.address).network == net:
+            return i
+    raise ScenarioError(f"{what}: host {host} has no address in {net} (the subnet of {subnet_of.name})")
+
+
+def sample_ifaces_for(inv: Inventory, hosts: Iterable[str], links: Iterable[str]) -> dict[str, list[str]]:
+    """Each host's interfaces on the given links, and both ports of each link's bridge."""
+    links = list(links)
+    out: dict[str, list[str]] = {}
+    for h in sorted(set(hosts)):
+        ifs = [i.name for i in inv.hosts[h].interfaces if i.link in links]
+        if ifs:
+            out[h] = ifs
+    for l in links:
+        link = inv.links[l]
+        ports = out.setdefault(link.bridge, [])
+        ports += [p for p in (link.a_port, link.b_port) if p not in ports]
+    return out
+
+
+# ---- socket buffers and queues ----------------------------------------------------------------
+
+def tcp_buffer_sysctls(need_bytes: int) -> dict[str, str]:
+    """tcp_rmem / tcp_wmem whose maximum lets autotuning reach `need_bytes` of window.
+
+    Linux grants about half of a receive buffer to the window (tcp_adv_win_scale, or the
+    measured scaling ratio), and a sender keeps every unacknowledged byte: both maxima get
+    twice the need, rounded up to MiB, never below 32 MiB (this machine's own default max
+    for tcp_rmem). Values are what `sysctl` prints (single spaces) so they verify exactly."""
+    top = max(32 * MIB, -(-2 * need_bytes // MIB) * MIB)
+    return {"net.ipv4.tcp_rmem": f"{TCP_RMEM_MIN_DEFAULT[0]} {TCP_RMEM_MIN_DEFAULT[1]} {top}",
+            "net.ipv4.tcp_wmem": f"{TCP_WMEM_MIN_DEFAULT[0]} {TCP_WMEM_MIN_DEFAULT[1]} {top}"}
+
+
+def window_need(bw_bps: int, rtt_us: int, queue: Queue, mtu: int = 1500) -> int:
+    """Bytes a single flow can have in flight: the path's BDP plus the bottleneck queue."""
+    q = queue.bytes if queue.bytes is not None else (queue.slots or 0) * mtu
+    return bdp_bytes(bw_bps, rtt_us) + q
+
+
+def queue_limits(inv: Inventory, bridge: str) -> dict[str, int]:
+    """How big a queue the bridge's back-end can hold (slots, bytes), for queue_for_bdp."""
+    from bridges import dnpipe_driver, dummynet
+    shaper = inv.hosts[bridge].shaper
+    kind = shaper.kind if shaper is not None else "tc"
+    if kind == "dnpipe":
+        return {"slot_limit": dnpipe_driver.MAX_SLOTS, "byte_limit": dnpipe_driver.MAX_QUEUE_BYTES}
+    if kind == "dummynet":
+        # The inventory's facts (what a dry run assumes); the real values are read and
+        # checked against the plan before anything changes.
+        facts = inv.hosts[bridge].facts
+        return {"slot_limit": int(facts.get("net.inet.ip.dummynet.pipe_slot_limit", dummynet.DEFAULT_SLOT_LIMIT)),
+                "byte_limit": int(facts.get("net.inet.ip.dummynet.pipe_byte_limit", dummynet.DEFAULT_BYTE_LIMIT))}
+    return {"slot_limit": 100_000, "byte_limit": 1 << 30}   # tc: pfifo/bfifo limits are not the constraint
+
+
+def bdp_queue(inv: Inventory, bridge: str, bw_bps: int, rtt_us: int, factor: float = 1.0,
+              notes: list[str] | None = None) -> Queue:
+    from bridges.dummynet import queue_for_bdp
+    return queue_for_bdp(bw_bps, rtt_us, factor, notes=notes, **queue_limits(inv, bridge))
+
+
+# ---- rates over windows -------------------------------------------------------------------------
+
+def interval_rate(intervals: Sequence[tuple[float, float, float]], lo: float, hi: float) -> float | None:
+    """Mean bit/s of iperf3 intervals (start s, end s, bit/s) over [lo, hi] (same time base),
+    each interval weighted by its overlap with the window."""
+    num = den = 0.0
+    for s, e, bps in intervals:
+        ov = min(e, hi) - max(s, lo)
+        if ov > 0:
+            num += bps * ov
+            den += ov
+    return num / den if den > 0 else None
+
+
+def iface_counter_rate(points: Iterable[Any], host: str, iface: str, field: str, lo: float, hi: float) -> float | None:
+    """Mean bit/s of an interface byte counter (`rx_bytes` / `tx_bytes`) across [lo, hi] (epoch s)."""
+    lo_ns, hi_ns = int(lo * 1e9), int(hi * 1e9)
+    samples = sorted((p.time_ns, int(p.fields[field])) for p in points
+                     if p.measurement == "iface" and p.tags.get("host") == host and p.tags.get("iface") == iface
+                     and field in p.fields and lo_ns <= p.time_ns <= hi_ns)
+    rate = counter_rate(samples)
+    return None if rate is None else rate * 8
+
+
+def iface_series(points: Iterable[Any], host: str, iface: str, field: str = "rx_bps") -> list[tuple[float, float]]:
+    return sorted((p.time_ns / 1e9, float(p.fields[field])) for p in points
+                  if p.measurement == "iface" and p.tags.get("host") == host and p.tags.get("iface") == iface
+                  and field in p.fields)
+
+
+def acked_rate(subflows: Sequence[Mapping[str, Any]]) -> float:
+    """Mbit/s of a connection at its sender: the sum of its subflows' acked-byte rates."""
+    return round(sum(s.get("mbps") or 0.0 for s in subflows), 3)
+
+
+def stats(values: Sequence[float]) -> dict[str, float | int | None]:
+    xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not xs:
+        return {"n": 0, "mean": None, "median": None, "min": None, "max": None, "stdev": None}
+    return {"n": len(xs), "mean": round(statistics.fmean(xs), 3), "median": round(statistics.median(xs), 3),
+            "min": round(min(xs), 3), "max": round(max(xs), 3),
+            "stdev": round(statistics.stdev(xs), 3) if len(xs) > 1 else 0.0}
+
+
+def pct(x: float | None, of: float) -> float | None:
+    return None if x is None or not of else round(100.0 * x / of, 2)

@@ -1,0 +1,247 @@
+"""parallel-streams: parallel-socket interference (Kim, Huh, Hwang; GridFTP style), Fig. 4-8;
+experiments.md section 6.
+
+Host x1 sends over `--base-streams` parallel TCP connections (paper: SC64) for the whole
+run; `--start-after` seconds later host m0 starts `--streams` connections (paper: SC2,
+SC16, SC32, SC64) and stops `--start-after` seconds before x1 does, so the two run together
+for `--duration` - 2 x `--start-after`. Both cross one bottleneck (`--bw`, paper: 100
+Mbit/s) to two different receivers. (The paper sent 200 MB per host; fixed times give a
+well-defined period in which both run.)
+
+Measured: each host's share of the bottleneck while both run: the receivers' interface
+counters (frames, sampled at 10 Hz, like the paper's sniffer) over the overlap, skipping
+the first `--settle` seconds of m0's slow start.
+
+Model (the paper's eq. 2 and 4): a new application opening A_n connections next to V_k
+existing ones gets BNA = B x A_n / (V_k + A_n); the existing ones keep IB = B x V_k /
+(V_k + A_n). The summary puts each host's measured rate and share next to its prediction
+(x1: IB, m0: BNA) and the prediction error (measured - predicted, in percentage points of
+B and relative to the prediction).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from bridges.base import Direction, PipeConfig
+from controller import plots
+from controller.errors import ParameterError
+from controller.inventory import Inventory, Role
+from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
+from controller.scenarios.common import iface_counter_rate, iface_on, iface_series, peer_in_subnet, sample_ifaces_for
+from controller.summary import flow_throughput, format_table
+from controller.traffic import FlowSpec
+from nodes.mptcp import EndpointConfig
+
+PARAMS = (
+    Param("base_streams", "int", "64", "x1's parallel TCP connections (V_k; paper: 64)", min=1, max=128),
+    Param("streams", "int", "16", "m0's parallel TCP connections (A_n; paper: 2, 16, 32, 64)", min=1, max=128),
+    Param("bw", "rate", "100M", "bottleneck rate B (paper: 100 Mbit/s)", min="1M", max="10G"),
+    Param("delay", "delay", "5ms", "one-way delay on the bottleneck (paper: ~50 km over KOREN)", min="0", max="1s"),
+    Param("queue", "queue", "100", "bottleneck queue per direction: slots or bytes"),
+    Param("cc", "name", "cubic", "congestion control of every connection"),
+    Param("start_after", "duration", "5s", "m0 starts this long after x1 and stops this long before it",
+          min="0.5s", max="1h", in_run_id=False),
+    Param("settle", "duration", "2s", "first seconds of the overlap left out of the shares (m0's slow start)",
+          min="0.1s", max="1h", in_run_id=False),
+    Param("link", "host", "path1", "inventory link shared by both hosts", in_run_id=False),
+    Param("x1", "host", "a1", "existing sender (V_k connections)", in_run_id=False),
+    Param("x1_receiver", "host", "b1", "x1's receiver", in_run_id=False),
+    Param("m0", "host", "a2", "new sender (A_n connections)", in_run_id=False),
+    Param("m0_receiver", "host", "b2", "m0's receiver", in_run_id=False),
+    Param("port_base", "int", "5201", "first iperf3 port", min=1024, max=65000, in_run_id=False),
+    Param("duration", "duration", "40s", "how long x1 sends", min=3, max=86400, in_run_id=False),
+)
+
+# The paper's measured shares (x1 %, m0 %) for SC64 + SCn (section 3.2); a sanity range.
+PAPER_SHARES = {2: (96.0, 3.0), 16: (76.0, 28.0), 32: (58.0, 40.0), 64: (48.0, 50.0)}
+
+
+def overlap(p: Mapping[str, Any]) -> tuple[float, float]:
+    """(start, end) of m0's run relative to x1's start, seconds."""
+    return p["start_after"], p["duration"] - p["start_after"]
+
+
+def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
+    link = p["link"]
+    require_link(inv, link, "parallel-streams")
+    for role in ("x1", "x1_receiver", "m0", "m0_receiver"):
+        require_host(inv, p[role], Role.ENDPOINT, f"--{role.replace('_', '-')}")
+    if p["x1_receiver"] == p["m0_receiver"]:
+        raise ParameterError("parallel-streams: x1 and m0 need different receivers (each host's share is read "
+                             "from its receiver's interface)")
+    if p["x1"] == p["m0"]:
+        raise ParameterError("parallel-streams: x1 and m0 must be different hosts")
+    start, end = overlap(p)
+    if end - start - p["settle"] < 1.0:
+        raise ParameterError(f"parallel-streams: --duration {p['duration']:g}s leaves no overlap to measure "
+                             f"(m0 runs {max(0.0, end - start):g} s, minus --settle {p['settle']:g} s); "
+                             f"need --duration >= {2 * p['start_after'] + p['settle'] + 1:g}s")
+    x_if = iface_on(inv, p["x1"], link, "x1")
+    m_if = iface_on(inv, p["m0"], link, "m0")
+    xr_if = peer_in_subnet(inv, p["x1_receiver"], x_if, "x1's receiver")
+    mr_if = peer_in_subnet(inv, p["m0_receiver"], m_if, "m0's receiver")
+    for who, a, b in (("x1", x_if, xr_if), ("m0", m_if, mr_if)):
+        if a.side == b.side or b.link != link:
+            raise ParameterError(f"parallel-streams: {who}'s receiver is not across {link}")
+    pipe = PipeConfig(bw_bps=p["bw"], delay_us=p["delay"], queue=p["queue"])
+    links = {(link, d): pipe for d in Direction}
+    flows = [
+        FlowSpec("x1", "tcp", p["x1"], p["x1_receiver"], xr_if.ip, p["port_base"], client_addr=x_if.ip, cc=p["cc"],
+                 duration_s=p["duration"], streams=p["base_streams"], link=link),
+        FlowSpec("m0", "tcp", p["m0"], p["m0_receiver"], mr_if.ip, p["port_base"] + 1, client_addr=m_if.ip,
+                 cc=p["cc"], duration_s=end - start, streams=p["streams"], start_delay_s=start, link=link),
+    ]
+    endpoints = {h: EndpointConfig(mptcp=False, congestion_controls=frozenset({p["cc"]})) for h in (p["x1"], p["m0"])}
+    return RunPlan(links=links, endpoints=endpoints, flows=flows,
+                   sample_ifaces=sample_ifaces_for(inv, (p["x1"], p["m0"], p["x1_receiver"], p["m0_receiver"]),
+                                                   (link,)),
+                   duration_s=p["duration"],
+                   notes=[f"x1: {p['base_streams']} connections for {p['duration']:g} s; m0: {p['streams']} "
+                          f"connections from +{start:g} s to +{end:g} s"])
+
+
+def predict(bw_bps: float, v_k: int, a_n: int) -> dict[str, float]:
+    """The paper's model: BNA (the new application) and IB (the existing ones), bit/s."""
+    return {"bna_bps": bw_bps * a_n / (v_k + a_n), "ib_bps": bw_bps * v_k / (v_k + a_n)}
+
+
+def connections_needed(bw_bps: float, v_k: int, bna_bps: float) -> float:
+    """Eq. 3: connections a new application needs for a wanted bandwidth next to V_k."""
+    if not 0 < bna_bps < bw_bps:
+        raise ParameterError("wanted bandwidth must be between 0 and the bottleneck rate")
+    return v_k * bna_bps / (bw_bps - bna_bps)
+
+
+def _receiver_iface(data: Any, host: str, link: str) -> str:
+    return next(i.name for i in data.inventory.hosts[host].interfaces if i.link == link)
+
+
+def summarize(data: Any) -> dict:
+    p = data.params
+    link = p["link"]
+    runs = {r.spec.name: r for r in data.flows}
+    flows = {n: flow_throughput(r) for n, r in runs.items()}
+    t_m0 = runs["m0"].client_started
+    start, end = overlap(p)
+    # The overlap on the controller clock: from m0's start (+ settle) to its planned end (or x1's).
+    x1_end = (runs["x1"].client_started or data.window[0]) + p["duration"]
+    lo = (t_m0 or data.window[0] + start) + p["settle"]
+    hi = min((t_m0 or data.window[0] + start) + (end - start), x1_end)
+    bw = p["bw"]
+    model = predict(bw, p["base_streams"], p["streams"])
+    hosts = []
+    reasons = [f"{n}: {f.error}" for n, f in flows.items() if f.error]
+    for name, role, pred_key, streams in (("x1", "existing (IB)", "ib_bps", p["base_streams"]),
+                                          ("m0", "new (BNA)", "bna_bps", p["streams"])):
+        recv = p[f"{name}_receiver"]
+        rate = iface_counter_rate(data.points, recv, _receiver_iface(data, recv, link), "rx_bytes", lo, hi)
+        pred = model[pred_key]
+        if rate is None:
+            reasons.append(f"{name}: no interface samples on {recv} during the overlap")
+        hosts.append({
+            "host": name, "sender": p[name], "receiver": recv, "connections": streams, "role": role,
+            "measured_mbps": round(rate / 1e6, 3) if rate is not None else None,
+            "measured_share_pct": round(100 * rate / bw, 2) if rate is not None else None,
+            "predicted_mbps": round(pred / 1e6, 3), "predicted_share_pct": round(100 * pred / bw, 2),
+            "error_pp": round(100 * (rate - pred) / bw, 2) if rate is not None else None,
+            "error_rel_pct": round(100 * (rate - pred) / pred, 2) if rate is not None else None,
+            "goodput_whole_run_mbps": round(flows[name].receiver_bps / 1e6, 3) if flows[name].receiver_bps else None,
+        })
+    paper = PAPER_SHARES.get(p["streams"]) if p["base_streams"] == 64 else None
+    total = sum(h["measured_mbps"] or 0 for h in hosts)
+    return {
+        "scenario": "parallel-streams",
+        "parameters": {"base_streams": p["base_streams"], "streams": p["streams"], "bottleneck_mbps": bw / 1e6,
+                       "delay_ms": p["delay"] / 1000, "queue": str(p["queue"]), "cc": p["cc"],
+                       "duration_s": p["duration"], "start_after_s": p["start_after"], "settle_s": p["settle"]},
+        "case": f"SC{p['base_streams']}+SC{p['streams']}",
+        "overlap": {"start": lo, "end": hi, "seconds": round(max(0.0, hi - lo), 3)},
+        "hosts": hosts,
+        "measured_total_mbps": round(total, 3),
+        "x1_share_pct": hosts[0]["measured_share_pct"], "m0_share_pct": hosts[1]["measured_share_pct"],
+        "x1_error_pp": hosts[0]["error_pp"], "m0_error_pp": hosts[1]["error_pp"],
+        "paper_shares_pct": {"x1": paper[0], "m0": paper[1]} if paper else None,
+        "flows": [f.to_json() for f in flows.values()],
+        "valid": not reasons, "invalid_reasons": reasons,
+        "definitions": {
+            "measured_mbps": "rx_bytes growth of the receiver's interface on the link (frames incl. headers, "
+                             "10 Hz samples) over the overlap window, like the paper's sniffer",
+            "overlap": "from m0's start + settle to m0's end (both hosts sending)",
+            "predicted_mbps": "x1: IB = B*V_k/(V_k+A_n); m0: BNA = B*A_n/(V_k+A_n) (paper eq. 4 and 2)",
+            "error_pp": "(measured - predicted) / B x 100, percentage points",
+            "error_rel_pct": "(measured - predicted) / predicted x 100"},
+    }
+
+
+def render(s: dict) -> str:
+    par = s["parameters"]
+    title = (f"parallel-streams  {s['case']}  bottleneck {par['bottleneck_mbps']:g} Mbit/s, {par['delay_ms']:g} ms "
+             f"one-way, queue {par['queue']}  overlap {s['overlap']['seconds']:g} s")
+    rows = [[h["host"], f"SC{h['connections']}", h["role"], h["measured_mbps"], h["measured_share_pct"],
+             h["predicted_mbps"], h["predicted_share_pct"], h["error_pp"], h["error_rel_pct"]] for h in s["hosts"]]
+    out = [format_table(["host", "sockets", "model", "measured Mbit/s", "measured %", "predicted Mbit/s",
+                         "predicted %", "error pp", "error % of pred"], rows, title=title)]
+    if s["paper_shares_pct"]:
+        out.append(f"paper (SC64+SC{par['streams']}, measured): x1 {s['paper_shares_pct']['x1']:g} %, "
+                   f"m0 {s['paper_shares_pct']['m0']:g} %")
+    out.append(f"prediction error: x1 {s['x1_error_pp']} pp, m0 {s['m0_error_pp']} pp; measured total "
+               f"{s['measured_total_mbps']} Mbit/s")
+    if not s["valid"]:
+        out.append("RESULT INVALID: " + "; ".join(s["invalid_reasons"]))
+    return "\n\n".join(out)
+
+
+def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
+    """Fig. 4-6 (utilization of each host over time) and Fig. 8 (measured vs predicted)."""
+    plt = plots._pyplot()
+    p = data.params
+    bw = p["bw"]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [1.7, 1]})
+    t0 = data.window[0]
+    for h, color in zip(summary["hosts"], ("tab:blue", "tab:orange")):
+        pts = iface_series(data.points, h["receiver"], _receiver_iface(data, h["receiver"], p["link"]))
+        ts, vs = plots.smooth([t - t0 for t, _ in pts], [100 * v / bw for _, v in pts], 0.5)
+        ax1.plot(ts, vs, color=color, label=f"{h['host']} (SC{h['connections']})")
+    ov = summary["overlap"]
+    ax1.axvspan(ov["start"] - t0, ov["end"] - t0, color="gray", alpha=0.15, label="measured overlap")
+    ax1.set_xlabel("time since x1 started (s)")
+    ax1.set_ylabel("share of the bottleneck (%)")
+    ax1.set_title(f"{summary['case']}: network utilization", fontsize=10)
+    ax1.legend(fontsize=8)
+    ax1.grid(alpha=0.3)
+    names = [h["host"] for h in summary["hosts"]]
+    meas = [h["measured_mbps"] or 0.0 for h in summary["hosts"]]
+    pred = [h["predicted_mbps"] for h in summary["hosts"]]
+    ax2.bar(names, meas, color=["tab:blue", "tab:orange"], label="measured")
+    ax2.plot(names, pred, "k--o", label="predicted (IB, BNA)")
+    if summary["paper_shares_pct"]:
+        ax2.plot(names, [bw / 1e6 * summary["paper_shares_pct"][n] / 100 for n in names], "r^",
+                 label="paper (measured)")
+    for i, h in enumerate(summary["hosts"]):
+        ax2.annotate(f"{h['error_pp']:+.1f} pp" if h["error_pp"] is not None else "-", (i, meas[i]),
+                     ha="center", va="bottom", fontsize=8)
+    ax2.set_ylabel("Mbit/s")
+    ax2.set_title("measured vs predicted (Fig. 8)", fontsize=10)
+    ax2.legend(fontsize=8)
+    ax2.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    path = Path(out_dir) / "parallel-streams.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path.name]
+
+
+SCENARIO = Scenario(
+    name="parallel-streams",
+    title="Interference of parallel TCP connections and the BNA/IB model (Kim et al. Fig. 4-8)",
+    reference="Kim, Huh, Hwang: Analysis of the Interference between Parallel Socket Connections and Predictions "
+              "of the Bandwidth; experiments.md section 6",
+    description=__doc__ or "",
+    params=PARAMS,
+    plan=plan,
+    summarize=summarize,
+    render=render,
+    figures=figures,
+    roles=("x1", "x1_receiver", "m0", "m0_receiver"),
+)

@@ -1,0 +1,296 @@
+"""shared-bottleneck: MCubic paper, Fig. 4-6 and Tables 2-3 (experiments.md section 2).
+
+One MPTCP connection (two subflows) and one single-path TCP flow cross ONE shared
+bottleneck (`--bw`, paper: 100 Mbit/s). Subflow 1 and the TCP flow take path 1, subflow 2
+takes path 2; each path adds its own one-way delay on its own delay link before both meet
+the bottleneck, so all three share its queue.
+
+  case 1 (homogeneous, Table 2):   --delay 100ms|200ms|500ms|800ms   (both paths)
+  case 2 (heterogeneous, Table 3): --delay1 100ms --delay2 300ms|400ms|500ms
+
+A delay is one-way and applied in both directions of its delay link (RTT = 2 x delay).
+The delay links add delay only; the bottleneck's rate and queue (`--queue`, dummynet's
+default of 50 slots) are the only limits. Long paths need socket buffers of the
+bandwidth-delay product: ctl raises net.ipv4.tcp_rmem/tcp_wmem (maximum = 2 x (BDP of the
+slower path + queue)) on all four hosts, records them in the plan and restores them.
+
+Summary (per connection, at the sender): bytes acknowledged per second (the sum of an
+MPTCP connection's subflows; sampled with `ss` at 10 Hz over the traffic window), next
+to iperf3's receiver goodput; the MPTCP / TCP ratio of the sender rates is the number of
+Tables 2 and 3. The result is invalid unless MPTCP was negotiated and both subflows were
+established and carried data.
+
+Roles (defaults fit both shipped inventories): MPTCP sender sa1 (one interface on each
+path's delay link), TCP sender sa2 (path 1), receivers sb1 (an address in each path's
+subnet, behind the bottleneck) and sb2.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from bridges.base import Direction, PipeConfig
+from controller import plots
+from controller.errors import ParameterError
+from controller.inventory import Inventory, Role
+from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
+from controller.scenarios.common import (acked_rate, iface_on, peer_in_subnet, pct, sample_ifaces_for,
+                                         tcp_buffer_sysctls, window_need)
+from controller.summary import (data_local_ports, flow_throughput, format_table, link_throughput, mptcp_verdict,
+                                subflow_throughput)
+from controller.traffic import FlowSpec
+from controller.units import format_delay
+from nodes.mptcp import EndpointConfig, MptcpEndpoint
+
+PARAMS = (
+    Param("delay", "delay", "100ms", "one-way delay of both paths (case 1; paper: 100, 200, 500, 800 ms)",
+          min="0", max="5s"),
+    Param("delay1", "delay", None, "one-way delay of path 1: subflow 1 and the TCP flow (case 2; paper: 100 ms)",
+          min="0", max="5s"),
+    Param("delay2", "delay", None, "one-way delay of path 2: subflow 2 (case 2; paper: 300, 400, 500 ms)",
+          min="0", max="5s"),
+    Param("bw", "rate", "100M", "rate of the shared bottleneck (each direction)", min="1M", max="10G"),
+    Param("queue", "queue", "50", "bottleneck queue per direction: slots (50) or bytes (64KB)"),
+    Param("cc", "name", "cubic", "congestion control of the MPTCP connection (what the kernel lists)"),
+    Param("tcp_cc", "name", "cubic", "congestion control of the single-path TCP flow"),
+    Param("path1", "host", "sbd1", "inventory link adding path 1's delay", in_run_id=False),
+    Param("path2", "host", "sbd2", "inventory link adding path 2's delay", in_run_id=False),
+    Param("bottleneck", "host", "sbn", "inventory link shared by all flows", in_run_id=False),
+    Param("mptcp_client", "host", "sa1", "MPTCP sender (one interface on each path)", in_run_id=False),
+    Param("mptcp_server", "host", "sb1", "MPTCP receiver (an address in each path's subnet)", in_run_id=False),
+    Param("tcp_client", "host", "sa2", "single-path TCP sender (on path 1)", in_run_id=False),
+    Param("tcp_server", "host", "sb2", "single-path TCP receiver", in_run_id=False),
+    Param("port_base", "int", "5201", "first iperf3 port", min=1024, max=65000, in_run_id=False),
+)
+
+# The paper's measured MPTCP / TCP throughput ratios (sanity ranges, not targets).
+TABLE2 = {"columns": ["100ms", "200ms", "500ms", "800ms"],
+          "rows": {"LIA": [1.86, 0.8, 0.86, 0.75], "OLIA": [1.2, 0.5, 0.66, 0.54], "wVegas": [0.6, 0.6, 0.7, 0.54],
+                   "MCubic": [1.95, 1.0, 1.0, 1.0]}}
+TABLE3 = {"columns": ["100:300ms", "100:400ms", "100:500ms"],
+          "rows": {"LIA": [0.56, 0.43, 0.35], "OLIA": [0.55, 0.40, 0.31], "wVegas": [0.32, 0.25, 0.21],
+                   "MCubic": [0.74, 0.47, 0.42], "Cubic": [0.98, 0.52, 0.42]}}
+
+
+def path_delays(p: Mapping[str, Any]) -> tuple[int, int]:
+    """(path 1, path 2) one-way delay in us: --delay1/--delay2 where given, else --delay."""
+    return (p["delay1"] if p["delay1"] is not None else p["delay"],
+            p["delay2"] if p["delay2"] is not None else p["delay"])
+
+
+def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
+    l1, l2, bn = p["path1"], p["path2"], p["bottleneck"]
+    for l in (l1, l2, bn):
+        require_link(inv, l, "shared-bottleneck")
+    if len({l1, l2, bn}) < 3:
+        raise ParameterError("shared-bottleneck: --path1, --path2 and --bottleneck must be three different links")
+    for role in ("mptcp_client", "mptcp_server", "tcp_client", "tcp_server"):
+        require_host(inv, p[role], Role.ENDPOINT, f"--{role.replace('_', '-')}")
+    mc, ms, tc, ts = p["mptcp_client"], p["mptcp_server"], p["tcp_client"], p["tcp_server"]
+    # The delay links must feed the bottleneck: their b side is its a side (a shared segment).
+    for l in (l1, l2):
+        if inv.link_segment(l, "b") != inv.link_segment(bn, "a"):
+            raise ParameterError(f"shared-bottleneck: link {l} does not feed {bn} (its b side is segment "
+                                 f"{inv.link_segment(l, 'b')}, {bn}'s a side is {inv.link_segment(bn, 'a')})")
+    mc1 = iface_on(inv, mc, l1, "MPTCP client")
+    mc2 = iface_on(inv, mc, l2, "MPTCP client")
+    ms1 = peer_in_subnet(inv, ms, mc1, "MPTCP server")
+    ms2 = peer_in_subnet(inv, ms, mc2, "MPTCP server")
+    tc1 = iface_on(inv, tc, l1, "TCP client")
+    ts1 = peer_in_subnet(inv, ts, tc1, "TCP server")
+    for host, iface in ((ms, ms1), (ms, ms2), (ts, ts1)):
+        if iface.link != bn or iface.side != "b":
+            raise ParameterError(f"shared-bottleneck: {host} {iface.name} is not behind the bottleneck {bn}")
+    d1, d2 = path_delays(p)
+    bw, queue = p["bw"], p["queue"]
+    links = {}
+    for d in Direction:
+        links[(l1, d)] = PipeConfig(delay_us=d1)
+        links[(l2, d)] = PipeConfig(delay_us=d2)
+        links[(bn, d)] = PipeConfig(bw_bps=bw, queue=queue)
+    # Every flow can reach the slower path's BDP plus the queue: buffers for that on all hosts.
+    need = window_need(bw, 2 * max(d1, d2), queue)
+    buffers = tcp_buffer_sysctls(need)
+    duration = p["duration"]
+    port = p["port_base"]
+    flows = [
+        FlowSpec("mptcp", "mptcp", mc, ms, ms1.ip, port, client_addr=mc1.ip, cc=p["cc"], duration_s=duration),
+        FlowSpec("tcp", "tcp", tc, ts, ts1.ip, port + 1, client_addr=tc1.ip, cc=p["tcp_cc"], duration_s=duration,
+                 link=l1),
+    ]
+    endpoints = {
+        # One subflow per path: the server announces its path-2 address, the client accepts it.
+        mc: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset({p["cc"]}),
+                           sysctls=buffers),
+        ms: EndpointConfig(subflows=2, add_addr_accepted=2, endpoints=(MptcpEndpoint(ms2.ip, ms2.name, ("signal",)),),
+                           sysctls=buffers),
+    }
+    endpoints.setdefault(tc, EndpointConfig(mptcp=False, congestion_controls=frozenset({p["tcp_cc"]}), sysctls=buffers))
+    endpoints.setdefault(ts, EndpointConfig(mptcp=False, sysctls=buffers))
+    notes = [f"socket buffers: tcp_rmem/tcp_wmem max {buffers['net.ipv4.tcp_rmem'].split()[-1]} bytes on "
+             f"{', '.join(sorted(endpoints))} (need {need} bytes: BDP of {bw / 1e6:g} Mbit/s x "
+             f"{2 * max(d1, d2) / 1000:g} ms + queue)"]
+    return RunPlan(links=links, endpoints=endpoints, flows=flows,
+                   sample_ifaces=sample_ifaces_for(inv, (mc, ms, tc, ts), (l1, l2, bn)), duration_s=duration,
+                   notes=notes, mptcp_hosts=sorted({mc, ms}))
+
+
+def case_of(d1_us: int, d2_us: int) -> dict:
+    """Which table and column a run fills: case 1 (Table 2) with equal delays, else case 2 (Table 3)."""
+    if d1_us == d2_us:
+        col = format_delay(d1_us).replace(" ", "")
+        return {"case": 1, "table": "Table 2", "column": col, "reference": TABLE2}
+    col = f"{format_delay(d1_us).replace(' ', '').removesuffix('ms')}:{format_delay(d2_us).replace(' ', '')}"
+    return {"case": 2, "table": "Table 3", "column": col, "reference": TABLE3}
+
+
+def summarize(data: Any) -> dict:
+    p = data.params
+    l1, l2, bn = p["path1"], p["path2"], p["bottleneck"]
+    d1, d2 = path_delays(p)
+    flows = {r.spec.name: flow_throughput(r) for r in data.flows}
+    runs = {r.spec.name: r for r in data.flows}
+    subs = subflow_throughput(data.points, "mptcp", data.window, role="client", data_ports=data_local_ports(runs["mptcp"]))
+    tcp_socks = subflow_throughput(data.points, "tcp", data.window, role="client",
+                                   data_ports=data_local_ports(runs["tcp"]))
+    links = link_throughput(data.points, data.inventory, data.window)
+    # "Carried data": 64 KiB, a few segments beyond the handshakes. A capacity-scaled bound
+    # would fail long paths unfairly: at 800 ms one-way a subflow joins after >3 s and slow
+    # start needs ~11 RTTs (18 s) to fill the pipe.
+    min_bytes = 64 * 1024
+    verdict = mptcp_verdict(data.inventory, "mptcp", p["mptcp_client"], p["mptcp_server"], data.nstat,
+                            data.monitor, subs, [l1, l2], min_bytes=min_bytes)
+    sender = {"mptcp": acked_rate(subs) if subs else None, "tcp": acked_rate(tcp_socks) if tcp_socks else None}
+    recv = {n: (round(f.receiver_bps / 1e6, 3) if f.receiver_bps else None) for n, f in flows.items()}
+    ratio = round(sender["mptcp"] / sender["tcp"], 3) if sender["mptcp"] and sender["tcp"] else None
+    ratio_recv = round(recv["mptcp"] / recv["tcp"], 3) if recv.get("mptcp") and recv.get("tcp") else None
+    case = case_of(d1, d2)
+    ref = case["reference"]
+    col = ref["columns"].index(case["column"]) if case["column"] in ref["columns"] else None
+    reasons = list(verdict["problems"])
+    for f in flows.values():
+        if f.error:
+            reasons.append(f"{f.name}: {f.error}")
+    if sender["tcp"] is None:
+        reasons.append("tcp: no acked-byte samples at the sender")
+    bn_fwd = (links.get(bn) or {}).get("forward_mbps")
+    connections = []
+    for name, path in (("mptcp", f"{l1}+{l2}"), ("tcp", l1)):
+        f = flows[name]
+        connections.append({"connection": name, "protocol": f.protocol, "paths": path,
+                            "cc": f.congestion or (p["cc"] if name == "mptcp" else p["tcp_cc"]),
+                            "sender_mbps": sender[name], "receiver_mbps": recv[name],
+                            "bottleneck_share_pct": pct(sender[name], p["bw"] / 1e6),
+                            "retransmits": f.retransmits})
+    return {
+        "scenario": "shared-bottleneck",
+        "parameters": {"case": case["case"], "delay1": format_delay(d1), "delay2": format_delay(d2),
+                       "delay1_ms": d1 / 1000, "delay2_ms": d2 / 1000, "rtt1_ms": 2 * d1 / 1000,
+                       "rtt2_ms": 2 * d2 / 1000, "bottleneck_mbps": p["bw"] / 1e6, "queue": str(p["queue"]),
+                       "cc": p["cc"], "tcp_cc": p["tcp_cc"], "duration_s": p["duration"],
+                       "socket_buffers": dict(data.plan.endpoints[p["mptcp_client"]].sysctls)},
+        "table": case["table"], "column": case["column"],
+        "ratio": ratio, "ratio_receiver": ratio_recv,
+        "connections": connections,
+        "mptcp_mbps": sender["mptcp"], "tcp_mbps": sender["tcp"],
+        "subflows": subs,
+        "bottleneck_forward_mbps": bn_fwd,
+        "paper_column": ({name: vals[col] for name, vals in ref["rows"].items()} if col is not None else {}),
+        "flows": [f.to_json() for f in flows.values()],
+        "mptcp": verdict,
+        "valid": not reasons, "invalid_reasons": reasons,
+        "definitions": {
+            "sender_mbps": "growth of bytes_acked of the connection's sockets at the sender (ss, 10 Hz), summed "
+                           "over an MPTCP connection's subflows, over the traffic window (the paper's 'at the sender')",
+            "receiver_mbps": "iperf3 receiver goodput (end.sum_received)",
+            "ratio": "MPTCP sender_mbps / TCP sender_mbps (Tables 2 and 3)",
+            "bottleneck_forward_mbps": "bytes the bottleneck bridge sent towards the receivers (frames)",
+            "delay": "one-way, applied in both directions of the path's delay link (RTT = 2 x delay)"},
+    }
+
+
+def render(s: dict) -> str:
+    par = s["parameters"]
+    title = (f"shared-bottleneck  case {par['case']}  delay path1 {par['delay1']} / path2 {par['delay2']}  "
+             f"bottleneck {par['bottleneck_mbps']:g} Mbit/s, queue {par['queue']}  {par['duration_s']:g} s")
+    rows = [[c["connection"], c["cc"], c["paths"], c["sender_mbps"], c["receiver_mbps"], c["bottleneck_share_pct"],
+             c["retransmits"]] for c in s["connections"]]
+    out = [format_table(["connection", "cc", "paths", "sender Mbit/s", "recv Mbit/s", "% of bottleneck", "retrans"],
+                        rows, title=title)]
+    srows = [[x["subflow"], x["link"], x["mbps"], x["bytes"], "initial" if x.get("initial") else "joined"]
+             for x in s["subflows"]]
+    out.append(format_table(["MPTCP subflow (sender)", "path", "Mbit/s", "bytes acked", ""], srows))
+    # The paper's table, this run's cell next to the paper's values of the same column.
+    trows = [[f"{par['cc']} (this run)", s["ratio"]]]
+    trows += [[f"{k} (paper)", v] for k, v in s["paper_column"].items()]
+    out.append(format_table([f"{s['table']}: MPTCP / TCP", s["column"]], trows))
+    m = s["mptcp"]
+    out.append(f"MPTCP negotiated: {'yes' if m['negotiated'] else 'NO'}; subflows per path: "
+               + ", ".join(f"{k} {v}" for k, v in m["subflows_established_per_link"].items())
+               + f"; bottleneck carried {s['bottleneck_forward_mbps']} Mbit/s; socket buffers max "
+               + par["socket_buffers"].get("net.ipv4.tcp_rmem", "-").split()[-1] + " B")
+    if not s["valid"]:
+        out.append("RESULT INVALID: " + "; ".join(s["invalid_reasons"]))
+    return "\n\n".join(out)
+
+
+def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
+    flows = {r.spec.name: flow_throughput(r).intervals for r in data.flows}
+    par = summary["parameters"]
+    p1 = plots.throughput_figure(
+        Path(out_dir) / "throughput.png",
+        f"shared-bottleneck: delay {par['delay1']} / {par['delay2']}, MPTCP/TCP {summary['ratio']}",
+        data.window[0], flows,
+        plots.subflow_series(data.points, ["mptcp", "tcp"], data.window,
+                             {s["subflow"] for s in summary["subflows"]} | _tcp_subs(data)),
+        plots.link_series(data.points, data.inventory, data.window))
+    p2 = ratio_figure(Path(out_dir) / "ratio.png", summary)
+    return [p1.name, p2.name]
+
+
+def _tcp_subs(data: Any) -> set[str]:
+    run = next(r for r in data.flows if r.spec.name == "tcp")
+    return {s["subflow"] for s in subflow_throughput(data.points, "tcp", data.window, role="client",
+                                                     data_ports=data_local_ports(run))}
+
+
+def ratio_figure(path: Path, s: dict) -> Path:
+    """Fig. 5/6 style: sender throughput of MPTCP (stacked by subflow) and TCP; beside it the
+    ratio of this run with the paper's ratios of the same delay column."""
+    plt = plots._pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [1, 1.4]})
+    bottom = 0.0
+    for sub in s["subflows"]:
+        ax1.bar(["MPTCP"], [sub["mbps"] or 0.0], bottom=bottom, label=f"subflow via {sub['link']}")
+        bottom += sub["mbps"] or 0.0
+    ax1.bar(["TCP"], [s["tcp_mbps"] or 0.0], color="tab:gray", label="TCP")
+    ax1.set_ylabel("throughput at the sender (Mbit/s)")
+    ax1.set_title(f"{s['parameters']['delay1']} / {s['parameters']['delay2']}", fontsize=10)
+    ax1.legend(fontsize=8)
+    ax1.grid(axis="y", alpha=0.3)
+    names = [f"{s['parameters']['cc']}\n(this run)"] + [f"{k}\n(paper)" for k in s["paper_column"]]
+    vals = [s["ratio"] or 0.0] + list(s["paper_column"].values())
+    ax2.bar(names, vals, color=["tab:red"] + ["tab:blue"] * len(s["paper_column"]))
+    ax2.axhline(1.0, color="black", lw=0.8, ls="--")
+    ax2.set_ylabel("MPTCP / TCP")
+    ax2.set_title(f"{s['table']}, column {s['column']}", fontsize=10)
+    ax2.tick_params(axis="x", labelsize=8)
+    fig.suptitle("shared-bottleneck (MCubic paper Fig. 5/6, Tables 2/3)", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+SCENARIO = Scenario(
+    name="shared-bottleneck",
+    title="MPTCP and one TCP flow across one shared bottleneck (MCubic paper Fig. 4-6, Tables 2-3)",
+    reference="Ro, Ryu, Choe: Design and Implementation of MCubic, section 4.2.2; experiments.md section 2",
+    description=__doc__ or "",
+    params=PARAMS,
+    plan=plan,
+    summarize=summarize,
+    render=render,
+    figures=figures,
+    roles=("mptcp_client", "mptcp_server", "tcp_client", "tcp_server"),
+)
