@@ -842,7 +842,13 @@ static int control_listen(const char *path)
                sizeof sa.sun_path - 9);
         return -1;
     }
-    /* An existing socket: refuse if a daemon answers there, else it is stale. */
+    /* An existing socket: refuse if a daemon answers there, else it is stale. Anything
+     * else at that path is not ours to replace. */
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        dn_err("run: %s exists and is not a socket", path);
+        return -1;
+    }
     int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     strcpy(sa.sun_path, path);
     if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0) {
