@@ -5,7 +5,8 @@ The logger itself (nodes/fieldlog) runs on the modem host and needs no controlle
 talks to it over SSH, in short commands (argv tuples; the one `python3 -c` script is a constant with
 its data in argv and stdin):
 
-    install   the logger as one zip file `<root>/fieldlog-<sha12>.pyz` (sha256-checked, atomic)
+    install   the logger as one zip file `<root>/fieldlog-<sha12>.pyz` (sha256-checked, atomic; the
+              link `<root>/fieldlog.pyz` names the latest, for a boot hook -- see nodes/fieldlog/__main__.py)
     start     `python3 <pyz> start --root R --config JSON --token-stdin` -> detached daemon, PID file
     status    `python3 <pyz> status --root R`
     stop      `python3 <pyz> stop --root R --pid P` (refused if P is not the logger's PID)
@@ -101,6 +102,11 @@ tmp = dest + ".tmp"
 with open(tmp, "wb") as f:
     f.write(data); f.flush(); os.fsync(f.fileno())
 os.replace(tmp, dest)
+link = os.path.join(os.path.dirname(dest), "fieldlog.pyz")
+if os.path.lexists(link + ".tmp"):
+    os.unlink(link + ".tmp")
+os.symlink(os.path.basename(dest), link + ".tmp")
+os.replace(link + ".tmp", link)
 print("installed", dest)
 """
 

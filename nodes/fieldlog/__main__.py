@@ -8,6 +8,24 @@
 
 `start` without --config only resumes an unfinished run (what a boot hook runs after a reboot).
 The InfluxDB token comes on stdin (never in argv, which any local user can read in ps).
+
+ctl installs no boot hook (it changes nothing on a host it does not restore). To have a rebooted host
+resume its run without anyone running `ctl field start` again, install one yourself, e.g. systemd:
+
+    # /etc/systemd/system/ctl-fieldlog.service
+    [Unit]
+    Description=ctl field logger: resume an unfinished field run after a reboot
+    After=network.target ModemManager.service gpsd.service
+    [Service]
+    Type=oneshot
+    RemainAfterExit=yes
+    KillMode=process
+    ExecStart=/usr/bin/python3 /var/lib/ctl-field/fieldlog.pyz start --root /var/lib/ctl-field
+    [Install]
+    WantedBy=multi-user.target
+
+(`KillMode=process`: the logger is a detached daemon in the unit's cgroup; the oneshot's exit must not
+take it down.)
 """
 from __future__ import annotations
 
