@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import fcntl
 import hashlib
 import itertools
 import json
@@ -49,6 +48,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from controller.errors import CtlError, ParameterError, RackBusy, RecordError, UsageError
 from controller.inventory import format_validation_error, load_yaml_with_lines
+from controller.lock import FileLock
 from controller.settings import state_dir
 from controller.units import format_delay, parse_duration
 
@@ -1040,53 +1040,16 @@ def progress_of(store: Store, c: CampaignRow, now: float | None = None) -> Progr
 
 # ==== locks ======================================================================================
 
-class SchedulerLock:
-    """One scheduler (daemon or foreground resume) per state dir: `flock`, freed by the kernel
-    however its holder dies. The file names the holder, for `status`."""
+class SchedulerLock(FileLock):
+    """One scheduler (daemon or foreground resume) per state dir (see controller.lock)."""
 
     def __init__(self, purpose: str):
-        self.path = state_dir() / "locks" / "campaign-scheduler.lock"
-        self.purpose = purpose
-        self._fd: int | None = None
-
-    def try_acquire(self) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "purpose": self.purpose,
-                                 "since": time.time()}).encode())
-        self._fd = fd
-        return True
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.ftruncate(self._fd, 0)
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+        super().__init__("campaign-scheduler", purpose)
 
 
 def scheduler_owner() -> dict | None:
-    """Who runs campaigns now (None: nobody). Reads the lock file; checks the pid is alive."""
-    p = state_dir() / "locks" / "campaign-scheduler.lock"
-    try:
-        o = json.loads(p.read_text() or "null")
-    except (OSError, ValueError):
-        return None
-    if not o or o.get("host") != socket.gethostname():
-        return o or None
-    try:
-        os.kill(int(o["pid"]), 0)
-    except ProcessLookupError:
-        return None
-    except (PermissionError, KeyError, ValueError):
-        pass
-    return o
+    """Who runs campaigns now (None: nobody; a dead holder does not count)."""
+    return SchedulerLock("status").owner()
 
 
 # ==== validation against the scenario and the inventory ===========================================

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from controller.argutil import join_negative_values
 from controller.errors import CtlError, UsageError
 from controller.settings import export_state_dir
 
@@ -117,23 +118,6 @@ def _load_extensions() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != mod:
                 raise
-
-
-def join_negative_values(argv: list[str]) -> list[str]:
-    """`--bw -1M` -> `--bw=-1M`: argparse would read `-1M` as an option and say 'expected one
-    argument'; joined, the value reaches its parser and gets a real error message."""
-    import re
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a.startswith("--") and "=" not in a and i + 1 < len(argv) and re.match(r"^-[\d.]", argv[i + 1]):
-            out.append(f"{a}={argv[i + 1]}")
-            i += 2
-            continue
-        out.append(a)
-        i += 1
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,9 @@
-"""The rack lock: one run or campaign on a rack at a time.
+"""Locks held by a live ctl process: the rack lock, the campaign scheduler lock.
 
-An advisory `flock` on `<state>/locks/<inventory>.lock`. The kernel drops the lock when
-its holder dies, however it dies, so a lock left by a dead controller (kill -9, crash,
+An advisory `flock` on a file in `<state>/locks/`. The kernel drops the lock when its
+holder dies, however it dies, so a lock left by a dead controller (kill -9, crash,
 reboot) is never an obstacle: the next taker finds the file unlocked and overwrites the
-stale owner record. The file records who holds the lock, for the error message.
+stale owner record. The file records who holds the lock, for error messages and status.
 """
 from __future__ import annotations
 
@@ -18,40 +18,46 @@ from controller.errors import RackBusy
 from controller.settings import state_dir
 
 
-class RackLock:
-    def __init__(self, rack: str, purpose: str):
-        self.rack = rack
+class FileLock:
+    """An exclusive flock with an owner record ({pid, host, purpose, since})."""
+
+    def __init__(self, name: str, purpose: str):
+        self.name = name
         self.purpose = purpose
-        self.path = state_dir() / "locks" / f"{rack}.lock"
+        self.path = state_dir() / "locks" / f"{name}.lock"
         self._fd: int | None = None
         self.broke_stale: dict | None = None
 
     def owner(self) -> dict | None:
+        """The recorded holder, or None when nobody holds it (a dead holder does not count)."""
         try:
-            return json.loads(self.path.read_text() or "null")
+            o = json.loads(self.path.read_text() or "null")
         except (OSError, ValueError):
             return None
+        if o and o.get("host") == socket.gethostname() and not pid_alive(int(o.get("pid", 0))):
+            return None
+        return o or None
 
-    def acquire(self) -> "RackLock":
+    def try_acquire(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            o = self.owner() or {}
-            since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(o.get("since", 0))) if o else "?"
-            raise RackBusy(f"rack {self.rack} is in use by pid {o.get('pid', '?')} on {o.get('host', '?')} "
-                           f"({o.get('purpose', '?')}, since {since})") from None
-        previous = self.owner()
+            return False
+        try:
+            previous = json.loads(self.path.read_text() or "null")
+        except (OSError, ValueError):
+            previous = None
         if previous and previous.get("pid") and previous.get("host") == socket.gethostname() \
-                and not _pid_alive(previous["pid"]):
+                and not pid_alive(previous["pid"]):
             self.broke_stale = previous  # its holder died without releasing: the kernel freed it
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "purpose": self.purpose,
                                  "since": time.time()}).encode())
         self._fd = fd
-        return self
+        return True
 
     def release(self) -> None:
         if self._fd is not None:
@@ -60,6 +66,25 @@ class RackLock:
             os.close(self._fd)
             self._fd = None
 
+
+class RackLock(FileLock):
+    """One run or campaign on a rack at a time."""
+
+    def __init__(self, rack: str, purpose: str):
+        super().__init__(rack, purpose)
+        self.rack = rack
+
+    def acquire(self) -> "RackLock":
+        if not self.try_acquire():
+            try:
+                o = json.loads(self.path.read_text() or "null") or {}
+            except (OSError, ValueError):
+                o = {}
+            since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(o.get("since", 0))) if o else "?"
+            raise RackBusy(f"rack {self.rack} is in use by pid {o.get('pid', '?')} on {o.get('host', '?')} "
+                           f"({o.get('purpose', '?')}, since {since})")
+        return self
+
     def __enter__(self) -> "RackLock":
         return self.acquire()
 
@@ -67,7 +92,9 @@ class RackLock:
         self.release()
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

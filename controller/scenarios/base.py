@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from bridges.base import PipeConfig, PipeKey
+from controller.argutil import join_negative_values
 from controller.errors import ParameterError, ScenarioError, UsageError
 from controller.inventory import Inventory, Role
 from controller.traffic import FlowSpec
@@ -157,7 +158,7 @@ class Scenario:
         parser = _ScenarioParser(prog=f"ctl run {self.name}", add_help=False)
         for p in params:
             parser.add_argument(p.flag, dest=p.name, default=None)
-        ns = parser.parse_args(_join_negative_values(list(argv), {p.flag for p in params}))
+        ns = parser.parse_args(join_negative_values(list(argv)))
         out: dict[str, Any] = {}
         given: dict[str, str] = {}
         for p in params:
@@ -188,21 +189,6 @@ class Scenario:
 class _ScenarioParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}")
-
-
-def _join_negative_values(argv: list[str], flags: set[str]) -> list[str]:
-    """`--link2 -5M` -> `--link2=-5M`, so a negative value gets a value error, not 'expected one argument'."""
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in flags and i + 1 < len(argv) and argv[i + 1].startswith("-") and argv[i + 1] not in flags:
-            out.append(f"{a}={argv[i + 1]}")
-            i += 2
-            continue
-        out.append(a)
-        i += 1
-    return out
 
 
 # ---- helpers for plans -------------------------------------------------------------------

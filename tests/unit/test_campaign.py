@@ -58,13 +58,19 @@ def test_the_overnight_sweep_is_600_runs_of_60_s():
     assert len(expand_cases(short)) * short.repetitions == 16
 
 
-def test_rtt_loss_sweep_is_refused_with_file_and_line_until_the_scenario_exists(inv):
-    from controller import scenarios
-    if "rtt-loss-sweep" in scenarios.available():
-        pytest.skip("the rtt-loss-sweep scenario exists now (covered by the test above)")
-    f = CAMPAIGNS / "rtt-loss-sweep.yaml"
+def test_shipped_rtt_loss_sweeps_validate_against_the_scenario(inv):
+    for name in ("rtt-loss-sweep.yaml", "rtt-loss-sweep-short.yaml"):
+        f = CAMPAIGNS / name
+        spec, lines, _ = load_campaign(f)
+        validate_cases(spec, f, lines, inv)  # every case through the scenario's parse_args and plan
+
+
+def test_unknown_scenario_is_refused_with_file_and_line(inv, tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text((CAMPAIGNS / "rtt-loss-sweep-short.yaml").read_text().replace(
+        "scenario: rtt-loss-sweep", "scenario: no-such-scenario"))
     spec, lines, _ = load_campaign(f)
-    with pytest.raises(CampaignFileError, match=r"rtt-loss-sweep.yaml:\d+: scenario: scenario 'rtt-loss-sweep'"):
+    with pytest.raises(CampaignFileError, match=r"c.yaml:\d+: scenario: unknown scenario 'no-such-scenario'"):
         validate_cases(spec, f, lines, inv)
 
 
