@@ -30,6 +30,8 @@ KINDS: dict[str, tuple[str, str, str]] = {
                                         "^SYSINFOEX, +COPS, +CEREG, +QNWINFO, +QCAINFO, +QSPN)"),
     "wimax": ("nodes.modem.wimax", "to_json", "wimaxcu status link/connect, madwimax log (SOURCE/RECON formats)"),
     "gpsd": ("nodes.modem.gps", "to_json", "gpspipe -w JSON lines"),
+    "webtorrent": ("controller.parsers.webtorrent", "to_json",
+                   "webtorrent-cli download/seed output, webtorrent info JSON, or a bittorrent-tracker log"),
 }
 
 
