@@ -92,11 +92,27 @@ def cmd_run(args: argparse.Namespace) -> int:
         if outcome.summary is not None:
             print(scenario.render(outcome.summary))
             print()
+        _print_fidelity(outcome.record_dir)
         print(f"run {outcome.run_id}: {outcome.status}" + (f" ({outcome.error})" if outcome.error else ""))
         print(f"record: {outcome.record_dir}")
         if outcome.influx_pending:
             print(f"InfluxDB: {outcome.influx_pending} points not sent yet; `ctl metrics push {outcome.run_id}`")
     return outcome.exit_code
+
+
+def _print_fidelity(record_dir) -> None:
+    """One line on how well the shapers kept their schedule (their own counters, when they have them)."""
+    try:
+        m = json.loads((record_dir / "manifest.json").read_text())
+    except (OSError, ValueError, TypeError):
+        return
+    parts = []
+    for b, v in sorted((m.get("shapers") or {}).items()):
+        for pipe, f in sorted((v.get("fidelity") or {}).items()):
+            if "mean_late_us" in f:
+                parts.append(f"{pipe} {f['mean_late_us']:.0f} us")
+    if parts:
+        print("shaper departure lateness (mean over the run): " + ", ".join(parts))
 
 
 def print_dry_run(log) -> None:

@@ -361,6 +361,9 @@ class Run:
             try:
                 after = await restore(self.shapers[b], self.sessions[b], self.shaper_before[b], now)
                 self.record.manifest["shapers"][b]["restored"] = after.to_json()
+                fidelity = shaper_fidelity(self.shaper_before[b].counters, after.counters)
+                if fidelity:
+                    self.record.manifest["shapers"][b]["fidelity"] = fidelity
             except CtlError as exc:
                 problems.append(f"{b}: restore failed: {exc.one_line()}")
 
@@ -539,6 +542,24 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
         raise bug
     return RunOutcome(record.id, None if dry_run else record.dir, status, summary, exit_code, error,
                       run.dry_log, pending, error_type)
+
+
+def shaper_fidelity(before: dict, after: dict) -> dict:
+    """How faithfully a shaper kept its schedule during the run, from its own counters where it
+    has them (dnpipe: departure lateness; every shaper: drops), as deltas over the run."""
+    out = {}
+    for key, a in after.items():
+        b = before.get(key, {})
+        d = {k: a[k] - b.get(k, 0) for k in a if isinstance(a[k], int) and not k.startswith(("queue_", "delay_line"))}
+        entry = {k: v for k, v in d.items() if k in ("tx_pkts", "drop_plr_pkts", "drop_queue_pkts",
+                                                     "drop_nomem_pkts", "oversize_pkts", "rx_kernel_drops")}
+        if "tx_late_ns_sum" in d and d.get("tx_pkts"):
+            entry["mean_late_us"] = round(d["tx_late_ns_sum"] / d["tx_pkts"] / 1000, 3)
+        if "tx_late_ns_max" in a:
+            entry["max_late_us_since_start"] = round(a["tx_late_ns_max"] / 1000, 3)
+        if entry:
+            out[f"{key[0]}.{key[1].value}"] = entry
+    return out
 
 
 async def _cleanup(run: Run) -> list[str]:
