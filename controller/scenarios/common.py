@@ -203,3 +203,26 @@ def load_run(record_dir: Any) -> Any:
             mon[h] = text.rstrip("\n")
     tw = m.get("traffic_window") or {}
     return RunData(inv, params, plan, flows, points, nst, mon, (tw.get("start", 0.0), tw.get("end", 0.0)), d)
+
+
+def subflow_rates(points: Iterable[Any], host: str, flow: str, window: tuple[float, float],
+                  counter: str = "bytes_received") -> list[dict]:
+    """Per socket of `flow` sampled on `host` (ss, 10 Hz): mean Mbit/s of a byte counter over
+    the window, its link and MPTCP token. summary.subflow_throughput reads bytes_acked on a
+    client; a downloading client (BitTorrent's leecher) receives, so this reads any counter."""
+    lo, hi = int((window[0] - 0.5) * 1e9), int((window[1] + 0.5) * 1e9)
+    by_sub: dict[str, list[Any]] = {}
+    for p in points:
+        if p.measurement == "subflow" and p.tags.get("host") == host and p.tags.get("flow") == flow \
+                and lo <= p.time_ns <= hi:
+            by_sub.setdefault(p.tags["subflow"], []).append(p)
+    out = []
+    for sub, pts in sorted(by_sub.items()):
+        pts.sort(key=lambda p: p.time_ns)
+        samples = [(p.time_ns, int(p.fields[counter])) for p in pts if counter in p.fields]
+        rate = counter_rate(samples)
+        out.append({"subflow": sub, "link": pts[0].tags.get("link") or "?",
+                    "mbps": round(rate * 8 / 1e6, 3) if rate else 0.0,
+                    "bytes": samples[-1][1] - samples[0][1] if len(samples) >= 2 else 0,
+                    "mptcp_token": pts[-1].fields.get("mptcp_token") or None})
+    return out

@@ -41,7 +41,7 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import iface_on, peer_in_subnet, sample_ifaces_for, stats
+from controller.scenarios.common import iface_on, peer_in_subnet, sample_ifaces_for, stats, subflow_rates
 from controller.settings import PROJECT_ROOT
 from controller.summary import data_local_ports, flow_throughput, format_table, subflow_throughput
 from controller.traffic import FlowSpec
@@ -243,12 +243,27 @@ def _subflows_by_link(subs: list[dict]) -> dict[str, int]:
     return out
 
 
-def _label_of_addr(inv: Inventory, p: Mapping[str, Any], addr: str, outside: str) -> str:
-    ip = addr.rsplit(":", 1)[0].strip("[]")
+def _ip_of(addr: str) -> str:
+    """`10.1.0.1:6881`, `::ffff:10.1.0.1:6881`, `[::1]:6881` -> the IPv4 (or IPv6) address."""
+    host = addr.rsplit(":", 1)[0].strip("[]")
     try:
-        ip = str(ipaddress.ip_address(ip))
+        ip = ipaddress.ip_address(host)
     except ValueError:
-        return "?"
+        return host
+    if ip.version == 6 and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return str(ip)
+
+
+def _per_link(subs: list[dict]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for s in subs:
+        out[s["link"]] = round(out.get(s["link"], 0.0) + (s["mbps"] or 0.0), 3)
+    return out
+
+
+def _label_of_addr(inv: Inventory, p: Mapping[str, Any], addr: str, outside: str) -> str:
+    ip = _ip_of(addr)
     if ip == outside:
         return "global"
     return inv.link_of_address(ip) or "?"
@@ -326,10 +341,13 @@ def summarize_bittorrent(data: Any) -> dict:
         mbps = round(p["size"] * 8 / secs / 1e6, 3) if secs and d.complete else None
         lo = d.client_started or data.window[0]
         hi = d.exited or data.window[1]
-        # The leecher's sockets only: webtorrent also connects a seeder to itself (it learns its
-        # own address from the tracker), and those sockets carry the seeder port too.
-        subs = subflow_throughput(_on(data.points, p["leecher"]), d.spec.name, (lo, hi), role="client")
-        peer_paths = sorted({_label_of_addr(inv, p, a, outside) for a in out.peer_addrs})
+        # The leecher's sockets only (webtorrent also connects a seeder to itself: it learns its
+        # own address from the tracker, and those sockets carry the seeder port too); what
+        # they received is the download.
+        subs = subflow_rates(data.points, p["leecher"], d.spec.name, (lo, hi), "bytes_received")
+        own = {i.ip for i in inv.hosts[p["leecher"]].interfaces if i.ip}
+        peers = [a for a in out.peer_addrs if _ip_of(a) not in own]   # not its own self-connection
+        peer_paths = sorted({_label_of_addr(inv, p, a, outside) for a in peers})
         tokens = any(s.get("mptcp_token") for s in subs)
         if d.error:
             reasons.append(f"{d.name}: {d.error}")
@@ -344,9 +362,9 @@ def summarize_bittorrent(data: Any) -> dict:
         rows.append({"name": d.name, "protocol": d.protocol, "repetition": d.repetition, "complete": d.complete,
                      "download_s": round(secs, 3) if secs is not None else None, "throughput_mbps": mbps,
                      "cli_seconds": out.done["seconds"] if out.done else None,
-                     "peer_types": out.peer_types, "peer_addrs": out.peer_addrs, "first_path": peer_paths,
+                     "peer_types": out.peer_types, "peer_addrs": peers, "first_path": peer_paths,
                      "subflows_per_link": _subflows_by_link(subs) if d.protocol == "mptcp" else {},
-                     "subflow_mbps": {s["link"] or "?": s["mbps"] for s in subs},
+                     "received_mbps_per_link": _per_link(subs),
                      "sha256_ok": d.sha256 is not None and d.sha256 == d.expected_sha256, "error": d.error})
     per_proto = {}
     for proto in ("tcp", "mptcp"):
@@ -367,7 +385,10 @@ def summarize_bittorrent(data: Any) -> dict:
                                           "'torrent downloaded successfully' line (announce, metadata and data)",
                             "throughput_mbps": "payload bits / download_s",
                             "first_path": "path of the peer connection(s) the leecher listed (the seeder's "
-                                          "local address, or global: the router's outside address)",
+                                          "local address, or global: the router's outside address); its "
+                                          "connections to itself left out",
+                            "received_mbps_per_link": "bytes_received of the leecher's sockets to the seeder "
+                                                      "port (ss, 10 Hz) per link, over the download",
                             "complete": "leecher exit 0 and the file's SHA-256 equals the payload's"}}
 
 
@@ -402,10 +423,11 @@ def render(s: dict) -> str:
                                 title=f"mptcp-bittorrent step 2 (webtorrent, Fig. 3{'a' if par['tracker'] == 'local' else 'b'}"
                                       f": tracker {par['tracker']}), {par['size']} x {par['repetitions']}; {paths}"))
         drows = [[d["name"], d["download_s"], d["throughput_mbps"], d["cli_seconds"], ", ".join(d["first_path"]),
-                  ", ".join(d["peer_types"]), ", ".join(f"{k} {v}" for k, v in d["subflows_per_link"].items()) or "-",
+                  ", ".join(d["peer_types"]),
+                  ", ".join(f"{k} {v}" for k, v in d["received_mbps_per_link"].items()) or "-",
                   "ok" if d["complete"] else (d["error"] or "incomplete")] for d in s["downloads"]]
-        out.append(format_table(["download", "seconds", "Mbit/s", "CLI s", "first path", "peer", "subflows", ""],
-                                drows))
+        out.append(format_table(["download", "seconds", "Mbit/s", "CLI s", "first path", "peer",
+                                 "received Mbit/s per path", ""], drows))
         out.append(f"MPTCP / TCP (mean throughput): {s['mptcp_over_tcp']}   paper: MPTCP faster with the tracker "
                    "local; with it global both slow (the first subflow takes the global path)")
     if not s["valid"]:
