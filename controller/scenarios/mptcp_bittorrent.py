@@ -206,7 +206,6 @@ def bt_settings(p: Mapping[str, Any], inv: Inventory, c: Mapping[str, Any]):
 
 
 def plan_bittorrent(p: Mapping[str, Any], inv: Inventory, c: Mapping[str, Any]) -> RunPlan:
-    from controller.bittorrent import BitTorrentRunner
     s = bt_settings(p, inv, c)
     # Where the leecher will connect: the seeder's local address (local tracker) or, as a
     # global tracker sees every peer, the router's outside address.
@@ -288,7 +287,9 @@ def summarize_iperf3(data: Any) -> dict:
     tests = []
     reasons = []
     for r in data.flows:
-        proto, path, rep = r.spec.protocol, r.spec.name.split("-")[1], int(r.spec.name.rsplit("-", 1)[1])
+        # names are <protocol>-<path>-<repetition>; a link name may itself contain "-"
+        proto = r.spec.protocol
+        path, rep = r.spec.name[len(proto) + 1:].rsplit("-", 1)[0], int(r.spec.name.rsplit("-", 1)[1])
         f = flow_throughput(r)
         t0 = r.client_started or data.window[0]
         subs = subflow_throughput(_on(data.points, r.spec.client), r.spec.name, (t0, t0 + p["duration"]),

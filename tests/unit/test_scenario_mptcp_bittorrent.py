@@ -21,7 +21,6 @@ from controller.errors import ParameterError, UsageError
 from controller.inventory import load_inventory
 from controller.scenarios.common import load_run
 from controller.units import Queue
-from nodes.mptcp import MptcpEndpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 INVENTORIES = {"virtual": ROOT / "inventory" / "virtual.yaml", "lab-rack": ROOT / "inventory" / "lab-rack.example.yaml"}
