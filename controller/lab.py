@@ -451,7 +451,8 @@ def check_prerequisites(inv: Inventory) -> None:
     tools = REQUIRED_TOOLS + (("nft",) if any(h.nat is not None for h in inv.hosts.values()) else ())
     missing = [t for t in tools if shutil.which(t) is None and not Path("/usr/sbin", t).exists()]
     if missing:
-        raise LabError(f"missing tools for the virtual rack: {', '.join(missing)} (run scripts/setup.sh)")
+        hint = " (Debian package nftables: the virtual NAT router needs it)" if "nft" in missing else ""
+        raise LabError(f"missing tools for the virtual rack: {', '.join(missing)}{hint} (run scripts/setup.sh)")
 
 
 def _ensure_keys(inv: Inventory, plan: LabPlan, log: list[dict]) -> None:
