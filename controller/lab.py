@@ -110,7 +110,7 @@ def plan_lab(inv: Inventory, *, dnpipe_binary: str | None = None) -> LabPlan:
     reserved = {"mgmt0", "lo"}
     for h in hosts:
         host = inv.hosts[h]
-        taken = reserved | ({"br0"} if host.shaper is not None and host.shaper.kind == "tc" else set())
+        taken = reserved | (set(_tc_bridges(inv, h)) if host.shaper is not None and host.shaper.kind == "tc" else set())
         for iface in host.interfaces:
             if iface.name in taken:
                 raise LabError(f"host {h}: interface name {iface.name!r} is reserved by the virtual rack "
@@ -196,13 +196,16 @@ def plan_lab(inv: Inventory, *, dnpipe_binary: str | None = None) -> LabPlan:
             if iface.gateway:
                 c.append(("ip", "-n", ns, "route", "add", "default", "via", iface.gateway, "dev", iface.name))
         if host.role is Role.BRIDGE and host.shaper is not None:
-            ports = [i.name for i in host.interfaces]
             if host.shaper.kind == "tc":
-                c.append(("ip", "-n", ns, "link", "add", "br0", "type", "bridge", "stp_state", "0",
-                          "mcast_snooping", "0"))
-                for p in ports:
-                    c.append(("ip", "-n", ns, "link", "set", p, "master", "br0"))
-                c.append(("ip", "-n", ns, "link", "set", "br0", "up"))
+                # One kernel bridge per link (br0, br1, ...): a single bridge over the ports of
+                # several links would join their segments, and close a loop where two of them
+                # share one (the shared bottleneck's middle segment).
+                for br, link in _tc_bridges(inv, h).items():
+                    c.append(("ip", "-n", ns, "link", "add", br, "type", "bridge", "stp_state", "0",
+                              "mcast_snooping", "0"))
+                    for p in (link.a_port, link.b_port):
+                        c.append(("ip", "-n", ns, "link", "set", p, "master", br))
+                    c.append(("ip", "-n", ns, "link", "set", br, "up"))
             elif host.shaper.kind == "dnpipe":
                 binary = dnpipe_binary or str(host.shaper.binary)
                 for lname, link in sorted(inv.links.items()):
@@ -230,6 +233,12 @@ def plan_lab(inv: Inventory, *, dnpipe_binary: str | None = None) -> LabPlan:
     plan.files[str(v.runtime_dir / "shellrc")] = _CLEAN_SHELL_RC
     plan.daemons += _snmp_agents(inv)
     return plan
+
+
+def _tc_bridges(inv: Inventory, host: str) -> dict:
+    """A tc bridge host's kernel bridges: `br<i>` for its i-th link (sorted by name)."""
+    return {f"br{i}": link for i, (_n, link) in enumerate(sorted((n, l) for n, l in inv.links.items()
+                                                                 if l.bridge == host))}
 
 
 def _segment_switch(inv: Inventory, segment: str) -> str:

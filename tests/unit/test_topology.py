@@ -224,3 +224,22 @@ def test_no_shell_in_the_new_commands(inv):
     for argv in plan_lab(inv).commands:
         if "route" in argv or "nft" in argv or "ip_forward=1" in argv:
             assert all(not meta.search(a) for a in argv), argv
+
+
+def test_tc_bridge_host_gets_one_kernel_bridge_per_link(tmp_path):
+    # br3 carries three links whose sides share segment sbm: one kernel bridge over all six
+    # ports would loop sbm through it three times
+    text = VIRTUAL.read_text()
+    i = text.index("  br3:\n")
+    j = text.index("    interfaces:\n", i)
+    head = text[i:j]
+    shaper = next(l for l in head.splitlines(keepends=True) if l.startswith("    shaper:"))
+    p = tmp_path / "tc.yaml"
+    p.write_text(text[:i] + head.replace(shaper, "    shaper: {kind: tc}\n") + text[j:])
+    plan = plan_lab(load_inventory(p))
+    ns = "ctlv-br3"
+    made = [c[5] for c in plan.commands if c[:5] == ("ip", "-n", ns, "link", "add") and c[6:8] == ("type", "bridge")]
+    assert made == ["br0", "br1", "br2"]
+    master = {c[5]: c[7] for c in plan.commands if c[:5] == ("ip", "-n", ns, "link", "set") and "master" in c}
+    # links sorted by name: sbd1, sbd2, sbn
+    assert master == {"d1a": "br0", "d1b": "br0", "d2a": "br1", "d2b": "br1", "na": "br2", "nb": "br2"}
