@@ -226,3 +226,8 @@ def subflow_rates(points: Iterable[Any], host: str, flow: str, window: tuple[flo
                     "bytes": samples[-1][1] - samples[0][1] if len(samples) >= 2 else 0,
                     "mptcp_token": pts[-1].fields.get("mptcp_token") or None})
     return out
+
+
+def paper_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict:
+    """The table of the paper this run fills, as data for summary.json (render prints it)."""
+    return {"title": title, "columns": list(columns), "rows": [list(r) for r in rows]}

@@ -41,7 +41,7 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import iface_on, peer_in_subnet, sample_ifaces_for, stats, subflow_rates
+from controller.scenarios.common import iface_on, paper_table, peer_in_subnet, sample_ifaces_for, stats, subflow_rates
 from controller.settings import PROJECT_ROOT
 from controller.summary import data_local_ports, flow_throughput, format_table, subflow_throughput
 from controller.traffic import FlowSpec
@@ -316,8 +316,11 @@ def summarize_iperf3(data: Any) -> dict:
         subs = [x["subflows_per_link"] for x in tests if x["initial"] == path and x["protocol"] == "mptcp"]
         row["mptcp_subflows_per_link"] = subs[-1] if subs else {}
         rows.append(row)
+    table = paper_table("Fig. 2: iperf3 throughput (Mbit/s, median over repetitions) per initial path",
+                        ["initial path", "TCP", "MPTCP", "MPTCP/TCP"],
+                        [[r["initial"], r["tcp"]["median"], r["mptcp"]["median"], r["mptcp_over_tcp"]] for r in rows])
     return {"scenario": "mptcp-bittorrent", "step": "iperf3", "parameters": {**_par(p), "duration_s": p["duration"]},
-            "paths": rows, "tests": tests,
+            "paths": rows, "tests": tests, "paper_table": table,
             "mptcp_better_on_every_path": all((r["mptcp_over_tcp"] or 0) > 1 for r in rows) if rows else None,
             "valid": not reasons, "invalid_reasons": reasons,
             "definitions": {"receiver_mbps": "iperf3 receiver goodput of one test (ns2 -> ns1)",
@@ -377,7 +380,12 @@ def summarize_bittorrent(data: Any) -> dict:
                             "subflows_per_link": next((r["subflows_per_link"] for r in reversed(rs)
                                                        if r["subflows_per_link"]), {})}
     m, t = per_proto["mptcp"]["throughput_mbps"]["mean"], per_proto["tcp"]["throughput_mbps"]["mean"]
-    return {"scenario": "mptcp-bittorrent", "step": "bittorrent",
+    table = paper_table(f"Fig. 3{'a' if p['tracker'] == 'local' else 'b'}: webtorrent download throughput "
+                        f"(Mbit/s), tracker {p['tracker']}", ["protocol", "mean Mbit/s", "mean download s", "n"],
+                        [[proto.upper(), per_proto[proto]["throughput_mbps"]["mean"],
+                          per_proto[proto]["download_s"]["mean"], per_proto[proto]["complete"]]
+                         for proto in ("tcp", "mptcp")])
+    return {"scenario": "mptcp-bittorrent", "step": "bittorrent", "paper_table": table,
             "parameters": {**_par(p), "tracker": p["tracker"], "size_bytes": p["size"], "size": format_size(p["size"])},
             "protocols": per_proto, "downloads": rows,
             "tcp_mbps": t, "mptcp_mbps": m, "mptcp_over_tcp": round(m / t, 3) if m and t else None,

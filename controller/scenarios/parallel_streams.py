@@ -28,7 +28,8 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import iface_counter_rate, iface_on, iface_series, peer_in_subnet, sample_ifaces_for
+from controller.scenarios.common import (iface_counter_rate, iface_on, iface_series, paper_table, peer_in_subnet,
+                                         sample_ifaces_for)
 from controller.summary import flow_throughput, format_table
 from controller.traffic import FlowSpec
 from nodes.mptcp import EndpointConfig
@@ -159,6 +160,11 @@ def summarize(data: Any) -> dict:
         "overlap": {"start": lo, "end": hi, "seconds": round(max(0.0, hi - lo), 3)},
         "hosts": hosts,
         "measured_total_mbps": round(total, 3),
+        "paper_table": paper_table(
+            f"Fig. 8: measured vs predicted bandwidth, SC{p['base_streams']}+SC{p['streams']}",
+            ["host", "sockets", "measured Mbit/s", "measured %", "predicted Mbit/s", "predicted %", "error pp"],
+            [[h["host"], h["connections"], h["measured_mbps"], h["measured_share_pct"], h["predicted_mbps"],
+              h["predicted_share_pct"], h["error_pp"]] for h in hosts]),
         "x1_share_pct": hosts[0]["measured_share_pct"], "m0_share_pct": hosts[1]["measured_share_pct"],
         "x1_error_pp": hosts[0]["error_pp"], "m0_error_pp": hosts[1]["error_pp"],
         "paper_shares_pct": {"x1": paper[0], "m0": paper[1]} if paper else None,

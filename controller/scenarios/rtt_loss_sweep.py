@@ -32,7 +32,7 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import (bdp_queue, iface_on, peer_in_subnet, pct, sample_ifaces_for,
+from controller.scenarios.common import (bdp_queue, iface_on, paper_table, peer_in_subnet, pct, sample_ifaces_for,
                                          tcp_buffer_sysctls, window_need)
 from controller.summary import flow_throughput, format_table, link_throughput
 from controller.traffic import FlowSpec
@@ -116,6 +116,8 @@ def summarize(data: Any) -> dict:
                        "bottleneck_mbps": bw / 1e6, "buffer": str(queue), "buffer_bdp_bytes": bdp_bytes(bw, p["rtt"]),
                        "duration_s": p["duration"], "link": link,
                        "socket_buffers": dict(data.plan.endpoints[p["client"]].sysctls)},
+        "paper_table": paper_table(f"Fig. {1 if p['cc'] == 'cubic' else 2} cell: throughput (Mbit/s), {p['cc']}",
+                                   ["RTT \\ loss", format_probability(p["loss"])], [[format_delay(p["rtt"]), thr]]),
         "throughput_mbps": thr,
         "share_pct": pct(thr, bw / 1e6),
         "sender_mbps": round(f.sender_bps / 1e6, 3) if f.sender_bps else None,

@@ -34,7 +34,7 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import (acked_rate, iface_on, peer_in_subnet, pct, sample_ifaces_for,
+from controller.scenarios.common import (acked_rate, iface_on, paper_table, peer_in_subnet, pct, sample_ifaces_for,
                                          tcp_buffer_sysctls, window_need)
 from controller.summary import (data_local_ports, flow_throughput, format_table, link_throughput, mptcp_verdict,
                                 subflow_throughput)
@@ -174,6 +174,10 @@ def summarize(data: Any) -> dict:
     if sender["tcp"] is None:
         reasons.append("tcp: no acked-byte samples at the sender")
     bn_fwd = (links.get(bn) or {}).get("forward_mbps")
+    paper_col = {name: vals[col] for name, vals in ref["rows"].items()} if col is not None else {}
+    table = paper_table(f"{case['table']}: MPTCP / TCP throughput ratio (case {case['case']})",
+                        ["algorithm", case["column"]],
+                        [[f"{p['cc']} (this run)", ratio]] + [[f"{k} (paper)", v] for k, v in paper_col.items()])
     connections = []
     for name, path in (("mptcp", f"{l1}+{l2}"), ("tcp", l1)):
         f = flows[name]
@@ -195,7 +199,8 @@ def summarize(data: Any) -> dict:
         "mptcp_mbps": sender["mptcp"], "tcp_mbps": sender["tcp"],
         "subflows": subs,
         "bottleneck_forward_mbps": bn_fwd,
-        "paper_column": ({name: vals[col] for name, vals in ref["rows"].items()} if col is not None else {}),
+        "paper_column": paper_col,
+        "paper_table": table,
         "flows": [f.to_json() for f in flows.values()],
         "mptcp": verdict,
         "valid": not reasons, "invalid_reasons": reasons,
@@ -221,9 +226,7 @@ def render(s: dict) -> str:
              for x in s["subflows"]]
     out.append(format_table(["MPTCP subflow (sender)", "path", "Mbit/s", "bytes acked", ""], srows))
     # The paper's table, this run's cell next to the paper's values of the same column.
-    trows = [[f"{par['cc']} (this run)", s["ratio"]]]
-    trows += [[f"{k} (paper)", v] for k, v in s["paper_column"].items()]
-    out.append(format_table([f"{s['table']}: MPTCP / TCP", s["column"]], trows))
+    out.append(format_table([f"{s['table']}: MPTCP / TCP", s["column"]], s["paper_table"]["rows"]))
     m = s["mptcp"]
     out.append(f"MPTCP negotiated: {'yes' if m['negotiated'] else 'NO'}; subflows per path: "
                + ", ".join(f"{k} {v}" for k, v in m["subflows_established_per_link"].items())

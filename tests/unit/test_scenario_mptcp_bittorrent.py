@@ -281,3 +281,12 @@ def test_render_and_figures(recorded, tmp_path):
         data, s = recorded[name]
         assert sc.figures(data, s, tmp_path) == [fig]
         assert (tmp_path / fig).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_summary_json_carries_the_papers_tables(recorded):
+    t1 = recorded["iperf3"][1]["paper_table"]
+    assert t1["columns"] == ["initial path", "TCP", "MPTCP", "MPTCP/TCP"] and [r[0] for r in t1["rows"]] == \
+        ["lp1", "lp2", "global"]
+    t2 = recorded["bittorrent-global"][1]["paper_table"]
+    assert t2["title"].startswith("Fig. 3b") and [r[0] for r in t2["rows"]] == ["TCP", "MPTCP"]
+    assert t2["rows"][1][1] == recorded["bittorrent-global"][1]["mptcp_mbps"]

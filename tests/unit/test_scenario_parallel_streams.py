@@ -156,3 +156,9 @@ def test_recorded_render_and_figure(recorded, tmp_path):
     assert rows["m0"][1:4] == ["SC16", "new", "(BNA)"] and rows["m0"][-2:] == ["-0.640", "-3.210"]
     assert "prediction error: x1 0.63 pp, m0 -0.64 pp" in text
     assert sc.figures(data, s, tmp_path) == ["parallel-streams.png"]
+
+
+def test_summary_json_carries_fig8(recorded):
+    t = recorded[1]["paper_table"]
+    assert t["columns"][-1] == "error pp"
+    assert t["rows"] == [["x1", 64, 80.632, 80.63, 80.0, 80.0, 0.63], ["m0", 16, 19.359, 19.36, 20.0, 20.0, -0.64]]

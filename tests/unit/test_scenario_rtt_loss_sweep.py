@@ -233,3 +233,8 @@ def test_ctl_report_rtt_loss(recorded, tmp_path, capsys, monkeypatch):
     assert json.loads((tmp_path / "rep" / "heatmap.json").read_text())["cc"] == ["bbr", "cubic"]
     assert ctl_main(["report", "rtt-loss", str(tmp_path / "nothing")]) == 2
     assert "no completed rtt-loss-sweep runs under" in capsys.readouterr().err
+
+
+def test_summary_json_carries_the_papers_cell(recorded):
+    assert recorded[1]["paper_table"] == {"title": "Fig. 2 cell: throughput (Mbit/s), bbr",
+                                          "columns": ["RTT \\ loss", "0.01%"], "rows": [["40ms", 914.968]]}

@@ -212,3 +212,10 @@ def test_figures_are_pngs(recorded, tmp_path):
     assert names == ["throughput.png", "ratio.png"]
     for n in names:
         assert (tmp_path / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_summary_json_carries_the_papers_table(recorded):
+    t = recorded[1]["paper_table"]
+    assert t["columns"] == ["algorithm", "800ms"] and t["title"].startswith("Table 2")
+    assert t["rows"][0] == ["cubic (this run)", 1.198] and ["MCubic (paper)", 1.0] in t["rows"]
+    json.dumps(recorded[1])
