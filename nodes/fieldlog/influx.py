@@ -165,17 +165,25 @@ class Pusher:
             self.state["last_error"] = msg
             save_push_state(self.run_dir, self.state)
 
-    def run(self, stop: threading.Event, *, idle_s: float = 1.0, max_backoff_s: float = 10.0) -> None:
-        """Forward until `stop`; back off (doubling, capped) while InfluxDB is unreachable."""
+    def run(self, stop: threading.Event, *, idle_s: float = 1.0, max_backoff_s: float = 10.0,
+            wake: Optional[threading.Event] = None) -> None:
+        """Forward until `stop`: right after new bytes became durable (`wake`, set by the spool's fsync)
+        or every `idle_s`; while InfluxDB is unreachable, back off (doubling, capped) and ignore `wake`."""
         backoff = idle_s
         while not stop.is_set():
+            failed = False
             try:
                 self.push_once()
                 backoff = idle_s
             except Exception as exc:  # any failure keeps the spool and the offset: retry later
                 self.record_error(exc)
                 backoff = min(max(backoff * 2, idle_s), max_backoff_s)
-            stop.wait(backoff)
+                failed = True
+            if failed or wake is None:
+                stop.wait(backoff)
+            else:
+                wake.wait(idle_s)
+                wake.clear()
 
     def drain(self, deadline_s: float) -> bool:
         """Last attempts before exit (stop, end of run); True when nothing is left."""

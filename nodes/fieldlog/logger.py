@@ -192,7 +192,8 @@ class FieldLogger:
         push_thread = None
         if pusher is not None:
             push_thread = threading.Thread(target=pusher.run, args=(push_stop,),
-                                           kwargs={"max_backoff_s": float(self.cfg.get("push_max_backoff_s", 10))},
+                                           kwargs={"max_backoff_s": float(self.cfg.get("push_max_backoff_s", 10)),
+                                                   "wake": spool.durable},
                                            name="push", daemon=True)
             push_thread.start()
         planned_gap = missing_between(last_seq, k) if resumed else None

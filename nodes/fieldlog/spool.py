@@ -167,6 +167,7 @@ class AppendFile:
         self.durable_size = self.size
         self._dirty_since: Optional[float] = None
         self._lock = threading.Lock()
+        self.durable = threading.Event()     # set whenever more bytes became durable (wakes the pusher)
 
     def append_bytes(self, data: bytes) -> None:
         if not data:
@@ -199,6 +200,7 @@ class AppendFile:
         os.fsync(self._f.fileno())
         self.durable_size = self.size
         self._dirty_since = None
+        self.durable.set()
 
     def close(self) -> None:
         with self._lock:

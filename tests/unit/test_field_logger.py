@@ -454,3 +454,26 @@ def test_state_file_written_from_two_threads_at_once(tmp_path):
         t.join()
     assert not errors and read_json(path)["i"] == 199
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
+
+
+def test_pusher_sends_right_after_an_fsync_not_a_polling_interval_later(tmp_path):
+    spool = AppendFile(str(tmp_path / "metrics.jsonl"), fsync_every_s=0.0)
+    db = FakeInflux()
+    pusher = influx.Pusher(str(tmp_path), {"url": "http://db", "org": "o", "bucket": "b"}, "secret-token",
+                           durable_size=lambda: spool.durable_size, post=db.post)
+    stop = threading.Event()
+    t = threading.Thread(target=pusher.run, args=(stop,), kwargs={"idle_s": 30.0, "wake": spool.durable})
+    t.start()
+    try:
+        import time
+        time.sleep(0.2)
+        base = {"host": "m1", "run": "r1", "scenario": "field"}
+        spool.append_lines([P.dumps(P.field_record(0, T0, base, "idle", modem_ok=None, ping={}, gps=None, work={}))])
+        t_end = time.monotonic() + 3.0
+        while time.monotonic() < t_end and load_push_state(str(tmp_path))["offset"] < spool.size:
+            time.sleep(0.02)
+        assert load_push_state(str(tmp_path))["offset"] == spool.size      # long before idle_s = 30 s
+    finally:
+        stop.set()
+        spool.durable.set()
+        t.join()
