@@ -10,12 +10,19 @@ Schema (tags are strings; field names carry their unit):
 | pipe        | host, link, direction                             | tx_pkts, tx_bytes, drop_queue_pkts, drop_plr_pkts, queue_pkts, queue_bytes, ... |
 | snmp_if     | host, ifname, ifindex                             | in_octets, out_octets, in_ucast_pkts, out_ucast_pkts, in_discards, in_errors, high_speed_mbps; in_bps, out_bps, in_pps, out_pps |
 | mptcp_event | host, event, token                                | saddr, daddr, sport, dport, locid, remid (from `ip mptcp monitor`) |
-| radio       | host, technology, cell                            | rssi_dbm, rsrp_dbm, rsrq_db, sinr_db, cinr_db, ... (field tests) |
+| radio       | host, technology, cell                            | seq; rssi_dbm, rsrp_dbm, rsrq_db, sinr_db, cinr_db, snr_db, rscp_dbm, ecio_db, tx_power_dbm, bandwidth_mhz, ul_bandwidth_mhz (float); signal_quality_pct, cell_id_int, enb_id, local_cell_id, pci, tac, lac, arfcn, frequency_khz (int); cell_id, band, operator_name, mcc, mnc, registration, connection (str); nr_* = the EN-DC NR leg. Only when the modem answered: a silent modem is a missing point, never zeros (field tests) |
+| field       | host, workload                                    | seq (one point per logged second), modem_ok, rtt_ms, rtt_min_ms, rtt_max_ms, jitter_ms, ping_replies, ping_lost, ping_errors, lat, lon, alt_m, speed_mps, track_deg, gps_mode, dl_bps, dl_bytes, peers_connected, peers_unchoked, peers_active, workload_running |
+| handover    | host, kind                                        | before_time_s, after_time_s, before_/after_technology, before_/after_cell_id, before_/after_pci, before_/after_rsrp_dbm, metric, before_/after_metric_db, dip_start_s, dip_end_s, dip_duration_s, dip_min_db, gap_s, detected |
+| field_event | host, event                                       | seq, detail; from_seq, to_seq, missing (gap, late, modem-back); outage_s (modem-back) |
+| snmp_event  | host, kind, ifname, ifindex                       | message, counters (agent_unreachable, agent_restart, counter_wrap, discontinuity, ...) |
 | campaign    | campaign                                          | runs_done, runs_failed, runs_total, eta_s |
 
 Every point also carries the run's common tags: `campaign` (when in one), `run`, `scenario`.
 Timestamps are nanoseconds since the epoch, taken on the host that measured, corrected by
-the clock offset measured at run start.
+the clock offset measured at run start. Field-test points (scenario "field") carry the modem
+host's own clock, uncorrected: the logger runs without the controller; the offset measured at
+`ctl field start` is in the run manifest. A field test's uplink uses the iface measurement
+(host, iface).
 """
 from __future__ import annotations
 
