@@ -20,7 +20,7 @@ fi
 
 APT_PACKAGES=(
     openssh-server openssh-client iperf3 mptcpize ethtool iproute2 procps iputils-ping
-    snmpd snmp python3 python3-venv gcc make nodejs
+    snmpd snmp python3 python3-venv gcc make nodejs nftables
     chromium
 )
 missing=()
