@@ -9,6 +9,10 @@ the bottleneck, so all three share its queue.
   case 2 (heterogeneous, Table 3): --delay1 100ms --delay2 300ms|400ms|500ms
 
 A delay is one-way and applied in both directions of its delay link (RTT = 2 x delay).
+From 500 ms of RTT on, ctl also stops the MPTCP client's kernel from giving up MPTCP on a
+slow SYN (net.mptcp.syn_retrans_before_tcp_fallback = 6, blackhole_timeout = 0; Linux
+6.12+ would otherwise fall back to TCP before a cold 800 ms path answers, and keep MPTCP off
+for an hour).
 The delay links add delay only; the bottleneck's rate and queue (`--queue`, dummynet's
 default of 50 slots) are the only limits. Long paths need socket buffers of the
 bandwidth-delay product: ctl raises net.ipv4.tcp_rmem/tcp_wmem (maximum = 2 x (BDP of the
@@ -111,6 +115,7 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
     # Every flow can reach the slower path's BDP plus the queue: buffers for that on all hosts.
     need = window_need(bw, 2 * max(d1, d2), queue)
     buffers = tcp_buffer_sysctls(need)
+    client_sysctls = {**buffers, **mptcp_long_path_sysctls(2 * max(d1, d2))}
     duration = p["duration"]
     port = p["port_base"]
     flows = [
@@ -121,7 +126,7 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
     endpoints = {
         # One subflow per path: the server announces its path-2 address, the client accepts it.
         mc: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset({p["cc"]}),
-                           sysctls=buffers),
+                           sysctls=client_sysctls),
         ms: EndpointConfig(subflows=2, add_addr_accepted=2, endpoints=(MptcpEndpoint(ms2.ip, ms2.name, ("signal",)),),
                            sysctls=buffers),
     }
@@ -133,6 +138,22 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
     return RunPlan(links=links, endpoints=endpoints, flows=flows,
                    sample_ifaces=sample_ifaces_for(inv, (mc, ms, tc, ts), (l1, l2, bn)), duration_s=duration,
                    notes=notes, mptcp_hosts=sorted({mc, ms}))
+
+
+# Linux (6.12+) gives up MPTCP on a connection whose MP_CAPABLE SYN was retransmitted
+# `syn_retrans_before_tcp_fallback` (2) times, 1 s apart, and then calls the path a
+# "blackhole": MPTCP stays off for new connections of that host for `blackhole_timeout`
+# (3600 s). A cold path answers after ARP + SYN = 2 RTTs, so from 500 ms of RTT on the first
+# connection of a run can fall back to TCP (seen on the virtual rack at 800 ms one-way) and
+# take MPTCP away for an hour. On such paths ctl lets the SYN wait as long as plain TCP
+# does and switches the blackhole heuristic off on the MPTCP client (recorded, restored).
+LONG_RTT_US = 500_000
+
+
+def mptcp_long_path_sysctls(rtt_us: int) -> dict[str, str]:
+    if rtt_us < LONG_RTT_US:
+        return {}
+    return {"net.mptcp.syn_retrans_before_tcp_fallback": "6", "net.mptcp.blackhole_timeout": "0"}
 
 
 def case_of(d1_us: int, d2_us: int) -> dict:

@@ -118,9 +118,13 @@ def test_case1_plan(sc, invs, inventory):
     # 100 Mbit/s x 1.6 s + 50 x 1500 B, doubled, in whole MiB, on every host
     need = 100_000_000 * 1_600_000 // 8_000_000 + 75_000
     top = -(-2 * need // (1 << 20)) * (1 << 20)
-    for h in ("sa1", "sa2", "sb1", "sb2"):
-        assert plan.endpoints[h].sysctls == {"net.ipv4.tcp_rmem": f"4096 131072 {top}",
-                                            "net.ipv4.tcp_wmem": f"4096 16384 {top}"}
+    buffers = {"net.ipv4.tcp_rmem": f"4096 131072 {top}", "net.ipv4.tcp_wmem": f"4096 16384 {top}"}
+    for h in ("sa2", "sb1", "sb2"):
+        assert plan.endpoints[h].sysctls == buffers
+    # at 1.6 s RTT a cold path answers after ~3.2 s: the MPTCP client must not fall back to TCP
+    # after two 1-s SYN retransmissions, nor switch MPTCP off as a "blackhole" for an hour
+    assert plan.endpoints["sa1"].sysctls == {**buffers, "net.mptcp.syn_retrans_before_tcp_fallback": "6",
+                                             "net.mptcp.blackhole_timeout": "0"}
     assert plan.mptcp_hosts == ["sa1", "sb1"]
     assert given == {"delay": "800ms", "duration": "20s"}
     assert sc.run_id_parts(given, values) == {"delay": "800ms"}
@@ -137,6 +141,13 @@ def test_case2_delays_per_path(sc, invs):
     values, _ = sc.parse_args(["--delay1", "100ms", "--delay2", "2s"])
     plan = sc.plan(values, invs["virtual"])
     assert plan.endpoints["sb1"].sysctls["net.ipv4.tcp_wmem"] == f"4096 16384 {96 * (1 << 20)}"   # 2 x 50.08 MB
+
+
+@pytest.mark.parametrize("delay, extra", [("200ms", False), ("249ms", False), ("250ms", True), ("500ms", True)])
+def test_mptcp_syn_fallback_sysctls_only_on_long_paths(sc, invs, delay, extra):
+    values, _ = sc.parse_args(["--delay1", "100ms", "--delay2", delay])
+    sysctls = sc.plan(values, invs["virtual"]).endpoints["sa1"].sysctls
+    assert ("net.mptcp.blackhole_timeout" in sysctls) is extra
 
 
 def test_small_delays_keep_linux_default_buffer_maximum(sc, invs):
