@@ -101,6 +101,22 @@ def bdp_queue(inv: Inventory, bridge: str, bw_bps: int, rtt_us: int, factor: flo
     return queue_for_bdp(bw_bps, rtt_us, factor, notes=notes, **queue_limits(inv, bridge))
 
 
+# Linux (6.12+) gives up MPTCP on a connection whose MP_CAPABLE SYN was retransmitted
+# `syn_retrans_before_tcp_fallback` (2) times, 1 s apart, and then calls the path a
+# "blackhole": MPTCP stays off for new connections of that host for `blackhole_timeout`
+# (3600 s). A cold path answers after ARP + SYN = 2 RTTs, so from 500 ms of RTT on the first
+# connection of a run can fall back to TCP (seen on the virtual rack at 800 ms one-way) and
+# take MPTCP away for an hour. On such paths ctl lets the SYN wait as long as plain TCP
+# does and switches the blackhole heuristic off on the MPTCP client (recorded, restored).
+LONG_RTT_US = 500_000
+
+
+def mptcp_long_path_sysctls(rtt_us: int) -> dict[str, str]:
+    if rtt_us < LONG_RTT_US:
+        return {}
+    return {"net.mptcp.syn_retrans_before_tcp_fallback": "6", "net.mptcp.blackhole_timeout": "0"}
+
+
 # ---- rates over windows -------------------------------------------------------------------------
 
 def interval_rate(intervals: Sequence[tuple[float, float, float]], lo: float, hi: float) -> float | None:

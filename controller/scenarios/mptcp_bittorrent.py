@@ -41,7 +41,8 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import iface_on, paper_table, peer_in_subnet, sample_ifaces_for, stats, subflow_rates
+from controller.scenarios.common import (iface_on, mptcp_long_path_sysctls, paper_table, peer_in_subnet,
+                                         sample_ifaces_for, stats, subflow_rates)
 from controller.settings import PROJECT_ROOT
 from controller.summary import data_local_ports, flow_throughput, format_table, subflow_throughput
 from controller.traffic import FlowSpec
@@ -141,7 +142,9 @@ def _common(p: Mapping[str, Any], inv: Inventory) -> dict:
         # exactly one subflow per local path.
         seeder: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset({p["cc"]}),
                                endpoints=tuple(MptcpEndpoint(s.ip, s.name, ("signal",)) for _, s in local.values())),
-        leecher: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset({p["cc"]})),
+        # Host to host the global path crosses both access links: RTT = 4 x --global-delay.
+        leecher: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset({p["cc"]}),
+                                sysctls=mptcp_long_path_sysctls(max(4 * p["global_delay"], 2 * p["local_delay"]))),
     }
     all_links = [p["local1"], p["local2"], p["seeder_wan"], p["leecher_wan"]]
     return {"local": local, "router": router, "outside": outside, "links": links, "endpoints": endpoints,

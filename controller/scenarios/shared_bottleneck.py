@@ -38,8 +38,8 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import (acked_rate, iface_on, paper_table, peer_in_subnet, pct, sample_ifaces_for,
-                                         tcp_buffer_sysctls, window_need)
+from controller.scenarios.common import (acked_rate, iface_on, mptcp_long_path_sysctls, paper_table, peer_in_subnet,
+                                         pct, sample_ifaces_for, tcp_buffer_sysctls, window_need)
 from controller.summary import (data_local_ports, flow_throughput, format_table, link_throughput, mptcp_verdict,
                                 subflow_throughput)
 from controller.traffic import FlowSpec
@@ -138,22 +138,6 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
     return RunPlan(links=links, endpoints=endpoints, flows=flows,
                    sample_ifaces=sample_ifaces_for(inv, (mc, ms, tc, ts), (l1, l2, bn)), duration_s=duration,
                    notes=notes, mptcp_hosts=sorted({mc, ms}))
-
-
-# Linux (6.12+) gives up MPTCP on a connection whose MP_CAPABLE SYN was retransmitted
-# `syn_retrans_before_tcp_fallback` (2) times, 1 s apart, and then calls the path a
-# "blackhole": MPTCP stays off for new connections of that host for `blackhole_timeout`
-# (3600 s). A cold path answers after ARP + SYN = 2 RTTs, so from 500 ms of RTT on the first
-# connection of a run can fall back to TCP (seen on the virtual rack at 800 ms one-way) and
-# take MPTCP away for an hour. On such paths ctl lets the SYN wait as long as plain TCP
-# does and switches the blackhole heuristic off on the MPTCP client (recorded, restored).
-LONG_RTT_US = 500_000
-
-
-def mptcp_long_path_sysctls(rtt_us: int) -> dict[str, str]:
-    if rtt_us < LONG_RTT_US:
-        return {}
-    return {"net.mptcp.syn_retrans_before_tcp_fallback": "6", "net.mptcp.blackhole_timeout": "0"}
 
 
 def case_of(d1_us: int, d2_us: int) -> dict:

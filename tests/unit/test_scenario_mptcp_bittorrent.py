@@ -290,3 +290,11 @@ def test_summary_json_carries_the_papers_tables(recorded):
     t2 = recorded["bittorrent-global"][1]["paper_table"]
     assert t2["title"].startswith("Fig. 3b") and [r[0] for r in t2["rows"]] == ["TCP", "MPTCP"]
     assert t2["rows"][1][1] == recorded["bittorrent-global"][1]["mptcp_mbps"]
+
+
+def test_long_global_path_keeps_mptcp_on_slow_syns(sc, invs):
+    values, _ = sc.parse_args(["--global-delay", "150ms"])       # host to host: 4 x 150 ms = 600 ms RTT
+    assert sc.plan(values, invs["virtual"]).endpoints["ns2"].sysctls == {
+        "net.mptcp.syn_retrans_before_tcp_fallback": "6", "net.mptcp.blackhole_timeout": "0"}
+    values, _ = sc.parse_args([])
+    assert sc.plan(values, invs["virtual"]).endpoints["ns2"].sysctls == {}
