@@ -214,7 +214,7 @@ class _Lines:
 class BitTorrentRunner:
     """TrafficRunner-compatible runner of one tracker, seeders and leechers (see module doc)."""
 
-    def __init__(self, pool: Any, flows: Sequence[FlowSpec], settings: BtSettings):
+    def __init__(self, pool: Any, flows: Sequence[FlowSpec], settings: BtSettings, record: Any = None):
         self.pool = pool
         self.s = settings
         by_proto = {f.protocol: f for f in flows}
@@ -228,10 +228,8 @@ class BitTorrentRunner:
         self.magnet = ""
         self.payload_sha256 = ""
         self.seed_dir = self.leech_dir = ""
-        # Raw outputs go into the run record as they are produced (the record directory is
-        # where the pool's command log is written; a dry run has none).
-        path = getattr(getattr(pool, "log", None), "path", None)
-        self.record_dir: Path | None = Path(path).parent if path else None
+        # Raw outputs go into the run record as they are produced (a dry run has none).
+        self.record = record
 
     def _dry(self, host: str) -> bool:
         return isinstance(self.pool[host], DryRunSession)
@@ -245,11 +243,8 @@ class BitTorrentRunner:
         return r.stdout
 
     def _raw(self, host: str, name: str, text: str) -> None:
-        if self.record_dir is None:
-            return
-        d = self.record_dir / "raw" / host
-        d.mkdir(parents=True, exist_ok=True)
-        (d / name).write_text(text)
+        if self.record is not None:
+            self.record.write_raw(host, name, text)
 
     # ---- TrafficRunner interface -------------------------------------------------------------
 

@@ -224,7 +224,7 @@ class Run:
             versions[h] = iperf3_supports_mptcp(r.stdout)
         pool = self.pool if self.pool is not None else _DryPool(self.sessions)
         if self.plan.traffic_factory is not None:
-            self.traffic = self.plan.traffic_factory(pool, self.plan)
+            self.traffic = self.plan.traffic_factory(pool, self.plan, None if self.dry_run else self.record)
         else:
             self.traffic = TrafficRunner(pool, self.plan.flows, versions)
         await self.telemetry.start(self.sessions)

@@ -142,15 +142,20 @@ def data_local_ports(run: Any) -> set[int]:
 
 
 def subflow_throughput(points: Iterable[Point], flow: str, window: tuple[float, float],
-                       role: str = "client", data_ports: set[int] | None = None) -> list[dict]:
-    """Per subflow of `flow` seen on its `role` host: mean rate from bytes_acked (client) or
-    bytes_received (server) across the window, its link, its MPTCP token. With `data_ports`
-    (client ports of the data connections), only subflows of those connections are kept:
-    an MPTCP connection's subflows share its token."""
+                       role: str | None = "client", data_ports: set[int] | None = None, *,
+                       host: str | None = None, counter: str | None = None) -> list[dict]:
+    """Per subflow of `flow` (seen on its `role` host, or on `host`): mean rate of a byte
+    counter across the window -- bytes_acked for a client (sender), bytes_received for a
+    server, or `counter` -- its link and its MPTCP token. With `data_ports` (client ports of
+    the data connections), only subflows of those connections are kept: an MPTCP
+    connection's subflows share its token."""
     by_sub: dict[str, list[Point]] = {}
     for p in _window_points(points, "subflow", window, slack_s=0.5):
-        if p.tags.get("flow") == flow and p.tags.get("role") == role:
-            by_sub.setdefault(p.tags["subflow"], []).append(p)
+        if p.tags.get("flow") != flow:
+            continue
+        if (host is not None and p.tags.get("host") != host) or (role is not None and p.tags.get("role") != role):
+            continue
+        by_sub.setdefault(p.tags["subflow"], []).append(p)
     if data_ports is not None:
         def local_port(sub: str) -> int:
             return int(sub.split("-")[0].rsplit(":", 1)[1])
@@ -159,16 +164,16 @@ def subflow_throughput(points: Iterable[Point], flow: str, window: tuple[float, 
         tokens.discard("")
         by_sub = {sub: pts for sub, pts in by_sub.items()
                   if local_port(sub) in data_ports or pts[-1].fields.get("mptcp_token") in tokens}
-    key = "bytes_acked" if role == "client" else "bytes_received"
+    key = counter or ("bytes_acked" if role == "client" else "bytes_received")
     out = []
     for sub, pts in sorted(by_sub.items()):
         pts.sort(key=lambda p: p.time_ns)
         samples = [(p.time_ns, int(p.fields[key])) for p in pts if key in p.fields]
         rate = counter_rate(samples)
         total = samples[-1][1] - samples[0][1] if len(samples) >= 2 else 0
-        out.append({"subflow": sub, "link": pts[0].tags.get("link"), "mbps": mbps(rate * 8 if rate else 0.0),
+        out.append({"subflow": sub, "link": pts[0].tags.get("link") or "?", "mbps": mbps(rate * 8 if rate else 0.0),
                     "bytes": total, "samples": len(samples),
-                    "mptcp_token": pts[-1].fields.get("mptcp_token"),
+                    "mptcp_token": pts[-1].fields.get("mptcp_token") or None,
                     "initial": pts[-1].fields.get("mptcp_initial")})
     return out
 

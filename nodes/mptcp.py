@@ -55,9 +55,15 @@ class EndpointConfig:
     endpoints: tuple[MptcpEndpoint, ...] = ()
     sysctls: Mapping[str, str] = field(default_factory=dict)
     congestion_controls: frozenset[str] = frozenset()
+    # Keys of `sysctls` set only where the kernel has them (newer knobs, e.g. MPTCP's SYN
+    # fallback on 6.12+); elsewhere they are recorded as absent and left alone.
+    optional_sysctls: frozenset[str] = frozenset()
 
-    def wanted_sysctls(self) -> dict[str, str]:
-        return {**({"net.mptcp.enabled": "1"} if self.mptcp else {}), **self.sysctls}
+    def wanted_sysctls(self, available: Mapping[str, str] | None = None) -> dict[str, str]:
+        want = {**({"net.mptcp.enabled": "1"} if self.mptcp else {}), **self.sysctls}
+        if available is not None:
+            want = {k: v for k, v in want.items() if k in available or k not in self.optional_sysctls}
+        return want
 
 
 @dataclass
@@ -119,8 +125,10 @@ class MptcpEndpointDriver:
             Command(("ip", "-j", "mptcp", "endpoint", "show"), timeout=10, note="MPTCP endpoints", assume="[]"),
             Command(("ip", "mptcp", "limits", "show"), timeout=10, note="MPTCP limits",
                     assume="add_addr_accepted 0 subflows 2"),
-            Command(("sysctl", *self.sysctl_keys), timeout=10, note="sysctls", assume="\n".join(
-                f"{k} = 1" for k in self.sysctl_keys)),
+            # check=False: a key this kernel lacks is reported on stderr and left out of stdout;
+            # check() then says which (optional keys are simply skipped).
+            Command(("sysctl", *self.sysctl_keys), timeout=10, check=False, note="sysctls",
+                    assume="\n".join(f"{k} = 1" for k in self.sysctl_keys)),
         ]
 
     def parse_state(self, results: list[CommandResult]) -> EndpointState:
@@ -147,7 +155,7 @@ class MptcpEndpointDriver:
 
     def expected_state(self, before: EndpointState, desired: EndpointConfig) -> EndpointState:
         """What the host would read back after plan(desired, before) ran (pure; for dry runs)."""
-        sysctls = {**before.sysctls, **desired.wanted_sysctls()}
+        sysctls = {**before.sysctls, **desired.wanted_sysctls(before.sysctls)}
         if not desired.mptcp:
             return EndpointState(before.mptcp_enabled, before.subflows, before.add_addr_accepted,
                                  list(before.endpoints), sysctls, before.cc_available, before.cc_allowed)
@@ -163,14 +171,15 @@ class MptcpEndpointDriver:
             raise ParameterError(f"{self.host}: congestion control {', '.join(missing)} not available "
                                  f"(this kernel offers: {' '.join(observed.cc_available) or 'none'})")
         for k in desired.sysctls:
-            if k not in observed.sysctls:
+            if k not in observed.sysctls and k not in desired.optional_sysctls:
                 raise ParameterError(f"{self.host}: sysctl {k} does not exist on this host")
         if desired.subflows > 8 or desired.add_addr_accepted > 8:
             raise ParameterError(f"{self.host}: MPTCP limits above the kernel maximum of 8")
 
     def plan(self, desired: EndpointConfig, observed: EndpointState) -> list[Command]:
         out: list[Command] = []
-        changes = [f"{k}={v}" for k, v in desired.wanted_sysctls().items() if observed.sysctls.get(k) != v]
+        changes = [f"{k}={v}" for k, v in desired.wanted_sysctls(observed.sysctls).items()
+                   if observed.sysctls.get(k) != v]
         if changes:
             out.append(Command(("sysctl", "-w", *changes), mutates=True, note="MPTCP and socket sysctls"))
         if not desired.mptcp:
@@ -189,7 +198,7 @@ class MptcpEndpointDriver:
 
     def verify(self, desired: EndpointConfig, observed: EndpointState) -> list[str]:
         diffs = []
-        for k, v in desired.wanted_sysctls().items():
+        for k, v in desired.wanted_sysctls(observed.sysctls).items():
             if observed.sysctls.get(k) != v:
                 diffs.append(f"sysctl {k} expected {v}, found {observed.sysctls.get(k)}")
         if not desired.mptcp:

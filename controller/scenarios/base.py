@@ -120,10 +120,10 @@ class RunPlan:
     notes: list[str] = field(default_factory=list)
     mptcp_hosts: list[str] = field(default_factory=list)  # hosts whose MPTCP events are monitored
     # A scenario whose traffic is not iperf3 flows (e.g. BitTorrent) supplies its own runner:
-    # factory(pool, plan) -> object with the TrafficRunner interface (start_servers,
+    # factory(pool, plan, record) -> object with the TrafficRunner interface (start_servers,
     # run_clients(timeout_s), collect_servers, stop_all(skip_hosts), runs: objects with `spec`
     # (a FlowSpec-like with name/client/server/port) and the fields the summary reads).
-    traffic_factory: Callable[[Any, "RunPlan"], Any] | None = None
+    traffic_factory: Callable[[Any, "RunPlan", Any], Any] | None = None  # record: raw_path()/write_raw()
 
     def to_json(self) -> dict:
         return {"links": {f"{k[0]}.{k[1].value}": v.to_json() for k, v in self.links.items()},

@@ -111,10 +111,14 @@ def bdp_queue(inv: Inventory, bridge: str, bw_bps: int, rtt_us: int, factor: flo
 LONG_RTT_US = 500_000
 
 
+# Kernel 6.12+ knobs: set where they exist (optional sysctls), absent and harmless before.
+LONG_PATH_KEYS = ("net.mptcp.syn_retrans_before_tcp_fallback", "net.mptcp.blackhole_timeout")
+
+
 def mptcp_long_path_sysctls(rtt_us: int) -> dict[str, str]:
     if rtt_us < LONG_RTT_US:
         return {}
-    return {"net.mptcp.syn_retrans_before_tcp_fallback": "6", "net.mptcp.blackhole_timeout": "0"}
+    return dict(zip(LONG_PATH_KEYS, ("6", "0")))
 
 
 # ---- rates over windows -------------------------------------------------------------------------
@@ -219,29 +223,6 @@ def load_run(record_dir: Any) -> Any:
             mon[h] = text.rstrip("\n")
     tw = m.get("traffic_window") or {}
     return RunData(inv, params, plan, flows, points, nst, mon, (tw.get("start", 0.0), tw.get("end", 0.0)), d)
-
-
-def subflow_rates(points: Iterable[Any], host: str, flow: str, window: tuple[float, float],
-                  counter: str = "bytes_received") -> list[dict]:
-    """Per socket of `flow` sampled on `host` (ss, 10 Hz): mean Mbit/s of a byte counter over
-    the window, its link and MPTCP token. summary.subflow_throughput reads bytes_acked on a
-    client; a downloading client (BitTorrent's leecher) receives, so this reads any counter."""
-    lo, hi = int((window[0] - 0.5) * 1e9), int((window[1] + 0.5) * 1e9)
-    by_sub: dict[str, list[Any]] = {}
-    for p in points:
-        if p.measurement == "subflow" and p.tags.get("host") == host and p.tags.get("flow") == flow \
-                and lo <= p.time_ns <= hi:
-            by_sub.setdefault(p.tags["subflow"], []).append(p)
-    out = []
-    for sub, pts in sorted(by_sub.items()):
-        pts.sort(key=lambda p: p.time_ns)
-        samples = [(p.time_ns, int(p.fields[counter])) for p in pts if counter in p.fields]
-        rate = counter_rate(samples)
-        out.append({"subflow": sub, "link": pts[0].tags.get("link") or "?",
-                    "mbps": round(rate * 8 / 1e6, 3) if rate else 0.0,
-                    "bytes": samples[-1][1] - samples[0][1] if len(samples) >= 2 else 0,
-                    "mptcp_token": pts[-1].fields.get("mptcp_token") or None})
-    return out
 
 
 def paper_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict:

@@ -41,8 +41,8 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import (iface_on, mptcp_long_path_sysctls, paper_table, peer_in_subnet,
-                                         sample_ifaces_for, stats, subflow_rates)
+from controller.scenarios.common import (LONG_PATH_KEYS, iface_on, mptcp_long_path_sysctls, paper_table, peer_in_subnet,
+                                         sample_ifaces_for, stats)
 from controller.settings import PROJECT_ROOT
 from controller.summary import data_local_ports, flow_throughput, format_table, subflow_throughput
 from controller.traffic import FlowSpec
@@ -144,7 +144,8 @@ def _common(p: Mapping[str, Any], inv: Inventory) -> dict:
                                endpoints=tuple(MptcpEndpoint(s.ip, s.name, ("signal",)) for _, s in local.values())),
         # Host to host the global path crosses both access links: RTT = 4 x --global-delay.
         leecher: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset({p["cc"]}),
-                                sysctls=mptcp_long_path_sysctls(max(4 * p["global_delay"], 2 * p["local_delay"]))),
+                                sysctls=mptcp_long_path_sysctls(max(4 * p["global_delay"], 2 * p["local_delay"])),
+                                optional_sysctls=frozenset(LONG_PATH_KEYS)),
     }
     all_links = [p["local1"], p["local2"], p["seeder_wan"], p["leecher_wan"]]
     return {"local": local, "router": router, "outside": outside, "links": links, "endpoints": endpoints,
@@ -226,9 +227,9 @@ def plan_bittorrent(p: Mapping[str, Any], inv: Inventory, c: Mapping[str, Any]) 
                           f"tracker {s.announce}"])
 
 
-def _factory(pool: Any, plan: RunPlan, *, settings: Any) -> Any:
+def _factory(pool: Any, plan: RunPlan, record: Any, *, settings: Any) -> Any:
     from controller.bittorrent import BitTorrentRunner
-    return BitTorrentRunner(pool, plan.flows, settings)
+    return BitTorrentRunner(pool, plan.flows, settings, record)
 
 
 # ---- summaries -----------------------------------------------------------------------------------
@@ -351,7 +352,8 @@ def summarize_bittorrent(data: Any) -> dict:
         # The leecher's sockets only (webtorrent also connects a seeder to itself: it learns its
         # own address from the tracker, and those sockets carry the seeder port too); what
         # they received is the download.
-        subs = subflow_rates(data.points, p["leecher"], d.spec.name, (lo, hi), "bytes_received")
+        subs = subflow_throughput(data.points, d.spec.name, (lo, hi), role=None, host=p["leecher"],
+                                  counter="bytes_received")
         own = {i.ip for i in inv.hosts[p["leecher"]].interfaces if i.ip}
         peers = [a for a in out.peer_addrs if _ip_of(a) not in own]   # not its own self-connection
         peer_paths = sorted({_label_of_addr(inv, p, a, outside) for a in peers})

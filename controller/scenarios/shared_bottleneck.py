@@ -38,7 +38,7 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import (acked_rate, iface_on, mptcp_long_path_sysctls, paper_table, peer_in_subnet,
+from controller.scenarios.common import (LONG_PATH_KEYS, acked_rate, iface_on, mptcp_long_path_sysctls, paper_table, peer_in_subnet,
                                          pct, sample_ifaces_for, tcp_buffer_sysctls, window_need)
 from controller.summary import (data_local_ports, flow_throughput, format_table, link_throughput, mptcp_verdict,
                                 subflow_throughput)
@@ -126,7 +126,7 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
     endpoints = {
         # One subflow per path: the server announces its path-2 address, the client accepts it.
         mc: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset({p["cc"]}),
-                           sysctls=client_sysctls),
+                           sysctls=client_sysctls, optional_sysctls=frozenset(LONG_PATH_KEYS)),
         ms: EndpointConfig(subflows=2, add_addr_accepted=2, endpoints=(MptcpEndpoint(ms2.ip, ms2.name, ("signal",)),),
                            sysctls=buffers),
     }

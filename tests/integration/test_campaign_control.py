@@ -43,16 +43,15 @@ def records_of(rack, cid: str) -> dict[str, dict]:
 
 def test_a_failing_health_check_pauses_with_the_reason(rack, tmp_path):
     num, cid = submit(rack, campaign(tmp_path, "health", "fixed: {duration: 3s, link2: 20M}\n"))
-    # Someone left a 5 Mbit/s shaper on br1's b port: the rack is not at its baseline.
-    rack.netns("br1", "tc", "qdisc", "replace", "dev", "pb", "root", "tbf", "rate", "5mbit", "burst", "10kb",
-               "latency", "50ms")
+    # Someone left link 1 shaped to 5 Mbit/s on br1: the rack is not at its baseline.
+    rack.set_pipe("path1", "--dir", "forward", "--bw", "5000000")
     try:
         p = rack.ctl("campaign", "daemon", "--exit-when-idle")
         assert p.returncode == 0, p.stderr
         st = status(rack, num)
         assert st["state"] == "paused", st
         assert st["reason"].startswith("health check failed before run 1/1 (fixed parameters, rep 1): ")
-        assert "br1" in st["reason"] and "pb" in st["reason"]
+        assert "br1" in st["reason"] and "path1" in st["reason"]
         assert "PAUSED: health check failed" in p.stderr
         # nothing ran: no attempt, no record; the check itself is recorded with every host's clock
         assert st["runs"][0]["attempts"] == [] and records_of(rack, cid) == {}
@@ -66,7 +65,7 @@ def test_a_failing_health_check_pauses_with_the_reason(rack, tmp_path):
         assert set(h.details["clock"]) == {"a1", "a2", "b1", "b2", "br1", "br2"}
         assert all(v == "ok" for v in h.details["hosts"].values())
     finally:
-        rack.netns("br1", "tc", "qdisc", "del", "dev", "pb", "root")
+        rack.set_pipe("path1", "--dir", "forward", "--bw", "0")
     # back at baseline: resume runs it
     p = rack.ctl("campaign", "resume", str(num))
     assert p.returncode == 0, p.stderr

@@ -69,7 +69,7 @@ def test_run_record_is_complete(completed_run, rack):
     assert token not in (record / "commands.jsonl").read_text()
     # every command with its exit status
     cmds = [json.loads(l) for l in (record / "commands.jsonl").read_text().splitlines()]
-    assert any(c["argv"][:3] == ["tc", "qdisc", "replace"] and c["exit_status"] == 0 for c in cmds)
+    assert any(c["argv"][1:2] == ["ctl"] and "set" in c["argv"] and c["exit_status"] == 0 for c in cmds)
     assert all("exit_status" in c and "stdout" in c for c in cmds)
     # raw tool output
     raw = record / "raw"
@@ -115,6 +115,7 @@ def test_bridges_and_endpoints_back_at_baseline(completed_run, rack):
     for b in ("br1", "br2"):
         for dev in ("pa", "pb"):
             assert [q["kind"] for q in rack.qdiscs(b, dev)] == ["noqueue"]
+    assert rack.pipes_at_default()
     assert rack.netns("b1", "ip", "mptcp", "endpoint", "show").strip() == ""
     assert "subflows 2" in rack.netns("a1", "ip", "mptcp", "limits", "show")
     assert "add_addr_accepted 0" in rack.netns("a1", "ip", "mptcp", "limits", "show")

@@ -52,6 +52,24 @@ class TestRack:
     def qdiscs(self, host: str, dev: str) -> list[dict]:
         return json.loads(self.netns(host, "tc", "-j", "qdisc", "show", "dev", dev))
 
+    def pipe(self, link: str) -> dict:
+        """The link's forwarder state read straight from its control socket (not through ctl):
+        {"forward": config, "reverse": config}."""
+        sock = Path("/run/ctl") / self.prefix / "dnpipe" / f"{link}.sock"
+        out = subprocess.run([str(self.state_dir / "bin" / "dnpipe"), "ctl", "--control", str(sock), "show"],
+                             capture_output=True, text=True, check=True, timeout=30).stdout
+        return {d: v["config"] for d, v in json.loads(out)["pipes"].items()}
+
+    def set_pipe(self, link: str, *args: str) -> None:
+        """Change a forwarder behind ctl's back (e.g. a bridge someone left shaped)."""
+        sock = Path("/run/ctl") / self.prefix / "dnpipe" / f"{link}.sock"
+        subprocess.run([str(self.state_dir / "bin" / "dnpipe"), "ctl", "--control", str(sock), "set", *args],
+                       capture_output=True, text=True, check=True, timeout=30)
+
+    def pipes_at_default(self, links=("path1", "path2")) -> bool:
+        default = {"bw_bps": 0, "delay_us": 0, "plr": 0, "queue_slots": 50, "queue_bytes": None}
+        return all(cfg == default for l in links for cfg in self.pipe(l).values())
+
     def lab_state(self) -> dict:
         return json.loads((Path("/run/ctl") / self.prefix / "lab.json").read_text())
 

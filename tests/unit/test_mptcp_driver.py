@@ -273,3 +273,16 @@ def test_state_from_record_round_trip(drv):
     assert (again.subflows, again.add_addr_accepted) == (2, 0)
     with pytest.raises(ValueError, match="no output of `ip -j mptcp endpoint show`"):
         drv.state_from_record({"raw": {}})
+
+
+def test_optional_sysctls_are_skipped_where_the_kernel_lacks_them(drv):
+    from nodes.mptcp import EndpointConfig
+    want = EndpointConfig(sysctls={"net.mptcp.blackhole_timeout": "0"},
+                          optional_sysctls=frozenset({"net.mptcp.blackhole_timeout"}))
+    st = state(drv, CLIENT_EPS_JSON, LIMITS_2_2, sysctl_text(enabled="1"))  # an older kernel: no such key
+    drv.check(want, st)                                                     # not an error
+    assert not any("blackhole" in " ".join(c.argv) for c in drv.plan(want, st))
+    assert not any("sysctl" in d for d in drv.verify(want, st))
+    required = EndpointConfig(sysctls={"net.mptcp.blackhole_timeout": "0"})
+    with pytest.raises(ParameterError, match="net.mptcp.blackhole_timeout does not exist"):
+        drv.check(required, st)

@@ -191,7 +191,7 @@ def test_dry_run_lists_every_command_and_changes_nothing(invs):
     class Pool(dict):
         def __getitem__(self, h):
             return self.setdefault(h, DryRunSession(h, log))
-    runner = plan.traffic_factory(Pool(), plan)
+    runner = plan.traffic_factory(Pool(), plan, None)  # a dry run has no record
     assert isinstance(runner, BitTorrentRunner) and [d.name for d in runner.runs] == ["tcp-1", "mptcp-1"]
 
     async def go():
