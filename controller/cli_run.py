@@ -66,7 +66,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"dry run stopped: {outcome.error}", file=sys.stderr)
             return outcome.exit_code or 1
         return 0
-    if ensure_lab(inv):
+    needed = {f.client for f in plan.flows} | {f.server for f in plan.flows} | set(plan.endpoints) | \
+        {inv.links[k[0]].bridge for k in plan.links}
+    if ensure_lab(inv, needed):
         say(f"virtual rack {inv.name} was down: brought it up")
     with RackLock(inv.name, f"ctl run {args.scenario}") as lock:
         if lock.broke_stale:

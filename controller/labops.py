@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Iterable
 
 from controller import lab
 from controller.commands import Command
@@ -32,14 +33,25 @@ def lab_up_cli(inv: Inventory) -> lab.LabState:
     return lab.lab_up(inv, dnpipe_binary=dnpipe_binary_for(inv))
 
 
-def ensure_lab(inv: Inventory) -> bool:
-    """`ctl run` brings a virtual rack up if it is down. Returns True when it built it."""
+def ensure_lab(inv: Inventory, needed: Iterable[str] = ()) -> bool:
+    """`ctl run` brings a virtual rack up if it is down. Returns True when it built it.
+
+    A rack that is up but was built from an older inventory (hosts this run needs are not
+    in it) is not rebuilt behind the user's back: that would cut whatever runs on it."""
     if inv.kind != "virtual":
         return False
-    if lab.is_up(inv):
-        return False
-    lab_up_cli(inv)
-    return True
+    built = False
+    if not lab.is_up(inv):
+        lab_up_cli(inv)
+        built = True
+    st = lab.read_state(inv)
+    assert inv.virtual is not None and st is not None
+    have = {ns.removeprefix(inv.virtual.netns_prefix + "-") for ns in st.namespaces}
+    missing = sorted(set(needed) - have)
+    if missing:
+        raise LabError(f"virtual rack {inv.name} was built from an older version of its inventory and has no "
+                       f"host {', '.join(missing)}: run `ctl lab down` and `ctl lab up`")
+    return built
 
 
 async def _ssh_check(inv: Inventory, hosts: list[str]) -> dict[str, str]:

@@ -244,6 +244,8 @@ class TelemetryHub:
         self.monitor_lines: dict[str, list[str]] = {}
         self.snmp: Any = None
         self.snmp_events: list[dict] = []
+        self.snmp_late_datagrams = 0
+        self._restore_loop_handler: Any = None
         self._sessions: Mapping[str, Any] = {}
         self._lost_event = asyncio.Event()
 
@@ -354,6 +356,22 @@ class TelemetryHub:
                 self.snmp_events.append(item.to_dict())
                 item = item.to_point()
             self.emit([Point(item.measurement, item.tags, item.fields, item.time_ns)])
+        loop = asyncio.get_running_loop()
+        previous = loop.get_exception_handler()
+
+        def on_loop_error(lp: asyncio.AbstractEventLoop, context: dict) -> None:
+            exc = context.get("exception")
+            if exc is not None and type(exc).__name__ == "CarrierError" and "Unregistered transport" in str(exc):
+                # A reply that arrived after the poller closed its socket (a timed-out agent
+                # answering late): harmless, counted, not a traceback on the terminal.
+                self.snmp_late_datagrams += 1
+                return
+            if previous is not None:
+                previous(lp, context)
+            else:
+                lp.default_exception_handler(context)
+        loop.set_exception_handler(on_loop_error)
+        self._restore_loop_handler = lambda: loop.set_exception_handler(previous)
         self.snmp = SnmpPoller.from_inventory(self.inv, sink, hosts=sorted(hosts), interval_s=1.0)
         try:
             await self.snmp.start()
@@ -414,6 +432,8 @@ class TelemetryHub:
                 self.snmp_events.append({"kind": "poller_stopped", "message": repr(exc)[:200]})
             await self.snmp.close()
             self.snmp = None
+        if self._restore_loop_handler is not None:
+            self._restore_loop_handler()
         self.spool.close()
         self.record.manifest["telemetry"].update({
             "points": len(self.points),
@@ -423,6 +443,7 @@ class TelemetryHub:
             "parse_errors": self.parse_errors[:50],
             "lost_streams": self.lost,
             "snmp_events": self.snmp_events[:200],
+            "snmp_late_datagrams": self.snmp_late_datagrams,
             "interval_s": INTERVAL_S,
         })
 
