@@ -863,18 +863,37 @@ static int control_listen(const char *path)
         dn_err("run: socket: %s", strerror(errno));
         return -1;
     }
-    /* Bind under a temporary name and rename into place once listening: the socket
-     * path exists only when the daemon is ready to answer (the readiness signal). */
+    /* Bind under a temporary name; control_publish() renames it into place once everything
+     * else (the pidfile) is done: the socket path exists only when the daemon is ready to
+     * answer and its pidfile is written (the readiness signal). */
     strcpy(sa.sun_path, tmp);
     unlink(tmp);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(tmp, 0600) < 0 || listen(fd, 16) < 0 ||
-        rename(tmp, path) < 0) {
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chmod(tmp, 0600) < 0 || listen(fd, 16) < 0) {
         dn_err("run: control socket %s: %s", path, strerror(errno));
         unlink(tmp);
         close(fd);
         return -1;
     }
     return fd;
+}
+
+static int control_publish(const char *path)
+{
+    char tmp[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
+    if (rename(tmp, path) < 0) {
+        dn_err("run: control socket %s: %s", path, strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static void control_unpublished_cleanup(const char *path)
+{
+    char tmp[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
+    unlink(tmp);
 }
 
 static uint64_t seed_for(uint64_t seed, int dir)
@@ -1060,14 +1079,17 @@ int dn_run(const dn_run_opts *o)
     ctl_fd = control_listen(o->control);
     if (ctl_fd < 0)
         goto out;
-    sock_made = true;
     if (o->pidfile) {
         if (write_pidfile(o->pidfile) < 0) {
             dn_err("run: pidfile %s: %s", o->pidfile, strerror(errno));
+            control_unpublished_cleanup(o->control);
             goto out;
         }
         pid_made = true;
     }
+    if (control_publish(o->control) < 0)
+        goto out;
+    sock_made = true;
     /* Housekeeping tick: notice a port that disappeared. */
     tmr_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     struct itimerspec its = {.it_interval = {1, 0}, .it_value = {1, 0}};
