@@ -254,7 +254,7 @@ class BitTorrentRunner:
             r = await self.pool[host].run(Command(("test", "-x", s.tool(tool)), timeout=10, check=False,
                                                   note=f"is {tool} installed?"))
             if r.exit_status != 0 and not self._dry(host):
-                raise TrafficError(f"{host}: {s.tool(tool)} is missing (scripts/setup.sh installs tools/bittorrent)")
+                raise TrafficError(f"{host}: {s.tool(tool)} is missing (scripts/setup.sh installs nodes/bittorrent)")
         self.seed_dir = (await self._run(s.seeder, ("mktemp", "-d", "/tmp/ctl-bt-seed.XXXXXX"), "seeder work dir",
                                          assume="/tmp/ctl-bt-seed.DRYRUN")).strip()
         self.dirs.append((s.seeder, self.seed_dir))

@@ -68,11 +68,11 @@ if ! cmp -s bridges/dnpipe/build/dnpipe "$STATE/bin/dnpipe"; then
     install -m 755 bridges/dnpipe/build/dnpipe "$STATE/bin/.dnpipe.new" && mv -f "$STATE/bin/.dnpipe.new" "$STATE/bin/dnpipe"
 fi
 
-if [ -f tools/bittorrent/package.json ]; then
-    if [ ! -d tools/bittorrent/node_modules ] || [ tools/bittorrent/package-lock.json -nt tools/bittorrent/node_modules ]; then
+if [ -f nodes/bittorrent/package.json ]; then
+    if [ ! -d nodes/bittorrent/node_modules ] || [ nodes/bittorrent/package-lock.json -nt nodes/bittorrent/node_modules ]; then
         say "installing the Node.js BitTorrent tools (npm ci)"
-        (cd tools/bittorrent && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-        touch tools/bittorrent/node_modules
+        (cd nodes/bittorrent && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+        touch nodes/bittorrent/node_modules
     fi
 fi
 

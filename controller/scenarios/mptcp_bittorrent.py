@@ -15,7 +15,7 @@ forwards to ns1), one test after the other, each `--duration` long. Summary: thr
 initial path and protocol (median, range) and the subflows MPTCP added; a box plot.
 
 Step 2 (`--step bittorrent`, Fig. 3): bittorrent-tracker and webtorrent-cli (npm, pinned in
-tools/bittorrent, installed by scripts/setup.sh; nothing is fetched at run time). The
+nodes/bittorrent, installed by scripts/setup.sh; nothing is fetched at run time). The
 tracker runs on ns1 (`--tracker local`, announce on its local1 address) or on the tracker
 host behind the NAT (`--tracker global`: peers then learn each other as the router's
 outside address, so the first connection takes the global path). A generated payload of
@@ -49,7 +49,7 @@ from controller.traffic import FlowSpec
 from controller.units import format_rate_arg, format_size
 from nodes.mptcp import EndpointConfig, MptcpEndpoint
 
-TOOLS_DIR = PROJECT_ROOT / "tools" / "bittorrent"
+TOOLS_DIR = PROJECT_ROOT / "nodes" / "bittorrent"
 GAP_S = 3.0          # between consecutive iperf3 tests of step 1
 TRACKER_PORT = 6969  # away from webtorrent's default HTTP port 8000
 SEED_PORTS = {"tcp": 6881, "mptcp": 6882}
