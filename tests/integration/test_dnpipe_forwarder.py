@@ -44,7 +44,7 @@ CONFIG_KEYS = {"bw_bps", "delay_us", "plr", "queue_slots", "queue_bytes"}
 
 def _need(tool: str) -> None:
     if shutil.which(tool) is None:
-        pytest.skip(f"{tool} is not installed (apt-get install {tool})")
+        pytest.fail(f"{tool} is not installed: scripts/setup.sh installs it")
 
 
 def run(argv: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
@@ -155,7 +155,7 @@ def delta(a: dict, b: dict) -> dict:
 @pytest.fixture(scope="module")
 def topo(tmp_path_factory):
     if os.geteuid() != 0:
-        pytest.skip("needs root for network namespaces")
+        pytest.fail("needs root for network namespaces (CI runs as root)")
     for tool in ("ip", "ethtool", "iperf3", "ping", "make", "gcc"):
         _need(tool)
     run(["make", "-C", str(SRC), "-s"])

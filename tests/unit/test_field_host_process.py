@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import zipfile
 from pathlib import Path
@@ -132,6 +131,3 @@ def test_duration_over_while_down_completes_the_run_instead_of_resuming(pyz, tmp
     assert st["spool_points"] >= 2 and st["last"]["seq"] == 1
     assert run(pyz, "start", "--root", root)["action"] == "nothing-to-resume"
 
-
-if sys.platform != "linux":  # pragma: no cover
-    pytest.skip("the field logger runs on Linux hosts", allow_module_level=True)

@@ -159,6 +159,3 @@ def test_iperf3_and_torrent_argv():
     assert json.dumps(S.ping_argv("10.0.0.1")) == json.dumps(["ping", "-n", "-D", "-O", "-i", "0.2", "-W", "1",
                                                              "10.0.0.1"])
 
-
-if sys.platform != "linux":  # pragma: no cover
-    pytest.skip("Linux only", allow_module_level=True)
