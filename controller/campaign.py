@@ -31,12 +31,10 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import random
 import re
 import secrets
 import signal
-import socket
 import sqlite3
 import statistics
 import time

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Callable
 
 from controller.cli import _inventory, _print_json, extension
-from controller.errors import CtlError, RecordError
+from controller.errors import CtlError
 from controller.results import find_run
 from controller.settings import runs_dir
 from controller.telemetry.spool import InfluxSender, PushState, pending_points, push_once

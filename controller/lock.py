@@ -12,7 +12,6 @@ import json
 import os
 import socket
 import time
-from pathlib import Path
 
 from controller.errors import RackBusy
 from controller.settings import state_dir

@@ -11,9 +11,7 @@ Bad parameters and shaping a back-end cannot do are refused before anything chan
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -22,7 +20,7 @@ from typing import Any, Callable
 
 from bridges.base import PipeConfig, PipeKey, Shaper, ShaperState, read_state, shaper_class
 from controller.commands import Command, CommandResult, DryRunSession, run_all
-from controller.errors import Aborted, CtlError, ResultInvalid, SSHError, TrafficError, VerifyError
+from controller.errors import CtlError, SSHError, TrafficError, VerifyError
 from controller.inventory import Inventory, Role, source_of
 from controller.results import RunRecord, make_run_id
 from controller.scenarios.base import RunPlan, Scenario

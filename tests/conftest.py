@@ -37,7 +37,6 @@ def _build_rack(tmp_path_factory: pytest.TempPathFactory, letter: str, shaper: s
     if problems:
         # Not a skip: these tests are part of the suite; scripts/setup.sh provides all of it.
         pytest.fail("integration prerequisites missing: " + ", ".join(problems) + " (run scripts/setup.sh)")
-    from controller import lab
     from controller.inventory import load_inventory
     from controller.labops import lab_up_cli
     base = tmp_path_factory.mktemp(f"rack-{letter}")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from controller.errors import SSHError
-from controller.inventory import Inventory, Role
+from controller.inventory import Inventory
 from controller.telemetry.points import Point
 from controller.telemetry.spool import Spool
 

@@ -184,8 +184,9 @@ def start(root: str, new_config: Optional[Dict[str, Any]], token: Optional[str])
         if cfg.get("influx") and tok:
             from nodes.fieldlog.influx import Pusher
 
-            def pusher_factory(spool: Any) -> Any:
+            def make_pusher(spool: Any) -> Any:
                 return Pusher(paths.dir, cfg["influx"], tok, durable_size=lambda: spool.durable_size)
+            pusher_factory = make_pusher
 
         def ready_with_expired(info: Dict[str, Any]) -> None:
             ready(dict(info, expired=expired))

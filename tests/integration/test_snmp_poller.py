@@ -18,7 +18,6 @@ import statistics
 import subprocess
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 

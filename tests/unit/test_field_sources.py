@@ -14,8 +14,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from nodes.fieldlog import sources as S
 from nodes.modem.emulator import CELL_A, AtModemEmulator, ManualClock, field_test_trace
 

@@ -267,7 +267,6 @@ def test_dummynet_shaper_needs_freebsd(tmp_path):
 
 
 def test_undefined_variable_in_path(tmp_path):
-    src = VIRTUAL.read_text()
     old = '{env: CTL_INFLUX_TOKEN, file: "${CTL_STATE_DIR}/influxdb/virtual/token"}'
     path, text = variant(tmp_path, VIRTUAL, old, old.replace("CTL_STATE_DIR", "CTL_NO_SUCH_VARIABLE_XYZ"))
     msg = load_error(path)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import urllib.parse
-from pathlib import Path
 
 import pytest
 
@@ -21,10 +20,9 @@ from controller.errors import ParameterError, UsageError
 from controller.inventory import load_inventory
 from controller.scenarios.common import load_run
 from controller.units import Queue
+from tests.support.shipped import INVENTORIES, RECORDED_RUNS, no_state_dir
 
-ROOT = Path(__file__).resolve().parents[2]
-INVENTORIES = {"virtual": ROOT / "inventory" / "virtual.yaml", "lab-rack": ROOT / "inventory" / "lab-rack.example.yaml"}
-RUNS = ROOT / "tests" / "fixtures" / "generated" / "runs" / "mptcp-bittorrent"
+RUNS = RECORDED_RUNS / "mptcp-bittorrent"
 F, R = Direction.FORWARD, Direction.REVERSE
 
 
@@ -34,28 +32,14 @@ def sc():
 
 
 @pytest.fixture(scope="module")
-def invs():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CTL_STATE_DIR", "/nonexistent-ctl-state")
-    try:
-        yield {k: load_inventory(p) for k, p in INVENTORIES.items()}
-    finally:
-        mp.undo()
-
-
-@pytest.fixture(scope="module")
 def recorded():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CTL_STATE_DIR", "/nonexistent-ctl-state")
     sc = scenarios.get("mptcp-bittorrent")
-    try:
+    with no_state_dir():
         out = {}
         for name in ("iperf3", "bittorrent-local", "bittorrent-global"):
             data = load_run(RUNS / name)
             out[name] = (data, sc.summarize(data))
         yield out
-    finally:
-        mp.undo()
 
 
 # ---- parameters -------------------------------------------------------------------------------
@@ -146,14 +130,10 @@ def test_router_must_be_the_gateway(sc, invs, tmp_path):
     text = INVENTORIES["virtual"].read_text().replace(", gateway: 10.31.0.1}", "}")
     p = tmp_path / "v.yaml"
     p.write_text(text)
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CTL_STATE_DIR", "/nonexistent-ctl-state")
-    try:
+    with no_state_dir():
         values, _ = sc.parse_args([])
         with pytest.raises(ParameterError, match="seeder: ns1 g \\(on wan1\\) has no `gateway`"):
             sc.plan(values, load_inventory(p))
-    finally:
-        mp.undo()
 
 
 # ---- the runner's commands (pure) and its dry run ---------------------------------------------------

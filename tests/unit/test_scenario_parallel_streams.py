@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 
@@ -15,14 +14,12 @@ from bridges.base import Direction, PipeConfig
 from controller import scenarios
 from controller.cli_run import prepare_run
 from controller.errors import ParameterError, UsageError
-from controller.inventory import load_inventory
 from controller.scenarios.common import load_run
 from controller.scenarios.parallel_streams import connections_needed, predict
 from controller.units import Queue
+from tests.support.shipped import INVENTORIES, RECORDED_RUNS, no_state_dir
 
-ROOT = Path(__file__).resolve().parents[2]
-INVENTORIES = {"virtual": ROOT / "inventory" / "virtual.yaml", "lab-rack": ROOT / "inventory" / "lab-rack.example.yaml"}
-RUN = ROOT / "tests" / "fixtures" / "generated" / "runs" / "parallel-streams" / "sc64-sc16"
+RUN = RECORDED_RUNS / "parallel-streams" / "sc64-sc16"
 
 
 @pytest.fixture(scope="module")
@@ -31,24 +28,10 @@ def sc():
 
 
 @pytest.fixture(scope="module")
-def invs():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CTL_STATE_DIR", "/nonexistent-ctl-state")
-    try:
-        yield {k: load_inventory(p) for k, p in INVENTORIES.items()}
-    finally:
-        mp.undo()
-
-
-@pytest.fixture(scope="module")
-def recorded():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CTL_STATE_DIR", "/nonexistent-ctl-state")
-    try:
+def recorded(sc):
+    with no_state_dir():
         data = load_run(RUN)
-        yield data, scenarios.get("parallel-streams").summarize(data)
-    finally:
-        mp.undo()
+        yield data, sc.summarize(data)
 
 
 # ---- the model (paper eq. 2-4) ----------------------------------------------------------------

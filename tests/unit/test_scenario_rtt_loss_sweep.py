@@ -21,10 +21,9 @@ from controller.inventory import load_inventory
 from controller.scenarios.common import load_run
 from controller.scenarios.rtt_loss_sweep import find_summaries, heatmap_grid, render_grid, write_heatmap
 from controller.units import Queue
+from tests.support.shipped import INVENTORIES, RECORDED_RUNS, ROOT, no_state_dir
 
-ROOT = Path(__file__).resolve().parents[2]
-INVENTORIES = {"virtual": ROOT / "inventory" / "virtual.yaml", "lab-rack": ROOT / "inventory" / "lab-rack.example.yaml"}
-RUN = ROOT / "tests" / "fixtures" / "generated" / "runs" / "rtt-loss-sweep" / "rtt-40ms_loss-0.01pct_bbr"
+RUN = RECORDED_RUNS / "rtt-loss-sweep" / "rtt-40ms_loss-0.01pct_bbr"
 F, R = Direction.FORWARD, Direction.REVERSE
 
 
@@ -34,24 +33,10 @@ def sc():
 
 
 @pytest.fixture(scope="module")
-def invs():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CTL_STATE_DIR", "/nonexistent-ctl-state")
-    try:
-        yield {k: load_inventory(p) for k, p in INVENTORIES.items()}
-    finally:
-        mp.undo()
-
-
-@pytest.fixture(scope="module")
-def recorded():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CTL_STATE_DIR", "/nonexistent-ctl-state")
-    try:
+def recorded(sc):
+    with no_state_dir():
         data = load_run(RUN)
-        yield data, scenarios.get("rtt-loss-sweep").summarize(data)
-    finally:
-        mp.undo()
+        yield data, sc.summarize(data)
 
 
 # ---- parameters and the campaign's interface ------------------------------------------------------
@@ -152,13 +137,9 @@ def test_tc_bridges_are_refused_before_anything(invs, tmp_path):
                         "shaper: {kind: tc}")
     p = tmp_path / "tc.yaml"
     p.write_text(text)
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CTL_STATE_DIR", "/nonexistent-ctl-state")
-    try:
+    with no_state_dir():
         with pytest.raises(UnsupportedShaping, match="cannot delay packets"):
             prepare_run("rtt-loss-sweep", [], load_inventory(p))
-    finally:
-        mp.undo()
 
 
 # ---- the recorded run ---------------------------------------------------------------------------

@@ -11,7 +11,6 @@ subflows were established and carried data.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -19,14 +18,12 @@ from bridges.base import Direction, PipeConfig
 from controller import scenarios
 from controller.cli_run import prepare_run
 from controller.errors import ParameterError, ScenarioError, UsageError
-from controller.inventory import load_inventory
 from controller.scenarios.common import load_run
 from controller.units import Queue
 from nodes.mptcp import MptcpEndpoint
+from tests.support.shipped import INVENTORIES, RECORDED_RUNS, no_state_dir
 
-ROOT = Path(__file__).resolve().parents[2]
-INVENTORIES = {"virtual": ROOT / "inventory" / "virtual.yaml", "lab-rack": ROOT / "inventory" / "lab-rack.example.yaml"}
-RUN = ROOT / "tests" / "fixtures" / "generated" / "runs" / "shared-bottleneck" / "delay-800ms"
+RUN = RECORDED_RUNS / "shared-bottleneck" / "delay-800ms"
 F, R = Direction.FORWARD, Direction.REVERSE
 
 
@@ -36,24 +33,10 @@ def sc():
 
 
 @pytest.fixture(scope="module")
-def invs():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CTL_STATE_DIR", "/nonexistent-ctl-state")
-    try:
-        yield {k: load_inventory(p) for k, p in INVENTORIES.items()}
-    finally:
-        mp.undo()
-
-
-@pytest.fixture(scope="module")
-def recorded():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CTL_STATE_DIR", "/nonexistent-ctl-state")
-    try:
+def recorded(sc):
+    with no_state_dir():
         data = load_run(RUN)
-        yield data, scenarios.get("shared-bottleneck").summarize(data)
-    finally:
-        mp.undo()
+        yield data, sc.summarize(data)
 
 
 # ---- parameters ------------------------------------------------------------------------------

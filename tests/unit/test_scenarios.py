@@ -23,24 +23,13 @@ from bridges.base import Direction, PipeConfig
 from controller import scenarios
 from controller.cli_run import prepare_run
 from controller.errors import ParameterError, RecordError, ScenarioError, UsageError
-from controller.inventory import Inventory, load_inventory
+from controller.inventory import Inventory
 from controller.results import FORMAT_VERSION, RunRecord, find_run, load_manifest, make_run_id
 from controller.units import Queue
 from nodes.mptcp import MptcpEndpoint
+from tests.support.shipped import INVENTORIES
 
-ROOT = Path(__file__).resolve().parents[2]
-INVENTORIES = {"virtual": ROOT / "inventory" / "virtual.yaml", "lab-rack": ROOT / "inventory" / "lab-rack.example.yaml"}
 F, R = Direction.FORWARD, Direction.REVERSE
-
-
-@pytest.fixture(scope="module")
-def invs() -> dict[str, Inventory]:
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CTL_STATE_DIR", "/nonexistent-ctl-state")
-    try:
-        yield {k: load_inventory(p) for k, p in INVENTORIES.items()}
-    finally:
-        mp.undo()
 
 
 @pytest.fixture(scope="module")

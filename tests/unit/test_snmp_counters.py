@@ -20,12 +20,10 @@ from controller.parsers.snmpwalk import varbinds
 from controller.telemetry.snmp import (
     COUNTERS,
     IF_COUNTER_DISCONTINUITY,
-    IF_HC_IN_OCTETS,
     IF_HIGH_SPEED,
     IF_NAME,
     LIVE,
     NET_SNMP,
-    SYS_UPTIME,
     AgentConfig,
     CounterSample,
     CounterTracker,
