@@ -36,18 +36,12 @@ def _print_json(data: Any) -> None:
 # ---- lab -------------------------------------------------------------------------------------
 
 def cmd_lab(args: argparse.Namespace) -> int:
-    from controller import lab
     inv = _inventory(args)
-    if args.action == "up":
-        from controller.labops import lab_up_cli
-        st = lab_up_cli(inv)
-        print(f"virtual rack {inv.name} up: {len(st.namespaces)} namespaces, "
-              f"{len(st.processes)} daemons, SSH on {len(st.ssh_hosts)} hosts")
-        return 0
-    if args.action == "down":
-        removed = lab.lab_down(inv)
-        print(f"virtual rack {inv.name} down" + (f": removed {len(removed)} objects" if removed else " (was not up)"))
-        return 0
+    if args.action in ("up", "down"):
+        # Not under a run or a campaign: building or removing the rack would cut it.
+        from controller.lock import RackLock
+        with RackLock(inv.name, f"ctl lab {args.action}"):
+            return _lab_up_down(inv, args.action)
     from controller.labops import lab_status
     status = lab_status(inv)
     if args.json:
@@ -58,7 +52,24 @@ def cmd_lab(args: argparse.Namespace) -> int:
             print(f"  {h:8s} {s}")
         if "influxdb" in status:
             print(f"  influxdb {status['influxdb']}")
+        if "owner_problem" in status:
+            print(f"  NOTE: {status['owner_problem']}")
     return 0 if status["up"] else 1
+
+
+def _lab_up_down(inv, action: str) -> int:
+    from controller import lab
+    if action == "up":
+        from controller.labops import lab_up_cli
+        st = lab_up_cli(inv)
+        print(f"virtual rack {inv.name} up: {len(st.namespaces)} namespaces, "
+              f"{len(st.processes)} daemons, SSH on {len(st.ssh_hosts)} hosts")
+        return 0
+    if action == "down":
+        removed = lab.lab_down(inv)
+        print(f"virtual rack {inv.name} down" + (f": removed {len(removed)} objects" if removed else " (was not up)"))
+        return 0
+    raise AssertionError(action)
 
 
 # ---- parse -----------------------------------------------------------------------------------

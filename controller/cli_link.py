@@ -18,8 +18,8 @@ def cmd_link(args: argparse.Namespace) -> int:
             raise linkops.ParameterError("link set: which link? (ctl link set LINK --bw ...)")
         dirs = linkops.directions(args.dir)
         linkops.check_set(inv, args.link, dirs, args.bw, args.delay, args.plr, args.queue)
-        ensure_lab(inv)
         with RackLock(inv.name, f"ctl link set {args.link}"):
+            ensure_lab(inv)
             entry = asyncio.run(linkops.link_set(inv, args.link, dirs, args.bw, args.delay, args.plr, args.queue))
         if args.json:
             _print_json({k: v for k, v in entry.items() if k != "commands"})
@@ -38,8 +38,8 @@ def cmd_link(args: argparse.Namespace) -> int:
     if not args.link:
         raise linkops.ParameterError("link measure: which link?")
     linkops.measure_plan(inv, args.link)
-    ensure_lab(inv)
     with RackLock(inv.name, f"ctl link measure {args.link}"):
+        ensure_lab(inv)
         m = asyncio.run(linkops.link_measure(inv, args.link, pings=args.pings, tcp_s=args.tcp_seconds,
                                              udp_s=args.udp_seconds, streams=args.streams,
                                              progress=(lambda s: None) if args.json else

@@ -68,11 +68,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     needed = {f.client for f in plan.flows} | {f.server for f in plan.flows} | set(plan.endpoints) | \
         {inv.links[k[0]].bridge for k in plan.links}
-    if ensure_lab(inv, needed):
-        say(f"virtual rack {inv.name} was down: brought it up")
     with RackLock(inv.name, f"ctl run {args.scenario}") as lock:
         if lock.broke_stale:
             say(f"took over the rack lock of a dead controller (pid {lock.broke_stale.get('pid')})")
+        if ensure_lab(inv, needed):
+            say(f"virtual rack {inv.name} was down: brought it up")
         from controller.recovery import recover_all
         problems = recover_all(inv, runs_dir(args.runs_dir), say)
         if problems:

@@ -381,6 +381,7 @@ class LabState:
     root_links: list[str]
     processes: list[dict]  # {name, host, pid, argv, cmdline}
     ssh_hosts: dict[str, str]
+    state_dir: str = ""    # the ctl state dir that built it (its InfluxDB data and token live there)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -430,6 +431,17 @@ def proc_start_time(pid: int) -> int | None:
 def _proc_alive(pid: int, start_time: int | None = None) -> bool:
     st = proc_start_time(pid)
     return st is not None and (start_time is None or st == start_time)
+
+
+def check_owner(inv: Inventory, st: LabState) -> None:
+    """A virtual rack belongs to the state dir that built it: its InfluxDB's data and token
+    are there. Another checkout (another state dir) with the same inventory name must not
+    use it or rebuild it under the owner's feet."""
+    from controller.settings import state_dir
+    if st.state_dir and Path(st.state_dir).resolve() != state_dir().resolve():
+        raise LabError(f"virtual rack {inv.name} is up but was built by another ctl checkout (state dir "
+                       f"{st.state_dir}, inventory {st.inventory or '?'}): use that checkout, or run "
+                       "`ctl lab down` before using this one")
 
 
 def is_up(inv: Inventory) -> bool:
@@ -507,11 +519,13 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
     """Build the virtual rack. Idempotent: an intact running rack is left alone."""
     check_prerequisites(inv)
     assert inv.virtual is not None
+    st = read_state(inv)
+    if st is not None:
+        check_owner(inv, st)
     if is_up(inv):
         st = read_state(inv)
         assert st is not None
         return st
-    st = read_state(inv)
     if st is not None and st.namespaces:
         missing = sorted(set(plan_lab(inv).namespaces) - set(st.namespaces))
         if missing:
@@ -527,7 +541,9 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
         lab_down(inv)  # a half-built or broken rack: remove what it recorded, then rebuild
     plan = plan_lab(inv, dnpipe_binary=dnpipe_binary)
     log: list[dict] = []
-    state = LabState(LAB_FORMAT, str(source_of(inv) or ""), inv.name, time.time(), [], [], [], plan.ssh_hosts)
+    from controller.settings import state_dir
+    state = LabState(LAB_FORMAT, str(source_of(inv) or ""), inv.name, time.time(), [], [], [], plan.ssh_hosts,
+                     str(state_dir().resolve()))
     rt = inv.virtual.runtime_dir
     rt.mkdir(parents=True, exist_ok=True)
     try:

@@ -41,6 +41,9 @@ def ensure_lab(inv: Inventory, needed: Iterable[str] = ()) -> bool:
     if inv.kind != "virtual":
         return False
     built = False
+    st = lab.read_state(inv)
+    if st is not None:
+        lab.check_owner(inv, st)
     if not lab.is_up(inv):
         lab_up_cli(inv)
         built = True
@@ -78,6 +81,11 @@ def lab_status(inv: Inventory) -> dict:
     if st is None:
         return status
     status["namespaces"] = st.namespaces
+    status["state_dir"] = st.state_dir
+    try:
+        lab.check_owner(inv, st)
+    except LabError as exc:
+        status["owner_problem"] = exc.one_line()
     procs = {f"{p['name']}@{p['host']}": lab._proc_alive(p["pid"], p.get("start_time")) for p in st.processes}
     status["processes"] = procs
     hosts = sorted(st.ssh_hosts)

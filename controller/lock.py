@@ -1,9 +1,15 @@
 """Locks held by a live ctl process: the rack lock, the campaign scheduler lock.
 
-An advisory `flock` on a file in `<state>/locks/`. The kernel drops the lock when its
-holder dies, however it dies, so a lock left by a dead controller (kill -9, crash,
-reboot) is never an obstacle: the next taker finds the file unlocked and overwrites the
-stale owner record. The file records who holds the lock, for error messages and status.
+An advisory `flock` on a file. The kernel drops the lock when its holder dies, however it
+dies, so a lock left by a dead controller (kill -9, crash, reboot) is never an obstacle:
+the next taker finds the file unlocked and overwrites the stale owner record. The file
+records who holds the lock, for error messages and status.
+
+The rack lock is machine-wide (`$CTL_LOCK_DIR`, default `/run/lock/ctl`), keyed by the
+inventory's rack name: two checkouts of ctl on one controller (each with its own state
+dir) still cannot drive one rack at once. Controllers on different machines are not
+covered: one rack, one controller machine. The campaign scheduler lock belongs to a
+state dir (its queue lives there) and stays in `<state>/locks/`.
 """
 from __future__ import annotations
 
@@ -12,18 +18,32 @@ import json
 import os
 import socket
 import time
+from pathlib import Path
 
 from controller.errors import RackBusy
 from controller.settings import state_dir
 
 
-class FileLock:
-    """An exclusive flock with an owner record ({pid, host, purpose, since})."""
+SYSTEM_LOCK_DIR = Path("/run/lock/ctl")
 
-    def __init__(self, name: str, purpose: str):
+
+def rack_lock_dir() -> Path:
+    """Where rack locks live: $CTL_LOCK_DIR, else /run/lock/ctl (else, where /run/lock is
+    not writable, e.g. not root, `<state>/locks`)."""
+    if os.environ.get("CTL_LOCK_DIR"):
+        return Path(os.environ["CTL_LOCK_DIR"])
+    if os.access(SYSTEM_LOCK_DIR, os.W_OK) or os.access(SYSTEM_LOCK_DIR.parent, os.W_OK):
+        return SYSTEM_LOCK_DIR
+    return state_dir() / "locks"
+
+
+class FileLock:
+    """An exclusive flock with an owner record ({pid, host, purpose, since, state_dir})."""
+
+    def __init__(self, name: str, purpose: str, directory: Path | None = None):
         self.name = name
         self.purpose = purpose
-        self.path = state_dir() / "locks" / f"{name}.lock"
+        self.path = (directory or state_dir() / "locks") / f"{name}.lock"
         self._fd: int | None = None
         self.broke_stale: dict | None = None
 
@@ -54,7 +74,7 @@ class FileLock:
             self.broke_stale = previous  # its holder died without releasing: the kernel freed it
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "purpose": self.purpose,
-                                 "since": time.time()}).encode())
+                                 "since": time.time(), "state_dir": str(state_dir())}).encode())
         self._fd = fd
         return True
 
@@ -70,7 +90,7 @@ class RackLock(FileLock):
     """One run or campaign on a rack at a time."""
 
     def __init__(self, rack: str, purpose: str):
-        super().__init__(rack, purpose)
+        super().__init__(rack, purpose, rack_lock_dir())
         self.rack = rack
 
     def acquire(self) -> "RackLock":
@@ -80,8 +100,10 @@ class RackLock(FileLock):
             except (OSError, ValueError):
                 o = {}
             since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(o.get("since", 0))) if o else "?"
+            other = o.get("state_dir")
+            where = f", state dir {other}" if other and other != str(state_dir()) else ""
             raise RackBusy(f"rack {self.rack} is in use by pid {o.get('pid', '?')} on {o.get('host', '?')} "
-                           f"({o.get('purpose', '?')}, since {since})")
+                           f"({o.get('purpose', '?')}, since {since}{where})")
         return self
 
     def __enter__(self) -> "RackLock":

@@ -18,6 +18,20 @@ from tests.support.rack import (TestRack, free_mgmt_octet, make_state_dir, sweep
 REQUIRED = ("ip", "tc", "sshd", "iperf3", "mptcpize", "ethtool", "ss", "nstat", "ssh-keygen")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_lock_dir(tmp_path_factory: pytest.TempPathFactory):
+    """Rack locks are machine-wide (/run/lock/ctl): the suite keeps its own, so a developer's
+    run on the same machine neither blocks a test nor is blocked by one. Child ctl processes
+    inherit it."""
+    saved = os.environ.get("CTL_LOCK_DIR")
+    os.environ["CTL_LOCK_DIR"] = str(tmp_path_factory.mktemp("locks"))
+    yield
+    if saved is None:
+        os.environ.pop("CTL_LOCK_DIR", None)
+    else:
+        os.environ["CTL_LOCK_DIR"] = saved
+
+
 def _integration_prerequisites() -> list[str]:
     problems = []
     if os.geteuid() != 0:

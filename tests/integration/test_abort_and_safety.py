@@ -130,8 +130,21 @@ def test_one_run_per_rack(rack):
     second = rack.ctl("run", "distinct-bottleneck", "--link2", "30M", "--duration", "3")
     assert second.returncode == 3
     assert f"rack vtest is in use by pid {first.pid}" in second.stderr
+    # A second checkout of ctl (its own state dir) is held off by the same lock.
+    elsewhere = {"CTL_STATE_DIR": str(rack.state_dir.parent / "other-checkout-state")}
+    other = rack.ctl("run", "distinct-bottleneck", "--link2", "30M", "--duration", "3", env_extra=elsewhere)
+    assert other.returncode == 3 and f"rack vtest is in use by pid {first.pid}" in other.stderr
+    assert f"state dir {rack.state_dir}" in other.stderr
+    down = rack.ctl("lab", "down")          # nor can the rack be taken down under a run
+    assert down.returncode == 3 and f"rack vtest is in use by pid {first.pid}" in down.stderr
     out, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
+    # With the rack free, the other checkout is told whose virtual rack this is (its InfluxDB
+    # data and token live in the owner's state dir) and touches nothing.
+    records = _records(rack)
+    other = rack.ctl("run", "distinct-bottleneck", "--link2", "30M", "--duration", "3", env_extra=elsewhere)
+    assert other.returncode != 0 and "was built by another ctl checkout" in other.stderr
+    assert len(other.stderr.strip().splitlines()) == 1 and _records(rack) == records
     # the lock was released: the next run may go
     third = rack.ctl("run", "distinct-bottleneck", "--link2", "30M", "--duration", "3")
     assert third.returncode == 0, third.stderr
@@ -142,7 +155,7 @@ def test_stale_lock_of_a_killed_controller_is_taken_over(rack):
     _wait_for_traffic(proc)
     proc.kill()  # SIGKILL: no clean-up at all, the lock file still names this pid
     proc.wait()
-    lock = json.loads((rack.state_dir / "locks" / "vtest.lock").read_text())
+    lock = json.loads((Path(os.environ["CTL_LOCK_DIR"]) / "vtest.lock").read_text())
     assert lock["pid"] == proc.pid
     p = rack.ctl("run", "distinct-bottleneck", "--link2", "20M", "--duration", "3")
     assert p.returncode == 0, p.stderr

@@ -33,8 +33,9 @@ class TestRack:
         env.update(extra)
         return env
 
-    def ctl(self, *args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "controller", *args], cwd=PROJECT, env=self.env(),
+    def ctl(self, *args: str, timeout: float = 300, env_extra: dict[str, str] | None = None,
+            **kw) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "controller", *args], cwd=PROJECT, env=self.env(**(env_extra or {})),
                               capture_output=True, text=True, timeout=timeout, **kw)
 
     def popen(self, *args: str, **kw) -> subprocess.Popen:

@@ -1,7 +1,8 @@
 """controller.lock.RackLock: one run or campaign per rack; a dead holder's lock is taken over.
 
 A real second process holds the lock (a child python that takes it and waits on stdin), so
-the flock semantics are the kernel's, not simulated. CTL_STATE_DIR points into tmp_path.
+the flock semantics are the kernel's, not simulated. CTL_STATE_DIR and CTL_LOCK_DIR point
+into tmp_path.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from controller.errors import RackBusy
+from controller import lock as lockmod
 from controller.lock import RackLock
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +35,7 @@ HOLDER = textwrap.dedent("""
 @pytest.fixture
 def state(tmp_path, monkeypatch):
     monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("CTL_LOCK_DIR", str(tmp_path / "locks"))
     return tmp_path / "state"
 
 
@@ -54,13 +57,34 @@ def holder(state):
         p.wait()
 
 
-def test_lock_file_lives_in_the_state_dir(state):
+def test_rack_lock_lives_in_the_machine_wide_lock_dir(state, tmp_path):
     lock = RackLock("virtual", "ctl run x")
-    assert lock.path == state / "locks" / "virtual.lock"
+    assert lock.path == tmp_path / "locks" / "virtual.lock"
     with lock:
         owner = json.loads(lock.path.read_text())
         assert owner["pid"] == os.getpid() and owner["purpose"] == "ctl run x"
+        assert owner["state_dir"] == str(state)
     assert lock.owner() is None                     # released: no owner recorded
+
+
+def test_default_lock_dir_is_run_lock_ctl_else_the_state_dir(state, tmp_path, monkeypatch):
+    monkeypatch.delenv("CTL_LOCK_DIR")
+    assert lockmod.SYSTEM_LOCK_DIR == Path("/run/lock/ctl")
+    (tmp_path / "run-lock").mkdir()
+    monkeypatch.setattr(lockmod, "SYSTEM_LOCK_DIR", tmp_path / "run-lock" / "ctl")
+    assert RackLock("virtual", "x").path == tmp_path / "run-lock" / "ctl" / "virtual.lock"
+    monkeypatch.setattr(lockmod, "SYSTEM_LOCK_DIR", tmp_path / "no-such-dir" / "ctl")
+    assert RackLock("virtual", "x").path == state / "locks" / "virtual.lock"
+
+
+def test_another_checkout_cannot_take_the_same_rack(holder, tmp_path, monkeypatch):
+    # A second clone of ctl has its own state dir; the rack lock is still the same one.
+    child = holder("virtual")
+    monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path / "other-checkout" / ".state"))
+    with pytest.raises(RackBusy) as ei:
+        RackLock("virtual", "ctl run distinct-bottleneck").acquire()
+    assert f"rack virtual is in use by pid {child.pid}" in str(ei.value)
+    assert f"state dir {tmp_path / 'state'}" in str(ei.value)
 
 
 def test_second_lock_in_another_process_is_busy_naming_the_pid(holder):
