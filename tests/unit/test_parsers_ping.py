@@ -18,6 +18,14 @@ def test_replies_and_summary():
     assert r.jitter_ms == 0.0
 
 
+def test_cold_neighbour_outlier_moves_the_average_not_the_median():
+    # Why `ctl link measure` sends a warm-up ping: ARP resolution crosses the delayed link.
+    r = parse_ping((D / "ping_c5_i0.2_50ms_each_way_cold_neighbours.txt").read_text())
+    assert r.replies == ((1, 201.0), (2, 100.0), (3, 100.0), (4, 100.0), (5, 100.0))
+    assert (r.rtt_min_ms, r.rtt_avg_ms, r.rtt_max_ms) == (100.258, 120.331, 200.574)
+    assert r.jitter_ms == pytest.approx(101 / 4)
+
+
 def test_quiet_has_statistics_without_replies():
     r = parse_ping((D / "ping_quiet.txt").read_text())
     assert r.replies == () and r.received == 4 and r.rtt_avg_ms == 50.224 and r.jitter_ms is None
