@@ -254,7 +254,8 @@ class BitTorrentRunner:
             r = await self.pool[host].run(Command(("test", "-x", s.tool(tool)), timeout=10, check=False,
                                                   note=f"is {tool} installed?"))
             if r.exit_status != 0 and not self._dry(host):
-                raise TrafficError(f"{host}: {s.tool(tool)} is missing (scripts/setup.sh installs nodes/bittorrent)")
+                raise TrafficError(f"{host}: {s.tool(tool)} is missing (install nodes/bittorrent there with `npm ci` "
+                                   "and point --bt-tools at it; on the virtual rack scripts/setup.sh does it)")
         self.seed_dir = (await self._run(s.seeder, ("mktemp", "-d", "/tmp/ctl-bt-seed.XXXXXX"), "seeder work dir",
                                          assume="/tmp/ctl-bt-seed.DRYRUN")).strip()
         self.dirs.append((s.seeder, self.seed_dir))
@@ -290,7 +291,8 @@ class BitTorrentRunner:
                 await self._one(d)
             except asyncio.TimeoutError:
                 d.error = d.error or f"did not finish within {self.s.download_timeout_s:g} s"
-            await asyncio.sleep(1.0)   # let the last connections close before the next pair starts
+            if not self._dry(self.s.leecher):
+                await asyncio.sleep(1.0)   # let the last connections close before the next pair starts
 
     async def _one(self, d: BtDownload) -> None:
         s = self.s

@@ -116,6 +116,8 @@ class DryRunSession:
     how `ctl run --dry-run` prints every command for every host without touching any.
     """
 
+    dry_run = True   # waits that only pace real traffic (start delays) are skipped
+
     def __init__(self, host: str, log: list[CommandResult]):
         self.host = host
         self.log = log

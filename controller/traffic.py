@@ -143,7 +143,7 @@ class TrafficRunner:
         self.t0 = time.time()
 
         async def one(r: FlowRun) -> None:
-            if r.spec.start_delay_s:
+            if r.spec.start_delay_s and not getattr(self.pool[r.spec.client], "dry_run", False):
                 await asyncio.sleep(max(0.0, self.t0 + r.spec.start_delay_s - time.time()))
             p = await self.pool[r.spec.client].spawn(r.client_argv, note=f"iperf3 client {r.spec.name}")
             r.client_started = time.time()

@@ -20,7 +20,8 @@ from controller.units import (format_delay, format_probability, format_rate_arg,
                               parse_duration, parse_probability, parse_queue, parse_rate, parse_size)
 from nodes.mptcp import EndpointConfig
 
-ParamType = Literal["rate", "duration", "delay", "probability", "size", "queue", "int", "choice", "name", "host"]
+ParamType = Literal["rate", "duration", "delay", "probability", "size", "queue", "int", "choice", "name", "host",
+                    "path"]
 
 CC_NAME = r"^[a-z0-9_]{2,16}$"
 
@@ -62,6 +63,11 @@ class Param:
                 v = int(str(raw), 10)
             except ValueError:
                 raise ParameterError(f"{what}: {raw!r} is not a whole number") from None
+        elif t == "path":
+            v = str(raw)
+            if not v.startswith("/") or any(c in v for c in "\0\n"):
+                raise ParameterError(f"{what}: {raw!r} is not an absolute path")
+            return v.rstrip("/") or "/"
         elif t in ("choice", "name", "host"):
             v = str(raw)
             if self.choices is not None and v not in self.choices:

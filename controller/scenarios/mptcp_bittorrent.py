@@ -81,6 +81,9 @@ PARAMS = (
     Param("local2", "host", "lp2", "inventory link of local path 2", in_run_id=False),
     Param("seeder_wan", "host", "wan1", "the seeder's access link to the NAT router", in_run_id=False),
     Param("leecher_wan", "host", "wan2", "the leecher's access link to the NAT router", in_run_id=False),
+    Param("bt_tools", "path", None, "step 2: directory on the seeder, leecher and tracker host holding nodes/bittorrent "
+          "installed (`npm ci`: node_modules/.bin/webtorrent, bittorrent-tracker); default: this checkout's "
+          "nodes/bittorrent (the virtual rack's hosts share the controller's file system)", in_run_id=False),
     Param("port_base", "int", "5201", "step 1: first iperf3 port (the router must forward them to the seeder)",
           min=1024, max=65000, in_run_id=False),
 )
@@ -203,7 +206,7 @@ def bt_settings(p: Mapping[str, Any], inv: Inventory, c: Mapping[str, Any]):
         for proto in ("tcp", "mptcp"):
             require_forward(inv, c["router"], SEED_PORTS[proto], c["seeder_wan_ip"], "--tracker global")
             require_forward(inv, c["router"], LEECH_PORTS[proto], c["leecher_wan_ip"], "--tracker global")
-    return BtSettings(tools_dir=str(TOOLS_DIR), seeder=seeder, leecher=p["leecher"], tracker_host=tracker_host,
+    return BtSettings(tools_dir=p.get("bt_tools") or str(TOOLS_DIR), seeder=seeder, leecher=p["leecher"], tracker_host=tracker_host,
                       tracker_bind=bind, tracker_port=TRACKER_PORT, size_bytes=p["size"],
                       repetitions=p["repetitions"], protocols=("tcp", "mptcp"), seed_ports=dict(SEED_PORTS),
                       leech_ports=dict(LEECH_PORTS), http_ports=dict(HTTP_PORTS), download_timeout_s=p["timeout"])

@@ -16,6 +16,7 @@ from controller.bittorrent import (BitTorrentRunner, BtSettings, downloads, leec
                                    tracker_argv)
 from controller.cli_run import prepare_run
 from controller.commands import DryRunSession
+from controller.traffic import TrafficRunner
 from controller.errors import ParameterError, UsageError
 from controller.inventory import load_inventory
 from controller.scenarios.common import load_run
@@ -53,6 +54,7 @@ def recorded():
     (["--repetitions", "0"], "--repetitions: 0 is below the minimum 1"),
     (["--initial", "path3"], "--initial: 'path3' is not one of all, local1, local2, global"),
     (["--global-delay", "3s"], "--global-delay: 3s is above the maximum 2s"),
+    (["--bt-tools", "nodes/bittorrent"], "--bt-tools: 'nodes/bittorrent' is not an absolute path"),
 ])
 def test_bad_parameters_are_one_line_errors(sc, argv, message):
     with pytest.raises(UsageError) as ei:
@@ -191,6 +193,46 @@ def test_dry_run_lists_every_command_and_changes_nothing(invs):
                                                  ("rm", "-r", "--", "/tmp/ctl-bt-seed.DRYRUN"),
                                                  ("rm", "-r", "--", "/tmp/ctl-bt-leech.DRYRUN")]
     assert all(not any(ch in " ".join(a) for ch in (";", "|", "&&")) for a in argvs)
+
+
+def test_tools_dir_on_the_hosts_is_a_parameter(invs):
+    # A physical rack's endpoints do not share the controller's checkout: --bt-tools names
+    # where nodes/bittorrent is installed on them.
+    _, params, _, plan = prepare_run("mptcp-bittorrent", ["--bt-tools", "/opt/ctl/bittorrent/"], invs["lab-rack"])
+    settings = plan.traffic_factory.keywords["settings"]
+    assert settings.tool("webtorrent") == "/opt/ctl/bittorrent/node_modules/.bin/webtorrent"
+    assert settings.tool("bittorrent-tracker") == "/opt/ctl/bittorrent/node_modules/.bin/bittorrent-tracker"
+    _, _, _, plan = prepare_run("mptcp-bittorrent", [], invs["lab-rack"])
+    assert plan.traffic_factory.keywords["settings"].tools_dir.endswith("/nodes/bittorrent")
+
+
+def test_dry_run_of_step1_does_not_wait_out_the_start_delays(invs, monkeypatch):
+    # Step 1 runs its 60 iperf3 tests one after another through start delays (~12 min);
+    # a dry run prints them all without waiting for any.
+    _, _, _, plan = prepare_run("mptcp-bittorrent", ["--step", "iperf3"], invs["lab-rack"])
+    assert max(f.start_delay_s for f in plan.flows) > 600
+    log: list = []
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(s, *a, **k):
+        waits.append(s)
+        await real_sleep(0)
+    monkeypatch.setattr("controller.traffic.asyncio.sleep", sleep)
+
+    class Pool(dict):
+        def __getitem__(self, h):
+            return self.setdefault(h, DryRunSession(h, log))
+    assert plan.traffic_factory is None               # step 1 is plain iperf3
+    hosts = {f.client for f in plan.flows} | {f.server for f in plan.flows}
+    runner = TrafficRunner(Pool(), list(plan.flows), {h: True for h in hosts})
+
+    async def go():
+        await runner.start_servers()
+        await runner.run_clients(60)
+    asyncio.run(go())
+    assert sum(1 for r in log if r.argv[0] in ("iperf3", "mptcpize") and "-c" in r.argv) == len(plan.flows) == 60
+    assert all(w < 1 for w in waits), sorted(waits)[-3:]
 
 
 # ---- recorded runs -----------------------------------------------------------------------------------
