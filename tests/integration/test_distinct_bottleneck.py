@@ -53,6 +53,7 @@ def test_run_record_is_complete(completed_run, rack):
     out, record, _ = completed_run
     m = json.loads((record / "manifest.json").read_text())
     assert m["format_version"] == 1 and m["status"] == "completed"
+    assert len(m["neighbour_warmup"]) == 4 and all(w["replied"] for w in m["neighbour_warmup"])
     assert m["parameters"]["values"]["link2"] == 20_000_000
     assert "a1" in m["hosts"] and "uname -a" in m["hosts"]["a1"]["metadata"]
     # shaper state before, applied, after and restored, for both bridges

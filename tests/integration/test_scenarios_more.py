@@ -75,6 +75,11 @@ def test_shared_bottleneck_800ms_both_subflows(rack):
                in c["argv"] for c in cmds)
     assert rack.netns("sb1", "sysctl", "-n", "net.ipv4.tcp_rmem").split()[-1] != "40894464"
     assert (record / "ratio.png").exists() and (record / "throughput.png").exists()
+    # neighbour caches were warmed on both paths before traffic (ARP crosses the 800 ms pipes)
+    warm = json.loads((record / "manifest.json").read_text())["neighbour_warmup"]
+    assert {(w["host"], w["src"], w["dst"]) for w in warm} >= {("sa1", "10.11.0.11", "10.11.0.21"),
+                                                                ("sa1", "10.12.0.11", "10.12.0.21")}
+    assert all(w["replied"] for w in warm), warm
     restored(record, rack, {"br3": ["sbd1", "sbd2", "sbn"]})
 
 
