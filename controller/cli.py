@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from controller.argutil import join_negative_values
-from controller.errors import CtlError, UsageError
+from controller.errors import CtlError, RackBusy, UsageError
 from controller.settings import export_state_dir
 
 
@@ -40,8 +40,20 @@ def cmd_lab(args: argparse.Namespace) -> int:
     if args.action in ("up", "down"):
         # Not under a run or a campaign: building or removing the rack would cut it.
         from controller.lock import RackLock
-        with RackLock(inv.name, f"ctl lab {args.action}"):
+        lock = RackLock(inv.name, f"ctl lab {args.action}")
+        try:
+            lock.acquire()
+        except RackBusy:
+            from controller import lab
+            if args.action == "up" and lab.topology_intact(inv):
+                # Restarting a dead daemon (InfluxDB, an sshd) on the intact topology does not
+                # disturb the run or campaign that holds the rack; building would, so it waits.
+                return _lab_up_down(inv, "up")
+            raise
+        try:
             return _lab_up_down(inv, args.action)
+        finally:
+            lock.release()
     from controller.labops import lab_status
     status = lab_status(inv)
     if args.json:

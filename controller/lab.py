@@ -444,6 +444,12 @@ def check_owner(inv: Inventory, st: LabState) -> None:
                        "`ctl lab down` before using this one")
 
 
+def topology_intact(inv: Inventory) -> bool:
+    """Every namespace the running rack recorded exists (its daemons may have died)."""
+    st = read_state(inv)
+    return st is not None and bool(st.namespaces) and set(st.namespaces) <= set(_list_netns())
+
+
 def is_up(inv: Inventory) -> bool:
     st = read_state(inv)
     if st is None:

@@ -18,6 +18,16 @@ from tests.support.rack import (TestRack, free_mgmt_octet, make_state_dir, sweep
 REQUIRED = ("ip", "tc", "sshd", "iperf3", "mptcpize", "ethtool", "ss", "nstat", "ssh-keygen")
 
 
+@pytest.fixture(autouse=True)
+def _end_leftover_runs(request: pytest.FixtureRequest):
+    """A test that fails while its `ctl run` still goes must not leave the rack (and its lock)
+    to the next test: what it started and left running is interrupted after it."""
+    yield
+    for name in ("rack", "tc_rack"):
+        if name in request.fixturenames:
+            request.getfixturevalue(name).end_started()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _session_lock_dir(tmp_path_factory: pytest.TempPathFactory):
     """Rack locks are machine-wide (/run/lock/ctl): the suite keeps its own, so a developer's

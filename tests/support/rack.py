@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -25,6 +26,7 @@ class TestRack:
     runs_dir: Path
     prefix: str
     inventory: object
+    started: list = field(default_factory=list)   # ctl processes from popen(), ended after each test
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("CTL_INFLUX_TOKEN",)}
@@ -39,8 +41,26 @@ class TestRack:
                               capture_output=True, text=True, timeout=timeout, **kw)
 
     def popen(self, *args: str, **kw) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "controller", *args], cwd=PROJECT, env=self.env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+        p = subprocess.Popen([sys.executable, "-m", "controller", *args], cwd=PROJECT, env=self.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+        self.started.append(p)
+        return p
+
+    def end_started(self) -> list[str]:
+        """Stop what a test started and left running (it failed before waiting for it): SIGINT
+        first, so the controller restores the rack and frees its lock for the next test."""
+        left = []
+        for p in self.started:
+            if p.poll() is None:
+                left.append(" ".join(p.args[3:]))
+                p.send_signal(signal.SIGINT)
+                try:
+                    p.communicate(timeout=90)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.communicate()
+        self.started.clear()
+        return left
 
     def ns(self, host: str) -> str:
         return f"{self.prefix}-{host}"
