@@ -188,7 +188,8 @@ class Scenario:
                 rng = f" (one of {', '.join(p.choices)})"
             elif p.min is not None or p.max is not None:
                 rng = f" ({p.min if p.min is not None else ''}..{p.max if p.max is not None else ''})"
-            lines.append(f"    {p.flag:<18} {p.type:<11} default {p.default!s:<10} {p.help}{rng}")
+            default = "-" if p.default is None else p.default   # unset unless given (see the help)
+            lines.append(f"    {p.flag:<18} {p.type:<11} default {default!s:<10} {p.help}{rng}")
         return "\n".join(lines)
 
 

@@ -78,7 +78,7 @@ def test_scenario_documents_its_parameters(name):
         assert p.help, p.name
         line = next((l for l in text.splitlines() if l.strip().startswith(p.flag + " ")), None)
         assert line is not None, f"{p.flag} not documented"
-        assert p.type in line and f"default {p.default}" in line and p.help in line
+        assert p.type in line and f"default {'-' if p.default is None else p.default}" in line and p.help in line
 
 
 @pytest.mark.parametrize("name", scenarios.available())
