@@ -233,7 +233,12 @@ class Run:
             await self.telemetry.start_monitor(self.sessions[h], h)
         await self._nstat("before")
         await self._warm_neighbours()
-        self.progress(f"traffic: {len(self.plan.flows)} flows for {self.plan.duration_s:g} s")
+        span = max((f.start_delay_s + (f.duration_s or self.plan.duration_s) for f in self.plan.flows), default=0.0)
+        if span > self.plan.duration_s + 0.5:
+            self.progress(f"traffic: {len(self.plan.flows)} flows of {self.plan.duration_s:g} s, staggered over "
+                          f"{span:g} s")
+        else:
+            self.progress(f"traffic: {len(self.plan.flows)} flows for {self.plan.duration_s:g} s")
         await self.traffic.start_servers()
         t0 = time.time()
         timeout = self.plan.duration_s + max((f.start_delay_s for f in self.plan.flows), default=0.0) + 30
