@@ -803,9 +803,8 @@ def render_report(summary: Mapping[str, Any]) -> str:
 def figures(summary: Mapping[str, Any], points: Sequence[Point], out_dir: Path) -> list[str]:
     """Fig. 4: per host one timeline -- CINR/SINR, download rate, active peers -- with red handover
     markers; and the download rate CDF per host."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from controller import plots
+    plt = plots.pyplot()
 
     by_host = series_by_host(points)
     hosts = sorted(by_host)
@@ -853,9 +852,7 @@ def figures(summary: Mapping[str, Any], points: Sequence[Point], out_dir: Path) 
             ax.grid(alpha=0.3)
     axes[-1][0].set_xlabel("time since the run's first sample (s)")
     fig.tight_layout()
-    p1 = out_dir / "fig4_timeline.png"
-    fig.savefig(p1, dpi=110)
-    plt.close(fig)
+    p1 = plots.save(fig, out_dir / "fig4_timeline.png")
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for h in hosts:
@@ -868,9 +865,7 @@ def figures(summary: Mapping[str, Any], points: Sequence[Point], out_dir: Path) 
     if ax.get_legend_handles_labels()[0]:
         ax.legend()
     fig.tight_layout()
-    p2 = out_dir / "download_cdf.png"
-    fig.savefig(p2, dpi=110)
-    plt.close(fig)
+    p2 = plots.save(fig, out_dir / "download_cdf.png")
     return [p1.name, p2.name]
 
 

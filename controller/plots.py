@@ -7,13 +7,23 @@ from typing import Iterable, Mapping, Sequence
 from controller.telemetry.points import Point
 
 
-def _pyplot():
+DPI = 110
+
+
+def pyplot():
     """matplotlib on demand: importing it costs about a second, which a run only pays when it
     draws (after the traffic), never before it touches the rack."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
+
+
+def save(fig, path: Path) -> Path:
+    """Write a figure as PNG (the resolution every figure of ctl uses) and free it."""
+    fig.savefig(path, dpi=DPI)
+    pyplot().close(fig)
+    return path
 
 
 def smooth(times: Sequence[float], values: Sequence[float], window_s: float) -> tuple[list[float], list[float]]:
@@ -39,7 +49,7 @@ def throughput_figure(path: Path, title: str, t0: float, flows: Mapping[str, lis
                       subflows: Mapping[str, list[tuple[float, float]]], links: Mapping[str, list[tuple[float, float]]],
                       smooth_s: float = 0.5) -> Path:
     """Three panels: per flow (iperf3 intervals), per subflow and per link (10 Hz samples, smoothed)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
     ax = axes[0]
     for name, ivs in sorted(flows.items()):
@@ -68,9 +78,7 @@ def throughput_figure(path: Path, title: str, t0: float, flows: Mapping[str, lis
         ax.legend(loc="upper right", fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def link_series(points: Iterable[Point], inv, window: tuple[float, float]) -> dict[str, list[tuple[float, float]]]:

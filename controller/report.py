@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from controller import plots
+
 # Headline metric per scenario (a key of its summary; dotted paths reach into nested ones).
 PRIMARY_METRIC = {"distinct-bottleneck": "jain_index", "rtt-loss-sweep": "throughput_mbps"}
 # Default heatmap axes per scenario: (x, y, panels).
@@ -191,17 +193,10 @@ def varied_values(cases: Sequence[CaseData]) -> dict[str, list[str]]:
 
 # ---- figures -----------------------------------------------------------------------------------
 
-def _plt() -> Any:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
 def heatmap_figures(cases: Sequence[CaseData], metric: str, axes: tuple[str, str, str | None], out: Path,
                     title: str) -> list[tuple[Path, str]]:
     """One PNG: a panel per value of `panels`, cells = mean of `metric` over repetitions."""
-    plt = _plt()
+    plt = plots.pyplot()
     x, y, panels = axes
     vv = varied_values(cases)
     xs, ys = vv.get(x, []), vv.get(y, [])
@@ -241,15 +236,13 @@ def heatmap_figures(cases: Sequence[CaseData], metric: str, axes: tuple[str, str
     if im is not None:
         fig.colorbar(im, ax=axs[0].tolist(), label=metric)
     fig.suptitle(title, fontsize=11)
-    path = out / "heatmap.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = plots.save(fig, out / "heatmap.png")
     return [(path, f"heatmap of {metric}: {y} x {x}" + (f" per {panels}" if panels else ""))]
 
 
 def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str) -> list[tuple[Path, str]]:
     """Box plot per case over repetitions, every repetition as a dot, mean with its 95 % CI."""
-    plt = _plt()
+    plt = plots.pyplot()
     data = [(cd, [v for v in cd.values.get(metric, [])]) for cd in cases]
     data = [(cd, vs) for cd, vs in data if vs]
     if not data:
@@ -273,9 +266,7 @@ def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str) ->
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     ax.set_title(title, fontsize=11)
-    path = out / "boxplot.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = plots.save(fig, out / "boxplot.png")
     return [(path, f"{metric} per case over repetitions (box: quartiles; red: mean and 95% CI)")]
 
 

@@ -453,7 +453,7 @@ def render(s: dict) -> str:
 
 
 def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     if summary["step"] == "iperf3":
         fig, ax = plt.subplots(figsize=(8, 4.5))
         labels, series, colors = [], [], []
@@ -505,10 +505,7 @@ def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
             ax2.legend(fontsize=7, ncol=2)
         name = "bittorrent.png"
     fig.tight_layout()
-    path = Path(out_dir) / name
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path.name]
+    return [plots.save(fig, Path(out_dir) / name).name]
 
 
 SCENARIO = Scenario(

@@ -200,7 +200,7 @@ def render(s: dict) -> str:
 
 def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
     """Fig. 4-6 (utilization of each host over time) and Fig. 8 (measured vs predicted)."""
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     p = data.params
     bw = p["bw"]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [1.7, 1]})
@@ -232,10 +232,7 @@ def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
     ax2.legend(fontsize=8)
     ax2.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    path = Path(out_dir) / "parallel-streams.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path.name]
+    return [plots.save(fig, Path(out_dir) / "parallel-streams.png").name]
 
 
 SCENARIO = Scenario(

@@ -265,7 +265,7 @@ def _tcp_subs(data: Any) -> set[str]:
 def ratio_figure(path: Path, s: dict) -> Path:
     """Fig. 5/6 style: sender throughput of MPTCP (stacked by subflow) and TCP; beside it the
     ratio of this run with the paper's ratios of the same delay column."""
-    plt = plots._pyplot()
+    plt = plots.pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [1, 1.4]})
     bottom = 0.0
     for sub in s["subflows"]:
@@ -285,9 +285,7 @@ def ratio_figure(path: Path, s: dict) -> Path:
     ax2.tick_params(axis="x", labelsize=8)
     fig.suptitle("shared-bottleneck (MCubic paper Fig. 5/6, Tables 2/3)", fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return plots.save(fig, path)
 
 
 SCENARIO = Scenario(
