@@ -444,9 +444,9 @@ def check_owner(inv: Inventory, st: LabState) -> None:
                        "`ctl lab down` before using this one")
 
 
-def topology_intact(inv: Inventory) -> bool:
+def topology_intact(inv: Inventory, st: LabState | None = None) -> bool:
     """Every namespace the running rack recorded exists (its daemons may have died)."""
-    st = read_state(inv)
+    st = st if st is not None else read_state(inv)
     return st is not None and bool(st.namespaces) and set(st.namespaces) <= set(_list_netns())
 
 
@@ -541,7 +541,7 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
             raise LabError(f"virtual rack {inv.name} was built from another version of its inventory "
                            f"(no host {', '.join(m.removeprefix(inv.virtual.netns_prefix + '-') for m in missing)}): "
                            "run `ctl lab down` and `ctl lab up`")
-    if st is not None and set(st.namespaces) <= set(_list_netns()) and st.namespaces:
+    if st is not None and topology_intact(inv, st):
         return repair(inv, st)  # the topology is intact: restart only what died (e.g. InfluxDB)
     if st is not None or any(ns in _list_netns() for ns in plan_lab(inv).namespaces):
         lab_down(inv)  # a half-built or broken rack: remove what it recorded, then rebuild
