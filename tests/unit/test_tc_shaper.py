@@ -27,6 +27,7 @@ from controller.errors import UnsupportedShaping, VerifyError
 from controller.inventory import load_inventory
 from controller.parsers import tc as tc_parser
 from controller.units import Queue
+from tests.support.shipped import no_state_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 TC = ROOT / "tests" / "fixtures" / "generated" / "tc"
@@ -44,12 +45,8 @@ def qdiscs(name: str) -> list[tc_parser.Qdisc]:
 
 @pytest.fixture(scope="module")
 def inv():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CTL_STATE_DIR", "/nonexistent-ctl-state")
-    try:
+    with no_state_dir():
         yield load_inventory(ROOT / "inventory" / "virtual.yaml")
-    finally:
-        mp.undo()
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import pytest
 from controller.errors import InventoryError, LabError
 from controller.inventory import Role, load_inventory
 from controller.lab import plan_lab, render_nat_ruleset, segment_bridge_names
+from tests.support.shipped import no_state_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 VIRTUAL = ROOT / "inventory" / "virtual.yaml"
@@ -31,12 +32,8 @@ def _state_dir(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def inv():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CTL_STATE_DIR", "/nonexistent-ctl-state")
-    try:
+    with no_state_dir():
         yield load_inventory(VIRTUAL)
-    finally:
-        mp.undo()
 
 
 def variant(tmp_path: Path, source: Path, old: str, new: str) -> Path:
