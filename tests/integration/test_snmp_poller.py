@@ -294,14 +294,16 @@ def test_many_agents_concurrently_a_dead_one_does_not_stall_the_rest(tmp_path, m
                         timeout=timeout, retries=0, interfaces=["lo"])
         return AgentConfig(f"agent{i}", a.address, snmp)
 
-    # plus an address where nothing listens at all
-    nobody = AgentConfig("nobody", "127.77.254.254", SNMP(version="2c", port=9, timeout=timeout, retries=0,
-                                                          community=SecretRef(env="CTL_SNB_COMMUNITY")))
+    # plus four addresses where nothing listens at all: with the hung agent, five dead agents, so polling
+    # them one after another would take >= 5 timeouts
+    nobody = [AgentConfig(f"nobody{j}", f"127.77.254.{250 + j}",
+                          SNMP(version="2c", port=9, timeout=timeout, retries=0,
+                               community=SecretRef(env="CTL_SNB_COMMUNITY"))) for j in range(4)]
     start_all(agents)
     try:
         async def go():
             loop = asyncio.get_running_loop()
-            async with SnmpPoller([cfg(i, a) for i, a in enumerate(agents)] + [nobody]) as p:
+            async with SnmpPoller([cfg(i, a) for i, a in enumerate(agents)] + nobody) as p:
                 t0 = loop.time()
                 healthy = await p.poll_once()
                 t_healthy_but_nobody = loop.time() - t0
@@ -319,12 +321,15 @@ def test_many_agents_concurrently_a_dead_one_does_not_stall_the_rest(tmp_path, m
         stop_all(agents)
     alive = {f"agent{i}" for i in range(7)}
     assert {o.tags["host"] for o in healthy if isinstance(o, Point)} == alive
-    assert [o.host for o in healthy if isinstance(o, Event)] == ["nobody"]
+    dead = sorted(n.host for n in nobody)
+    assert sorted(o.host for o in healthy if isinstance(o, Event)) == dead
     assert {o.tags["host"] for o in hung if isinstance(o, Point)} == alive - {"agent3"}
     assert sorted(o.host for o in hung if isinstance(o, Event) and o.kind == "agent_unreachable") == \
-        ["agent3", "nobody"]
-    # concurrent: a round costs one timeout, not one per dead agent (loose bound, not a benchmark)
-    assert t1 < timeout + 1.5 and t2 < timeout + 1.5, (t1, t2)
+        sorted(["agent3", *dead])
+    # concurrent: a round costs one timeout, not one per dead agent. Serial polling would take >= 4 s for the
+    # first round and >= 5 s for the second; the bound sits well between that and the ~1 s a concurrent round
+    # takes (a property check, not a speed target).
+    assert t1 < 3 * timeout and t2 < 3 * timeout, (t1, t2)
     assert any(isinstance(o, Event) and o.kind == "agent_recovered" and o.host == "agent3" for o in recovered)
     assert "agent3" in {o.tags["host"] for o in recovered if isinstance(o, Point)}
     for a in agents:
