@@ -116,6 +116,12 @@ class SNMP(Strict):
     timeout: float = Field(1.0, gt=0)
     retries: int = Field(1, ge=0)
     interfaces: list[str] = Field(default_factory=list, description="ifName values to poll; empty = all")
+    refresh_s: float = Field(3.0, ge=0, le=60, description=(
+        "how old the agent's IF-MIB counter values may be, in seconds: net-snmp serves them from a cache "
+        "reloaded every 3 s (the default); FreeBSD's bsnmpd reads them on each request: 0. See "
+        "firmware-notes/snmp-agents.md"))
+    refresh_periodic: bool = Field(True, description=(
+        "the agent reloads its counter cache on a fixed timer (net-snmp); false = on demand or unknown"))
 
     @model_validator(mode="after")
     def _creds(self) -> "SNMP":

@@ -16,6 +16,9 @@ timer reloads every ~3 s, phase-locked to the agent's own start (measured on thi
 reloads at sysUpTime = k*300 + 4..7 cs, independent of when we poll; ifTable and ifXTable
 share that cache). Two polls inside one cache period return identical values. Dividing by
 the poll interval would report 0 and then a burst of 3x the real rate; both are invented.
+Other agents differ (FreeBSD's bsnmpd re-reads an interface's counters on every request), so
+each agent's `RefreshModel` comes from its inventory `snmp` section (`refresh_s`,
+`refresh_periodic`; firmware-notes/snmp-agents.md).
 
 Therefore:
 1. The time base is the agent's sysUpTime (centiseconds), not our poll interval and not
@@ -78,7 +81,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from controller.errors import ParameterError
@@ -150,6 +153,13 @@ class RefreshModel:
             raise ParameterError("RefreshModel: period_cs, jitter_cs >= 0 and 0 < max_time_error < 1")
 
 
+    @classmethod
+    def from_snmp(cls, snmp: Any) -> "RefreshModel":
+        """The model an inventory `snmp` section declares (refresh_s, refresh_periodic)."""
+        period_cs = round(snmp.refresh_s * 100)
+        return cls(period_cs=period_cs, periodic=bool(snmp.refresh_periodic) and period_cs > 0)
+
+
 NET_SNMP = RefreshModel()                           # net-snmp 5.9 IF-MIB cache (3 s timer)
 LIVE = RefreshModel(period_cs=0, periodic=False)    # agent reads counters on every request
 
@@ -178,7 +188,7 @@ class CounterSample:
 
 @dataclass(frozen=True)
 class TrackerEvent:
-    kind: Literal["counter_wrap", "discontinuity", "invalid_value"]
+    kind: Literal["counter_wrap", "discontinuity", "invalid_value", "refresh_mismatch"]
     reason: str
 
 
@@ -223,6 +233,8 @@ class CounterTracker:
         self._last: CounterSample | None = None
         self._anchor: _Anchor | None = None
         self._pending = 0          # increase since the anchor not yet covered by a rate
+        self._change: tuple[float, float] | None = None   # (agent time, poll gap before it) of the last step
+        self._rated = False        # a rate (or a confirmed zero) since the baseline
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -231,6 +243,8 @@ class CounterTracker:
         self._last = None
         self._anchor = None
         self._pending = 0
+        self._change = None
+        self._rated = False
 
     @staticmethod
     def _t(s: CounterSample) -> float:
@@ -242,6 +256,8 @@ class CounterTracker:
         self._last = s
         self._anchor = _Anchor(s.value, self._t(s), float(self.refresh.period_cs), s.recv_ns)
         self._pending = 0
+        self._change = None
+        self._rated = False
         return CounterUpdate(value=s.value, reason=reason, events=events)
 
     def _discontinuity(self, s: CounterSample, reason: str,
@@ -324,6 +340,25 @@ class CounterTracker:
             events = (TrackerEvent("counter_wrap",
                                    f"Counter{self.bits} wrapped ({last.value} -> {s.value}, +{wrapped})"),)
 
+        # 2b. Does the agent keep to the declared periodic cache? Its values change only at reloads, a
+        #     period apart, each seen within one poll gap: two changes seen closer than
+        #     period - (gap before the earlier one) - jitter cannot come from that cache (a live agent
+        #     declared as net-snmp, say). Then the period grid would time rates wrongly: say so and
+        #     fall back to the non-periodic model, whose rates are right but coarser.
+        first_change = step != 0 and self._change is None
+        if step != 0 and self.refresh.periodic and period > 0:
+            if self._change is not None:
+                t_prev, gap_prev = self._change
+                if t_s - t_prev < period - gap_prev - self.refresh.jitter_cs - 2:
+                    self.refresh = replace(self.refresh, periodic=False)
+                    events += (TrackerEvent(
+                        "refresh_mismatch",
+                        f"values changed {(t_s - t_prev) / 100:.2f} s apart, impossible for the declared "
+                        f"{period / 100:g} s periodic counter cache: rates now timed without the period grid "
+                        f"(right but coarser); the rate just before this may be wrong. Declare the agent's "
+                        f"`refresh_s` in the inventory"),)
+            self._change = (t_s, max(t_s - t_last, 0.0))
+
         # 3. Fresh? (see module doc, point 2)
         anchor = self._anchor
         if self.refresh.period_cs == 0:
@@ -341,6 +376,18 @@ class CounterTracker:
                 value=s.value, events=events,
                 reason=f"unchanged for {(t_s - anchor.t_cs) / 100:.2f} s, within the agent's "
                        f"{period / 100:.0f} s refresh period (cached value): no rate")
+
+        if first_change and not self._rated and self.refresh.periodic and period > 0:
+            # The first change since the baseline, no rate yet: one sighting cannot confirm the
+            # periodic model (2b needs two), and a rate timed on the period grid from a baseline of
+            # unknown age is wrong if the model is. Start the rates here; the next change confirms
+            # or refutes it. (Once rates flow, re-anchoring would break their tiling: not done.)
+            self._anchor = _Anchor(s.value, t_s, w_new, s.recv_ns)
+            self._pending = 0
+            self._last = s
+            return CounterUpdate(value=s.value, events=events,
+                                 reason="first change since the baseline: re-anchored on this sample, "
+                                        "rates start at the next change")
 
         # 4. The interval between the anchor's load and this value's load.
         total = self._pending + step
@@ -373,6 +420,7 @@ class CounterTracker:
         self._anchor = _Anchor(s.value, t_s, w_new, s.recv_ns)
         self._pending = 0
         self._last = s
+        self._rated = True
         return CounterUpdate(value=s.value, delta=total, rate=total / (interval_cs / 100),
                              interval_s=interval_cs / 100, time_base=base, events=events)
 
@@ -394,7 +442,7 @@ class Point:
 
 
 EventKind = Literal["agent_unreachable", "agent_error", "agent_recovered", "agent_restart",
-                    "counter_wrap", "discontinuity", "interface_missing", "invalid_value"]
+                    "counter_wrap", "discontinuity", "interface_missing", "invalid_value", "refresh_mismatch"]
 
 
 @dataclass(frozen=True)
@@ -437,7 +485,8 @@ class AgentConfig:
     """One agent to poll: inventory host name, address, the inventory's SNMP section.
 
     `snmp` is controller.inventory.SNMP: secrets are SecretRef references, resolved by
-    SnmpPoller.start(). `refresh` describes the agent's counter cache (net-snmp default).
+    SnmpPoller.start(). `refresh` describes the agent's counter cache (net-snmp default;
+    from_inventory takes it from the inventory's `refresh_s` / `refresh_periodic`).
     """
 
     host: str
@@ -481,6 +530,7 @@ class _AgentState:
     reported_dup: frozenset[str] = frozenset()
     discovered_mono: float = 0.0
     max_varbinds: int = 0       # per agent: halved when the agent answers tooBig
+    refresh: RefreshModel | None = None   # the model in use when the declared one proved wrong
 
 
 def _auth_protocols() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -541,17 +591,26 @@ class SnmpPoller:
         # resolved; that lookup was ~40% of a round's CPU (profiled), so resolve each OID once.
         self._objtypes: dict[str, Any] = {}
 
+    @property
+    def agents(self) -> list[AgentConfig]:
+        """The agents polled, in the order given."""
+        return [st.cfg for st in self._agents.values()]
+
     @classmethod
     def from_inventory(cls, inv: Any, sink: Sink | None = None, *, hosts: Iterable[str] | None = None,
-                       refresh: RefreshModel = NET_SNMP, **kwargs: Any) -> "SnmpPoller":
-        """Every inventory host with an `snmp` section (or just `hosts`), at host.mgmt.address."""
+                       refresh: RefreshModel | None = None, **kwargs: Any) -> "SnmpPoller":
+        """Every inventory host with an `snmp` section (or just `hosts`), at host.mgmt.address.
+
+        Each agent's counter cache model is the one its `snmp` section declares (`refresh_s`,
+        `refresh_periodic`); `refresh` overrides it for every agent."""
         names = sorted(hosts) if hosts is not None else sorted(n for n, h in inv.hosts.items() if h.snmp)
         agents = []
         for name in names:
             h = inv.hosts[name]
             if h.snmp is None:
                 raise ParameterError(f"host {name} has no `snmp` section in the inventory")
-            agents.append(AgentConfig(name, h.mgmt.address, h.snmp, refresh))
+            agents.append(AgentConfig(name, h.mgmt.address, h.snmp,
+                                      refresh if refresh is not None else RefreshModel.from_snmp(h.snmp)))
         return cls(agents, sink, **kwargs)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -1014,7 +1073,8 @@ class SnmpPoller:
             actual_bits = 64 if isinstance(v, Counter64) else 32
             tr = st.trackers.get((r.ifindex, fname))
             if tr is None or tr.bits != actual_bits:
-                tr = CounterTracker(actual_bits, kind, st.cfg.refresh, name=f"{host}/{r.ifname}/{fname}")
+                tr = CounterTracker(actual_bits, kind, st.refresh or st.cfg.refresh,
+                                    name=f"{host}/{r.ifname}/{fname}")
                 st.trackers[(r.ifindex, fname)] = tr
             upd = tr.update(CounterSample(int(v), uptime, recv_ns, mono_ns, disc),
                             refreshed=refreshed, speed_mbps=speed)
@@ -1023,6 +1083,13 @@ class SnmpPoller:
                 if ev.kind == "discontinuity":
                     disc_counters.append(fname)
                     disc_reasons.add(ev.reason)
+                elif ev.kind == "refresh_mismatch":
+                    if st.refresh is None:      # once per agent; every counter of it changes model
+                        st.refresh = tr.refresh
+                        for other in st.trackers.values():
+                            other.refresh = st.refresh
+                        events.append(Event(ev.kind, host, recv_ns, f"{r.ifname} {fname}: {ev.reason}",
+                                            r.ifname, r.ifindex, (fname,)))
                 else:
                     events.append(Event(ev.kind, host, recv_ns, f"{fname}: {ev.reason}",
                                         r.ifname, r.ifindex, (fname,)))

@@ -373,6 +373,7 @@ class FakeAgent:
         self.rate = {i: 100_000.0 for i in names}   # octets/s per ifIndex
         self.base = {i: 0.0 for i in names}
         self.reachable = True
+        self.live = False        # True: no cache, counters read on every request (like FreeBSD bsnmpd)
 
     def uptime(self) -> int:
         return int(self.now_cs - self.boot_mono_cs)
@@ -383,7 +384,7 @@ class FakeAgent:
 
     def loaded_counter(self, idx: int, mult: float = 1.0) -> int:
         up = self.uptime()
-        load = 5 + ((up - 5) // 300) * 300
+        load = up if self.live else 5 + ((up - 5) // 300) * 300
         return int(self.base[idx] + self.rate[idx] * mult * max(load, 0) / 100)
 
     def get(self, oids):
@@ -410,9 +411,10 @@ class FakeAgent:
 
 
 class FakePoller(SnmpPoller):
-    def __init__(self, fakes: dict[str, FakeAgent], interfaces: list[str] | None = None, **kw):
+    def __init__(self, fakes: dict[str, FakeAgent], interfaces: list[str] | None = None,
+                 refresh: RefreshModel = NET_SNMP, **kw):
         agents = [AgentConfig(h, "192.0.2.1", SNMP(version="2c", community=SecretRef(env="CTL_TEST_COMM"),
-                                                   interfaces=interfaces or []))
+                                                   interfaces=interfaces or []), refresh)
                   for h in fakes]
         super().__init__(agents, **kw)
         self.fakes = fakes
@@ -679,3 +681,84 @@ def test_render_snmpd_conf_refuses_injection_without_echoing_secrets(kwargs, nee
     for k in ("community", "auth_key", "priv_key"):
         if k in kwargs:
             assert kwargs[k] not in str(exc.value)
+
+
+# ---- each agent's refresh model comes from the inventory ------------------------------------
+
+def live_agent_polls(model: RefreshModel, n: int = 12) -> list:
+    """An agent that reads its counters on every request (FreeBSD bsnmpd), 1 Mbit/s, polled every second."""
+    t = CounterTracker(64, "octets", refresh=model)
+    return [t.update(sample(5_000 + 125_000 * k, 1_000 + 100 * k), speed_mbps=1_000) for k in range(n)]
+
+
+def test_live_agent_declared_live_gives_a_rate_every_poll():
+    rates = [u.rate for u in live_agent_polls(LIVE)[1:]]
+    assert rates == [pytest.approx(125_000.0)] * 11
+
+
+def test_live_agent_under_the_net_snmp_model_is_detected_and_never_given_a_wrong_rate():
+    """A live agent declared as a 3 s periodic cache: timed on the 3 s grid, its 1 s steps would give
+    2/3 of the true rate. The second change 1 s after the first refutes the model (one event), the
+    tracker drops the period grid, and its rates are right but coarse (10 s intervals at 10 % error)."""
+    ups = live_agent_polls(NET_SNMP, 25)
+    assert ups[1].rate is None and "first change" in ups[1].reason
+    mismatch = [k for k, u in enumerate(ups) if any(e.kind == "refresh_mismatch" for e in u.events)]
+    assert mismatch == [2]
+    rated = [u for u in ups if u.rate is not None]
+    assert len(rated) == 2
+    assert all(u.rate == pytest.approx(125_000.0, rel=NET_SNMP.max_time_error) for u in rated)
+
+
+def test_cached_agent_never_refutes_its_model_under_jitter():
+    for poll_cs in (50, 100, 150):
+        for seed in range(5):
+            res = run_polls(CachedAgent(rate=lambda t: 125_000.0), poll_cs, 80, hint=True, jitter=3, seed=seed)
+            assert not any(e.kind == "refresh_mismatch" for _, up in res for e in up.events), (poll_cs, seed)
+
+
+def test_poller_reports_a_live_agent_under_the_cache_model_once_and_keeps_rates_right(monkeypatch):
+    monkeypatch.setenv("CTL_TEST_COMM", "x")
+
+    async def go(refresh):
+        fake = FakeAgent({1: "em0", 2: "em1"})
+        fake.live = True
+        p = FakePoller({"dn1": fake}, refresh=refresh)
+        await p.start()
+        outs = []
+        for _ in range(25):
+            fake.now_cs += 100
+            outs.extend(await p.poll_once())
+        return outs
+
+    outs = _run(go(NET_SNMP))
+    ev = [o for o in outs if isinstance(o, Event) and o.kind == "refresh_mismatch"]
+    assert len(ev) == 1 and ev[0].host == "dn1" and "refresh_s" in ev[0].message   # once per agent
+    rated = [o for o in outs if isinstance(o, Point) and "in_bps" in o.fields]
+    assert rated and all(pt.fields["in_bps"] == pytest.approx(800_000.0, rel=0.1) for pt in rated)
+    # declared live: a rate every poll after the baseline, exact, and no event
+    outs = _run(go(LIVE))
+    assert not any(isinstance(o, Event) for o in outs)
+    rated = [o for o in outs if isinstance(o, Point) and "in_bps" in o.fields]
+    assert len(rated) == 2 * 24 and all(pt.fields["in_bps"] == pytest.approx(800_000.0) for pt in rated)
+
+
+def test_refresh_model_from_the_inventory_snmp_section():
+    def snmp(**kw) -> SNMP:
+        return SNMP(version="2c", community=SecretRef(env="X"), **kw)
+    assert RefreshModel.from_snmp(snmp()) == NET_SNMP
+    assert RefreshModel.from_snmp(snmp(refresh_s=0)) == LIVE
+    assert RefreshModel.from_snmp(snmp(refresh_s=5, refresh_periodic=False)) == RefreshModel(500, periodic=False)
+    assert RefreshModel.from_snmp(snmp(refresh_s=0, refresh_periodic=True)).periodic is False
+    with pytest.raises(ValueError):
+        snmp(refresh_s=-1)
+
+
+def test_poller_from_inventory_takes_each_agents_model(invs):
+    lab = SnmpPoller.from_inventory(invs["lab-rack"])
+    models = {a.host: a.refresh for a in lab.agents}
+    assert models["dn1"] == models["dn2"] == models["dn3"] == LIVE     # bsnmpd bridges
+    assert models["sw1"] == NET_SNMP                                    # switch: not measured, cautious default
+    virtual = SnmpPoller.from_inventory(invs["virtual"])
+    assert virtual.agents and all(a.refresh == NET_SNMP for a in virtual.agents)   # net-snmp snmpd
+    forced = SnmpPoller.from_inventory(invs["lab-rack"], refresh=NET_SNMP)
+    assert all(a.refresh == NET_SNMP for a in forced.agents)
