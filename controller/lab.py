@@ -444,14 +444,22 @@ def check_owner(inv: Inventory, st: LabState) -> None:
                        "`ctl lab down` before using this one")
 
 
+def owned_state(inv: Inventory) -> LabState | None:
+    """The running rack's state (None if none), refused if another checkout built it."""
+    st = read_state(inv)
+    if st is not None:
+        check_owner(inv, st)
+    return st
+
+
 def topology_intact(inv: Inventory, st: LabState | None = None) -> bool:
     """Every namespace the running rack recorded exists (its daemons may have died)."""
     st = st if st is not None else read_state(inv)
     return st is not None and bool(st.namespaces) and set(st.namespaces) <= set(_list_netns())
 
 
-def is_up(inv: Inventory) -> bool:
-    st = read_state(inv)
+def is_up(inv: Inventory, st: LabState | None = None) -> bool:
+    st = st if st is not None else read_state(inv)
     if st is None:
         return False
     existing = set(_list_netns())
@@ -525,12 +533,8 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
     """Build the virtual rack. Idempotent: an intact running rack is left alone."""
     check_prerequisites(inv)
     assert inv.virtual is not None
-    st = read_state(inv)
-    if st is not None:
-        check_owner(inv, st)
-    if is_up(inv):
-        st = read_state(inv)
-        assert st is not None
+    st = owned_state(inv)
+    if st is not None and is_up(inv, st):
         return st
     if st is not None and st.namespaces:
         missing = sorted(set(plan_lab(inv).namespaces) - set(st.namespaces))

@@ -41,10 +41,7 @@ def ensure_lab(inv: Inventory, needed: Iterable[str] = ()) -> bool:
     if inv.kind != "virtual":
         return False
     built = False
-    st = lab.read_state(inv)
-    if st is not None:
-        lab.check_owner(inv, st)
-    if not lab.is_up(inv):
+    if not lab.is_up(inv, lab.owned_state(inv)):
         lab_up_cli(inv)
         built = True
     st = lab.read_state(inv)

@@ -11,7 +11,6 @@ Bad parameters and shaping a back-end cannot do are refused before anything chan
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import signal
 import tempfile
 import time
@@ -25,6 +24,7 @@ from controller.errors import CtlError, SSHError, TrafficError, VerifyError
 from controller.inventory import Inventory, Role, source_of
 from controller.results import RunRecord, make_run_id
 from controller.scenarios.base import RunPlan, Scenario
+from controller.scenarios.common import interfaces_in_subnet
 from controller.ssh import CommandLog, SSHPool, measure_clock_offset
 from controller.telemetry.hosts import TelemetryHub
 from controller.telemetry.spool import InfluxTarget, InfluxWriter
@@ -281,10 +281,8 @@ class Run:
         pairs: set[tuple[str, str, str]] = set()
         for f in self.plan.flows:
             for ci in self.inv.hosts[f.client].interfaces:
-                for si in self.inv.hosts[f.server].interfaces:
-                    if ci.address and si.address and \
-                            ipaddress.ip_address(si.ip) in ipaddress.ip_interface(ci.address).network:
-                        pairs.add((f.client, ci.ip, si.ip))
+                if ci.address:
+                    pairs.update((f.client, ci.ip, si.ip) for si in interfaces_in_subnet(self.inv, f.server, ci))
         if not pairs:
             return
         one_way_s = sum(c.delay_us for c in self.plan.links.values()) / 1e6   # an upper bound

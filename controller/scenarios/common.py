@@ -33,15 +33,22 @@ def iface_on(inv: Inventory, host: str, link: str, what: str) -> Interface:
     raise ScenarioError(f"{what}: host {host} has no addressed interface on link {link}")
 
 
-def peer_in_subnet(inv: Inventory, host: str, subnet_of: Interface, what: str) -> Interface:
-    """The interface of `host` in the same IPv4 subnet as `subnet_of` (a path across bridges
+def interfaces_in_subnet(inv: Inventory, host: str, subnet_of: Interface) -> list[Interface]:
+    """The interfaces of `host` in the same IPv4 subnet as `subnet_of` (a path across bridges
     keeps one subnet end to end: the client's side and the server's side of it)."""
     assert subnet_of.address is not None
     net = ipaddress.ip_interface(subnet_of.address).network
-    for i in inv.hosts[host].interfaces:
-        if i.address and ipaddress.ip_interface(i.address).network == net:
-            return i
-    raise ScenarioError(f"{what}: host {host} has no address in {net} (the subnet of {subnet_of.name})")
+    return [i for i in inv.hosts[host].interfaces if i.address and ipaddress.ip_interface(i.address).network == net]
+
+
+def peer_in_subnet(inv: Inventory, host: str, subnet_of: Interface, what: str) -> Interface:
+    """The (first) interface of `host` in the subnet of `subnet_of`; a ScenarioError if none."""
+    found = interfaces_in_subnet(inv, host, subnet_of)
+    if not found:
+        assert subnet_of.address is not None
+        raise ScenarioError(f"{what}: host {host} has no address in "
+                            f"{ipaddress.ip_interface(subnet_of.address).network} (the subnet of {subnet_of.name})")
+    return found[0]
 
 
 def sample_ifaces_for(inv: Inventory, hosts: Iterable[str], links: Iterable[str]) -> dict[str, list[str]]:
