@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Iterable, Mapping, Protocol
 
 from controller.commands import Command, CommandResult, Session, run_all
 from controller.errors import ParameterError, UnsupportedShaping, VerifyError
+from controller.registry import Registry
 from controller.units import (Queue, format_delay, format_probability, format_rate, parse_delay_us,
                               parse_probability, parse_queue, parse_rate)
 
@@ -147,41 +148,27 @@ class Shaper(Protocol):
         """Commands that bring back exactly `before` (pure)."""
 
 
-_REGISTRY: dict[str, type] = {}
+SHAPERS: Registry = Registry("shaper kind", UnsupportedShaping)
+SHAPERS.lazy("tc", "bridges.tc:TcShaper", "Linux tc (tbf + pfifo/bfifo): rate and queue, no delay or loss")
+SHAPERS.lazy("dnpipe", "bridges.dnpipe_driver:DnpipeShaper", "the dnpipe forwarder: rate, delay, loss, queue")
+SHAPERS.lazy("dummynet", "bridges.dummynet:DummynetShaper", "FreeBSD ipfw/dummynet pipes")
 
 
 def register(kind: str):
+    """Class decorator of a shaper back-end: names it and registers it (duplicates raise)."""
     def deco(cls: type) -> type:
-        if kind in _REGISTRY and _REGISTRY[kind] is not cls:
-            raise ValueError(f"shaper kind {kind!r} registered twice")
-        _REGISTRY[kind] = cls
         cls.kind = kind
+        SHAPERS.add(kind, cls)
         return cls
     return deco
 
 
 def shaper_class(kind: str) -> type:
-    _load_builtin()
-    try:
-        return _REGISTRY[kind]
-    except KeyError:
-        raise UnsupportedShaping(f"unknown shaper kind {kind!r} (known: {', '.join(sorted(_REGISTRY))})") from None
+    return SHAPERS.get(kind)
 
 
 def registered_kinds() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
-
-
-def _load_builtin() -> None:
-    # Importing registers them; kept lazy so that a back-end's import errors stay local.
-    import importlib
-    for mod in ("bridges.tc", "bridges.dnpipe_driver", "bridges.dummynet"):
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise
+    return SHAPERS.names()
 
 
 def check_capabilities(kind: str, caps: Capabilities, host: str,

@@ -110,9 +110,9 @@ def build_parser() -> _Parser:
     lab_p.add_argument("--json", action="store_true")
     lab_p.set_defaults(func=cmd_lab)
 
-    from controller.parsers import KINDS
+    from controller.parsers import kinds
     parse_p = sub.add_parser("parse", help="parse saved raw tool output and print JSON")
-    parse_p.add_argument("kind", choices=sorted(KINDS))
+    parse_p.add_argument("kind", choices=kinds())
     parse_p.add_argument("file", help="file with the tool's output ('-' for stdin)")
     parse_p.set_defaults(func=cmd_parse)
 

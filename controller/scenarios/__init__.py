@@ -1,40 +1,28 @@
-"""Scenario registry: one module per experiment, each defining `SCENARIO`."""
+"""Scenario registry: one module per experiment, each defining `SCENARIO`.
+
+A new experiment is a module here and one `SCENARIOS.lazy(...)` line below.
+"""
 from __future__ import annotations
 
-import importlib
-
 from controller.errors import ScenarioError
+from controller.registry import Registry
 
-MODULES = {
-    "distinct-bottleneck": "controller.scenarios.distinct_bottleneck",
-    "shared-bottleneck": "controller.scenarios.shared_bottleneck",
-    "rtt-loss-sweep": "controller.scenarios.rtt_loss_sweep",
-    "parallel-streams": "controller.scenarios.parallel_streams",
-    "mptcp-bittorrent": "controller.scenarios.mptcp_bittorrent",
-}
+SCENARIOS: Registry = Registry("scenario", ScenarioError)
+SCENARIOS.lazy("distinct-bottleneck", "controller.scenarios.distinct_bottleneck:SCENARIO")
+SCENARIOS.lazy("shared-bottleneck", "controller.scenarios.shared_bottleneck:SCENARIO")
+SCENARIOS.lazy("rtt-loss-sweep", "controller.scenarios.rtt_loss_sweep:SCENARIO")
+SCENARIOS.lazy("parallel-streams", "controller.scenarios.parallel_streams:SCENARIO")
+SCENARIOS.lazy("mptcp-bittorrent", "controller.scenarios.mptcp_bittorrent:SCENARIO")
+
+
+def names() -> list[str]:
+    """Every registered scenario, available in this build or not."""
+    return SCENARIOS.names()
 
 
 def available() -> list[str]:
-    out = []
-    for name, mod in MODULES.items():
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise
-            continue
-        out.append(name)
-    return out
+    return SCENARIOS.available()
 
 
 def get(name: str):
-    mod = MODULES.get(name)
-    if mod is None:
-        raise ScenarioError(f"unknown scenario {name!r} (known: {', '.join(available())})")
-    try:
-        module = importlib.import_module(mod)
-    except ModuleNotFoundError as exc:
-        if exc.name == mod:
-            raise ScenarioError(f"scenario {name!r} is not available in this build") from None
-        raise
-    return module.SCENARIO
+    return SCENARIOS.get(name)

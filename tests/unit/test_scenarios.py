@@ -50,7 +50,7 @@ def test_registry_lists_distinct_bottleneck():
     assert len(names) == len(set(names))
 
 
-@pytest.mark.parametrize("name", sorted(scenarios.MODULES))
+@pytest.mark.parametrize("name", scenarios.names())
 def test_every_registered_name_loads_or_is_reported_unavailable(name):
     if name in scenarios.available():
         assert scenarios.get(name).name == name
