@@ -2,7 +2,7 @@
 """SNMP poll round time for 1, 10 and 50 real net-snmp agents (a benchmark, not a test).
 
 Each agent is its own `snmpd` process on a distinct loopback address 127.66.Y.N (Linux
-answers all of 127/8 on lo) with a generated config (controller.telemetry.snmpd_conf) and
+answers all of 127/8 on lo) with a generated config (controller.lab.snmpd_conf) and
 its own persistent dir; one SnmpPoller polls all of them concurrently. A "round" is one
 SnmpPoller.poll_once(): per agent one GET of sysUpTime + the 8 IF-MIB columns of the polled
 interface(s) + canaries, all agents in parallel. Printed: median / p95 / max per agent count
@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from controller.inventory import SNMP, SecretRef  # noqa: E402
-from controller.telemetry.snmp import AgentConfig, Event, Point, SnmpPoller, poll_round_time  # noqa: E402
+from controller.telemetry.snmp.poller import AgentConfig, Event, Point, SnmpPoller, poll_round_time  # noqa: E402
 from tests.support.snmpd import SNMPD, Snmpd, SnmpCreds, have_snmpd, loopback_agents, stop_all  # noqa: E402
 
 ENV = "CTL_SNB_BENCH"

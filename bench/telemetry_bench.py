@@ -34,7 +34,7 @@ sys.path.insert(0, str(PROJECT))
 
 from controller.commands import Command  # noqa: E402
 from controller.inventory import load_inventory, resolve_inventory_path  # noqa: E402
-from controller.labops import ensure_lab  # noqa: E402
+from controller.lab.ops import ensure_lab  # noqa: E402
 from controller.settings import export_state_dir  # noqa: E402
 from controller.ssh import CommandLog, SSHPool  # noqa: E402
 from controller.telemetry.hosts import SAMPLER_SOURCE  # noqa: E402

@@ -62,7 +62,7 @@ def _build_rack(tmp_path_factory: pytest.TempPathFactory, letter: str, shaper: s
         # Not a skip: these tests are part of the suite; scripts/setup.sh provides all of it.
         pytest.fail("integration prerequisites missing: " + ", ".join(problems) + " (run scripts/setup.sh)")
     from controller.inventory import load_inventory
-    from controller.labops import lab_up_cli
+    from controller.lab.ops import lab_up_cli
     base = tmp_path_factory.mktemp(f"rack-{letter}")
     state = make_state_dir(base / "state")
     os.environ["CTL_STATE_DIR"] = str(state)
@@ -81,7 +81,7 @@ def _build_rack(tmp_path_factory: pytest.TempPathFactory, letter: str, shaper: s
 
 
 def _teardown(inv, prefix: str) -> None:
-    from controller import lab
+    from controller.lab import rack as lab
     lab.lab_down(inv)
     shutil.rmtree(Path("/run/ctl") / prefix, ignore_errors=True)
 

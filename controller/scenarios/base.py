@@ -15,7 +15,7 @@ from bridges.base import PipeConfig, PipeKey
 from controller.argutil import join_negative_values
 from controller.errors import ParameterError, ScenarioError, UsageError
 from controller.inventory import Inventory, Role
-from controller.traffic import FlowSpec
+from controller.traffic.iperf3 import FlowSpec
 from controller.units import (format_delay, format_probability, format_rate_arg, format_size, parse_delay_us,
                               parse_duration, parse_probability, parse_queue, parse_rate, parse_size)
 from nodes.mptcp import EndpointConfig

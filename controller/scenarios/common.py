@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from controller.errors import ScenarioError
 from controller.inventory import Interface, Inventory
-from controller.summary import counter_rate
+from controller.results.summary import counter_rate
 from controller.units import Queue, bdp_bytes
 
 # Linux's own first two values of tcp_rmem / tcp_wmem (min, default); ctl raises only the max.
@@ -188,10 +188,10 @@ def load_run(record_dir: Any) -> Any:
     from pathlib import Path
 
     from controller import scenarios
-    from controller.bittorrent import BtDownload
-    from controller.runner import RunData
+    from controller.traffic.bittorrent import BtDownload
+    from controller.run.runner import RunData
     from controller.telemetry.spool import iter_points
-    from controller.traffic import FlowRun, FlowSpec
+    from controller.traffic.iperf3 import FlowRun, FlowSpec
 
     d = Path(record_dir)
     m = json.loads((d / "manifest.json").read_text())

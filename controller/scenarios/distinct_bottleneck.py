@@ -17,9 +17,9 @@ from bridges.base import Direction, PipeConfig
 from controller import plots
 from controller.inventory import Inventory, Role
 from controller.scenarios.base import (Param, RunPlan, Scenario, address_on, require_host, require_link)
-from controller.summary import (data_local_ports, flow_throughput, format_table, jain_index, link_throughput, mptcp_verdict,
+from controller.results.summary import (data_local_ports, flow_throughput, format_table, jain_index, link_throughput, mptcp_verdict,
                                 subflow_throughput)
-from controller.traffic import FlowSpec
+from controller.traffic.iperf3 import FlowSpec
 from nodes.mptcp import EndpointConfig, MptcpEndpoint
 
 PARAMS = (

@@ -34,8 +34,8 @@ from controller.inventory import Inventory, Role
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
 from controller.scenarios.common import (bdp_queue, iface_on, paper_table, peer_in_subnet, pct, sample_ifaces_for,
                                          tcp_buffer_sysctls, window_need)
-from controller.summary import flow_throughput, format_table, link_throughput
-from controller.traffic import FlowSpec
+from controller.results.summary import flow_throughput, format_table, link_throughput
+from controller.traffic.iperf3 import FlowSpec
 from controller.units import bdp_bytes, format_delay, format_probability
 from nodes.mptcp import EndpointConfig
 
@@ -205,7 +205,7 @@ def find_summaries(paths: list[Path]) -> list[tuple[Path, dict]]:
 
 def heatmap_grid(summaries: list[dict], metric: str = "throughput_mbps") -> dict:
     """Mean of `metric` per (cc, RTT, loss) over repetitions, axes in ascending numeric order (pure)."""
-    from controller.report import mean_ci
+    from controller.campaign.report import mean_ci
     from controller.units import parse_delay_us, parse_probability
     cells: dict[tuple[str, str, str], list[float]] = {}
     for s in summaries:
@@ -241,7 +241,7 @@ def render_grid(g: dict) -> str:
 def write_heatmap(summaries: list[dict], out_dir: Path, metric: str = "throughput_mbps",
                   title: str = "rtt-loss-sweep") -> Path | None:
     """The paper's figures: one heatmap panel (RTT x loss) per algorithm; missing cells blank."""
-    from controller.report import CaseData, heatmap_figures
+    from controller.campaign.report import CaseData, heatmap_figures
     g = heatmap_grid(summaries, metric)
     if not g["cc"]:
         return None

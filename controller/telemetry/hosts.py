@@ -349,7 +349,7 @@ class TelemetryHub:
         if not hosts:
             return
         from controller.errors import CtlError
-        from controller.telemetry.snmp import Event, SnmpPoller
+        from controller.telemetry.snmp.poller import Event, SnmpPoller
 
         def sink(item: Any) -> None:
             if isinstance(item, Event):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.lab import proc_start_time
+from controller.lab.rack import proc_start_time
 from controller.telemetry.spool import iter_points
 from tests.integration.test_abort_and_safety import _wait_for_traffic
 from tests.support.influx import query_counts, query_values

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pytest
 
 from controller.inventory import SNMP, SecretRef
-from controller.telemetry.snmp import AgentConfig, Event, Point, SnmpPoller
+from controller.telemetry.snmp.poller import AgentConfig, Event, Point, SnmpPoller
 from tests.support.snmpd import (
     BlastResult,
     Netns,

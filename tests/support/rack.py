@@ -153,7 +153,7 @@ def free_mgmt_octet() -> int:
 
 def sweep_stale_test_racks() -> None:
     """Remove test racks whose pytest process died without tearing them down (kill -9)."""
-    from controller import lab
+    from controller.lab import rack as lab
     base = Path("/run/ctl")
     if not base.exists():
         return

@@ -2,7 +2,7 @@
 
 * `Netns`: a network namespace this process created (name prefix enforced), deleted on exit.
 * `veth(...)`: a veth pair between the root namespace and a `Netns`, addressed and up.
-* `Snmpd`: one snmpd process with a generated config (controller.telemetry.snmpd_conf, the
+* `Snmpd`: one snmpd process with a generated config (controller.lab.snmpd_conf, the
   same generator the virtual rack uses), its own persistent dir, started in the foreground
   (`-f`) so the PID we hold is the agent's; stopped (and only ever signalled) by that PID.
 * `udp_blast(...)`: paced UDP traffic with exact byte accounting.
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controller.telemetry.snmpd_conf import render_snmpd_conf, snmpd_argv, snmpd_env
+from controller.lab.snmpd_conf import render_snmpd_conf, snmpd_argv, snmpd_env
 
 SNMPD = shutil.which("snmpd") or "/usr/sbin/snmpd"
 IP = shutil.which("ip") or "/usr/sbin/ip"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.campaign import (ALL_CLASSES, CampaignFileError, RetryPolicy, RunView, Window, case_argv, classify,
+from controller.campaign.scheduler import (ALL_CLASSES, CampaignFileError, RetryPolicy, RunView, Window, case_argv, classify,
                                  decide, estimate_finish, expand_cases, format_span, learned_overhead, load_campaign,
                                  next_step, order_runs, parse_at, parse_window, progress_bar, validate_cases)
 from controller.errors import CommandFailed, SSHError, TrafficError, VerifyError

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.campaign import Decision, Store, expand_cases, load_campaign, order_runs
-from controller.report import (heatmap_axes, lookup, mean_ci, metrics_of, primary_metric, t95, write_report)
-from controller.results import RunRecord
+from controller.campaign.scheduler import Decision, Store, expand_cases, load_campaign, order_runs
+from controller.campaign.report import (heatmap_axes, lookup, mean_ci, metrics_of, primary_metric, t95, write_report)
+from controller.results.records import RunRecord
 
 PROJECT = Path(__file__).resolve().parents[2]
 

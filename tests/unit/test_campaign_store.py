@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.campaign import (CampaignError, Decision, Store, classify, decide, expand_cases, load_campaign,
+from controller.campaign.scheduler import (CampaignError, Decision, Store, classify, decide, expand_cases, load_campaign,
                                  order_runs, progress_of, reconcile)
-from controller.results import RunRecord
+from controller.results.records import RunRecord
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -130,7 +130,7 @@ def test_finish_campaign_only_when_nothing_is_left(env):
 
 KILLED_IN_TRANSACTION = textwrap.dedent("""
     import os, signal, sys
-    from controller.campaign import Store
+    from controller.campaign.scheduler import Store
     s = Store()
     s.db.execute("BEGIN IMMEDIATE")
     s.db.execute("UPDATE runs SET state='done' WHERE campaign=1")

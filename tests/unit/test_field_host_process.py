@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from controller import field
+from controller.field import host as field
 from controller.telemetry.spool import read_points
 
 NS = 1_000_000_000

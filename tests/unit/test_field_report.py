@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy
 import pytest
 
-from controller import field
+from controller.field import host as field
 from controller.commands import CommandResult
 from controller.errors import ParameterError, UsageError
 from controller.inventory import load_inventory
-from controller.results import RunRecord
+from controller.results.records import RunRecord
 from controller.telemetry.points import Point
 from controller.telemetry.spool import PushState
 from nodes.fieldlog import parsers
@@ -53,7 +53,7 @@ def test_virtual_modem_device_is_the_test_double_link_under_the_runtime_dir(vinv
     assert field.modem_hosts(vinv) == ["m1"]
     assert field.resolve_device(vinv, "m1") == "/run/ctl/ctlv/hosts/m1/ttyAT0"
     assert field.field_root(vinv, "m1") == "/run/ctl/ctlv/hosts/m1/field"
-    from controller.lab import modem_test_doubles
+    from controller.lab.rack import modem_test_doubles
     (d,) = modem_test_doubles(vinv)
     assert d.host == "m1" and d.argv[d.argv.index("--link") + 1] == field.resolve_device(vinv, "m1")
     assert d.argv[:4] == ("ip", "netns", "exec", "ctlv-m1") and d.argv[-1] == "at-quectel"

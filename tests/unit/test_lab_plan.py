@@ -1,4 +1,4 @@
-"""controller.lab.plan_lab: the pure plan of the virtual rack (no root, nothing run).
+"""controller.lab.rack.plan_lab: the pure plan of the virtual rack (no root, nothing run).
 
 Contract (module and README): one network namespace per host named `<prefix>-<host>`; a
 management bridge with one veth per host; per link and side an L2 segment in the switch
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from controller import lab
+from controller.lab import rack as lab
 from controller.errors import LabError
 from controller.inventory import Role, load_inventory
-from controller.lab import plan_lab
+from controller.lab.rack import plan_lab
 
 ROOT = Path(__file__).resolve().parents[2]
 VIRTUAL = ROOT / "inventory" / "virtual.yaml"

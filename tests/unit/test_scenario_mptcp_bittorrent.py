@@ -12,11 +12,11 @@ import pytest
 
 from bridges.base import Direction, PipeConfig
 from controller import scenarios
-from controller.bittorrent import (BitTorrentRunner, BtSettings, downloads, leecher_argv, magnet, seeder_argv,
+from controller.traffic.bittorrent import (BitTorrentRunner, BtSettings, downloads, leecher_argv, magnet, seeder_argv,
                                    tracker_argv)
-from controller.cli_run import prepare_run
+from controller.cli.run import prepare_run
 from controller.commands import DryRunSession
-from controller.traffic import TrafficRunner
+from controller.traffic.iperf3 import TrafficRunner
 from controller.errors import ParameterError, UsageError
 from controller.inventory import load_inventory
 from controller.scenarios.common import load_run
@@ -218,7 +218,7 @@ def test_dry_run_of_step1_does_not_wait_out_the_start_delays(invs, monkeypatch):
     async def sleep(s, *a, **k):
         waits.append(s)
         await real_sleep(0)
-    monkeypatch.setattr("controller.traffic.asyncio.sleep", sleep)
+    monkeypatch.setattr("controller.traffic.iperf3.asyncio.sleep", sleep)
 
     class Pool(dict):
         def __getitem__(self, h):

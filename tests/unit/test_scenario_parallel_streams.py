@@ -12,7 +12,7 @@ import pytest
 
 from bridges.base import Direction, PipeConfig
 from controller import scenarios
-from controller.cli_run import prepare_run
+from controller.cli.run import prepare_run
 from controller.errors import ParameterError, UsageError
 from controller.scenarios.common import load_run
 from controller.scenarios.parallel_streams import connections_needed, predict

@@ -15,7 +15,7 @@ import yaml
 from bridges.base import Direction
 from controller import scenarios
 from controller.cli import main as ctl_main
-from controller.cli_run import prepare_run
+from controller.cli.run import prepare_run
 from controller.errors import ParameterError, ScenarioError, UnsupportedShaping, UsageError
 from controller.inventory import load_inventory
 from controller.scenarios.common import load_run

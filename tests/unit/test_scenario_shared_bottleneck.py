@@ -16,7 +16,7 @@ import pytest
 
 from bridges.base import Direction, PipeConfig
 from controller import scenarios
-from controller.cli_run import prepare_run
+from controller.cli.run import prepare_run
 from controller.errors import ParameterError, ScenarioError, UsageError
 from controller.scenarios.common import load_run
 from controller.units import Queue

@@ -1,5 +1,5 @@
 """controller.scenarios (every shipped scenario, and distinct-bottleneck in detail) and
-controller.results (run ids, manifest versions, finding runs).
+controller.results.records (run ids, manifest versions, finding runs).
 
 Contract: a scenario is declarative; it documents its parameters, parses its defaults,
 and plans on any inventory that has the roles it needs (both shipped inventories do);
@@ -21,10 +21,10 @@ import pytest
 
 from bridges.base import Direction, PipeConfig
 from controller import scenarios
-from controller.cli_run import prepare_run
+from controller.cli.run import prepare_run
 from controller.errors import ParameterError, RecordError, ScenarioError, UsageError
 from controller.inventory import Inventory
-from controller.results import FORMAT_VERSION, RunRecord, find_run, load_manifest, make_run_id
+from controller.results.records import FORMAT_VERSION, RunRecord, find_run, load_manifest, make_run_id
 from controller.units import Queue
 from nodes.mptcp import MptcpEndpoint
 from tests.support.shipped import INVENTORIES

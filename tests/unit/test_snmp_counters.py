@@ -17,7 +17,7 @@ import pytest
 
 from controller.inventory import SNMP, SecretRef
 from controller.parsers.snmpwalk import varbinds
-from controller.telemetry.snmp import (
+from controller.telemetry.snmp.poller import (
     COUNTERS,
     IF_COUNTER_DISCONTINUITY,
     IF_HIGH_SPEED,
@@ -428,7 +428,7 @@ class FakePoller(SnmpPoller):
     async def _get(self, st, oids):
         fake = self.fakes[st.cfg.host]
         if not fake.reachable:
-            from controller.telemetry.snmp import SnmpAgentError
+            from controller.telemetry.snmp.poller import SnmpAgentError
             raise SnmpAgentError("No SNMP response received before timeout", timeout=True)
         ns = int(fake.now_cs * NS_PER_CS)
         return fake.get(oids), ns, ns
@@ -437,7 +437,7 @@ class FakePoller(SnmpPoller):
         from pysnmp.proto.rfc1902 import OctetString
         fake = self.fakes[st.cfg.host]
         if not fake.reachable:
-            from controller.telemetry.snmp import SnmpAgentError
+            from controller.telemetry.snmp.poller import SnmpAgentError
             raise SnmpAgentError("No SNMP response received before timeout", timeout=True)
         assert column == IF_NAME
         return [(i, OctetString(n)) for i, n in sorted(fake.names.items())]
@@ -645,7 +645,7 @@ def test_run_delivers_to_queue_and_callables(monkeypatch):
 # ---- the snmpd.conf generator the tests and the virtual rack share ---------------------------
 
 def test_render_snmpd_conf_content():
-    from controller.telemetry.snmpd_conf import render_snmpd_conf, snmpd_argv, snmpd_env
+    from controller.lab.snmpd_conf import render_snmpd_conf, snmpd_argv, snmpd_env
     text = render_snmpd_conf(["10.0.0.2:161", "[::1]:1161"], "comm1234", "ctluser", "authkey12", "privkey12",
                              auth_protocol="sha256", priv_protocol="aes256", sys_name="br1")
     lines = text.splitlines()
@@ -671,7 +671,7 @@ def test_render_snmpd_conf_content():
 ])
 def test_render_snmpd_conf_refuses_injection_without_echoing_secrets(kwargs, needle):
     from controller.errors import ParameterError
-    from controller.telemetry.snmpd_conf import render_snmpd_conf
+    from controller.lab.snmpd_conf import render_snmpd_conf
     args = dict(listen="127.0.0.1:16161", community="comm1234", v3_user="ctluser", auth_key="authkey12",
                 priv_key="privkey12")
     args.update(kwargs)

@@ -1,4 +1,4 @@
-"""controller.summary: the numbers a researcher puts in a paper, from their documented definitions.
+"""controller.results.summary: the numbers a researcher puts in a paper, from their documented definitions.
 
 - Jain's index J = (sum x)^2 / (n sum x^2) (as in the MCubic paper and Jain et al. 1984);
 - flow throughput: iperf3's `end.sum_received.bits_per_second` (receiver), `end.sum_sent` next to it,
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from controller.inventory import load_inventory
-from controller.summary import (counter_rate, data_local_ports, flow_throughput, jain_index, link_throughput,
+from controller.results.summary import (counter_rate, data_local_ports, flow_throughput, jain_index, link_throughput,
                                 mptcp_verdict, subflow_throughput)
 from controller.telemetry.points import Point
-from controller.traffic import FlowRun, FlowSpec
+from controller.traffic.iperf3 import FlowRun, FlowSpec
 from fixture_blocks import RECORDED_GENERATED, command_output
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """Inventory topology beyond two paths: named L2 segments, gateways, routers with NAT, and
-how the virtual rack builds them (controller.inventory, controller.lab.plan_lab).
+how the virtual rack builds them (controller.inventory, controller.lab.rack.plan_lab).
 
 Contract: a link joins its a-segment to its b-segment (`<link>.a` / `<link>.b` unless it
 names a segment); an interface attaches to a link side or to a named segment; segments
@@ -17,7 +17,7 @@ import pytest
 
 from controller.errors import InventoryError, LabError
 from controller.inventory import Role, load_inventory
-from controller.lab import plan_lab, render_nat_ruleset, segment_bridge_names
+from controller.lab.rack import plan_lab, render_nat_ruleset, segment_bridge_names
 from tests.support.shipped import no_state_dir
 
 ROOT = Path(__file__).resolve().parents[2]

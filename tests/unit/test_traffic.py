@@ -1,4 +1,4 @@
-"""controller.traffic: iperf3 command builders (pure) and the MPTCP capability check.
+"""controller.traffic.iperf3: iperf3 command builders (pure) and the MPTCP capability check.
 
 Contract (module doc and tests/fixtures/recorded/03_iperf3_json.md): MPTCP uses iperf3's
 native `-m` from 3.19 on, `mptcpize run` before (Debian 12 ships 3.12) on both ends;
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.traffic import FlowSpec, client_argv, iperf3_supports_mptcp, server_argv
+from controller.traffic.iperf3 import FlowSpec, client_argv, iperf3_supports_mptcp, server_argv
 from fixture_blocks import RECORDED_GENERATED
 
 

@@ -15,7 +15,7 @@ its data in argv and stdin):
 Where the logger keeps its runs on the host (`root`): /var/lib/ctl-field on a physical rack (survives a
 reboot); `<runtime_dir>/hosts/<host>/field` on a virtual rack (its hosts share one file system).
 
-Field run record `runs/<id>/` (controller.results conventions): manifest.json (scenario "field";
+Field run record `runs/<id>/` (controller.results.records conventions): manifest.json (scenario "field";
 status `logging` while loggers run on their own -- deliberately not `running`, which crash recovery
 would take for a controller that died mid-run --, then `stopped` / `completed`), commands.jsonl,
 raw/<host>/ (the host's run files, byte for byte: metrics.jsonl, metrics.influx.json, run.json,
@@ -45,14 +45,14 @@ from urllib.parse import urlparse
 from controller.commands import Command, CommandResult
 from controller.errors import CtlError, ParameterError, RecordError, SSHError, UsageError
 from controller.inventory import Inventory, Role, source_of
-from controller.results import CTL_VERSION, FORMAT_VERSION, RunRecord, make_run_id
+from controller.results.records import CTL_VERSION, FORMAT_VERSION, RunRecord, make_run_id
 from controller.ssh import CommandLog, SSHPool, measure_clock_offset
 from controller.telemetry.points import Point
 from controller.telemetry.spool import PushState
+from controller.settings import PROJECT_ROOT
 from nodes.modem.handover import HandoverEvent, detect_handovers
 from nodes.modem.radio import RadioSample
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PHYSICAL_ROOT = "/var/lib/ctl-field"
 WORKLOADS = ("iperf3", "torrent", "idle")
 FETCH_FILES = ("run.json", "state.json", "metrics.jsonl", "metrics.influx.json", "logger.log",
@@ -127,21 +127,21 @@ class FieldOptions:
 
 def field_root(inv: Inventory, host: str) -> str:
     if inv.kind == "virtual":
-        from controller.lab import host_dir
+        from controller.lab.rack import host_dir
         return str(host_dir(inv, host) / "field")
     return PHYSICAL_ROOT
 
 
 def resolve_device(inv: Inventory, host: str) -> str:
     """The modem device path the logger opens. On a virtual rack a relative path of a serial family is
-    under the host's runtime dir (where controller.lab links the AT emulator's pty -- a test double)."""
+    under the host's runtime dir (where controller.lab.rack links the AT emulator's pty -- a test double)."""
     from nodes.modem.families import FAMILIES
     modem = inv.hosts[host].modem
     assert modem is not None
     if FAMILIES[modem.family].transport != "serial" or os.path.isabs(modem.device):
         return modem.device
     if inv.kind == "virtual" and ".." not in Path(modem.device).parts:
-        from controller.lab import host_dir
+        from controller.lab.rack import host_dir
         return str(host_dir(inv, host) / modem.device)
     raise ParameterError(f"host {host}: modem device {modem.device!r} must be an absolute path (e.g. /dev/ttyUSB2)")
 

@@ -21,7 +21,7 @@ from bridges.base import restore, shaper_class, state_from_record
 from controller.commands import Command, run_all
 from controller.errors import CtlError
 from controller.inventory import Inventory
-from controller.results import RunRecord
+from controller.results.records import RunRecord
 from controller.ssh import CommandLog, SSHPool
 from nodes.mptcp import MptcpEndpointDriver
 

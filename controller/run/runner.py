@@ -22,13 +22,13 @@ from bridges.base import PipeConfig, PipeKey, Shaper, ShaperState, read_state, s
 from controller.commands import Command, CommandResult, DryRunSession, run_all
 from controller.errors import CtlError, SSHError, TrafficError, VerifyError
 from controller.inventory import Inventory, Role, source_of
-from controller.results import RunRecord, make_run_id
+from controller.results.records import RunRecord, make_run_id
 from controller.scenarios.base import RunPlan, Scenario
 from controller.scenarios.common import interfaces_in_subnet
 from controller.ssh import CommandLog, SSHPool, measure_clock_offset
 from controller.telemetry.hosts import TelemetryHub
 from controller.telemetry.spool import InfluxTarget, InfluxWriter
-from controller.traffic import TrafficRunner, iperf3_supports_mptcp
+from controller.traffic.iperf3 import TrafficRunner, iperf3_supports_mptcp
 from nodes.mptcp import EndpointState, MptcpEndpointDriver, metadata_commands
 
 RESTORE_RECONNECT_S = 30.0

@@ -44,7 +44,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
         try:
             lock.acquire()
         except RackBusy:
-            from controller import lab
+            from controller.lab import rack as lab
             if args.action == "up" and lab.topology_intact(inv):
                 # Restarting a dead daemon (InfluxDB, an sshd) on the intact topology does not
                 # disturb the run or campaign that holds the rack; building would, so it waits.
@@ -54,7 +54,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
             return _lab_up_down(inv, args.action)
         finally:
             lock.release()
-    from controller.labops import lab_status
+    from controller.lab.ops import lab_status
     status = lab_status(inv)
     if args.json:
         _print_json(status)
@@ -70,9 +70,9 @@ def cmd_lab(args: argparse.Namespace) -> int:
 
 
 def _lab_up_down(inv, action: str) -> int:
-    from controller import lab
+    from controller.lab import rack as lab
     if action == "up":
-        from controller.labops import lab_up_cli
+        from controller.lab.ops import lab_up_cli
         st = lab_up_cli(inv)
         print(f"virtual rack {inv.name} up: {len(st.namespaces)} namespaces, "
               f"{len(st.processes)} daemons, SSH on {len(st.ssh_hosts)} hosts")
@@ -134,8 +134,8 @@ def extension(fn: Callable[[Any], None]) -> Callable[[Any], None]:
 
 def _load_extensions() -> None:
     import importlib
-    for mod in ("controller.cli_run", "controller.cli_link", "controller.cli_campaign", "controller.cli_field",
-                "controller.cli_metrics", "controller.cli_report"):
+    for mod in ("controller.cli.run", "controller.cli.link", "controller.cli.campaign", "controller.cli.field",
+                "controller.cli.metrics", "controller.cli.report"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as exc:

@@ -9,8 +9,8 @@ from controller.cli import _inventory, _print_json, extension
 
 
 def cmd_link(args: argparse.Namespace) -> int:
-    from controller import linkops
-    from controller.labops import ensure_lab
+    from controller.rack import links as linkops
+    from controller.lab.ops import ensure_lab
     from controller.lock import RackLock
     inv = _inventory(args)
     if args.action == "set":

@@ -9,7 +9,7 @@ from typing import Any
 
 from controller.cli import _inventory, _print_json, extension
 from controller.errors import CtlError, ParameterError
-from controller.results import find_run
+from controller.results.records import find_run
 from controller.settings import runs_dir
 
 
@@ -33,7 +33,7 @@ def _token(inv, say) -> str | None:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    from controller import field
+    from controller.field import host as field
     from controller.units import parse_duration
     inv = _inventory(args)
     opts = field.FieldOptions(
@@ -42,7 +42,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     field.check_hosts(inv, args.host)
     field.check_options(opts)
     if inv.kind == "virtual":
-        from controller.labops import ensure_lab
+        from controller.lab.ops import ensure_lab
         if ensure_lab(inv):
             _say(args.quiet)(f"virtual rack {inv.name} was down: brought it up")
     say = _say(args.quiet)
@@ -74,7 +74,7 @@ def _push(st: dict) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from controller import field
+    from controller.field import host as field
     inv = _inventory(args)
     out = asyncio.run(field.status(inv, args.host or []))
     if args.json:
@@ -97,7 +97,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from controller import field
+    from controller.field import host as field
     inv = _inventory(args)
     say = _say(args.quiet)
     out = asyncio.run(field.stop(inv, args.host or [], runs_dir(args.runs_dir), say, fetch_after=not args.no_fetch))
@@ -110,7 +110,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from controller import field
+    from controller.field import host as field
     inv = _inventory(args)
     say = _say(args.quiet)
     rec = field.open_field_record(find_run(runs_dir(args.runs_dir), args.run))

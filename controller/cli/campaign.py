@@ -56,7 +56,7 @@ def _columns(stream: TextIO) -> int:
 
 
 def progress_line(c: Any, p: Any, now: float | None = None) -> str:
-    from controller.campaign import format_span, local, progress_bar
+    from controller.campaign.scheduler import format_span, local, progress_bar
     now = time.time() if now is None else now
     eta = ""
     if p.finish_at is not None and p.eta_s is not None:
@@ -70,7 +70,7 @@ def progress_line(c: Any, p: Any, now: float | None = None) -> str:
 
 def _planned(args: argparse.Namespace) -> dict:
     """Load, validate and expand a campaign file; no state anywhere is changed."""
-    from controller.campaign import (Store, db_path, draw_seed, estimate_finish, learned_overhead, load_campaign,
+    from controller.campaign.scheduler import (Store, db_path, draw_seed, estimate_finish, learned_overhead, load_campaign,
                                      order_runs, parse_at, validate_cases)
     from controller.inventory import resolve_inventory_path
     path = Path(args.file)
@@ -103,7 +103,7 @@ def _planned(args: argparse.Namespace) -> dict:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from controller.campaign import format_span, local
+    from controller.campaign.scheduler import format_span, local
     pl = _planned(args)
     spec, planned, validated = pl["spec"], pl["planned"], pl["validated"]
     cases = {v.case.index: v.case for v in validated}
@@ -150,7 +150,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from controller.campaign import Store, campaign_dir, format_span, local, scheduler_owner
+    from controller.campaign.scheduler import Store, campaign_dir, format_span, local, scheduler_owner
     pl = _planned(args)
     spec = pl["spec"]
     root = runs_dir(args.runs_dir).resolve()
@@ -184,7 +184,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 # ---- status ----------------------------------------------------------------------------------
 
 def status_json(store: Any, c: Any) -> dict:
-    from controller.campaign import progress_of, scheduler_owner
+    from controller.campaign.scheduler import progress_of, scheduler_owner
     p = progress_of(store, c)
     spec = c.spec()
     attempts: dict[int, list] = {}
@@ -217,7 +217,7 @@ def status_json(store: Any, c: Any) -> dict:
 
 
 def _print_status(store: Any, c: Any) -> None:
-    from controller.campaign import format_span, local, progress_of, scheduler_owner
+    from controller.campaign.scheduler import format_span, local, progress_of, scheduler_owner
     p = progress_of(store, c)
     spec = c.spec()
     print(f"campaign #{c.num} {c.id}")
@@ -246,7 +246,7 @@ def _print_status(store: Any, c: Any) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from controller.campaign import CampaignError, Store, db_path, progress_of
+    from controller.campaign.scheduler import CampaignError, Store, db_path, progress_of
     if not db_path().exists():
         if args.json:
             _print_json([] if args.id is None else None)
@@ -281,7 +281,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _watch(store: Any, num: int) -> int:
     """Live progress: a bar redrawn every second on a TTY, a line per change otherwise."""
-    from controller.campaign import progress_of
+    from controller.campaign.scheduler import progress_of
     out = sys.stdout
     last = ""
     try:
@@ -311,7 +311,7 @@ def _watch(store: Any, num: int) -> int:
 # ---- pause / resume / cancel -----------------------------------------------------------------
 
 def cmd_pause(args: argparse.Namespace) -> int:
-    from controller.campaign import Store
+    from controller.campaign.scheduler import Store
     store = Store()
     try:
         c = store.find(args.id)
@@ -326,7 +326,7 @@ def cmd_pause(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from controller.campaign import Store, scheduler_owner, settle_for_cancel
+    from controller.campaign.scheduler import Store, scheduler_owner, settle_for_cancel
     store = Store()
     try:
         c = store.find(args.id)
@@ -343,7 +343,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from controller.campaign import CampaignError, SchedulerLock, Store, scheduler_owner
+    from controller.campaign.scheduler import CampaignError, SchedulerLock, Store, scheduler_owner
     store = Store()
     try:
         c = store.find(args.id)
@@ -371,7 +371,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
-    from controller.campaign import SchedulerLock, Store, scheduler_owner
+    from controller.campaign.scheduler import SchedulerLock, Store, scheduler_owner
     console = Console(quiet=args.quiet)
     lock = SchedulerLock("ctl campaign daemon")
     waited = False
@@ -393,7 +393,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
 def _serve(store: Any, only: set[int] | None, *, exit_when_idle: bool, quiet: bool, foreground: bool,
            watch: int | None = None) -> int:
-    from controller.campaign import Scheduler, SchedulerOptions
+    from controller.campaign.scheduler import Scheduler, SchedulerOptions
     console = Console(quiet=quiet)
     sched = Scheduler(store, console.log, SchedulerOptions(only=only, exit_when_idle=exit_when_idle,
                                                            verbose=not console.tty),
@@ -419,8 +419,8 @@ def _serve(store: Any, only: set[int] | None, *, exit_when_idle: bool, quiet: bo
 # ---- report ----------------------------------------------------------------------------------
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from controller.campaign import Store, campaign_dir
-    from controller.report import write_report
+    from controller.campaign.scheduler import Store, campaign_dir
+    from controller.campaign.report import write_report
     store = Store()
     try:
         c = store.find(args.id)

@@ -52,9 +52,9 @@ def prepare_run(scenario_name: str, rest: list[str], inv):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from controller.labops import ensure_lab
+    from controller.lab.ops import ensure_lab
     from controller.lock import RackLock
-    from controller.runner import execute
+    from controller.run.runner import execute
     inv = _inventory(args)
     scenario, params, given, plan = prepare_run(args.scenario, args.params, inv)
     say = _progress(args.quiet)
@@ -73,11 +73,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             say(f"took over the rack lock of a dead controller (pid {lock.broke_stale.get('pid')})")
         if ensure_lab(inv, needed):
             say(f"virtual rack {inv.name} was down: brought it up")
-        from controller.recovery import recover_all
+        from controller.run.recovery import recover_all
         problems = recover_all(inv, runs_dir(args.runs_dir), say)
         if problems:
             raise CtlError("the rack could not be restored after an interrupted run: " + "; ".join(problems))
-        from controller.cli_metrics import push_pending
+        from controller.cli.metrics import push_pending
         push_pending(inv, runs_dir(args.runs_dir), say)
         target = influx_target(inv, say)
         outcome = asyncio.run(execute(scenario, params, given, inv, plan, runs_root=runs_dir(args.runs_dir),

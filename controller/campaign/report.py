@@ -287,7 +287,7 @@ def _rel(target: str | Path, base: Path) -> str:
 
 
 def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
-    from controller.campaign import format_span, progress_of
+    from controller.campaign.scheduler import format_span, progress_of
     out.mkdir(parents=True, exist_ok=True)
     spec = c.spec()
     g = gather(store, c)

@@ -17,7 +17,7 @@ Crash safety rests on the order of durable writes:
 2. the runner's record is final (`completed`/`failed`/`invalid`/`aborted`) before the
    attempt is closed in the store (one transaction with the retry decision).
 If the controller dies anywhere, the next scheduler takes the rack lock, lets
-`controller.recovery` restore the rack from any record still `running` (and mark it
+`controller.run.recovery` restore the rack from any record still `running` (and mark it
 `aborted`), then reconciles every `running` run of the store with its record: a final
 record is taken as the attempt's result (a completed run is never repeated); an aborted
 or missing one puts the run back in the queue.
@@ -1072,7 +1072,7 @@ def validate_cases(spec: CampaignSpec, path: Path, lines: Mapping[tuple, int], i
     """Every case through the scenario's own parser and planner, and the shapers' validation:
     what `ctl run` would refuse is refused here, naming the file line and the case."""
     from controller import scenarios
-    from controller.cli_run import prepare_run
+    from controller.cli.run import prepare_run
     try:
         scenario = scenarios.get(spec.scenario)
     except CtlError as exc:
@@ -1115,7 +1115,7 @@ def validate_cases(spec: CampaignSpec, path: Path, lines: Mapping[tuple, int], i
 def campaign_run_id(scenario: Any, given: Mapping[str, str], params: Mapping[str, Any], campaign_num: int,
                     seq: int, repetition: int, attempt: int, now: float | None = None) -> str:
     """Readable and unique: time, scenario, the set parameters, repetition, campaign/run/attempt."""
-    from controller.results import make_run_id
+    from controller.results.records import make_run_id
     parts = dict(scenario.run_id_parts(given, params))
     parts["rep"] = str(repetition)
     parts[f"c{campaign_num}"] = f"r{seq}a{attempt}"
@@ -1268,7 +1268,7 @@ class ProgressTelemetry:
 
 def record_outcome(record_dir: Path) -> tuple[str, str | None] | None:
     """(status, last error) of a run record, or None when there is no readable record."""
-    from controller.results import load_manifest
+    from controller.results.records import load_manifest
     try:
         m = load_manifest(record_dir)
     except RecordError:
@@ -1394,7 +1394,7 @@ class Scheduler:
     async def drive(self, c: CampaignRow) -> bool:
         """Run `c` until it finishes, pauses, is cancelled or must wait without the rack.
         Returns True when the rack was busy (someone else holds its lock)."""
-        from controller.cli_run import influx_target
+        from controller.cli.run import influx_target
         from controller.inventory import load_inventory
         from controller.lock import RackLock
         try:
@@ -1450,8 +1450,8 @@ class Scheduler:
     async def _settle(self, c: CampaignRow, inv: Any) -> bool:
         """With the rack lock held: bring a virtual rack up, restore the rack from any record a
         dead controller left `running`, reconcile the store, send spooled points. False: paused."""
-        from controller.labops import ensure_lab
-        from controller.recovery import interrupted_runs, recover
+        from controller.lab.ops import ensure_lab
+        from controller.run.recovery import interrupted_runs, recover
         runs_root = Path(c.runs_root)
         try:
             if await asyncio.to_thread(ensure_lab, inv):
@@ -1473,7 +1473,7 @@ class Scheduler:
             self.log(f"campaign #{c.num} paused: rack not restored: {'; '.join(problems)}")
             return False
         try:
-            from controller.cli_metrics import push_pending
+            from controller.cli.metrics import push_pending
             await asyncio.to_thread(push_pending, inv, runs_root, self.log)
         except Exception as exc:  # best effort: points stay spooled in their records
             self.log(f"spooled points not sent: {type(exc).__name__}")
@@ -1487,8 +1487,8 @@ class Scheduler:
         await asyncio.to_thread(telemetry.push)
 
     async def _run_one(self, c: CampaignRow, inv: Any, seq: int, target: Any, telemetry: ProgressTelemetry) -> None:
-        from controller.cli_run import prepare_run
-        from controller.runner import execute
+        from controller.cli.run import prepare_run
+        from controller.run.runner import execute
         r = self.store.run(c.num, seq)
         spec = c.spec()
         total = len(self.store.runs(c.num))
@@ -1588,7 +1588,7 @@ async def settle_for_cancel(store: Store, c: CampaignRow, log: Log) -> bool:
     close its attempt now. False when the rack is busy (its holder will do it)."""
     from controller.inventory import load_inventory
     from controller.lock import RackLock
-    from controller.recovery import interrupted_runs, recover
+    from controller.run.recovery import interrupted_runs, recover
     inv = load_inventory(c.inventory_path)
     lock = RackLock(inv.name, f"ctl campaign cancel #{c.num}")
     try:

@@ -7,13 +7,13 @@ from typing import Callable
 
 from controller.cli import _inventory, _print_json, extension
 from controller.errors import CtlError
-from controller.results import find_run
+from controller.results.records import find_run
 from controller.settings import runs_dir
 from controller.telemetry.spool import InfluxSender, PushState, pending_points, push_once
 
 
 def _target(inv):
-    from controller.cli_run import influx_target
+    from controller.cli.run import influx_target
     msgs: list[str] = []
     t = influx_target(inv, msgs.append)
     if t is None:

@@ -1,6 +1,6 @@
 """BitTorrent traffic for the mptcp-bittorrent scenario: a tracker, a seeder and a leecher.
 
-The runner has the interface of controller.traffic.TrafficRunner (start_servers,
+The runner has the interface of controller.traffic.iperf3.TrafficRunner (start_servers,
 run_clients, collect_servers, stop_all, `runs`), so the run state machine drives it like
 iperf3 traffic. Commands are argv tuples built by pure functions below; processes are
 started with `session.spawn` and ended by their PID; every line they print is kept with the
@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from controller.commands import Command, DryRunSession
 from controller.errors import SSHError, TrafficError
 from controller.parsers import webtorrent
-from controller.traffic import FlowSpec
+from controller.traffic.iperf3 import FlowSpec
 
 PAYLOAD = "payload.bin"
 

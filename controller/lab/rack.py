@@ -26,6 +26,7 @@ from pathlib import Path
 
 from controller.errors import LabError
 from controller.inventory import Inventory, Role, source_of
+from controller.settings import PROJECT_ROOT
 
 LAB_FORMAT = 1
 # A constant script run as the first process of each host's sshd: data only in "$@".
@@ -294,7 +295,7 @@ def _snmp_agents(inv: Inventory) -> list[Daemon]:
     """A real net-snmp agent in every virtual host the inventory polls over SNMP (bridges,
     switch), listening on its management address. Its config is written at `lab up`
     (it holds the secrets the inventory references: see `_write_snmpd_configs`)."""
-    from controller.telemetry.snmpd_conf import snmpd_argv, snmpd_env
+    from controller.lab.snmpd_conf import snmpd_argv, snmpd_env
     out = []
     for h in sorted(inv.hosts):
         if inv.hosts[h].snmp is None:
@@ -323,7 +324,7 @@ def _secret_for(ref, what: str) -> str:
 
 
 def _write_snmpd_configs(inv: Inventory) -> None:
-    from controller.telemetry.snmpd_conf import render_snmpd_conf
+    from controller.lab.snmpd_conf import render_snmpd_conf
     for h, host in sorted(inv.hosts.items()):
         s = host.snmp
         if s is None:
@@ -353,7 +354,7 @@ def modem_test_doubles(inv: Inventory) -> list[Daemon]:
     `<runtime_dir>/hosts/<host>/<device>` -- the path `ctl field` resolves a relative device to on a
     virtual rack. An absolute device (a real modem passed into a namespace) gets no double.
     """
-    script = Path(__file__).resolve().parent.parent / "nodes" / "fieldlog" / "modem_double.py"
+    script = PROJECT_ROOT / "nodes" / "fieldlog" / "modem_double.py"
     out: list[Daemon] = []
     for h in sorted(inv.hosts):
         modem = inv.hosts[h].modem
@@ -734,7 +735,7 @@ def new_secret() -> str:
 
 def managed_influx(inv: Inventory):
     """The InfluxDB server ctl runs for this inventory, or None when it is not ctl's to run."""
-    from controller.influxd import InfluxServer
+    from controller.lab.influxd import InfluxServer
     from controller.settings import state_dir
     if inv.influxdb is None or not inv.influxdb.managed:
         return None

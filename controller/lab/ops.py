@@ -5,7 +5,7 @@ import asyncio
 from pathlib import Path
 from typing import Iterable
 
-from controller import lab
+from controller.lab import rack as lab
 from controller.commands import Command
 from controller.errors import CtlError, LabError
 from controller.inventory import Inventory
