@@ -74,6 +74,12 @@ class Registry(Generic[T]):
         for name in self.names():
             yield self._entries[name]
 
+    def help(self, name: str) -> str:
+        entry = self._entries.get(name)
+        if entry is None:
+            raise self.error(f"unknown {self.what} {name!r} (known: {', '.join(self.names())})")
+        return entry.help
+
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from controller import plots
+from controller.campaign.progress import progress_of
+from controller.campaign.timing import format_span
 
 # Headline metric per scenario (a key of its summary; dotted paths reach into nested ones).
 PRIMARY_METRIC = {"distinct-bottleneck": "jain_index", "rtt-loss-sweep": "throughput_mbps"}
@@ -287,7 +289,6 @@ def _rel(target: str | Path, base: Path) -> str:
 
 
 def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
-    from controller.campaign.scheduler import format_span, progress_of
     out.mkdir(parents=True, exist_ok=True)
     spec = c.spec()
     g = gather(store, c)

@@ -9,7 +9,19 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from controller.cli import _inventory, _print_json, extension
+from controller.campaign.backends import open_store, store_exists
+from controller.campaign.plan import draw_seed, order_runs, validate_cases
+from controller.campaign.progress import progress_of
+from controller.campaign.report import write_report
+from controller.campaign.scheduler import (Scheduler, SchedulerLock, SchedulerOptions, scheduler_owner,
+                                           settle_for_cancel)
+from controller.campaign.spec import CampaignError, load_campaign
+from controller.campaign.store import campaign_dir
+from controller.campaign.timing import estimate_finish, format_span, learned_overhead, local, parse_at, progress_bar
+from controller.cli.commands import add_command
+from controller.cli.commands import Parser
+from controller.cli.common import inventory_of, print_json
+from controller.inventory import resolve_inventory_path
 from controller.settings import runs_dir
 
 
@@ -56,7 +68,6 @@ def _columns(stream: TextIO) -> int:
 
 
 def progress_line(c: Any, p: Any, now: float | None = None) -> str:
-    from controller.campaign.scheduler import format_span, local, progress_bar
     now = time.time() if now is None else now
     eta = ""
     if p.finish_at is not None and p.eta_s is not None:
@@ -70,19 +81,16 @@ def progress_line(c: Any, p: Any, now: float | None = None) -> str:
 
 def _planned(args: argparse.Namespace) -> dict:
     """Load, validate and expand a campaign file; no state anywhere is changed."""
-    from controller.campaign.scheduler import (Store, db_path, draw_seed, estimate_finish, learned_overhead, load_campaign,
-                                     order_runs, parse_at, validate_cases)
-    from controller.inventory import resolve_inventory_path
     path = Path(args.file)
     spec, lines, text = load_campaign(path)
-    inv = _inventory(args)
+    inv = inventory_of(args)
     validated = validate_cases(spec, path, lines, inv)
     seed = spec.seed if spec.seed is not None else (draw_seed() if spec.order == "random" else None)
     planned = order_runs(len(validated), spec.repetitions, spec.order, seed)
     overhead = spec.overhead_s
     learned = 0
-    if db_path().exists():
-        store = Store()
+    if store_exists():
+        store = open_store()
         try:
             samples = store.overhead_samples(spec.scenario, inv.name)
         finally:
@@ -103,12 +111,11 @@ def _planned(args: argparse.Namespace) -> dict:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from controller.campaign.scheduler import format_span, local
     pl = _planned(args)
     spec, planned, validated = pl["spec"], pl["planned"], pl["validated"]
     cases = {v.case.index: v.case for v in validated}
     if args.json:
-        _print_json({
+        print_json({
             "name": spec.name, "scenario": spec.scenario, "cases": len(validated), "repetitions": spec.repetitions,
             "runs": [{"seq": p.seq, "case": p.case + 1, "repetition": p.repetition,
                       "parameters": cases[p.case].varied, "argv": cases[p.case].argv(),
@@ -150,11 +157,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from controller.campaign.scheduler import Store, campaign_dir, format_span, local, scheduler_owner
     pl = _planned(args)
     spec = pl["spec"]
     root = runs_dir(args.runs_dir).resolve()
-    store = Store()
+    store = open_store()
     try:
         c = store.submit(spec=spec, file_path=pl["path"].resolve(), file_text=pl["text"],
                          inventory_path=Path(pl["inventory_path"]).resolve(), inventory_name=pl["inv"].name,
@@ -167,7 +173,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     (d / "campaign.yaml").write_text(pl["text"])
     owner = scheduler_owner()
     if args.json:
-        _print_json({"num": c.num, "id": c.id, "runs": len(pl["planned"]), "seed": pl["seed"],
+        print_json({"num": c.num, "id": c.id, "runs": len(pl["planned"]), "seed": pl["seed"],
                      "not_before": pl["not_before"], "estimated_finish": pl["finish"], "scheduler": owner})
         return 0
     print(f"submitted campaign #{c.num} {c.id}: {len(pl['planned'])} runs"
@@ -184,7 +190,6 @@ def cmd_submit(args: argparse.Namespace) -> int:
 # ---- status ----------------------------------------------------------------------------------
 
 def status_json(store: Any, c: Any) -> dict:
-    from controller.campaign.scheduler import progress_of, scheduler_owner
     p = progress_of(store, c)
     spec = c.spec()
     attempts: dict[int, list] = {}
@@ -217,7 +222,6 @@ def status_json(store: Any, c: Any) -> dict:
 
 
 def _print_status(store: Any, c: Any) -> None:
-    from controller.campaign.scheduler import format_span, local, progress_of, scheduler_owner
     p = progress_of(store, c)
     spec = c.spec()
     print(f"campaign #{c.num} {c.id}")
@@ -246,23 +250,22 @@ def _print_status(store: Any, c: Any) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from controller.campaign.scheduler import CampaignError, Store, db_path, progress_of
-    if not db_path().exists():
+    if not store_exists():
         if args.json:
-            _print_json([] if args.id is None else None)
+            print_json([] if args.id is None else None)
             return 0 if args.id is None else 2
         if args.id is not None:
             raise CampaignError("no campaigns yet")
         print("no campaigns yet")
         return 0
-    store = Store()
+    store = open_store()
     try:
         if args.watch:
             return _watch(store, store.find(args.id).num)
         if args.id is None and not args.watch:
             cs = store.campaigns()
             if args.json:
-                _print_json([status_json(store, c) for c in cs])
+                print_json([status_json(store, c) for c in cs])
                 return 0
             if not cs:
                 print("no campaigns yet")
@@ -271,7 +274,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             return 0
         c = store.find(args.id)
         if args.json:
-            _print_json(status_json(store, c))
+            print_json(status_json(store, c))
         else:
             _print_status(store, c)
         return 0
@@ -281,7 +284,6 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _watch(store: Any, num: int) -> int:
     """Live progress: a bar redrawn every second on a TTY, a line per change otherwise."""
-    from controller.campaign.scheduler import progress_of
     out = sys.stdout
     last = ""
     try:
@@ -311,8 +313,7 @@ def _watch(store: Any, num: int) -> int:
 # ---- pause / resume / cancel -----------------------------------------------------------------
 
 def cmd_pause(args: argparse.Namespace) -> int:
-    from controller.campaign.scheduler import Store
-    store = Store()
+    store = open_store()
     try:
         c = store.find(args.id)
         reason = args.reason or "paused by user"
@@ -326,8 +327,7 @@ def cmd_pause(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from controller.campaign.scheduler import Store, scheduler_owner, settle_for_cancel
-    store = Store()
+    store = open_store()
     try:
         c = store.find(args.id)
         c = store.set_state(c.num, "cancelled", args.reason or "cancelled by user", abort=True)
@@ -343,8 +343,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from controller.campaign.scheduler import CampaignError, SchedulerLock, Store, scheduler_owner
-    store = Store()
+    store = open_store()
     try:
         c = store.find(args.id)
         if c.state == "paused":
@@ -371,7 +370,6 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
-    from controller.campaign.scheduler import SchedulerLock, Store, scheduler_owner
     console = Console(quiet=args.quiet)
     lock = SchedulerLock("ctl campaign daemon")
     waited = False
@@ -382,7 +380,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
                         "waiting for it to end")
             waited = True
         time.sleep(2.0)
-    store = Store()
+    store = open_store()
     try:
         console.log(f"campaign daemon started (pid {os.getpid()})")
         return _serve(store, None, exit_when_idle=args.exit_when_idle, quiet=args.quiet, foreground=False)
@@ -393,7 +391,6 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
 def _serve(store: Any, only: set[int] | None, *, exit_when_idle: bool, quiet: bool, foreground: bool,
            watch: int | None = None) -> int:
-    from controller.campaign.scheduler import Scheduler, SchedulerOptions
     console = Console(quiet=quiet)
     sched = Scheduler(store, console.log, SchedulerOptions(only=only, exit_when_idle=exit_when_idle,
                                                            verbose=not console.tty),
@@ -419,9 +416,7 @@ def _serve(store: Any, only: set[int] | None, *, exit_when_idle: bool, quiet: bo
 # ---- report ----------------------------------------------------------------------------------
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from controller.campaign.scheduler import Store, campaign_dir
-    from controller.campaign.report import write_report
-    store = Store()
+    store = open_store()
     try:
         c = store.find(args.id)
         out = Path(args.out) if args.out else campaign_dir(c.id) / "report"
@@ -429,7 +424,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if args.json:
-        _print_json({"html": str(html), "markdown": str(md)})
+        print_json({"html": str(html), "markdown": str(md)})
     else:
         print(f"report: {html}")
         print(f"markdown: {md}")
@@ -438,13 +433,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 # ---- registration ----------------------------------------------------------------------------
 
-@extension
 def register(sub) -> None:
-    from controller.cli import _Parser
-    p = sub.add_parser("campaign", help="unattended sweeps: plan, submit, status, pause, resume, cancel, report",
-                       description="Campaigns: many runs of one scenario from a campaign file (YAML), "
+    p = add_command(sub, "campaign", description="Campaigns: many runs of one scenario from a campaign file (YAML), "
                                    "crash-safe and resumable.")
-    cs = p.add_subparsers(dest="campaign_command", required=True, parser_class=_Parser)
+    cs = p.add_subparsers(dest="campaign_command", required=True, parser_class=Parser)
 
     def add(name: str, func: Any, help_: str) -> argparse.ArgumentParser:
         sp = cs.add_parser(name, help=help_, allow_abbrev=False)

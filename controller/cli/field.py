@@ -7,10 +7,14 @@ import sys
 import time
 from typing import Any
 
-from controller.cli import _inventory, _print_json, extension
+from controller.cli.commands import add_command
+from controller.cli.common import inventory_of, print_json
 from controller.errors import CtlError, ParameterError
+from controller.field import host as field
+from controller.lab.ops import ensure_lab
 from controller.results.records import find_run
 from controller.settings import runs_dir
+from controller.units import parse_duration
 
 
 def _say(quiet: bool):
@@ -33,23 +37,20 @@ def _token(inv, say) -> str | None:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    from controller.field import host as field
-    from controller.units import parse_duration
-    inv = _inventory(args)
+    inv = inventory_of(args)
     opts = field.FieldOptions(
         workload=args.workload, duration_s=parse_duration(args.duration, what="--duration") if args.duration else None,
         server=args.server, rate=args.rate, torrent=args.torrent, torrent_out=args.torrent_out, ping=args.ping)
     field.check_hosts(inv, args.host)
     field.check_options(opts)
     if inv.kind == "virtual":
-        from controller.lab.ops import ensure_lab
         if ensure_lab(inv):
             _say(args.quiet)(f"virtual rack {inv.name} was down: brought it up")
     say = _say(args.quiet)
     out = asyncio.run(field.start(inv, args.host, opts, runs_dir(args.runs_dir), _token(inv, say), say))
     failed = {h: r for h, r in out["hosts"].items() if "error" in r}
     if args.json:
-        _print_json(out)
+        print_json(out)
     else:
         for h, r in out["hosts"].items():
             if "error" in r:
@@ -74,11 +75,10 @@ def _push(st: dict) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from controller.field import host as field
-    inv = _inventory(args)
+    inv = inventory_of(args)
     out = asyncio.run(field.status(inv, args.host or []))
     if args.json:
-        _print_json(out)
+        print_json(out)
         return 0
     print(f"{'host':<8} {'state':<11} {'run':<48} {'pid':>7} {'seq':>6} {'last':>9} {'modem':>7} "
           f"{'spool':>7} {'pending':>7}  push")
@@ -97,12 +97,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from controller.field import host as field
-    inv = _inventory(args)
+    inv = inventory_of(args)
     say = _say(args.quiet)
     out = asyncio.run(field.stop(inv, args.host or [], runs_dir(args.runs_dir), say, fetch_after=not args.no_fetch))
     if args.json:
-        _print_json(out)
+        print_json(out)
     else:
         for h, r in out.items():
             print(f"{h}: {r.get('error') or r.get('action')}" + (f" (run {r['run_id']})" if r.get("run_id") else ""))
@@ -110,8 +109,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from controller.field import host as field
-    inv = _inventory(args)
+    inv = inventory_of(args)
     say = _say(args.quiet)
     rec = field.open_field_record(find_run(runs_dir(args.runs_dir), args.run))
     if not args.no_fetch:
@@ -121,7 +119,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     summary = field.write_report(rec)
     if args.json:
-        _print_json(summary)
+        print_json(summary)
     else:
         print(field.render_report(summary))
         print()
@@ -130,9 +128,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-@extension
 def register(sub) -> None:
-    p = sub.add_parser("field", help="field tests on modem hosts: start, status, stop, report")
+    p = add_command(sub, "field")
     fs = p.add_subparsers(dest="field_action", required=True, parser_class=type(p))
 
     s = fs.add_parser("start", help="start (or resume) the logger on modem hosts")

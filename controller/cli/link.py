@@ -5,14 +5,15 @@ import argparse
 import asyncio
 import sys
 
-from controller.cli import _inventory, _print_json, extension
+from controller.cli.commands import add_command
+from controller.cli.common import inventory_of, print_json
+from controller.lab.ops import ensure_lab
+from controller.lock import RackLock
+from controller.rack import links as linkops
 
 
 def cmd_link(args: argparse.Namespace) -> int:
-    from controller.rack import links as linkops
-    from controller.lab.ops import ensure_lab
-    from controller.lock import RackLock
-    inv = _inventory(args)
+    inv = inventory_of(args)
     if args.action == "set":
         if not args.link:
             raise linkops.ParameterError("link set: which link? (ctl link set LINK --bw ...)")
@@ -22,7 +23,7 @@ def cmd_link(args: argparse.Namespace) -> int:
             ensure_lab(inv)
             entry = asyncio.run(linkops.link_set(inv, args.link, dirs, args.bw, args.delay, args.plr, args.queue))
         if args.json:
-            _print_json({k: v for k, v in entry.items() if k != "commands"})
+            print_json({k: v for k, v in entry.items() if k != "commands"})
         else:
             print(linkops.render_show({args.link: _as_show(entry)}))
         return 0
@@ -31,7 +32,7 @@ def cmd_link(args: argparse.Namespace) -> int:
         ensure_lab(inv)
         data = asyncio.run(linkops.link_show(inv, links))
         if args.json:
-            _print_json(data)
+            print_json(data)
         else:
             print(linkops.render_show(data))
         return 0
@@ -45,7 +46,7 @@ def cmd_link(args: argparse.Namespace) -> int:
                                              progress=(lambda s: None) if args.json else
                                              (lambda s: print(s, file=sys.stderr, flush=True))))
     if args.json:
-        _print_json(m)
+        print_json(m)
     else:
         print(linkops.render_measure(m))
     return 0
@@ -60,9 +61,8 @@ def _as_show(entry: dict) -> dict:
     return {"bridge": entry["bridge"], "kind": entry["kind"], "directions": dirs}
 
 
-@extension
 def register(sub) -> None:
-    p = sub.add_parser("link", help="set, show or measure a link's shaping", allow_abbrev=False)
+    p = add_command(sub, "link", allow_abbrev=False)
     p.add_argument("action", choices=["set", "show", "measure"])
     p.add_argument("link", nargs="?")
     p.add_argument("--bw", help="bandwidth, e.g. 20M, 100Mbit/s, 1G (0 = unlimited)")

@@ -5,12 +5,13 @@ import argparse
 import json
 from pathlib import Path
 
-from controller.cli import _print_json, extension
+from controller.cli.commands import add_command
+from controller.cli.common import print_json
 from controller.errors import UsageError
+from controller.scenarios.rtt_loss_sweep import find_summaries, heatmap_grid, render_grid, write_heatmap
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from controller.scenarios.rtt_loss_sweep import find_summaries, heatmap_grid, render_grid, write_heatmap
     found = find_summaries([Path(p) for p in args.paths])
     if not found:
         raise UsageError(f"no completed rtt-loss-sweep runs under {', '.join(args.paths)}")
@@ -20,16 +21,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     png = write_heatmap(summaries, out, args.metric, title=f"rtt-loss-sweep ({len(summaries)} runs)")
     (out / "heatmap.json").write_text(json.dumps({**grid, "runs": [str(d) for d, _ in found]}, indent=1))
     if args.json:
-        _print_json({**grid, "runs": [str(d) for d, _ in found], "figure": str(png) if png else None})
+        print_json({**grid, "runs": [str(d) for d, _ in found], "figure": str(png) if png else None})
     else:
         print(render_grid(grid))
         print(f"\n{len(summaries)} runs; figure: {png}")
     return 0
 
 
-@extension
 def register(sub) -> None:
-    p = sub.add_parser("report", help="figures over many run records (rtt-loss: the BBRv3 heatmaps)")
+    p = add_command(sub, "report")
     rs = p.add_subparsers(dest="kind", required=True)
     r = rs.add_parser("rtt-loss", help="heatmap of RTT x loss per congestion control from rtt-loss-sweep runs")
     r.add_argument("paths", nargs="+", help="run records, or directories holding them (searched recursively)")

@@ -1,4 +1,4 @@
-"""`ctl run SCENARIO ...` and `ctl scenarios [show NAME]`."""
+"""`ctl run SCENARIO ...`: one run of a scenario on the rack."""
 from __future__ import annotations
 
 import argparse
@@ -7,9 +7,17 @@ import json
 import sys
 import time
 
-from controller.cli import _inventory, _print_json, extension
-from controller.errors import CtlError, ParameterError
+from controller.cli.commands import add_command
+from controller.cli.common import inventory_of, print_json
+from controller.errors import CtlError
+from controller.lab.ops import ensure_lab
+from controller.lock import RackLock
+from controller.run.prepare import prepare_run
+from controller.run.recovery import recover_all
+from controller.run.runner import execute
 from controller.settings import runs_dir
+from controller.telemetry.hosts import SAMPLER_SOURCE
+from controller.telemetry.influx import influx_target, push_pending
 
 
 def _progress(quiet: bool):
@@ -21,41 +29,8 @@ def _progress(quiet: bool):
     return say
 
 
-def influx_target(inv, say) -> object | None:
-    from controller.telemetry.spool import InfluxTarget
-    if inv.influxdb is None:
-        say("no InfluxDB in the inventory: points are kept in the run record only")
-        return None
-    try:
-        token = inv.influxdb.token.resolve("influxdb token")
-    except ParameterError as exc:
-        say(f"InfluxDB token not available ({exc.one_line()}): points stay in the run record's spool; "
-            "send them later with `ctl metrics push`")
-        return None
-    return InfluxTarget(inv.influxdb.url, inv.influxdb.org, inv.influxdb.bucket, token)
-
-
-def prepare_run(scenario_name: str, rest: list[str], inv):
-    """Everything that can be refused before the rack is touched: scenario, parameters, plan, shaping."""
-    from bridges.base import shaper_class
-    from controller import scenarios
-    scenario = scenarios.get(scenario_name)
-    params, given = scenario.parse_args(rest)
-    plan = scenario.plan(params, inv)
-    by_bridge: dict[str, dict] = {}
-    for key, cfg in plan.links.items():
-        by_bridge.setdefault(inv.links[key[0]].bridge, {})[key] = cfg
-    for bridge, desired in by_bridge.items():
-        kind = inv.hosts[bridge].shaper.kind
-        shaper_class(kind)(inv, bridge).validate(desired)
-    return scenario, params, given, plan
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    from controller.lab.ops import ensure_lab
-    from controller.lock import RackLock
-    from controller.run.runner import execute
-    inv = _inventory(args)
+    inv = inventory_of(args)
     scenario, params, given, plan = prepare_run(args.scenario, args.params, inv)
     say = _progress(args.quiet)
     if args.dry_run:
@@ -73,11 +48,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             say(f"took over the rack lock of a dead controller (pid {lock.broke_stale.get('pid')})")
         if ensure_lab(inv, needed):
             say(f"virtual rack {inv.name} was down: brought it up")
-        from controller.run.recovery import recover_all
         problems = recover_all(inv, runs_dir(args.runs_dir), say)
         if problems:
             raise CtlError("the rack could not be restored after an interrupted run: " + "; ".join(problems))
-        from controller.cli.metrics import push_pending
         push_pending(inv, runs_dir(args.runs_dir), say)
         target = influx_target(inv, say)
         outcome = asyncio.run(execute(scenario, params, given, inv, plan, runs_root=runs_dir(args.runs_dir),
@@ -88,7 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"record: {outcome.record_dir}", file=sys.stderr)
         return 2
     if args.json:
-        _print_json({"run_id": outcome.run_id, "status": outcome.status, "record": str(outcome.record_dir),
+        print_json({"run_id": outcome.run_id, "status": outcome.status, "record": str(outcome.record_dir),
                      "error": outcome.error, "summary": outcome.summary})
     else:
         if outcome.summary is not None:
@@ -134,32 +107,12 @@ def _show_argv(argv) -> str:
     """A command as a shell would read it; the sampler's source (a constant, shipped in
     nodes/agent/sampler.py) is named rather than printed in full."""
     import shlex
-    from controller.telemetry.hosts import SAMPLER_SOURCE
     return " ".join("<nodes/agent/sampler.py>" if a == SAMPLER_SOURCE else
                     (f"<{len(a)}-byte constant script>" if len(a) > 400 else shlex.quote(a)) for a in argv)
 
 
-def cmd_scenarios(args: argparse.Namespace) -> int:
-    from controller import scenarios
-    if args.name:
-        print(scenarios.get(args.name).describe())
-        return 0
-    rows = []
-    for name in scenarios.available():
-        s = scenarios.get(name)
-        rows.append((name, s.title))
-    if args.json:
-        _print_json([{"name": n, "title": t} for n, t in rows])
-    else:
-        w = max(len(n) for n, _ in rows) if rows else 0
-        for n, t in rows:
-            print(f"{n:<{w}}  {t}")
-    return 0
-
-
-@extension
 def register(sub) -> None:
-    p = sub.add_parser("run", help="run a scenario on the rack", allow_abbrev=False,
+    p = add_command(sub, "run", allow_abbrev=False,
                        description="Run SCENARIO; its own parameters follow (see `ctl scenarios show NAME`).")
     p.add_argument("scenario")
     p.add_argument("--dry-run", action="store_true", help="print every command for every host; change nothing")
@@ -168,9 +121,3 @@ def register(sub) -> None:
     p.add_argument("--runs-dir", help="where run records go (default: $CTL_RUNS_DIR or runs/)")
     p.add_argument("--campaign", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_run, extra_args="params")
-
-    s = sub.add_parser("scenarios", help="list scenarios, or document one")
-    s.add_argument("action", nargs="?", choices=["show"])
-    s.add_argument("name", nargs="?")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_scenarios)

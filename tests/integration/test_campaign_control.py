@@ -56,8 +56,8 @@ def test_a_failing_health_check_pauses_with_the_reason(rack, tmp_path):
         # nothing ran: no attempt, no record; the check itself is recorded with every host's clock
         assert st["runs"][0]["attempts"] == [] and records_of(rack, cid) == {}
         assert st["health"]["checks"] == 1 and st["health"]["failed"] == 1
-        from controller.campaign.scheduler import Store
-        store = Store(rack.state_dir / "campaigns.sqlite")
+        from controller.campaign.sqlite_store import SQLiteStore
+        store = SQLiteStore(rack.state_dir / "campaigns.sqlite")
         try:
             (h,) = store.health_checks(num)
         finally:

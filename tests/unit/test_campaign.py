@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.campaign.scheduler import (ALL_CLASSES, CampaignFileError, RetryPolicy, RunView, Window, case_argv, classify,
-                                 decide, estimate_finish, expand_cases, format_span, learned_overhead, load_campaign,
-                                 next_step, order_runs, parse_at, parse_window, progress_bar, validate_cases)
+from controller.campaign.plan import case_argv, expand_cases, order_runs, validate_cases
+from controller.campaign.policy import RunView, classify, decide, next_step
+from controller.campaign.spec import ALL_CLASSES, CampaignFileError, RetryPolicy, load_campaign
+from controller.campaign.timing import Window, estimate_finish, format_span, learned_overhead, parse_at, parse_window, progress_bar
 from controller.errors import CommandFailed, SSHError, TrafficError, VerifyError
 from controller.inventory import load_inventory
 

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.campaign.scheduler import Decision, Store, expand_cases, load_campaign, order_runs
+from controller.campaign.plan import expand_cases, order_runs
+from controller.campaign.policy import Decision
+from controller.campaign.spec import load_campaign
+from controller.campaign.sqlite_store import SQLiteStore
 from controller.campaign.report import (heatmap_axes, lookup, mean_ci, metrics_of, primary_metric, t95, write_report)
 from controller.results.records import RunRecord
 
@@ -45,13 +48,13 @@ def test_heatmap_axes():
     assert heatmap_axes("distinct-bottleneck", None, {"link2": ["10M", "20M"], "cc": ["a"]}) is None
 
 
-def _campaign(tmp_path: Path, monkeypatch, file: Path, summaries) -> tuple[Store, object]:
+def _campaign(tmp_path: Path, monkeypatch, file: Path, summaries) -> tuple[SQLiteStore, object]:
     """Submit `file` to a fresh store and complete every run with a real record and summary."""
     monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path / "state"))
     spec, _l, text = load_campaign(file)
     cases = expand_cases(spec)
     planned = order_runs(len(cases), spec.repetitions, spec.order, 5)
-    store = Store()
+    store = SQLiteStore()
     c = store.submit(spec=spec, file_path=file, file_text=text, inventory_path=tmp_path / "i.yaml",
                      inventory_name="vunit", runs_root=tmp_path / "runs", seed=5, not_before=None, cases=cases,
                      planned=planned, durations={x.index: 5.0 for x in cases})

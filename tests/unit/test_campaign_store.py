@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from controller.campaign.scheduler import (CampaignError, Decision, Store, classify, decide, expand_cases, load_campaign,
-                                 order_runs, progress_of, reconcile)
+from controller.campaign.plan import expand_cases, order_runs
+from controller.campaign.policy import Decision, classify, decide
+from controller.campaign.progress import progress_of
+from controller.campaign.scheduler import reconcile
+from controller.campaign.spec import CampaignError, load_campaign
+from controller.campaign.sqlite_store import SQLiteStore
 from controller.results.records import RunRecord
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -44,7 +48,7 @@ def env(tmp_path, monkeypatch):
     spec, _lines, text = load_campaign(f)
     cases = expand_cases(spec)
     planned = order_runs(len(cases), spec.repetitions, spec.order, spec.seed)
-    store = Store()
+    store = SQLiteStore()
     c = store.submit(spec=spec, file_path=f, file_text=text, inventory_path=tmp_path / "inv.yaml",
                      inventory_name="vunit", runs_root=tmp_path / "runs", seed=spec.seed, not_before=None,
                      cases=cases, planned=planned, durations={c_.index: 5.0 for c_ in cases})
@@ -130,8 +134,8 @@ def test_finish_campaign_only_when_nothing_is_left(env):
 
 KILLED_IN_TRANSACTION = textwrap.dedent("""
     import os, signal, sys
-    from controller.campaign.scheduler import Store
-    s = Store()
+    from controller.campaign.sqlite_store import SQLiteStore
+    s = SQLiteStore()
     s.db.execute("BEGIN IMMEDIATE")
     s.db.execute("UPDATE runs SET state='done' WHERE campaign=1")
     s.db.execute("UPDATE campaigns SET state='done' WHERE num=1")
@@ -145,7 +149,7 @@ def test_a_controller_killed_inside_a_transaction_leaves_the_previous_state(env)
     p = subprocess.run([sys.executable, "-c", KILLED_IN_TRANSACTION], cwd=PROJECT, capture_output=True, text=True,
                        env={**os.environ, "CTL_STATE_DIR": str(tmp / "state")}, timeout=60)
     assert p.returncode == -signal.SIGKILL and p.stdout == "inside\n", p.stderr
-    fresh = Store()
+    fresh = SQLiteStore()
     try:
         assert fresh.campaign(c.num).state == "queued"
         assert {r.state for r in fresh.runs(c.num)} == {"pending"}
@@ -206,11 +210,11 @@ def test_reconcile_does_not_trust_a_record_recovery_left_running(env):
 
 def test_a_newer_store_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path))
-    Store().close()
+    SQLiteStore().close()
     db = sqlite3.connect(tmp_path / "campaigns.sqlite")
     db.execute("PRAGMA user_version=99")
     db.close()
     from controller.errors import CtlError
     with pytest.raises(CtlError, match="newer than this ctl"):
-        Store()
+        SQLiteStore()
 

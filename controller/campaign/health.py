@@ -1,0 +1,113 @@
+"""The health check before every run (talks to the hosts, changes nothing): SSH reachable,
+clocks within bounds, every shaper at the inventory's baseline."""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from bridges.base import PipeConfig, diff_pipe, read_state, shaper_class
+from controller.campaign.spec import HealthSpec
+from controller.errors import CtlError
+from controller.inventory import Role
+from controller.ssh import CommandLog, SSHPool, measure_clock_offset
+from controller.units import format_delay
+
+
+@dataclass
+class HealthResult:
+    ok: bool
+    reasons: list[str]
+    details: dict
+
+
+def plan_hosts(plan: Any, inv: Any) -> list[str]:
+    """Hosts a run will talk to (the runner's own selection): endpoints, sampled hosts, flow
+    ends, and the bridges of every shaped link; switches are not SSH hosts."""
+    hosts = set(plan.endpoints) | set(plan.sample_ifaces)
+    for f in plan.flows:
+        hosts |= {f.client, f.server}
+    for (link, _d) in plan.links:
+        hosts.add(inv.links[link].bridge)
+    return sorted(h for h in hosts if inv.hosts[h].role is not Role.SWITCH)
+
+
+def baseline_problems(inv: Any, bridge: str, state: Any) -> list[str]:
+    """Differences between a bridge's shaping and the inventory's baseline (unshaped when the
+    link has none), pipe by pipe; only the fields a baseline sets are compared."""
+    out = []
+    foreign = (state.details or {}).get("foreign") or {}
+    for port, what in sorted(foreign.items()):
+        out.append(f"{bridge}: port {port} has a qdisc ctl did not create ({what})")
+    for (link, direction), got in sorted(state.pipes.items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
+        label = f"{bridge} {link} {direction.value}"
+        base = inv.links[link].baseline if link in inv.links else None
+        if base is None or all(getattr(base, f) is None for f in ("bw", "delay", "plr", "queue")):
+            if got is not None and not got.unlimited:
+                out.append(f"{label}: expected unshaped (baseline), found {got.describe()}")
+            continue
+        want = PipeConfig.from_args(base.bw, base.delay, base.plr, base.queue)
+        if got is None:
+            got = PipeConfig()
+        fields = [f for f, v in (("bw_bps", base.bw), ("delay_us", base.delay), ("plr", base.plr),
+                                 ("queue", base.queue)) if v is not None]
+        out += diff_pipe(want, got, label=label, fields=fields)
+    return out
+
+
+async def health_check(inv: Any, hosts: Sequence[str], spec: HealthSpec, log_path: Path | None) -> HealthResult:
+    reasons: list[str] = []
+    details: dict[str, Any] = {"hosts": {}, "clock": {}, "shapers": {}}
+    log = CommandLog(log_path)
+    pool = SSHPool(inv, log, hosts)
+    try:
+        res = await asyncio.gather(*(pool[h].connect() for h in hosts), return_exceptions=True)
+        reachable = []
+        for h, r in zip(hosts, res, strict=True):
+            if isinstance(r, BaseException):
+                msg = r.one_line() if isinstance(r, CtlError) else repr(r)
+                details["hosts"][h] = msg
+                reasons.append(f"{h} unreachable over SSH: {msg}")
+            else:
+                details["hosts"][h] = "ok"
+                reachable.append(h)
+        offs = await asyncio.gather(*(measure_clock_offset(pool[h], spec.clock_samples) for h in reachable),
+                                    return_exceptions=True)
+        measured = {}
+        for h, o in zip(reachable, offs, strict=True):
+            if isinstance(o, BaseException):
+                details["clock"][h] = {"error": str(o)}
+                reasons.append(f"{h}: clock offset not measurable: {o}")
+            else:
+                details["clock"][h] = o.to_json()
+                measured[h] = o.measured_s
+        if len(measured) >= 2:
+            spread = max(measured.values()) - min(measured.values())
+            details["clock_spread_s"] = spread
+            if spread > spec.max_clock_spread_s:
+                hi = max(measured, key=measured.__getitem__)
+                lo = min(measured, key=measured.__getitem__)
+                reasons.append(f"clocks differ by {format_delay(int(spread * 1e6))} between {hi} and {lo} "
+                               f"(bound {spec.max_clock_spread})")
+        if spec.shapers_at_baseline:
+            for b in hosts:
+                sh = inv.hosts[b].shaper
+                if sh is None or b not in reachable:
+                    continue
+                shaper = shaper_class(sh.kind)(inv, b)
+                try:
+                    st = await read_state(shaper, pool[b])
+                except CtlError as exc:
+                    reasons.append(f"{b}: shaping not readable: {exc.one_line()}")
+                    continue
+                details["shapers"][b] = {f"{k[0]}.{k[1].value}": (v.to_json() if v else None)
+                                         for k, v in st.pipes.items()}
+                reasons += baseline_problems(inv, b, st)
+    finally:
+        await pool.close()
+        log.close()
+    return HealthResult(not reasons, reasons, details)
+
+
+# ==== progress telemetry ===========================================================================

@@ -1,0 +1,201 @@
+"""The campaign file: a strict YAML model (pydantic), loaded with file and line in every error.
+
+A campaign file names a scenario, fixed parameters, a sweep (cross product) or an explicit list
+of cases, repetitions, an order, a pause between runs, an optional daily time window, a retry
+policy per failure class, the health check and what the report shows.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Callable, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from controller.campaign.timing import Window, parse_window
+from controller.errors import ParameterError, UsageError
+from controller.inventory import format_validation_error, load_yaml_with_lines
+from controller.units import parse_duration
+
+
+class CampaignFileError(UsageError):
+    """The campaign file is invalid (file, line and field in the message)."""
+
+
+class CampaignError(UsageError):
+    """A campaign command that cannot be done (unknown id, resuming a finished campaign...)."""
+
+
+# ==== the campaign file ==========================================================================
+
+FailureClass = Literal["host-unreachable", "command-failed", "traffic-error", "result-invalid", "refused"]
+# Classes the policy decides; "restore-failed" and "error" (a controller bug) always pause:
+# after either, the rack's state is not known to be the baseline, and data must not be produced.
+POLICY_CLASSES: tuple[str, ...] = ("host-unreachable", "command-failed", "traffic-error", "result-invalid",
+                                   "refused")
+ALL_CLASSES: tuple[str, ...] = POLICY_CLASSES + ("restore-failed", "error", "interrupted")
+
+_NAME = r"^[a-z0-9][a-z0-9._-]{0,60}$"
+
+
+def _param_value(v: Any) -> str:
+    # Parameters go to the scenario's own parser as text, exactly as on the command line.
+    # YAML booleans (yes/no/on/off) are never a parameter value: refuse them instead of guessing.
+    if isinstance(v, bool) or v is None:
+        raise ValueError(f"{v!r} is not a parameter value (write it as a string, e.g. \"20M\")")
+    if isinstance(v, (int, float, str)):
+        s = str(v)
+        if not s.strip():
+            raise ValueError("empty parameter value")
+        return s
+    raise ValueError(f"{v!r} is not a parameter value (a string or a number)")
+
+
+ParamValue = Annotated[str, BeforeValidator(_param_value)]
+
+
+def _duration_text(what: str, allow_zero: bool = True) -> Callable[[Any], str]:
+    def check(v: Any) -> str:
+        try:
+            parse_duration(v, what=what, allow_zero=allow_zero)
+        except ParameterError as exc:
+            raise ValueError(str(exc).removeprefix(f"{what}: ")) from None
+        return str(v)
+    return check
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RetryRule(_Strict):
+    """attempts: how many attempts a run gets in all when it fails this way; wait: before the
+    next attempt; then: what happens when they are used up (skip the run, or pause the campaign)."""
+
+    attempts: int = Field(1, ge=1, le=20)
+    wait: Annotated[str, BeforeValidator(_duration_text("wait"))] = "0s"
+    then: Literal["skip", "pause"] = "skip"
+
+    @property
+    def wait_s(self) -> float:
+        return parse_duration(self.wait, allow_zero=True)
+
+
+class RetryPolicy(_Strict):
+    host_unreachable: RetryRule = Field(RetryRule(attempts=3, wait="60s", then="pause"), alias="host-unreachable")
+    command_failed: RetryRule = Field(RetryRule(attempts=2, wait="10s", then="skip"), alias="command-failed")
+    traffic_error: RetryRule = Field(RetryRule(attempts=3, wait="10s", then="skip"), alias="traffic-error")
+    result_invalid: RetryRule = Field(RetryRule(attempts=2, wait="0s", then="skip"), alias="result-invalid")
+    refused: RetryRule = Field(RetryRule(attempts=1, wait="0s", then="pause"), alias="refused")
+
+    def rule(self, klass: str) -> RetryRule:
+        return getattr(self, klass.replace("-", "_"))
+
+
+class HealthSpec(_Strict):
+    """The check before every run. A failure pauses the campaign with the reason."""
+
+    max_clock_spread: Annotated[str, BeforeValidator(_duration_text("max_clock_spread", False))] = "10ms"
+    clock_samples: int = Field(5, ge=1, le=50)
+    shapers_at_baseline: bool = True
+
+    @property
+    def max_clock_spread_s(self) -> float:
+        return parse_duration(self.max_clock_spread)
+
+
+class HeatmapSpec(_Strict):
+    x: str
+    y: str
+    panels: str | None = None
+
+
+class ReportSpec(_Strict):
+    metric: str | None = None        # summary metric the figures show (default: the scenario's headline)
+    heatmap: HeatmapSpec | None = None
+
+
+class CampaignSpec(_Strict):
+    version: Literal[1]
+    name: str | None = Field(None, pattern=_NAME)
+    description: str = ""
+    scenario: str
+    fixed: dict[str, ParamValue] = Field(default_factory=dict)
+    sweep: dict[str, list[ParamValue]] | None = None
+    cases: list[dict[str, ParamValue]] | None = None
+    repetitions: int = Field(1, ge=1, le=1000)
+    order: Literal["random", "sequential"] = "random"
+    seed: int | None = Field(None, ge=0, lt=2**63)
+    pause: Annotated[str, BeforeValidator(_duration_text("pause"))] = "0s"
+    window: str | None = None
+    overhead: Annotated[str, BeforeValidator(_duration_text("overhead"))] = "20s"
+    retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy.model_validate({}))
+    health: HealthSpec = Field(default_factory=lambda: HealthSpec.model_validate({}))
+    report: ReportSpec = Field(default_factory=ReportSpec)
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_window(v)  # raises ValueError with the reason
+        return v
+
+    @field_validator("sweep")
+    @classmethod
+    def _sweep(cls, v: dict[str, list[str]] | None) -> dict[str, list[str]] | None:
+        for k, values in (v or {}).items():
+            if not values:
+                raise ValueError(f"{k}: an empty list of values")
+            if len(set(values)) != len(values):
+                raise ValueError(f"{k}: a value is listed twice")
+        return v
+
+    @model_validator(mode="after")
+    def _shape(self) -> "CampaignSpec":
+        if self.sweep is not None and self.cases is not None:
+            raise ValueError("give either `sweep` (cross product) or `cases` (explicit list), not both")
+        if self.cases is not None and not self.cases:
+            raise ValueError("cases: an empty list")
+        fixed = {_norm(k) for k in self.fixed}
+        for k in (self.sweep or {}):
+            if _norm(k) in fixed:
+                raise ValueError(f"parameter {k!r} is both fixed and swept")
+        for i, c in enumerate(self.cases or []):
+            for k in c:
+                if _norm(k) in fixed:
+                    raise ValueError(f"cases[{i}]: parameter {k!r} is also fixed")
+        return self
+
+    @property
+    def pause_s(self) -> float:
+        return parse_duration(self.pause, allow_zero=True)
+
+    @property
+    def overhead_s(self) -> float:
+        return parse_duration(self.overhead, allow_zero=True)
+
+    def window_obj(self) -> "Window | None":
+        return parse_window(self.window) if self.window else None
+
+
+def _norm(name: str) -> str:
+    """`tcp-cc`, `tcp_cc` and `--tcp-cc` name the same parameter."""
+    return name.lstrip("-").replace("-", "_")
+
+
+def load_campaign(path: Path) -> tuple[CampaignSpec, dict[tuple, int], str]:
+    """Parse and validate the file's structure. Returns (spec, line of every key, file text)."""
+    try:
+        data, lines = load_yaml_with_lines(path)
+    except UsageError as exc:  # the inventory loader's YAML errors already name file and line
+        raise CampaignFileError(str(exc)) from None
+    if not isinstance(data, dict):
+        raise CampaignFileError(f"{path}:1: a campaign file is a mapping")
+    try:
+        spec = CampaignSpec.model_validate(data)
+    except ValidationError as exc:
+        raise CampaignFileError(format_validation_error(path, exc, lines)) from None
+    if spec.name is None:
+        stem = re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower()).strip("-") or "campaign"
+        spec = spec.model_copy(update={"name": stem[:60]})
+    return spec, lines, path.read_text()

@@ -1,0 +1,40 @@
+"""The registry of top-level commands and the argv parser class every command uses.
+
+Kept small and free of heavy imports: `ctl --help` and shell completion load only this.
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from controller.errors import UsageError
+from controller.registry import Registry
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports bad usage as a UsageError (one line, exit 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+# One entry per top-level command: "controller.cli.<module>:register" and the one-line help
+# `ctl --help` shows. Only the module of the command being run is imported (start-up time:
+# `ctl --help` and shell completion must not load SSH, pydantic models or matplotlib).
+COMMANDS: Registry = Registry("command", UsageError)
+for _name, _help in (
+        ("lab", "build, check or remove the virtual rack"),
+        ("parse", "parse saved raw tool output and print JSON"),
+        ("run", "run a scenario on the rack"),
+        ("scenarios", "list scenarios, or document one"),
+        ("link", "set, show or measure a link's shaping"),
+        ("campaign", "unattended sweeps: plan, submit, status, pause, resume, cancel, report"),
+        ("field", "field tests on modem hosts: start, status, stop, report"),
+        ("metrics", "InfluxDB: send spooled points"),
+        ("report", "figures over many run records (rtt-loss: the BBRv3 heatmaps)")):
+    COMMANDS.lazy(_name, f"controller.cli.{_name}:register", _help)
+
+
+def add_command(sub: argparse._SubParsersAction, name: str, **kw: Any) -> argparse.ArgumentParser:
+    """The command's parser, with the help text of its registry entry."""
+    return sub.add_parser(name, help=COMMANDS.help(name), **kw)

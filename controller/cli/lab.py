@@ -1,0 +1,64 @@
+"""`ctl lab up|down|status`: the virtual rack."""
+from __future__ import annotations
+
+import argparse
+
+from controller.cli.commands import add_command
+from controller.cli.common import inventory_of, print_json
+from controller.errors import RackBusy
+from controller.lab import rack as lab
+from controller.lab.ops import lab_status, lab_up_cli
+from controller.lock import RackLock
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    inv = inventory_of(args)
+    if args.action in ("up", "down"):
+        # Not under a run or a campaign: building or removing the rack would cut it.
+        lock = RackLock(inv.name, f"ctl lab {args.action}")
+        try:
+            lock.acquire()
+        except RackBusy:
+            if args.action == "up" and lab.topology_intact(inv):
+                # Restarting a dead daemon (InfluxDB, an sshd) on the intact topology does not
+                # disturb the run or campaign that holds the rack; building would, so it waits.
+                return _lab_up_down(inv, "up")
+            raise
+        try:
+            return _lab_up_down(inv, args.action)
+        finally:
+            lock.release()
+    status = lab_status(inv)
+    if args.json:
+        print_json(status)
+    else:
+        print(f"virtual rack {inv.name}: {'UP' if status['up'] else 'DOWN'}")
+        for h, s in status.get("hosts", {}).items():
+            print(f"  {h:8s} {s}")
+        if "influxdb" in status:
+            print(f"  influxdb {status['influxdb']}")
+        if "owner_problem" in status:
+            print(f"  NOTE: {status['owner_problem']}")
+    return 0 if status["up"] else 1
+
+
+def _lab_up_down(inv, action: str) -> int:
+    if action == "up":
+        st = lab_up_cli(inv)
+        print(f"virtual rack {inv.name} up: {len(st.namespaces)} namespaces, "
+              f"{len(st.processes)} daemons, SSH on {len(st.ssh_hosts)} hosts")
+        return 0
+    if action == "down":
+        removed = lab.lab_down(inv)
+        print(f"virtual rack {inv.name} down" + (f": removed {len(removed)} objects" if removed else " (was not up)"))
+        return 0
+    raise AssertionError(action)
+
+
+
+
+def register(sub) -> None:
+    lab_p = add_command(sub, "lab")
+    lab_p.add_argument("action", choices=["up", "down", "status"])
+    lab_p.add_argument("--json", action="store_true")
+    lab_p.set_defaults(func=cmd_lab)

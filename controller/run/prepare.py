@@ -1,0 +1,25 @@
+"""Everything about a run that can be refused before the rack is touched (pure of the rack)."""
+from __future__ import annotations
+
+from typing import Any
+
+from bridges.base import shaper_class
+from controller import scenarios
+from controller.inventory import Inventory
+from controller.scenarios.base import RunPlan, Scenario
+
+
+def prepare_run(scenario_name: str, rest: list[str], inv: Inventory) -> tuple[Scenario, dict[str, Any],
+                                                                              dict[str, str], RunPlan]:
+    """Scenario, parameters, plan and each bridge's validation of its shaping: what `ctl run`
+    and a campaign's `plan`/`submit` refuse before anything on the rack changes."""
+    scenario = scenarios.get(scenario_name)
+    params, given = scenario.parse_args(rest)
+    plan = scenario.plan(params, inv)
+    by_bridge: dict[str, dict] = {}
+    for key, cfg in plan.links.items():
+        by_bridge.setdefault(inv.links[key[0]].bridge, {})[key] = cfg
+    for bridge, desired in by_bridge.items():
+        kind = inv.hosts[bridge].shaper.kind  # type: ignore[union-attr]
+        shaper_class(kind)(inv, bridge).validate(desired)
+    return scenario, params, given, plan
