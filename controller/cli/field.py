@@ -10,7 +10,11 @@ from typing import Any
 from controller.cli.commands import add_command
 from controller.cli.common import inventory_of, print_json
 from controller.errors import CtlError, ParameterError
-from controller.field import host as field
+from controller.field.figures import write_report
+from controller.field.host import fetch, start, status, stop
+from controller.field.options import FieldOptions, check_hosts, check_options
+from controller.field.records import open_field_record
+from controller.field.stats import render_report
 from controller.lab.ops import ensure_lab
 from controller.results.records import find_run
 from controller.settings import runs_dir
@@ -38,16 +42,16 @@ def _token(inv, say) -> str | None:
 
 def cmd_start(args: argparse.Namespace) -> int:
     inv = inventory_of(args)
-    opts = field.FieldOptions(
+    opts = FieldOptions(
         workload=args.workload, duration_s=parse_duration(args.duration, what="--duration") if args.duration else None,
         server=args.server, rate=args.rate, torrent=args.torrent, torrent_out=args.torrent_out, ping=args.ping)
-    field.check_hosts(inv, args.host)
-    field.check_options(opts)
+    check_hosts(inv, args.host)
+    check_options(opts)
     if inv.kind == "virtual":
         if ensure_lab(inv):
             _say(args.quiet)(f"virtual rack {inv.name} was down: brought it up")
     say = _say(args.quiet)
-    out = asyncio.run(field.start(inv, args.host, opts, runs_dir(args.runs_dir), _token(inv, say), say))
+    out = asyncio.run(start(inv, args.host, opts, runs_dir(args.runs_dir), _token(inv, say), say))
     failed = {h: r for h, r in out["hosts"].items() if "error" in r}
     if args.json:
         print_json(out)
@@ -76,7 +80,7 @@ def _push(st: dict) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     inv = inventory_of(args)
-    out = asyncio.run(field.status(inv, args.host or []))
+    out = asyncio.run(status(inv, args.host or []))
     if args.json:
         print_json(out)
         return 0
@@ -99,7 +103,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_stop(args: argparse.Namespace) -> int:
     inv = inventory_of(args)
     say = _say(args.quiet)
-    out = asyncio.run(field.stop(inv, args.host or [], runs_dir(args.runs_dir), say, fetch_after=not args.no_fetch))
+    out = asyncio.run(stop(inv, args.host or [], runs_dir(args.runs_dir), say, fetch_after=not args.no_fetch))
     if args.json:
         print_json(out)
     else:
@@ -111,17 +115,17 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     inv = inventory_of(args)
     say = _say(args.quiet)
-    rec = field.open_field_record(find_run(runs_dir(args.runs_dir), args.run))
+    rec = open_field_record(find_run(runs_dir(args.runs_dir), args.run))
     if not args.no_fetch:
-        asyncio.run(field.fetch(inv, rec, say))
+        asyncio.run(fetch(inv, rec, say))
     if not (rec.dir / "metrics.jsonl").exists():
         raise CtlError(f"{rec.id}: nothing fetched yet (hosts unreachable?)")
     t0 = time.monotonic()
-    summary = field.write_report(rec)
+    summary = write_report(rec)
     if args.json:
         print_json(summary)
     else:
-        print(field.render_report(summary))
+        print(render_report(summary))
         print()
         print(f"run {rec.id}: {rec.manifest.get('status')}; report in {time.monotonic() - t0:.1f} s")
         print(f"record: {rec.dir}")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.field import host as field
+from controller.field.ship import build_zipapp
 from controller.telemetry.spool import read_points
 
 NS = 1_000_000_000
@@ -22,7 +22,7 @@ NS = 1_000_000_000
 
 @pytest.fixture(scope="module")
 def pyz(tmp_path_factory) -> Path:
-    data, sha = field.build_zipapp()
+    data, sha = build_zipapp()
     p = tmp_path_factory.mktemp("pyz") / f"fieldlog-{sha[:12]}.pyz"
     p.write_bytes(data)
     return p
@@ -37,7 +37,7 @@ def run(pyz: Path, *args: str, stdin: str | None = None) -> dict:
 
 
 def test_zipapp_is_deterministic_and_ships_no_test_double():
-    (a, sha_a), (b, sha_b) = field.build_zipapp(), field.build_zipapp()
+    (a, sha_a), (b, sha_b) = build_zipapp(), build_zipapp()
     assert a == b and sha_a == sha_b
     import io
     names = zipfile.ZipFile(io.BytesIO(a)).namelist()

@@ -14,7 +14,12 @@ from pathlib import Path
 import numpy
 import pytest
 
-from controller.field import host as field
+from controller.field.figures import figures, write_report
+from controller.field.host import _RecordLog
+from controller.field.options import FieldOptions, check_hosts, check_options, field_root, logger_config, modem_hosts, resolve_device
+from controller.field.records import merge_spools
+from controller.field.ship import INSTALL_SCRIPT, build_zipapp, install_command, start_command, stop_command
+from controller.field.stats import PERCENTILES, percentile, render_report, report_data, sample_from_point
 from controller.commands import CommandResult
 from controller.errors import ParameterError, UsageError
 from controller.inventory import load_inventory
@@ -50,19 +55,19 @@ def labinv():
 # ---- settings and commands ---------------------------------------------------------------------------
 
 def test_virtual_modem_device_is_the_test_double_link_under_the_runtime_dir(vinv):
-    assert field.modem_hosts(vinv) == ["m1"]
-    assert field.resolve_device(vinv, "m1") == "/run/ctl/ctlv/hosts/m1/ttyAT0"
-    assert field.field_root(vinv, "m1") == "/run/ctl/ctlv/hosts/m1/field"
+    assert modem_hosts(vinv) == ["m1"]
+    assert resolve_device(vinv, "m1") == "/run/ctl/ctlv/hosts/m1/ttyAT0"
+    assert field_root(vinv, "m1") == "/run/ctl/ctlv/hosts/m1/field"
     from controller.lab.rack import modem_test_doubles
     (d,) = modem_test_doubles(vinv)
-    assert d.host == "m1" and d.argv[d.argv.index("--link") + 1] == field.resolve_device(vinv, "m1")
+    assert d.host == "m1" and d.argv[d.argv.index("--link") + 1] == resolve_device(vinv, "m1")
     assert d.argv[:4] == ("ip", "netns", "exec", "ctlv-m1") and d.argv[-1] == "at-quectel"
 
 
 def test_physical_rack_paths(labinv):
-    assert field.field_root(labinv, "bus1") == "/var/lib/ctl-field"
-    assert field.resolve_device(labinv, "static1") == "/dev/ttyUSB2"
-    assert field.resolve_device(labinv, "bus1") == "/dev/cdc-wdm0"      # qmicli: not a serial path rule
+    assert field_root(labinv, "bus1") == "/var/lib/ctl-field"
+    assert resolve_device(labinv, "static1") == "/dev/ttyUSB2"
+    assert resolve_device(labinv, "bus1") == "/dev/cdc-wdm0"      # qmicli: not a serial path rule
 
 
 def test_relative_serial_device_on_a_physical_rack_is_refused(tmp_path):
@@ -70,24 +75,24 @@ def test_relative_serial_device_on_a_physical_rack_is_refused(tmp_path):
     p = tmp_path / "lab.yaml"
     p.write_text(text)
     with pytest.raises(ParameterError, match="absolute"):
-        field.resolve_device(load_inventory(p), "static1")
+        resolve_device(load_inventory(p), "static1")
 
 
 def test_bad_hosts_and_options_are_usage_errors(vinv):
     with pytest.raises(UsageError, match="not modem-host"):
-        field.check_hosts(vinv, ["a1"])
+        check_hosts(vinv, ["a1"])
     with pytest.raises(UsageError, match="no host"):
-        field.check_hosts(vinv, ["bus9"])
+        check_hosts(vinv, ["bus9"])
     with pytest.raises(UsageError, match="--server"):
-        field.check_options(field.FieldOptions(workload="iperf3"))
+        check_options(FieldOptions(workload="iperf3"))
     with pytest.raises(UsageError, match="--torrent"):
-        field.check_options(field.FieldOptions(workload="torrent"))
+        check_options(FieldOptions(workload="torrent"))
 
 
 def test_logger_config_is_valid_and_holds_no_secret(vinv, monkeypatch):
     monkeypatch.setenv("CTL_INFLUX_TOKEN", "s3cret")
-    opts = field.FieldOptions(workload="iperf3", server="10.250.0.1:5999", rate="1M", duration_s=7200)
-    cfg = field.logger_config(vinv, "m1", "RUN1", opts, "/root")
+    opts = FieldOptions(workload="iperf3", server="10.250.0.1:5999", rate="1M", duration_s=7200)
+    cfg = logger_config(vinv, "m1", "RUN1", opts, "/root")
     validate_config(cfg)
     assert cfg["workload"] == {"kind": "iperf3", "server": "10.250.0.1", "port": 5999, "rate": "1M", "chunk_s": 600}
     assert cfg["ping"]["target"] == "10.250.0.1" and cfg["uplink"] == "mgmt0"
@@ -97,19 +102,19 @@ def test_logger_config_is_valid_and_holds_no_secret(vinv, monkeypatch):
 
 
 def test_commands_are_argv_and_the_token_travels_on_stdin():
-    c = field.start_command("/r/fieldlog-x.pyz", "/r", {"run_id": "R"}, "s3cret")
+    c = start_command("/r/fieldlog-x.pyz", "/r", {"run_id": "R"}, "s3cret")
     assert isinstance(c.argv, tuple) and "s3cret" not in " ".join(c.argv) and c.stdin == "s3cret\n"
     assert c.argv[:5] == ("python3", "/r/fieldlog-x.pyz", "start", "--root", "/r") and c.mutates
-    assert field.start_command("/p", "/r", None, None).argv == ("python3", "/p", "start", "--root", "/r")
-    s = field.stop_command("/p", "/r", 1234)
+    assert start_command("/p", "/r", None, None).argv == ("python3", "/p", "start", "--root", "/r")
+    s = stop_command("/p", "/r", 1234)
     assert s.argv[-2:] == ("--pid", "1234")
-    data, sha = field.build_zipapp()
-    inst = field.install_command("/r", data, sha)
-    assert inst.argv[:3] == ("python3", "-c", field.INSTALL_SCRIPT) and inst.argv[3:] == (f"/r/fieldlog-{sha[:12]}.pyz", sha)
+    data, sha = build_zipapp()
+    inst = install_command("/r", data, sha)
+    assert inst.argv[:3] == ("python3", "-c", INSTALL_SCRIPT) and inst.argv[3:] == (f"/r/fieldlog-{sha[:12]}.pyz", sha)
 
 
 def test_fetch_payloads_are_not_copied_into_commands_jsonl(tmp_path):
-    log = field._RecordLog(tmp_path / "commands.jsonl")
+    log = _RecordLog(tmp_path / "commands.jsonl")
     log.add(CommandResult("m1", ("python3", "x", "cat"), 0, "x" * 5000, "", note="fetch metrics.jsonl"))
     log.close()
     entry = json.loads((tmp_path / "commands.jsonl").read_text())
@@ -131,7 +136,7 @@ def _host_spool(rec: RunRecord, host: str, lines: list[str], acked: int | None) 
 def test_one_host_run_record_spool_is_the_host_spool_byte_for_byte(tmp_path):
     rec = RunRecord(tmp_path, "R")
     data = _host_spool(rec, "m1", [P.dumps(r) for r in _records()[:30]], acked=None)
-    assert field.merge_spools(rec, ["m1"]) == 30
+    assert merge_spools(rec, ["m1"]) == 30
     assert (rec.dir / "metrics.jsonl").read_bytes() == data
     assert not (rec.dir / "metrics.influx.json").exists()     # not all acknowledged: `metrics push` resends all
 
@@ -142,11 +147,11 @@ def test_run_push_state_only_when_every_host_was_fully_acknowledged(tmp_path):
     _host_spool(rec, "m1", ['{"m":"x","t":1,"tags":{},"f":{"v":1}}'], acked=len(a))
     b = _host_spool(rec, "m2", ['{"m":"x","t":2,"tags":{},"f":{"v":1}}'] * 2, acked=None)
     _host_spool(rec, "m2", ['{"m":"x","t":2,"tags":{},"f":{"v":1}}'] * 2, acked=len(b))
-    assert field.merge_spools(rec, ["m1", "m2"]) == 3
+    assert merge_spools(rec, ["m1", "m2"]) == 3
     st = PushState.load(rec.dir)
     assert st.offset == len(a) + len(b) and st.points == 3
     _host_spool(rec, "m2", ['{"m":"x","t":2,"tags":{},"f":{"v":1}}'] * 3, acked=len(b))
-    field.merge_spools(rec, ["m1", "m2"])
+    merge_spools(rec, ["m1", "m2"])
     assert PushState.load(rec.dir).offset == 0
 
 
@@ -188,7 +193,7 @@ def _points(records: list[dict]) -> list[Point]:
 
 def test_table1_on_the_drive_trace():
     pts = _points(_records())
-    summary = field.report_data(pts)
+    summary = report_data(pts)
     (row,) = summary["table1"]
     trace = field_test_trace()
     sinr = [trace.truth_at(k % 50).sinr_db for k in range(100) if trace.truth_at(k % 50) is not None]
@@ -203,16 +208,16 @@ def test_table1_on_the_drive_trace():
 
 def test_download_percentiles_match_numpy():
     pts = _points(_records())
-    (pct,) = field.report_data(pts)["download_percentiles"]
+    (pct,) = report_data(pts)["download_percentiles"]
     dl = [f.fields["dl_bps"] / 1e3 for f in pts if f.measurement == "field"]
-    for q in field.PERCENTILES:
+    for q in PERCENTILES:
         assert pct[f"p{q}_kbps"] == pytest.approx(numpy.percentile(dl, q), abs=1e-3)
     assert pct["n"] == 100
-    assert field.percentile([], 50) is None and field.percentile([3.0], 95) == 3.0
+    assert percentile([], 50) is None and percentile([3.0], 95) == 3.0
 
 
 def test_handover_events_in_the_report_have_time_and_before_after():
-    summary = field.report_data(_points(_records()))
+    summary = report_data(_points(_records()))
     evs = summary["handovers"]["m1"]
     kinds = [(e["kind"], round(e["time"] - T0 / NS)) for e in evs]
     assert ("signal-dip", 10) in kinds and ("cell-change", 20) in kinds and ("technology-change", 40) in kinds
@@ -229,18 +234,18 @@ def test_handover_events_in_the_report_have_time_and_before_after():
 
 
 def test_report_rebuilds_cell_identity_from_points():
-    s = field.sample_from_point({"cell_id_int": CELL_B.eci, "pci": 295, "sinr_db": 4.0, "nr_pci": 747,
+    s = sample_from_point({"cell_id_int": CELL_B.eci, "pci": 295, "sinr_db": 4.0, "nr_pci": 747,
                                  "nr_technology": "nr5g"}, {"technology": "nr5g-nsa"})
     assert s.cell_key() == CELL_B.eci and s.secondary[0].pci == 747 and s.technology == "nr5g-nsa"
-    assert field.sample_from_point({"cell_id_int": CELL_A.eci}, {"technology": "lte"}).secondary == ()
+    assert sample_from_point({"cell_id_int": CELL_A.eci}, {"technology": "lte"}).secondary == ()
 
 
 def test_report_text_and_figures(tmp_path):
     pts = _points(_records("m1") + _records("m2", 60))
-    summary = field.report_data(pts)
-    text = field.render_report(summary)
+    summary = report_data(pts)
+    text = render_report(summary)
     assert "Table 1" in text and "SINR" in text and "m2" in text and "p95" in text
-    figs = field.figures(summary, pts, tmp_path)
+    figs = figures(summary, pts, tmp_path)
     assert figs == ["fig4_timeline.png", "download_cdf.png"]
     assert (tmp_path / "fig4_timeline.png").stat().st_size > 10_000
 
@@ -251,7 +256,7 @@ def test_write_report_on_a_record(tmp_path):
                     "phases": [], "parameters": {"hosts": ["m1"]}}
     rec.save()
     (rec.dir / "metrics.jsonl").write_text("".join(P.dumps(r) + "\n" for r in _records()))
-    summary = field.write_report(rec)
+    summary = write_report(rec)
     saved = json.loads((rec.dir / "summary.json").read_text())
     assert saved["table1"] == summary["table1"] and "definitions" in saved
     assert json.loads((rec.dir / "manifest.json").read_text())["figures"] == ["fig4_timeline.png", "download_cdf.png"]
