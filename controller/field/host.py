@@ -1,5 +1,6 @@
 """Field-test host control over SSH: start, status and stop the logger on modem hosts, and fetch
-their spools into a field run record (the package docstring describes the protocol)."""from __future__ import annotations
+their spools into a field run record (the package docstring describes the protocol)."""
+from __future__ import annotations
 
 import asyncio
 import base64
