@@ -32,7 +32,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from controller.inventory import SNMP, SecretRef  # noqa: E402
-from controller.telemetry.snmp.poller import AgentConfig, Event, Point, SnmpPoller, poll_round_time  # noqa: E402
+from controller.telemetry.snmp.counters import Event, Point
+from controller.telemetry.snmp.poller import AgentConfig, SnmpPoller, poll_round_time
 from tests.support.snmpd import SNMPD, Snmpd, SnmpCreds, have_snmpd, loopback_agents, stop_all  # noqa: E402
 
 ENV = "CTL_SNB_BENCH"

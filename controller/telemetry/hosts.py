@@ -349,7 +349,8 @@ class TelemetryHub:
         if not hosts:
             return
         from controller.errors import CtlError
-        from controller.telemetry.snmp.poller import Event, SnmpPoller
+        from controller.telemetry.snmp.counters import Event
+        from controller.telemetry.snmp.poller import SnmpPoller
 
         def sink(item: Any) -> None:
             if isinstance(item, Event):

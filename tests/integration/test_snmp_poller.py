@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import pytest
 
 from controller.inventory import SNMP, SecretRef
-from controller.telemetry.snmp.poller import AgentConfig, Event, Point, SnmpPoller
+from controller.telemetry.snmp.counters import Event, Point
+from controller.telemetry.snmp.poller import AgentConfig, SnmpPoller
 from tests.support.snmpd import (
     BlastResult,
     Netns,

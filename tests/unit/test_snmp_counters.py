@@ -17,21 +17,8 @@ import pytest
 
 from controller.inventory import SNMP, SecretRef
 from controller.parsers.snmpwalk import varbinds
-from controller.telemetry.snmp.poller import (
-    COUNTERS,
-    IF_COUNTER_DISCONTINUITY,
-    IF_HIGH_SPEED,
-    IF_NAME,
-    LIVE,
-    NET_SNMP,
-    AgentConfig,
-    CounterSample,
-    CounterTracker,
-    Event,
-    Point,
-    RefreshModel,
-    SnmpPoller,
-)
+from controller.telemetry.snmp.counters import COUNTERS, CounterSample, CounterTracker, Event, IF_COUNTER_DISCONTINUITY, IF_HIGH_SPEED, IF_NAME, LIVE, NET_SNMP, Point, RefreshModel
+from controller.telemetry.snmp.poller import AgentConfig, SnmpPoller
 
 RECORDED = Path(__file__).resolve().parent.parent / "fixtures" / "recorded"
 NS_PER_CS = 10_000_000
