@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any, ClassVar, Iterable, Mapping, Protocol
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol
 
 from controller.commands import Command, CommandResult, Session, run_all
 from controller.errors import ParameterError, UnsupportedShaping, VerifyError
@@ -122,8 +122,32 @@ class Capabilities:
     masks: bool = False
 
 
+@dataclass(frozen=True)
+class CounterSample:
+    """One sample of a pipe's counters from a shaper's own counter stream."""
+
+    key: PipeKey
+    counters: dict[str, int]
+    t_ns: int
+    host_clock: bool = True   # stamped by the host (the clock offset applies), else on arrival here
+
+
+@dataclass(frozen=True)
+class CounterStream:
+    """A long-running command printing samples, and its line parser. `name` names the stream
+    in the run record (`raw/<host>/<name>-counters.txt`)."""
+
+    name: str
+    argv: tuple[str, ...]
+    parse_line: Callable[[str], list[CounterSample]]
+
+
 class Shaper(Protocol):
-    """A link-shaper back-end bound to one bridge host and the links it carries."""
+    """A link-shaper back-end bound to one bridge host and the links it carries.
+
+    The first seven methods are what every back-end must provide. The hooks after them are
+    optional in effect: `ShaperBase` gives each a documented default, and the runner and the
+    telemetry call them without asking whether they exist."""
 
     kind: ClassVar[str]
     host: str
@@ -147,11 +171,67 @@ class Shaper(Protocol):
     def plan_restore(self, before: ShaperState, now: ShaperState) -> list[Command]:
         """Commands that bring back exactly `before` (pure)."""
 
+    # ---- hooks with a default (ShaperBase) ---------------------------------------------------
+
+    @classmethod
+    def queue_limits(cls, inventory: Any, host: str) -> dict[str, int]:
+        """The largest queue the back-end can hold, {"slot_limit", "byte_limit"}, for BDP sizing."""
+
+    def metadata_commands(self) -> list[Command] | None:
+        """Read-only commands describing the host for the run record; None: the runner's
+        generic host metadata (kernel, interfaces) applies."""
+
+    def expected_state(self, before: ShaperState, desired: Mapping[PipeKey, PipeConfig]) -> ShaperState:
+        """What the host would read back after plan(desired, before) ran (pure; dry runs)."""
+
+    def verify_restore(self, before: ShaperState, now: ShaperState) -> list[str]:
+        """Differences beyond the per-direction pipes after a restore (rules, pipes ctl did not
+        use, foreign qdiscs); default: none."""
+
+    def counters_probe(self) -> list[dict]:
+        """Commands the host's 10 Hz sampler runs each tick ({"name", "argv"}); default none."""
+
+    def parse_counters(self, probe_name: str, text: str) -> dict[PipeKey, dict[str, int]]:
+        """Per-pipe counters from one probe's output (for `counters_probe`)."""
+
+    def counter_streams(self, interval_s: float) -> list[CounterStream]:
+        """Long-running counter streams of the shaper's own (dnpipe `watch`, an ipfw loop);
+        default none."""
+
+
+class ShaperBase:
+    """The defaults of the optional `Shaper` hooks. Back-ends subclass it."""
+
+    kind: ClassVar[str]
+    host: str
+
+    @classmethod
+    def queue_limits(cls, inventory: Any, host: str) -> dict[str, int]:
+        return {"slot_limit": 100_000, "byte_limit": 1 << 30}
+
+    def metadata_commands(self) -> list[Command] | None:
+        return None
+
+    def expected_state(self, before: ShaperState, desired: Mapping[PipeKey, PipeConfig]) -> ShaperState:
+        return ShaperState({**before.pipes, **desired}, dict(before.raw), dict(before.details), {})
+
+    def verify_restore(self, before: ShaperState, now: ShaperState) -> list[str]:
+        return []
+
+    def counters_probe(self) -> list[dict]:
+        return []
+
+    def parse_counters(self, probe_name: str, text: str) -> dict[PipeKey, dict[str, int]]:
+        return {}
+
+    def counter_streams(self, interval_s: float) -> list[CounterStream]:
+        return []
+
 
 SHAPERS: Registry = Registry("shaper kind", UnsupportedShaping)
 SHAPERS.lazy("tc", "bridges.tc:TcShaper", "Linux tc (tbf + pfifo/bfifo): rate and queue, no delay or loss")
 SHAPERS.lazy("dnpipe", "bridges.dnpipe_driver:DnpipeShaper", "the dnpipe forwarder: rate, delay, loss, queue")
-SHAPERS.lazy("dummynet", "bridges.dummynet:DummynetShaper", "FreeBSD ipfw/dummynet pipes")
+SHAPERS.lazy("dummynet", "bridges.dummynet.shaper:DummynetShaper", "FreeBSD ipfw/dummynet pipes")
 
 
 def register(kind: str):
@@ -266,9 +346,7 @@ async def restore(shaper: Shaper, session: Session, before: ShaperState,
     diffs = shaper.verify(before.pipes, after)
     # Back-ends that own more than per-direction pipes (dummynet: rules, pipes ctl did not
     # use) compare the whole range they manage.
-    extra = getattr(shaper, "verify_restore", None)
-    if extra is not None:
-        diffs += extra(before, after)
+    diffs += shaper.verify_restore(before, after)
     if diffs and not isinstance(session, _dry_types()):
         raise VerifyError(session.host, "restore", diffs)
     return after

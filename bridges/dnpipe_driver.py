@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from bridges.base import (Capabilities, Direction, PipeConfig, PipeKey, ShaperState, check_capabilities,
+from bridges.base import (CounterSample, CounterStream, ShaperBase, Capabilities, Direction, PipeConfig, PipeKey, ShaperState, check_capabilities,
                           diff_pipe, register)
 from controller.commands import Command, CommandResult
 from controller.errors import ParseError, UnsupportedShaping
@@ -34,7 +34,7 @@ def _dir(d: Direction) -> str:
 
 
 @register("dnpipe")
-class DnpipeShaper:
+class DnpipeShaper(ShaperBase):
     """Shaper for a Linux bridge host running one dnpipe forwarder per link."""
 
     kind = "dnpipe"
@@ -137,17 +137,21 @@ class DnpipeShaper:
         pipes.update({k: (None if v == DEFAULT else v) for k, v in desired.items()})
         return ShaperState(pipes, dict(before.raw), dict(before.details), {})
 
-    def counter_streams(self, interval_s: float) -> list[tuple[tuple[str, ...], Callable[[str], list]]]:
+    @classmethod
+    def queue_limits(cls, inventory: Inventory, host: str) -> dict[str, int]:
+        return {"slot_limit": MAX_SLOTS, "byte_limit": MAX_QUEUE_BYTES}
+
+    def counter_streams(self, interval_s: float) -> list[CounterStream]:
         """One `watch` process per link: a JSON line of counters per interval, host-stamped."""
         out = []
-        for link in self.links:
-            def parse_line(line: str, link: str = link) -> list:
+        for i, link in enumerate(self.links):
+            def parse_line(line: str, link: str = link) -> list[CounterSample]:
                 data = json.loads(line)
                 t = int(data["t_ns"])
-                return [((link, d), {k: int(v) for k, v in data["pipes"][_dir(d)].items()}, t)
+                return [CounterSample((link, d), {k: int(v) for k, v in data["pipes"][_dir(d)].items()}, t)
                         for d in Direction]
-            out.append((self.ctl(link, "watch", "--interval-ms", str(max(1, round(interval_s * 1000)))),
-                        parse_line))
+            out.append(CounterStream(f"shaper{i}", self.ctl(link, "watch", "--interval-ms",
+                                                            str(max(1, round(interval_s * 1000)))), parse_line))
         return out
 
     def metadata_commands(self) -> list[Command]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping
 
-from bridges.base import (Capabilities, Direction, PipeConfig, PipeKey, ShaperState, check_capabilities,
+from bridges.base import (Capabilities, Direction, PipeConfig, PipeKey, ShaperBase, ShaperState, check_capabilities,
                           diff_pipe, register)
 from controller.commands import Command, CommandResult
 from controller.errors import UnsupportedShaping
@@ -37,7 +37,7 @@ def tbf_burst_bytes(bw_bps: int) -> int:
 
 
 @register("tc")
-class TcShaper:
+class TcShaper(ShaperBase):
     """Shaper for a Linux bridge host with tbf (see module doc)."""
 
     kind = "tc"

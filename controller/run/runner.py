@@ -158,9 +158,8 @@ class Run:
         async def one(h: str) -> None:
             host = self.inv.hosts[h]
             shaper = self.shapers.get(h)
-            if shaper is not None and hasattr(shaper, "metadata_commands"):
-                cmds = shaper.metadata_commands()
-            else:
+            cmds = shaper.metadata_commands() if shaper is not None else None
+            if cmds is None:
                 ifaces = [i.name for i in host.interfaces]
                 cmds = metadata_commands(ifaces) if host.os == "linux" else [Command(("uname", "-a"))]
             meta = {}
@@ -383,7 +382,7 @@ class Run:
                 problems.append(f"{b}: unreachable, shaping NOT restored (expected {self.shaper_before[b].to_json()['pipes']})")
                 return
             now = None
-            if self.dry_run and hasattr(self.shapers[b], "expected_state"):
+            if self.dry_run:
                 # Nothing was applied, so reading would show the baseline: plan the restore from
                 # what the apply would have left, so the listing shows every command of a real run.
                 now = self.shapers[b].expected_state(self.shaper_before[b], self._desired_by_bridge()[b])

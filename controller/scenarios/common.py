@@ -13,6 +13,7 @@ import math
 import statistics
 from typing import Any, Iterable, Mapping, Sequence
 
+from bridges.base import shaper_class
 from controller.errors import ScenarioError
 from controller.inventory import Interface, Inventory
 from controller.results.summary import counter_rate
@@ -88,23 +89,13 @@ def window_need(bw_bps: int, rtt_us: int, queue: Queue, mtu: int = 1500) -> int:
 
 def queue_limits(inv: Inventory, bridge: str) -> dict[str, int]:
     """How big a queue the bridge's back-end can hold (slots, bytes), for queue_for_bdp."""
-    from bridges import dnpipe_driver, dummynet
     shaper = inv.hosts[bridge].shaper
-    kind = shaper.kind if shaper is not None else "tc"
-    if kind == "dnpipe":
-        return {"slot_limit": dnpipe_driver.MAX_SLOTS, "byte_limit": dnpipe_driver.MAX_QUEUE_BYTES}
-    if kind == "dummynet":
-        # The inventory's facts (what a dry run assumes); the real values are read and
-        # checked against the plan before anything changes.
-        facts = inv.hosts[bridge].facts
-        return {"slot_limit": int(facts.get("net.inet.ip.dummynet.pipe_slot_limit", dummynet.DEFAULT_SLOT_LIMIT)),
-                "byte_limit": int(facts.get("net.inet.ip.dummynet.pipe_byte_limit", dummynet.DEFAULT_BYTE_LIMIT))}
-    return {"slot_limit": 100_000, "byte_limit": 1 << 30}   # tc: pfifo/bfifo limits are not the constraint
+    return shaper_class(shaper.kind if shaper is not None else "tc").queue_limits(inv, bridge)
 
 
 def bdp_queue(inv: Inventory, bridge: str, bw_bps: int, rtt_us: int, factor: float = 1.0,
               notes: list[str] | None = None) -> Queue:
-    from bridges.dummynet import queue_for_bdp
+    from bridges.dummynet.queues import queue_for_bdp
     return queue_for_bdp(bw_bps, rtt_us, factor, notes=notes, **queue_limits(inv, bridge))
 
 

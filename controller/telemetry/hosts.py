@@ -285,7 +285,7 @@ class TelemetryHub:
                 probes.append({"name": "nstat", "argv": ["nstat", "-asz", "MPTcp*"], "every": every, "timeout": 2})
                 parsers["nstat"] = CounterDeltas(host)
             shaper = self.shapers.get(host)
-            if shaper is not None and hasattr(shaper, "counters_probe"):
+            if shaper is not None:
                 for pr in shaper.counters_probe():
                     probes.append({**pr, "every": 1, "timeout": 2})
                     parsers[pr["name"]] = self._pipe_parser(host, shaper, pr["name"])
@@ -297,12 +297,8 @@ class TelemetryHub:
         for host, shaper in sorted(self.shapers.items()):
             if host not in sessions:
                 continue
-            if hasattr(shaper, "counter_streams"):
-                for i, (argv, parse_line) in enumerate(shaper.counter_streams(INTERVAL_S)):
-                    await self._start_counter_stream(host, argv, parse_line, f"shaper{i}")
-            elif hasattr(shaper, "sampler_argv"):
-                argv, parse_line = _listing_stream(shaper, INTERVAL_S)
-                await self._start_counter_stream(host, argv, parse_line, "shaper")
+            for stream in shaper.counter_streams(INTERVAL_S):
+                await self._start_counter_stream(host, stream.argv, stream.parse_line, stream.name)
 
     async def start_monitor(self, session: Any, host: str) -> None:
         """`ip mptcp monitor` on a host: events become `mptcp_event` points as they arrive
@@ -408,11 +404,11 @@ class TelemetryHub:
                 async for line in proc.lines():
                     if raw is not None:
                         raw.write(line + "\n")
-                    for item in parse_line(line):
-                        (link, direction), ctrs, t = item[:3]
-                        host_clock = item[3] if len(item) > 3 else True  # else: stamped on arrival here
+                    for sample in parse_line(line):
+                        link, direction = sample.key
                         self.emit([Point("pipe", {"host": host, "link": link, "direction": direction.value},
-                                         dict(ctrs), t - (offset_ns if host_clock else 0))])
+                                         dict(sample.counters),
+                                         sample.t_ns - (offset_ns if sample.host_clock else 0))])
             except SSHError as exc:
                 self.on_stream_lost(host, exc)
             finally:
@@ -447,25 +443,6 @@ class TelemetryHub:
             "snmp_late_datagrams": self.snmp_late_datagrams,
             "interval_s": INTERVAL_S,
         })
-
-
-def _listing_stream(shaper: Any, interval_s: float):
-    """A shaper whose sampler prints listings between marker lines (dummynet's `pipe show` loop).
-
-    The marker carries whole seconds only, so a sample is stamped when its marker arrives
-    (controller clock; the offset to the host does not apply)."""
-    import time as _time
-    from bridges.ipfw_parse import SampleStreamParser
-    parser = SampleStreamParser()
-    argv = shaper.sampler_argv(f"{interval_s:g}")
-
-    def parse_line(line: str):
-        sample = parser.feed(line)
-        if sample is None:
-            return []
-        t = _time.time_ns()
-        return [(key, ctrs, t, False) for key, ctrs in shaper.pipe_counters(sample.listing).items()]
-    return argv, parse_line
 
 
 def flow_points(run: Any) -> list[Point]:

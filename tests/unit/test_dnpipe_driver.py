@@ -127,13 +127,13 @@ def test_validate_refuses_what_the_forwarder_cannot(shaper):
 
 
 def test_counter_stream_lines(shaper):
-    ((argv, parse_line),) = shaper.counter_streams(0.1)
-    assert argv[-3:] == ("watch", "--interval-ms", "100")
+    (stream,) = shaper.counter_streams(0.1)
+    assert stream.name == "shaper0" and stream.argv[-3:] == ("watch", "--interval-ms", "100")
     lines = (D / "watch_100ms.jsonl").read_text().splitlines()
-    items = parse_line(lines[0])
-    assert {k for k, _c, _t in items} == {("path2", F), ("path2", R)}
-    (_k, c, t) = items[0]
-    assert c["tx_pkts"] == 51970 and t == json.loads(lines[0])["t_ns"]
+    items = stream.parse_line(lines[0])
+    assert {s.key for s in items} == {("path2", F), ("path2", R)}
+    assert items[0].counters["tx_pkts"] == 51970 and items[0].t_ns == json.loads(lines[0])["t_ns"]
+    assert all(s.host_clock for s in items)      # the forwarder stamps samples on the host
 
 
 def test_bad_show_output():

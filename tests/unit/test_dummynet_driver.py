@@ -16,21 +16,10 @@ import yaml
 from ipfw_fake import FakeDummynetHost
 
 from bridges.base import Direction, PipeConfig, ShaperState, apply, read_state, restore, shaper_class
-from bridges.dummynet import (
-    ASSUMED_RULES,
-    SAMPLER_SCRIPT,
-    DummynetShaper,
-    format_bw_arg,
-    format_delay_arg,
-    format_plr_arg,
-    format_queue_arg,
-    pipe_counters,
-    plr_internal,
-    printed_bw,
-    printed_plr,
-    printed_queue,
-    queue_for_bdp,
-)
+from bridges.dummynet.queues import queue_for_bdp
+from bridges.dummynet.rules import pipe_counters
+from bridges.dummynet.shaper import DummynetShaper
+from bridges.dummynet.values import ASSUMED_RULES, SAMPLER_SCRIPT, format_bw_arg, format_delay_arg, format_plr_arg, format_queue_arg, plr_internal, printed_bw, printed_plr, printed_queue
 from bridges.ipfw_parse import parse_pipe_show, parse_sample_stream
 from controller.commands import Command, CommandResult, DryRunSession
 from controller.errors import ParameterError, UnsupportedShaping

@@ -35,16 +35,13 @@ All planning, verification and parsing is pure; the I/O loop is bridges.base.app
 """
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
-from fractions import Fraction
 from typing import Any, ClassVar
 
-from bridges.base import Capabilities, Direction, PipeConfig, PipeKey, ShaperState, check_capabilities, register
+from bridges.base import CounterStream, ShaperBase, Capabilities, Direction, PipeConfig, PipeKey, ShaperState, check_capabilities, register
 from bridges.ipfw_parse import (
     DnListing,
     DnObject,
@@ -58,242 +55,23 @@ from controller.commands import Command, CommandResult
 from controller.errors import InventoryError, ParameterError, ParseError, UnsupportedShaping
 from controller.inventory import DummynetShaper as DummynetSpec
 from controller.inventory import Inventory, Link, Role
-from controller.units import Queue, bdp_bytes, format_delay, format_probability, format_rate
+from controller.units import Queue, format_delay, format_probability, format_rate
+from bridges.dummynet.rules import listing_stream, TERMINATING, canonical_rule, pipe_counters, rule_pipe
+from bridges.dummynet.values import ASSUMED_RULES, ASSUMED_SYSCTLS, BURST_MAX_EXACT, BW_MAX_INT, BW_MAX_UINT, BW_UINT_SINCE_MAJOR, DEFAULT_BYTE_LIMIT, DEFAULT_SLOT_LIMIT, DELAY_MAX_MS, DNCTL_SINCE_MAJOR, DN_MAX_ID, KB_PRINT_FROM, MIN_QUEUE_BYTES, PLR_MIN, SAMPLER_SCRIPT, SYSCTL_NAMES, pipe_show_block, format_bw_arg, format_delay_arg, format_plr_arg, format_queue_arg, printed_bw, printed_plr, printed_queue
 
 # ---- dummynet constants (sbin/ipfw/dummynet.c, sys/netpfil/ipfw/ip_dummynet.c) ----------------
-
-DN_MAX_ID = 65536                 # pipe N's FIFO scheduler is N+DN_MAX_ID, its flowset N+2*DN_MAX_ID
-PLR_SCALE = 0x7FFFFFFF            # plr is stored as (int)(p * 0x7fffffff): 31 bits
-BW_MAX_UINT = 4294967295          # read_bandwidth(): "bandwidth too large" above UINT_MAX (uint64 code)
-BW_MAX_INT = 2147483647           # older read_bandwidth() kept bw in an int (errors when it goes negative)
-BW_UINT_SINCE_MAJOR = 13          # first major we know to carry the uint64/G-suffix code (13.1 checked);
-                                  # older or unknown releases get the int limit: conservative, never wrong
-DNCTL_SINCE_MAJOR = 14            # dnctl(8) ships with FreeBSD 14.0
-DELAY_MAX_MS = 10000              # "delay must be < 10000" (the test is delay > 10000)
-DEFAULT_SLOT_LIMIT = 100          # what ipfw assumes when the sysctl cannot be read
-DEFAULT_BYTE_LIMIT = 1048576
-MIN_QUEUE_BYTES = 1500            # config_fs(): a byte queue below 1500 B is silently bumped to 16384 B
-KB_PRINT_FROM = 8192              # print_flowset_parms(): byte queues >= 8192 print as l/1024 "KB"
-PLR_MIN = 1e-6                    # `pipe show` prints plr with %f: below 1e-6 it reads 0.000000
-BURST_MAX_EXACT = 10**9 - 1       # humanize_number() prints bursts >= 10^9 with a binary prefix
-
-SYSCTL_NAMES = ("kern.hz", "net.inet.ip.dummynet", "net.link.bridge", "net.link.ether.ipfw",
-                "net.inet.ip.fw.one_pass")
-
-# What a dry run assumes a bridge prints when Host.facts does not say: the tuning of
-# firmware-notes/dummynet.md with FreeBSD's default dummynet limits.
-ASSUMED_SYSCTLS: dict[str, str] = {
-    "kern.hz": "1000",
-    "net.inet.ip.dummynet.pipe_slot_limit": str(DEFAULT_SLOT_LIMIT),
-    "net.inet.ip.dummynet.pipe_byte_limit": str(DEFAULT_BYTE_LIMIT),
-    "net.inet.ip.dummynet.io_fast": "0",
-    "net.inet.ip.dummynet.expire": "1",
-    "net.inet.ip.dummynet.hash_size": "64",
-    "net.link.bridge.ipfw": "1",
-    "net.link.bridge.pfil_member": "0",
-    "net.link.bridge.pfil_bridge": "0",
-    "net.link.bridge.pfil_onlyip": "0",
-    "net.link.ether.ipfw": "1",
-    "net.inet.ip.fw.one_pass": "1",
-}
-# A bridge at baseline with rc.firewall's "open" type: ctl's range is empty.
-ASSUMED_RULES = "65000 set 0 allow ip from any to any\n65535 set 31 deny ip from any to any\n"
-
-# The sampler: a constant script; the interval and the listing command come in "$@".
-SAMPLER_SCRIPT = ('interval="$1"; shift; seq=0; '
-                  'while :; do "$@" || exit 1; seq=$((seq + 1)); '
-                  'echo "---ctl-sample $seq $(date +%s)---"; sleep "$interval"; done')
 
 
 # ---- rendering values exactly as dummynet reads them ---------------------------------------
 
-def format_bw_arg(bps: int | None) -> str:
-    """bw argument for `pipe N config bw ...`: an integer with a unit read_bandwidth() knows.
-
-    read_bandwidth() uses strtoul(): no decimals ("1.5Mbit/s" would be 1 Mbit/s), and the G
-    suffix only exists in newer ipfw, so whole Mbit/s values use Mbit/s even above 1 Gbit/s
-    ("1000Mbit/s"); otherwise Kbit/s, otherwise plain bit/s. None (unlimited) is "0".
-    """
-    if bps is None:
-        return "0"
-    if not isinstance(bps, int) or bps <= 0:
-        raise ParameterError(f"bw: {bps!r} is not a positive whole number of bit/s")
-    if bps % 10**6 == 0:
-        return f"{bps // 10**6}Mbit/s"
-    if bps % 10**3 == 0:
-        return f"{bps // 10**3}Kbit/s"
-    return f"{bps}bit/s"
-
-
-def format_delay_arg(delay_us: int) -> str:
-    """delay argument: whole milliseconds (dummynet strtoul()s the number and ignores "ms")."""
-    if delay_us % 1000:
-        raise ParameterError(f"delay: {format_delay(delay_us)} is not a whole number of milliseconds "
-                             "(dummynet delays are integer ms)")
-    return f"{delay_us // 1000}ms"
-
-
-def format_plr_arg(plr: float) -> str:
-    """plr argument: the shortest decimal that strtod() turns back into the same double."""
-    if plr == 0:
-        return "0"
-    return format(Decimal(repr(float(plr))).normalize(), "f")
-
-
-def format_queue_arg(q: Queue) -> str:
-    """queue argument: `N` slots, `NKbytes` (x1024 bytes) or `NB` bytes."""
-    if q.slots is not None:
-        return str(q.slots)
-    assert q.bytes is not None
-    if q.bytes % 1024 == 0:
-        return f"{q.bytes // 1024}Kbytes"
-    return f"{q.bytes}B"
-
-
-def plr_internal(plr: float) -> int:
-    """The kernel's 31-bit plr: `(int)(d * 0x7fffffff)` after clamping to [0, 1] (truncation)."""
-    d = min(1.0, max(0.0, float(plr)))
-    return int(d * PLR_SCALE)
-
-
-def printed_plr(plr: float) -> str | None:
-    """How `pipe show` prints a configured plr ("%f"), or None when the kernel holds 0."""
-    v = plr_internal(plr)
-    return None if v == 0 else f"{1.0 * v / float(PLR_SCALE):f}"   # C: "plr %f"
-
-
-def printed_bw(bps: int | None, gbit: bool = True) -> str:
-    """How `pipe show` prints a bandwidth ("%7.3f <unit>", without the padding)."""
-    if not bps:
-        return "unlimited"
-    b = float(bps)
-    if gbit and b >= 1e9:
-        return f"{b / 1e9:.3f} Gbit/s"
-    if b >= 1e6:
-        return f"{b / 1e6:.3f} Mbit/s"
-    if b >= 1e3:
-        return f"{b / 1e3:.3f} Kbit/s"
-    return f"{b:.3f} bit/s"
-
-
-def printed_queue(q: Queue) -> str:
-    """How `pipe show` prints a queue bound: "50 sl.", "1500 B", "64 KB" (KB truncated)."""
-    if q.slots is not None:
-        return f"{q.slots} sl."
-    assert q.bytes is not None
-    return f"{q.bytes // 1024} KB" if q.bytes >= KB_PRINT_FROM else f"{q.bytes} B"
-
-
-def _pipe_show_block(num: int, p: PipeConfig) -> list[str]:
-    """`pipe N show` of a freshly configured pipe (dummynet.c format strings; see the fixture)."""
-    plr = printed_plr(p.plr)
-    queue = printed_queue(p.queue) if p.queue.bytes is not None else f"{p.queue.slots:3d} sl."
-    bw = printed_bw(p.bw_bps)
-    bw = f"{bw.split()[0]:>7} {bw.split()[1]}" if bw != "unlimited" else "unlimited     "
-    return [f"{num:05d}: {bw} {p.delay_us // 1000:4d} ms burst {p.burst_bytes or 0}",
-            f"q{num + 2 * DN_MAX_ID:05d} {queue}{'plr ' + plr if plr else ''} 0 flows (1 buckets) "
-            f"sched {num + DN_MAX_ID} weight 0 lmax 0 pri 0 droptail",
-            f" sched {num + DN_MAX_ID} type FIFO flags 0x0 0 buckets 0 active"]
-
 
 # ---- queue sizing -----------------------------------------------------------------------------
-
-def queue_for_bdp(bw_bps: int, rtt_us: int, factor: float = 1.0, mtu: int = 1500, *,
-                  slot_limit: int = DEFAULT_SLOT_LIMIT, byte_limit: int = DEFAULT_BYTE_LIMIT,
-                  notes: list[str] | None = None) -> Queue:
-    """A drop-tail queue holding `factor` x the bandwidth-delay product, within host limits.
-
-    Bytes are preferred (they bound the BDP exactly): at least 1500 B (smaller byte
-    queues are silently bumped to 16 KiB by the kernel) and rounded up to whole KiB from
-    8 KiB on (that is how `pipe show` prints them, so the result stays verifiable). When
-    the BDP exceeds net.inet.ip.dummynet.pipe_byte_limit, slots of `mtu` bytes are used up
-    to pipe_slot_limit. When both are too small the largest allowed queue is returned and
-    a sentence saying so is appended to `notes`.
-    """
-    if bw_bps <= 0 or rtt_us < 0 or factor <= 0 or mtu <= 0:
-        raise ParameterError("queue_for_bdp: bw, factor and mtu must be positive, rtt not negative")
-    want = math.ceil(bdp_bytes(bw_bps, rtt_us) * Fraction(str(factor)))
-    want_b = max(want, MIN_QUEUE_BYTES)
-    if want_b >= KB_PRINT_FROM:
-        want_b = -(-want_b // 1024) * 1024
-    if want_b <= byte_limit:
-        return Queue(bytes=want_b)
-    slots = -(-want // mtu)
-    if slots <= slot_limit:
-        return Queue(slots=slots)
-    max_bytes = byte_limit if byte_limit < KB_PRINT_FROM else (byte_limit // 1024) * 1024
-    if slot_limit * mtu >= max_bytes:
-        q = Queue(slots=slot_limit)
-    else:
-        q = Queue(bytes=max_bytes)
-    if notes is not None:
-        notes.append(f"queue for {format_rate(bw_bps)} x {rtt_us / 1000:g} ms RTT x {factor:g} needs {want} bytes "
-                     f"({slots} slots of {mtu} B) but the host allows {byte_limit} bytes "
-                     f"(net.inet.ip.dummynet.pipe_byte_limit) or {slot_limit} slots "
-                     f"(net.inet.ip.dummynet.pipe_slot_limit): using {q}")
-    return q
 
 
 # ---- counters and the sampler ------------------------------------------------------------------
 
-def pipe_counters(listing: DnListing, pipes: Mapping[int, PipeKey]) -> dict[PipeKey, dict[str, int]]:
-    """Per-pipe packets, bytes, drops and queue occupancy summed over the pipe's flows (pure).
-
-    Counters belong to flow instances: dummynet deletes idle instances
-    (net.inet.ip.dummynet.expire=1), so totals restart from 0 after an idle period; a
-    consumer computing rates must treat a decrease as a reset.
-    """
-    out: dict[PipeKey, dict[str, int]] = {}
-    for obj in listing.objects:
-        if obj.link is not None and obj.link.number in pipes:
-            out[pipes[obj.link.number]] = obj.totals()
-    return out
-
 
 # ---- rule canonicalisation -------------------------------------------------------------------
-
-_NO_REORDER = {"not", "!", "or", "{", "}", "(", ")", "|"}
-
-
-def canonical_rule(tokens: Sequence[str]) -> tuple:
-    """Rule tokens with the options after `to ADDR` sorted (recv/xmit/via keep their argument),
-    so that ipfw printing options in another order does not read as a difference. Rules with
-    boolean operators are compared token by token."""
-    toks = list(tokens)
-    comment = None
-    if "//" in toks:
-        i = toks.index("//")
-        comment = " ".join(toks[i + 1:])
-        toks = toks[:i]
-    if "all" in toks[:4]:
-        toks = [("ip" if t == "all" and k < 4 else t) for k, t in enumerate(toks)]
-    if _NO_REORDER & set(toks) or "to" not in toks:
-        return (tuple(toks), comment)
-    t = toks.index("to")
-    head, opts = toks[:t + 2], toks[t + 2:]
-    groups: list[tuple[str, ...]] = []
-    j = 0
-    while j < len(opts):
-        if opts[j] in ("recv", "xmit", "via") and j + 1 < len(opts):
-            groups.append((opts[j], opts[j + 1]))
-            j += 2
-        else:
-            groups.append((opts[j],))
-            j += 1
-    return (tuple(head), tuple(sorted(groups)), comment)
-
-
-def rule_pipe(tokens: Sequence[str]) -> int | None:
-    """The pipe a rule sends to (`[prob P] pipe N ...`), or None."""
-    toks = list(tokens[2:]) if list(tokens[:1]) == ["prob"] else list(tokens)
-    if len(toks) >= 2 and toks[0] == "pipe" and toks[1].isdigit():
-        return int(toks[1])
-    return None
-
-
-_TERMINATING = {"allow", "accept", "pass", "permit", "deny", "drop", "reject", "reset", "reset6", "unreach",
-                "unreach6", "skipto", "pipe", "queue", "divert", "fwd", "forward", "nat", "netgraph", "call",
-                "abort", "abort6"}
 
 
 # ---- host snapshot ---------------------------------------------------------------------------
@@ -319,7 +97,7 @@ class _KeyState:
 
 
 @register("dummynet")
-class DummynetShaper:
+class DummynetShaper(ShaperBase):
     """The dummynet back-end bound to one FreeBSD bridge host of an inventory.
 
     Construct with `DummynetShaper(inventory, host_name)`; the links whose `bridge` is this
@@ -658,7 +436,7 @@ class DummynetShaper:
             toks = toks[:toks.index("//")]
         if toks and toks[0] == "prob":
             return False
-        if not toks or toks[0] not in _TERMINATING:
+        if not toks or toks[0] not in TERMINATING:
             return False
         try:
             f = toks.index("from")
@@ -908,7 +686,7 @@ class DummynetShaper:
             elif len(a) > 3 and a[1] == "pipe" and a[3] == "config":
                 num = int(a[2])
                 key = next(k for k, v in self.pipe_of.items() if v == num)
-                blocks[num] = _pipe_show_block(num, desired[key])
+                blocks[num] = pipe_show_block(num, desired[key])
         rule_lines.sort(key=lambda l: int(l.split()[0]))
         listing = raw.get(pipes_key, "").rstrip("\n")
         kept = [] if not listing else [listing]
@@ -943,6 +721,19 @@ class DummynetShaper:
         if not re.fullmatch(r"\d+(\.\d+)?", interval) or float(interval) <= 0:
             raise ParameterError(f"sampler interval {interval!r}: give positive seconds like 0.1")
         return ("/bin/sh", "-c", SAMPLER_SCRIPT, "ctl-dummynet-sampler", interval, self._read_tool(), "pipe", "show")
+
+    def counter_streams(self, interval_s: float) -> list[CounterStream]:
+        """The `pipe show` loop; its marker carries whole seconds only, so a sample is stamped
+        when its marker arrives here (the host's clock offset does not apply)."""
+        return [listing_stream("shaper", self.sampler_argv(f"{interval_s:g}"), self.pipe_counters)]
+
+    @classmethod
+    def queue_limits(cls, inventory: Inventory, host: str) -> dict[str, int]:
+        # The inventory's facts (what a dry run assumes); the real values are read and
+        # checked against the plan before anything changes.
+        facts = inventory.hosts[host].facts
+        return {"slot_limit": int(facts.get("net.inet.ip.dummynet.pipe_slot_limit", DEFAULT_SLOT_LIMIT)),
+                "byte_limit": int(facts.get("net.inet.ip.dummynet.pipe_byte_limit", DEFAULT_BYTE_LIMIT))}
 
     def sampler_command(self, interval: str = "0.1") -> Command:
         """The sampler as a read-only Command (for printing and records; run it with spawn)."""

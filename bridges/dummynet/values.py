@@ -1,0 +1,172 @@
+"""Dummynet's numbers as ipfw reads and prints them (pure): the kernel's limits and constants,
+arguments formatted so they read back exactly, what `pipe show` prints for a config, and
+what a dry run assumes a bridge holds.
+"""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from bridges.base import PipeConfig
+from controller.errors import ParameterError
+from controller.units import Queue, format_delay
+
+
+DN_MAX_ID = 65536                 # pipe N's FIFO scheduler is N+DN_MAX_ID, its flowset N+2*DN_MAX_ID
+
+
+PLR_SCALE = 0x7FFFFFFF            # plr is stored as (int)(p * 0x7fffffff): 31 bits
+
+
+BW_MAX_UINT = 4294967295          # read_bandwidth(): "bandwidth too large" above UINT_MAX (uint64 code)
+
+
+BW_MAX_INT = 2147483647           # older read_bandwidth() kept bw in an int (errors when it goes negative)
+
+
+BW_UINT_SINCE_MAJOR = 13          # first major we know to carry the uint64/G-suffix code (13.1 checked);
+
+
+                                  # older or unknown releases get the int limit: conservative, never wrong
+DNCTL_SINCE_MAJOR = 14            # dnctl(8) ships with FreeBSD 14.0
+
+
+DELAY_MAX_MS = 10000              # "delay must be < 10000" (the test is delay > 10000)
+
+
+DEFAULT_SLOT_LIMIT = 100          # what ipfw assumes when the sysctl cannot be read
+
+
+DEFAULT_BYTE_LIMIT = 1048576
+
+
+MIN_QUEUE_BYTES = 1500            # config_fs(): a byte queue below 1500 B is silently bumped to 16384 B
+
+
+KB_PRINT_FROM = 8192              # print_flowset_parms(): byte queues >= 8192 print as l/1024 "KB"
+
+
+PLR_MIN = 1e-6                    # `pipe show` prints plr with %f: below 1e-6 it reads 0.000000
+
+
+BURST_MAX_EXACT = 10**9 - 1       # humanize_number() prints bursts >= 10^9 with a binary prefix
+
+
+SYSCTL_NAMES = ("kern.hz", "net.inet.ip.dummynet", "net.link.bridge", "net.link.ether.ipfw",
+                "net.inet.ip.fw.one_pass")
+
+
+# What a dry run assumes a bridge prints when Host.facts does not say: the tuning of
+# firmware-notes/dummynet.md with FreeBSD's default dummynet limits.
+ASSUMED_SYSCTLS: dict[str, str] = {
+    "kern.hz": "1000",
+    "net.inet.ip.dummynet.pipe_slot_limit": str(DEFAULT_SLOT_LIMIT),
+    "net.inet.ip.dummynet.pipe_byte_limit": str(DEFAULT_BYTE_LIMIT),
+    "net.inet.ip.dummynet.io_fast": "0",
+    "net.inet.ip.dummynet.expire": "1",
+    "net.inet.ip.dummynet.hash_size": "64",
+    "net.link.bridge.ipfw": "1",
+    "net.link.bridge.pfil_member": "0",
+    "net.link.bridge.pfil_bridge": "0",
+    "net.link.bridge.pfil_onlyip": "0",
+    "net.link.ether.ipfw": "1",
+    "net.inet.ip.fw.one_pass": "1",
+}
+
+
+# A bridge at baseline with rc.firewall's "open" type: ctl's range is empty.
+ASSUMED_RULES = "65000 set 0 allow ip from any to any\n65535 set 31 deny ip from any to any\n"
+
+
+# The sampler: a constant script; the interval and the listing command come in "$@".
+SAMPLER_SCRIPT = ('interval="$1"; shift; seq=0; '
+                  'while :; do "$@" || exit 1; seq=$((seq + 1)); '
+                  'echo "---ctl-sample $seq $(date +%s)---"; sleep "$interval"; done')
+
+
+def format_bw_arg(bps: int | None) -> str:
+    """bw argument for `pipe N config bw ...`: an integer with a unit read_bandwidth() knows.
+
+    read_bandwidth() uses strtoul(): no decimals ("1.5Mbit/s" would be 1 Mbit/s), and the G
+    suffix only exists in newer ipfw, so whole Mbit/s values use Mbit/s even above 1 Gbit/s
+    ("1000Mbit/s"); otherwise Kbit/s, otherwise plain bit/s. None (unlimited) is "0".
+    """
+    if bps is None:
+        return "0"
+    if not isinstance(bps, int) or bps <= 0:
+        raise ParameterError(f"bw: {bps!r} is not a positive whole number of bit/s")
+    if bps % 10**6 == 0:
+        return f"{bps // 10**6}Mbit/s"
+    if bps % 10**3 == 0:
+        return f"{bps // 10**3}Kbit/s"
+    return f"{bps}bit/s"
+
+
+def format_delay_arg(delay_us: int) -> str:
+    """delay argument: whole milliseconds (dummynet strtoul()s the number and ignores "ms")."""
+    if delay_us % 1000:
+        raise ParameterError(f"delay: {format_delay(delay_us)} is not a whole number of milliseconds "
+                             "(dummynet delays are integer ms)")
+    return f"{delay_us // 1000}ms"
+
+
+def format_plr_arg(plr: float) -> str:
+    """plr argument: the shortest decimal that strtod() turns back into the same double."""
+    if plr == 0:
+        return "0"
+    return format(Decimal(repr(float(plr))).normalize(), "f")
+
+
+def format_queue_arg(q: Queue) -> str:
+    """queue argument: `N` slots, `NKbytes` (x1024 bytes) or `NB` bytes."""
+    if q.slots is not None:
+        return str(q.slots)
+    assert q.bytes is not None
+    if q.bytes % 1024 == 0:
+        return f"{q.bytes // 1024}Kbytes"
+    return f"{q.bytes}B"
+
+
+def plr_internal(plr: float) -> int:
+    """The kernel's 31-bit plr: `(int)(d * 0x7fffffff)` after clamping to [0, 1] (truncation)."""
+    d = min(1.0, max(0.0, float(plr)))
+    return int(d * PLR_SCALE)
+
+
+def printed_plr(plr: float) -> str | None:
+    """How `pipe show` prints a configured plr ("%f"), or None when the kernel holds 0."""
+    v = plr_internal(plr)
+    return None if v == 0 else f"{1.0 * v / float(PLR_SCALE):f}"   # C: "plr %f"
+
+
+def printed_bw(bps: int | None, gbit: bool = True) -> str:
+    """How `pipe show` prints a bandwidth ("%7.3f <unit>", without the padding)."""
+    if not bps:
+        return "unlimited"
+    b = float(bps)
+    if gbit and b >= 1e9:
+        return f"{b / 1e9:.3f} Gbit/s"
+    if b >= 1e6:
+        return f"{b / 1e6:.3f} Mbit/s"
+    if b >= 1e3:
+        return f"{b / 1e3:.3f} Kbit/s"
+    return f"{b:.3f} bit/s"
+
+
+def printed_queue(q: Queue) -> str:
+    """How `pipe show` prints a queue bound: "50 sl.", "1500 B", "64 KB" (KB truncated)."""
+    if q.slots is not None:
+        return f"{q.slots} sl."
+    assert q.bytes is not None
+    return f"{q.bytes // 1024} KB" if q.bytes >= KB_PRINT_FROM else f"{q.bytes} B"
+
+
+def pipe_show_block(num: int, p: PipeConfig) -> list[str]:
+    """`pipe N show` of a freshly configured pipe (dummynet.c format strings; see the fixture)."""
+    plr = printed_plr(p.plr)
+    queue = printed_queue(p.queue) if p.queue.bytes is not None else f"{p.queue.slots:3d} sl."
+    bw = printed_bw(p.bw_bps)
+    bw = f"{bw.split()[0]:>7} {bw.split()[1]}" if bw != "unlimited" else "unlimited     "
+    return [f"{num:05d}: {bw} {p.delay_us // 1000:4d} ms burst {p.burst_bytes or 0}",
+            f"q{num + 2 * DN_MAX_ID:05d} {queue}{'plr ' + plr if plr else ''} 0 flows (1 buckets) "
+            f"sched {num + DN_MAX_ID} weight 0 lmax 0 pri 0 droptail",
+            f" sched {num + DN_MAX_ID} type FIFO flags 0x0 0 buckets 0 active"]
