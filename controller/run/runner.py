@@ -23,8 +23,8 @@ from controller.commands import Command, CommandResult, DryRunSession, run_all
 from controller.errors import CtlError, SSHError, TrafficError, VerifyError
 from controller.inventory import Inventory, Role, source_of
 from controller.results.records import RunRecord, make_run_id
-from controller.scenarios.base import RunPlan, Scenario
-from controller.scenarios.common import interfaces_in_subnet
+from controller.scenarios.base import RunData, RunPlan, Scenario
+from controller.topology import interfaces_in_subnet
 from controller.ssh import CommandLog, SSHPool, measure_clock_offset
 from controller.telemetry.hosts import TelemetryHub
 from controller.telemetry.spool import InfluxTarget, InfluxWriter
@@ -32,21 +32,6 @@ from controller.traffic.iperf3 import TrafficRunner, iperf3_supports_mptcp
 from nodes.mptcp import EndpointState, MptcpEndpointDriver, metadata_commands
 
 RESTORE_RECONNECT_S = 30.0
-
-
-@dataclass
-class RunData:
-    """Everything a scenario's summary may use (pure data, no connections)."""
-
-    inventory: Inventory
-    params: dict[str, Any]
-    plan: RunPlan
-    flows: list[Any]
-    points: list[Any]
-    nstat: dict[str, tuple[str, str]]
-    monitor: dict[str, str]
-    window: tuple[float, float]
-    record_dir: Path
 
 
 @dataclass

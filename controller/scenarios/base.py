@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from bridges.base import PipeConfig, PipeKey
@@ -139,6 +140,21 @@ class RunPlan:
                               for h, e in self.endpoints.items()},
                 "flows": [f.to_json() for f in self.flows], "sample_ifaces": self.sample_ifaces,
                 "duration_s": self.duration_s, "notes": self.notes, "mptcp_hosts": self.mptcp_hosts}
+
+
+@dataclass
+class RunData:
+    """Everything a scenario's summary may use (pure data, no connections)."""
+
+    inventory: Inventory
+    params: dict[str, Any]
+    plan: RunPlan
+    flows: list[Any]
+    points: list[Any]
+    nstat: dict[str, tuple[str, str]]
+    monitor: dict[str, str]
+    window: tuple[float, float]
+    record_dir: Path
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,12 @@
 """
 from __future__ import annotations
 
-import ipaddress
 import math
 import statistics
 from typing import Any, Iterable, Mapping, Sequence
 
 from bridges.base import shaper_class
-from controller.errors import ScenarioError
-from controller.inventory import Interface, Inventory
+from controller.inventory import Inventory
 from controller.results.summary import counter_rate
 from controller.units import Queue, bdp_bytes
 
@@ -26,45 +24,6 @@ MIB = 1 << 20
 
 
 # ---- addresses and links ------------------------------------------------------------------------
-
-def iface_on(inv: Inventory, host: str, link: str, what: str) -> Interface:
-    for i in inv.hosts[host].interfaces:
-        if i.link == link and i.ip:
-            return i
-    raise ScenarioError(f"{what}: host {host} has no addressed interface on link {link}")
-
-
-def interfaces_in_subnet(inv: Inventory, host: str, subnet_of: Interface) -> list[Interface]:
-    """The interfaces of `host` in the same IPv4 subnet as `subnet_of` (a path across bridges
-    keeps one subnet end to end: the client's side and the server's side of it)."""
-    assert subnet_of.address is not None
-    net = ipaddress.ip_interface(subnet_of.address).network
-    return [i for i in inv.hosts[host].interfaces if i.address and ipaddress.ip_interface(i.address).network == net]
-
-
-def peer_in_subnet(inv: Inventory, host: str, subnet_of: Interface, what: str) -> Interface:
-    """The (first) interface of `host` in the subnet of `subnet_of`; a ScenarioError if none."""
-    found = interfaces_in_subnet(inv, host, subnet_of)
-    if not found:
-        assert subnet_of.address is not None
-        raise ScenarioError(f"{what}: host {host} has no address in "
-                            f"{ipaddress.ip_interface(subnet_of.address).network} (the subnet of {subnet_of.name})")
-    return found[0]
-
-
-def sample_ifaces_for(inv: Inventory, hosts: Iterable[str], links: Iterable[str]) -> dict[str, list[str]]:
-    """Each host's interfaces on the given links, and both ports of each link's bridge."""
-    links = list(links)
-    out: dict[str, list[str]] = {}
-    for h in sorted(set(hosts)):
-        ifs = [i.name for i in inv.hosts[h].interfaces if i.link in links]
-        if ifs:
-            out[h] = ifs
-    for l in links:
-        link = inv.links[l]
-        ports = out.setdefault(link.bridge, [])
-        ports += [p for p in (link.a_port, link.b_port) if p not in ports]
-    return out
 
 
 # ---- socket buffers and queues ----------------------------------------------------------------
@@ -165,62 +124,6 @@ def stats(values: Sequence[float]) -> dict[str, float | int | None]:
 
 def pct(x: float | None, of: float) -> float | None:
     return None if x is None or not of else round(100.0 * x / of, 2)
-
-
-# ---- re-reading a run record ------------------------------------------------------------------
-
-def load_run(record_dir: Any) -> Any:
-    """A RunData rebuilt from a run record (manifest, metrics.jsonl, raw/): what the scenario's
-    summarize/render/figures saw, so a summary can be recomputed or tested on recorded runs.
-
-    Parameters are re-parsed from the values given on the command line and the plan is made
-    again from the recorded inventory (both pure), so they are exactly the run's own."""
-    import json
-    from pathlib import Path
-
-    from controller import scenarios
-    from controller.traffic.bittorrent import BtDownload
-    from controller.run.runner import RunData
-    from controller.telemetry.spool import iter_points
-    from controller.traffic.iperf3 import FlowRun, FlowSpec
-
-    d = Path(record_dir)
-    m = json.loads((d / "manifest.json").read_text())
-    inv = Inventory.model_validate(m["inventory"])
-    scenario = scenarios.get(m["scenario"])
-    argv: list[str] = []
-    for name, raw in (m["parameters"].get("given") or {}).items():
-        argv += ["--" + name.replace("_", "-"), str(raw)]
-    params, _ = scenario.parse_args(argv)
-    plan = scenario.plan(params, inv)
-
-    def raw(host: str, name: str) -> str:
-        p = d / "raw" / host / name
-        return p.read_text() if p.exists() else ""
-    flows: list[Any] = []
-    for f in m.get("flows") or []:
-        if "leecher_lines" in f:
-            flows.append(BtDownload.from_json(f))
-            continue
-        spec = FlowSpec(**f["spec"])
-        r = FlowRun(spec, tuple(f.get("client_argv") or ()), tuple(f.get("server_argv") or ()),
-                    client_started=f.get("client_started"), client_status=f.get("client_status"),
-                    server_status=f.get("server_status"), error=f.get("error"))
-        r.client_json = raw(spec.client, f"iperf3-{spec.name}.client.json")
-        r.server_json = raw(spec.server, f"iperf3-{spec.name}.server.json")
-        flows.append(r)
-    points = list(iter_points(d / "metrics.jsonl")) if (d / "metrics.jsonl").exists() else []
-    nst = {}
-    mon = {}
-    for h in plan.mptcp_hosts:
-        before, after = raw(h, "nstat-before.txt"), raw(h, "nstat-after.txt")
-        if before and after:
-            nst[h] = (before, after)
-        text = raw(h, "mptcp-monitor.txt")
-        if text:
-            mon[h] = text.rstrip("\n")
-    tw = m.get("traffic_window") or {}
-    return RunData(inv, params, plan, flows, points, nst, mon, (tw.get("start", 0.0), tw.get("end", 0.0)), d)
 
 
 def paper_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> dict:

@@ -41,8 +41,8 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import (LONG_PATH_KEYS, iface_on, mptcp_long_path_sysctls, paper_table, peer_in_subnet,
-                                         sample_ifaces_for, stats)
+from controller.scenarios.common import LONG_PATH_KEYS, mptcp_long_path_sysctls, paper_table, stats
+from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
 from controller.settings import PROJECT_ROOT
 from controller.results.summary import data_local_ports, flow_throughput, format_table, subflow_throughput
 from controller.traffic.iperf3 import FlowSpec

@@ -28,8 +28,8 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import (iface_counter_rate, iface_on, iface_series, paper_table, peer_in_subnet,
-                                         sample_ifaces_for)
+from controller.scenarios.common import iface_counter_rate, iface_series, paper_table
+from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
 from controller.results.summary import flow_throughput, format_table
 from controller.traffic.iperf3 import FlowSpec
 from nodes.mptcp import EndpointConfig

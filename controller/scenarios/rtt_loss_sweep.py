@@ -32,8 +32,8 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import (bdp_queue, iface_on, paper_table, peer_in_subnet, pct, sample_ifaces_for,
-                                         tcp_buffer_sysctls, window_need)
+from controller.scenarios.common import bdp_queue, paper_table, pct, tcp_buffer_sysctls, window_need
+from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
 from controller.results.summary import flow_throughput, format_table, link_throughput
 from controller.traffic.iperf3 import FlowSpec
 from controller.units import bdp_bytes, format_delay, format_probability

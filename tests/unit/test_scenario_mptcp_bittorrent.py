@@ -19,7 +19,7 @@ from controller.commands import DryRunSession
 from controller.traffic.iperf3 import TrafficRunner
 from controller.errors import ParameterError, UsageError
 from controller.inventory import load_inventory
-from controller.scenarios.common import load_run
+from controller.run.replay import load_run
 from controller.units import Queue
 from tests.support.shipped import INVENTORIES, RECORDED_RUNS, no_state_dir
 

@@ -14,7 +14,7 @@ from bridges.base import Direction, PipeConfig
 from controller import scenarios
 from controller.cli.run import prepare_run
 from controller.errors import ParameterError, UsageError
-from controller.scenarios.common import load_run
+from controller.run.replay import load_run
 from controller.scenarios.parallel_streams import connections_needed, predict
 from controller.units import Queue
 from tests.support.shipped import INVENTORIES, RECORDED_RUNS, no_state_dir

@@ -18,7 +18,7 @@ from controller.cli import main as ctl_main
 from controller.cli.run import prepare_run
 from controller.errors import ParameterError, ScenarioError, UnsupportedShaping, UsageError
 from controller.inventory import load_inventory
-from controller.scenarios.common import load_run
+from controller.run.replay import load_run
 from controller.scenarios.rtt_loss_sweep import find_summaries, heatmap_grid, render_grid, write_heatmap
 from controller.units import Queue
 from tests.support.shipped import INVENTORIES, RECORDED_RUNS, ROOT, no_state_dir

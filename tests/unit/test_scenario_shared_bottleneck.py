@@ -18,7 +18,7 @@ from bridges.base import Direction, PipeConfig
 from controller import scenarios
 from controller.cli.run import prepare_run
 from controller.errors import ParameterError, ScenarioError, UsageError
-from controller.scenarios.common import load_run
+from controller.run.replay import load_run
 from controller.units import Queue
 from nodes.mptcp import MptcpEndpoint
 from tests.support.shipped import INVENTORIES, RECORDED_RUNS, no_state_dir
