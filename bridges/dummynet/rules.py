@@ -1,14 +1,15 @@
 """ipfw rules and counters as data (pure): canonical rule tokens (for comparing what is
-installed with what was planned), the pipe a rule feeds, per-pipe counters, and the counter
-stream over a `pipe show` sampling loop.
+installed with what was planned), the pipe a rule feeds, per-pipe counters, the counter stream
+over a `pipe show` sampling loop, and a pipe's printed configuration as one comparable string.
 """
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from bridges.base import CounterSample, CounterStream, PipeKey
-from bridges.ipfw_parse import DnListing, SampleStreamParser
+from bridges.ipfw_parse import DnListing, DnObject, IpfwRule, SampleStreamParser
 
 
 def pipe_counters(listing: DnListing, pipes: Mapping[int, PipeKey]) -> dict[PipeKey, dict[str, int]]:
@@ -81,3 +82,34 @@ def listing_stream(name: str, argv: tuple[str, ...], counters_of: Callable[[DnLi
         t = time.time_ns()
         return [CounterSample(key, ctrs, t, host_clock=False) for key, ctrs in counters_of(sample.listing).items()]
     return CounterStream(name, argv, parse_line)
+
+
+def rules_by_number(rules: Iterable[IpfwRule]) -> dict[int, list[IpfwRule]]:
+    out: dict[int, list[IpfwRule]] = defaultdict(list)
+    for r in rules:
+        out[r.number].append(r)
+    return dict(out)
+
+
+def pipe_signature(obj: DnObject | None) -> str | None:
+    """A pipe's configuration as printed, without the traffic-dependent numbers."""
+    if obj is None:
+        return None
+    parts = [obj.link.render() if obj.link else ""]
+    fs = obj.flowset
+    if fs is not None:
+        parts.append(f"q{fs.fs_nr} {fs.queue_text} plr {fs.plr_text or 0} buckets {fs.buckets} sched {fs.sched_nr} "
+                     f"weight {fs.weight} lmax {fs.lmax} pri {fs.pri} {fs.qm}"
+                     + (f" {fs.red.render().strip()}" if fs.red else "")
+                     + (f" {fs.codel.render()}" if fs.codel else "") + (f" {fs.pie.render()}" if fs.pie else ""))
+    if obj.flowset_mask:
+        parts.append(obj.flowset_mask.render().strip())
+    if obj.sched is not None:
+        parts.append(f"sched {obj.sched.sched_nr} {obj.sched.type} flags 0x{obj.sched.flags:x}")
+    if obj.sched_mask:
+        parts.append(obj.sched_mask.render().strip())
+    if obj.sched_params:
+        parts.append(obj.sched_params.render().strip())
+    if obj.profile:
+        parts.append(obj.profile.render().strip())
+    return " | ".join(" ".join(p.split()) for p in parts)

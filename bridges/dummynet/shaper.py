@@ -58,6 +58,7 @@ from controller.inventory import Inventory, Link, Role
 from controller.units import Queue, format_delay, format_probability, format_rate
 from bridges.dummynet.rules import listing_stream, TERMINATING, canonical_rule, pipe_counters, rule_pipe
 from bridges.dummynet.values import ASSUMED_RULES, ASSUMED_SYSCTLS, BURST_MAX_EXACT, BW_MAX_INT, BW_MAX_UINT, BW_UINT_SINCE_MAJOR, DEFAULT_BYTE_LIMIT, DEFAULT_SLOT_LIMIT, DELAY_MAX_MS, DNCTL_SINCE_MAJOR, DN_MAX_ID, KB_PRINT_FROM, MIN_QUEUE_BYTES, PLR_MIN, SAMPLER_SCRIPT, SYSCTL_NAMES, pipe_show_block, format_bw_arg, format_delay_arg, format_plr_arg, format_queue_arg, printed_bw, printed_plr, printed_queue
+from bridges.dummynet.rules import pipe_signature, rules_by_number
 
 # ---- dummynet constants (sbin/ipfw/dummynet.c, sys/netpfil/ipfw/ip_dummynet.c) ----------------
 
@@ -613,8 +614,8 @@ class DummynetShaper(ShaperBase):
         pipes in pipe_range as printed (traffic-dependent counts excluded). Pure."""
         b, n = self.snapshot(before), self.snapshot(now)
         out = []
-        rb = _by_number(self._rules_in_range(b))
-        rn = _by_number(self._rules_in_range(n))
+        rb = rules_by_number(self._rules_in_range(b))
+        rn = rules_by_number(self._rules_in_range(n))
         for num in sorted(set(rb) | set(rn)):
             want = [r.render() for r in rb.get(num, [])]
             got = [r.render() for r in rn.get(num, [])]
@@ -623,7 +624,7 @@ class DummynetShaper(ShaperBase):
         pb = {k: v for k, v in b.pipes.items() if self._in_pipe_range(k)}
         pn = {k: v for k, v in n.pipes.items() if self._in_pipe_range(k)}
         for num in sorted(set(pb) | set(pn)):
-            want_s, got_s = _pipe_signature(pb.get(num)), _pipe_signature(pn.get(num))
+            want_s, got_s = pipe_signature(pb.get(num)), pipe_signature(pn.get(num))
             if want_s != got_s:
                 out.append(f"{self.host} (dummynet): pipe {num} expected {want_s or 'absent'}, "
                            f"found {got_s or 'absent'}")
@@ -642,8 +643,8 @@ class DummynetShaper(ShaperBase):
         """
         b, n = self.snapshot(before), self.snapshot(now)
         tool = self.tool_for(n.major if n.major is not None else b.major)
-        rb = _by_number(self._rules_in_range(b))
-        rn = _by_number(self._rules_in_range(n))
+        rb = rules_by_number(self._rules_in_range(b))
+        rn = rules_by_number(self._rules_in_range(n))
         changed = [num for num in sorted(set(rb) | set(rn))
                    if [r.render() for r in rb.get(num, [])] != [r.render() for r in rn.get(num, [])]]
         cmds = [self._rule_delete(num, note="restore: remove ctl's rule") for num in changed if num in rn]
@@ -655,7 +656,7 @@ class DummynetShaper(ShaperBase):
             if old is None:
                 deletes.append(self._pipe_cmd(tool, num, "delete", note="restore: pipe created by ctl"))
                 continue
-            if _pipe_signature(old) == _pipe_signature(cur):
+            if pipe_signature(old) == pipe_signature(cur):
                 continue
             extras = self._extras(old)
             if extras:
@@ -767,37 +768,6 @@ def _key_order(key: PipeKey) -> tuple[str, int]:
     return (key[0], 0 if key[1] is Direction.FORWARD else 1)
 
 
-def _by_number(rules: Iterable[IpfwRule]) -> dict[int, list[IpfwRule]]:
-    out: dict[int, list[IpfwRule]] = defaultdict(list)
-    for r in rules:
-        out[r.number].append(r)
-    return dict(out)
-
-
 def _listing_of(snap: HostSnapshot) -> DnListing:
     objs = tuple(snap.pipes.values())
     return DnListing(records=(), objects=objs)
-
-
-def _pipe_signature(obj: DnObject | None) -> str | None:
-    """A pipe's configuration as printed, without the traffic-dependent numbers."""
-    if obj is None:
-        return None
-    parts = [obj.link.render() if obj.link else ""]
-    fs = obj.flowset
-    if fs is not None:
-        parts.append(f"q{fs.fs_nr} {fs.queue_text} plr {fs.plr_text or 0} buckets {fs.buckets} sched {fs.sched_nr} "
-                     f"weight {fs.weight} lmax {fs.lmax} pri {fs.pri} {fs.qm}"
-                     + (f" {fs.red.render().strip()}" if fs.red else "")
-                     + (f" {fs.codel.render()}" if fs.codel else "") + (f" {fs.pie.render()}" if fs.pie else ""))
-    if obj.flowset_mask:
-        parts.append(obj.flowset_mask.render().strip())
-    if obj.sched is not None:
-        parts.append(f"sched {obj.sched.sched_nr} {obj.sched.type} flags 0x{obj.sched.flags:x}")
-    if obj.sched_mask:
-        parts.append(obj.sched_mask.render().strip())
-    if obj.sched_params:
-        parts.append(obj.sched_params.render().strip())
-    if obj.profile:
-        parts.append(obj.profile.render().strip())
-    return " | ".join(" ".join(p.split()) for p in parts)

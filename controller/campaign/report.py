@@ -18,56 +18,18 @@ import math
 import os
 import statistics
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from controller import plots
 from controller.campaign.progress import progress_of
 from controller.campaign.timing import format_span
+from controller.results.figures import CaseData, box_figure, heatmap_figures, varied_values
+from controller.results.stats import mean_ci
 
 # Headline metric per scenario (a key of its summary; dotted paths reach into nested ones).
 PRIMARY_METRIC = {"distinct-bottleneck": "jain_index", "rtt-loss-sweep": "throughput_mbps"}
 # Default heatmap axes per scenario: (x, y, panels).
 DEFAULT_HEATMAP = {"rtt-loss-sweep": ("loss", "rtt", "cc")}
-
-# Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom.
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042)
-
-
-def t95(df: int) -> float:
-    if df < 1:
-        return math.nan
-    if df <= 30:
-        return _T95[df - 1]
-    # Coarse steps beyond 30 (t falls slowly): never smaller than the true quantile.
-    for limit, t in ((40, 2.042), (60, 2.021), (120, 2.000)):
-        if df <= limit:
-            return t
-    return 1.980
-
-
-@dataclass(frozen=True)
-class Stat:
-    n: int
-    mean: float | None
-    ci95: float | None     # half-width of the 95 % confidence interval of the mean (None: n < 2)
-    sd: float | None
-    min: float | None
-    max: float | None
-
-
-def mean_ci(values: Sequence[float]) -> Stat:
-    xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    if not xs:
-        return Stat(0, None, None, None, None, None)
-    m = statistics.fmean(xs)
-    if len(xs) < 2:
-        return Stat(1, m, None, None, xs[0], xs[0])
-    sd = statistics.stdev(xs)
-    return Stat(len(xs), m, t95(len(xs) - 1) * sd / math.sqrt(len(xs)), sd, min(xs), max(xs))
 
 
 def metrics_of(summary: Mapping[str, Any]) -> dict[str, float]:
@@ -135,14 +97,6 @@ def heatmap_axes(scenario: str, configured: Any, varied_values: Mapping[str, Seq
 
 # ---- gathering ---------------------------------------------------------------------------------
 
-@dataclass
-class CaseData:
-    index: int
-    varied: dict[str, str]
-    runs: list[Any]                       # RunRow
-    values: dict[str, list[float]]        # metric -> one value per completed repetition
-    records: list[tuple[int, str]]        # (repetition, record dir) of completed runs
-
 
 def _load_summary(record_dir: str) -> dict | None:
     try:
@@ -183,93 +137,7 @@ def gather(store: Any, c: Any) -> dict:
             "events": store.events(c.num)}
 
 
-def varied_values(cases: Sequence[CaseData]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for cd in cases:
-        for k, v in cd.varied.items():
-            vals = out.setdefault(k, [])
-            if v not in vals:
-                vals.append(v)
-    return out
-
-
 # ---- figures -----------------------------------------------------------------------------------
-
-def heatmap_figures(cases: Sequence[CaseData], metric: str, axes: tuple[str, str, str | None], out: Path,
-                    title: str) -> list[tuple[Path, str]]:
-    """One PNG: a panel per value of `panels`, cells = mean of `metric` over repetitions."""
-    plt = plots.pyplot()
-    x, y, panels = axes
-    vv = varied_values(cases)
-    xs, ys = vv.get(x, []), vv.get(y, [])
-    pvals: list[str | None] = list(vv.get(panels, [])) if panels else [None]
-    if not xs or not ys:
-        return []
-    means = [mean_ci(cd.values.get(metric, [])).mean for cd in cases]
-    finite = [m for m in means if m is not None]
-    if not finite:
-        return []
-    vmin, vmax = min(finite), max(finite)
-    fig, axs = plt.subplots(1, len(pvals), figsize=(1.2 + 0.9 * len(xs) * len(pvals) + 1.6 * len(pvals),
-                                                    1.8 + 0.55 * len(ys)), squeeze=False, layout="constrained")
-    im = None
-    for ax, pv in zip(axs[0], pvals, strict=True):
-        grid = [[math.nan for _ in xs] for _ in ys]
-        for cd in cases:
-            if panels and cd.varied.get(panels) != pv:
-                continue
-            if cd.varied.get(x) in xs and cd.varied.get(y) in ys:
-                m = mean_ci(cd.values.get(metric, [])).mean
-                grid[ys.index(cd.varied[y])][xs.index(cd.varied[x])] = math.nan if m is None else m
-        im = ax.imshow(grid, cmap="viridis", vmin=vmin, vmax=vmax if vmax > vmin else vmin + 1e-9, aspect="auto",
-                       origin="lower")
-        ax.set_xticks(range(len(xs)), xs)
-        ax.set_yticks(range(len(ys)), ys)
-        ax.set_xlabel(x)
-        ax.set_ylabel(y)
-        if panels:
-            ax.set_title(f"{panels} = {pv}", fontsize=10)
-        for i in range(len(ys)):
-            for j in range(len(xs)):
-                v = grid[i][j]
-                if not math.isnan(v):
-                    ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=8,
-                            color="white" if v < (vmin + vmax) / 2 else "black")
-    if im is not None:
-        fig.colorbar(im, ax=axs[0].tolist(), label=metric)
-    fig.suptitle(title, fontsize=11)
-    path = plots.save(fig, out / "heatmap.png")
-    return [(path, f"heatmap of {metric}: {y} x {x}" + (f" per {panels}" if panels else ""))]
-
-
-def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str) -> list[tuple[Path, str]]:
-    """Box plot per case over repetitions, every repetition as a dot, mean with its 95 % CI."""
-    plt = plots.pyplot()
-    data = [(cd, [v for v in cd.values.get(metric, [])]) for cd in cases]
-    data = [(cd, vs) for cd, vs in data if vs]
-    if not data:
-        return []
-    labels = [" ".join(f"{k}={v}" for k, v in cd.varied.items()) or "(fixed)" for cd, _ in data]
-    height = max(2.5, 0.38 * len(data) + 1.2)
-    fig, ax = plt.subplots(figsize=(8.5, height), layout="constrained")
-    pos = list(range(1, len(data) + 1))
-    try:  # matplotlib >= 3.10 names it `orientation`; `vert` goes away in 3.13
-        ax.boxplot([vs for _, vs in data], positions=pos, orientation="horizontal", widths=0.6, showfliers=False)
-    except TypeError:
-        ax.boxplot([vs for _, vs in data], positions=pos, vert=False, widths=0.6, showfliers=False)
-    for p, (_cd, vs) in zip(pos, data, strict=True):
-        ax.plot(vs, [p] * len(vs), "o", color="tab:blue", alpha=0.5, markersize=4)
-        st = mean_ci(vs)
-        if st.mean is not None:
-            ax.errorbar([st.mean], [p], xerr=[[st.ci95 or 0.0], [st.ci95 or 0.0]], fmt="D", color="tab:red",
-                        markersize=5, capsize=4, label="mean, 95% CI" if p == 1 else None)
-    ax.set_yticks(pos, labels, fontsize=8)
-    ax.set_xlabel(metric)
-    ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
-    ax.set_title(title, fontsize=11)
-    path = plots.save(fig, out / "boxplot.png")
-    return [(path, f"{metric} per case over repetitions (box: quartiles; red: mean and 95% CI)")]
 
 
 # ---- rendering -----------------------------------------------------------------------------------

@@ -252,3 +252,40 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.3f}" if abs(v) < 10 else f"{v:.2f}"
     return str(v)
+
+
+# ---- series for figures ---------------------------------------------------------------------------
+
+def link_series(points: Iterable[Point], inv, window: tuple[float, float]) -> dict[str, list[tuple[float, float]]]:
+    """Forward (a->b) rate per link from the bridge's b port tx counter."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    lo, hi = window[0] - 1, window[1] + 1
+    for p in points:
+        if p.measurement != "iface" or "tx_bps" not in p.fields:
+            continue
+        link = p.tags.get("link")
+        if not link or link not in inv.links:
+            continue
+        l = inv.links[link]
+        if p.tags.get("host") != l.bridge or p.tags.get("iface") != l.b_port:
+            continue
+        t = p.time_ns / 1e9
+        if lo <= t <= hi:
+            out.setdefault(f"{link} ({l.bridge})", []).append((t, float(p.fields["tx_bps"])))
+    return out
+
+
+def subflow_series(points: Iterable[Point], flows: Sequence[str], window: tuple[float, float],
+                   only: set[str] | None = None) -> dict[str, list[tuple[float, float]]]:
+    out: dict[str, list[tuple[float, float]]] = {}
+    lo, hi = window[0] - 1, window[1] + 1
+    for p in points:
+        if p.measurement != "subflow" or p.tags.get("role") != "client" or p.tags.get("flow") not in flows:
+            continue
+        if "acked_bps" not in p.fields or (only is not None and p.tags["subflow"] not in only):
+            continue
+        t = p.time_ns / 1e9
+        if lo <= t <= hi:
+            name = f"{p.tags['flow']} via {p.tags.get('link') or '?'} ({p.tags['subflow'].split('-')[0]})"
+            out.setdefault(name, []).append((t, float(p.fields["acked_bps"])))
+    return out

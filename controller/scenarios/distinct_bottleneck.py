@@ -21,6 +21,7 @@ from controller.results.summary import (data_local_ports, flow_throughput, forma
                                 subflow_throughput)
 from controller.traffic.iperf3 import FlowSpec
 from nodes.mptcp import EndpointConfig, MptcpEndpoint
+from controller.results.summary import link_series, subflow_series
 
 PARAMS = (
     Param("link1", "rate", "100M", "bandwidth of link 1 (each direction)", min="1k", max="10G"),
@@ -162,9 +163,9 @@ def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
         Path(out_dir) / "throughput.png",
         f"distinct-bottleneck: link1 {summary['parameters']['link1_mbps']:g} / link2 "
         f"{summary['parameters']['link2_mbps']:g} Mbit/s, Jain {summary['jain_index']}",
-        data.window[0], flows, plots.subflow_series(data.points, ["mptcp"], data.window,
+        data.window[0], flows, subflow_series(data.points, ["mptcp"], data.window,
                                                     {s["subflow"] for s in summary["subflows"]}),
-        plots.link_series(data.points, data.inventory, data.window))
+        link_series(data.points, data.inventory, data.window))
     return [path.name]
 
 

@@ -38,6 +38,7 @@ from controller.results.summary import flow_throughput, format_table, link_throu
 from controller.traffic.iperf3 import FlowSpec
 from controller.units import bdp_bytes, format_delay, format_probability
 from nodes.mptcp import EndpointConfig
+from controller.results.summary import link_series
 
 PARAMS = (
     Param("rtt", "delay", "40ms", "base round-trip time added on the bottleneck (paper: 2, 20, 40, 60, 80, 100 ms)",
@@ -157,7 +158,7 @@ def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
         f"rtt-loss-sweep: {c['cc']}, RTT {c['rtt']}, loss {c['loss']}: {summary['throughput_mbps']} Mbit/s "
         f"({summary['share_pct']} %)",
         data.window[0], {r.spec.name: flow_throughput(r).intervals for r in data.flows}, {},
-        plots.link_series(data.points, data.inventory, data.window))
+        link_series(data.points, data.inventory, data.window))
     return [path.name]
 
 
@@ -205,7 +206,7 @@ def find_summaries(paths: list[Path]) -> list[tuple[Path, dict]]:
 
 def heatmap_grid(summaries: list[dict], metric: str = "throughput_mbps") -> dict:
     """Mean of `metric` per (cc, RTT, loss) over repetitions, axes in ascending numeric order (pure)."""
-    from controller.campaign.report import mean_ci
+    from controller.results.stats import mean_ci
     from controller.units import parse_delay_us, parse_probability
     cells: dict[tuple[str, str, str], list[float]] = {}
     for s in summaries:
@@ -241,7 +242,7 @@ def render_grid(g: dict) -> str:
 def write_heatmap(summaries: list[dict], out_dir: Path, metric: str = "throughput_mbps",
                   title: str = "rtt-loss-sweep") -> Path | None:
     """The paper's figures: one heatmap panel (RTT x loss) per algorithm; missing cells blank."""
-    from controller.campaign.report import CaseData, heatmap_figures
+    from controller.results.figures import CaseData, heatmap_figures
     g = heatmap_grid(summaries, metric)
     if not g["cc"]:
         return None

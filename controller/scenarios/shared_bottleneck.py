@@ -45,6 +45,7 @@ from controller.results.summary import (data_local_ports, flow_throughput, forma
 from controller.traffic.iperf3 import FlowSpec
 from controller.units import format_delay
 from nodes.mptcp import EndpointConfig, MptcpEndpoint
+from controller.results.summary import link_series, subflow_series
 
 PARAMS = (
     Param("delay", "delay", "100ms", "one-way delay of both paths (case 1; paper: 100, 200, 500, 800 ms)",
@@ -249,9 +250,9 @@ def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
         Path(out_dir) / "throughput.png",
         f"shared-bottleneck: delay {par['delay1']} / {par['delay2']}, MPTCP/TCP {summary['ratio']}",
         data.window[0], flows,
-        plots.subflow_series(data.points, ["mptcp", "tcp"], data.window,
+        subflow_series(data.points, ["mptcp", "tcp"], data.window,
                              {s["subflow"] for s in summary["subflows"]} | _tcp_subs(data)),
-        plots.link_series(data.points, data.inventory, data.window))
+        link_series(data.points, data.inventory, data.window))
     p2 = ratio_figure(Path(out_dir) / "ratio.png", summary)
     return [p1.name, p2.name]
 

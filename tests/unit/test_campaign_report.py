@@ -13,7 +13,8 @@ from controller.campaign.plan import expand_cases, order_runs
 from controller.campaign.policy import Decision
 from controller.campaign.spec import load_campaign
 from controller.campaign.sqlite_store import SQLiteStore
-from controller.campaign.report import (heatmap_axes, lookup, mean_ci, metrics_of, primary_metric, t95, write_report)
+from controller.campaign.report import heatmap_axes, lookup, metrics_of, primary_metric, write_report
+from controller.results.stats import mean_ci, t95
 from controller.results.records import RunRecord
 
 PROJECT = Path(__file__).resolve().parents[2]
