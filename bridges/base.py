@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol
 
-from controller.commands import Command, CommandResult, Session, run_all
+from controller.commands import Command, CommandResult, DryRunSession, Session, run_all
 from controller.errors import ParameterError, UnsupportedShaping, VerifyError
 from controller.registry import Registry
 from controller.units import (Queue, format_delay, format_probability, format_rate, parse_delay_us,
@@ -353,5 +353,4 @@ async def restore(shaper: Shaper, session: Session, before: ShaperState,
 
 
 def _dry_types() -> tuple[type, ...]:
-    from controller.commands import DryRunSession
     return (DryRunSession,)

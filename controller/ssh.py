@@ -24,7 +24,7 @@ import asyncssh
 
 from controller.commands import Command, CommandResult
 from controller.errors import CommandFailed, SSHError
-from controller.inventory import SSH, Inventory
+from controller.inventory import Inventory, Role, SSH
 
 # A constant script: data only ever arrives as positional arguments ("$@").
 _SPAWN_WRAPPER = 'echo "ctl-pid $$"; exec "$@"'
@@ -81,7 +81,6 @@ class HostTarget:
 
 
 def targets(inventory: Inventory, hosts: Iterable[str] | None = None) -> list[HostTarget]:
-    from controller.inventory import Role
     out = []
     for name in (hosts if hosts is not None else sorted(inventory.hosts)):
         ssh = inventory.ssh_for(name)

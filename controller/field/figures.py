@@ -7,15 +7,15 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from controller import plots
+from controller.field.stats import load_points, quality_metric, report_data, series_by_host
 from controller.results.records import RunRecord
 from controller.telemetry.points import Point
-from controller.field.stats import load_points, quality_metric, report_data, series_by_host
 
 
 def figures(summary: Mapping[str, Any], points: Sequence[Point], out_dir: Path) -> list[str]:
     """Fig. 4: per host one timeline -- CINR/SINR, download rate, active peers -- with red handover
     markers; and the download rate CDF per host."""
-    from controller import plots
     plt = plots.pyplot()
 
     by_host = series_by_host(points)

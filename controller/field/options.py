@@ -9,8 +9,10 @@ from typing import Any, Sequence
 from urllib.parse import urlparse
 
 from controller.errors import ParameterError, UsageError
-from controller.inventory import Inventory, Role
 from controller.field.ship import PHYSICAL_ROOT
+from controller.inventory import Inventory, Role
+from controller.lab.rack import host_dir
+from nodes.modem.families import FAMILIES
 
 
 WORKLOADS = ("iperf3", "torrent", "idle")
@@ -30,7 +32,6 @@ class FieldOptions:
 
 def field_root(inv: Inventory, host: str) -> str:
     if inv.kind == "virtual":
-        from controller.lab.rack import host_dir
         return str(host_dir(inv, host) / "field")
     return PHYSICAL_ROOT
 
@@ -38,13 +39,11 @@ def field_root(inv: Inventory, host: str) -> str:
 def resolve_device(inv: Inventory, host: str) -> str:
     """The modem device path the logger opens. On a virtual rack a relative path of a serial family is
     under the host's runtime dir (where controller.lab.rack links the AT emulator's pty -- a test double)."""
-    from nodes.modem.families import FAMILIES
     modem = inv.hosts[host].modem
     assert modem is not None
     if FAMILIES[modem.family].transport != "serial" or os.path.isabs(modem.device):
         return modem.device
     if inv.kind == "virtual" and ".." not in Path(modem.device).parts:
-        from controller.lab.rack import host_dir
         return str(host_dir(inv, host) / modem.device)
     raise ParameterError(f"host {host}: modem device {modem.device!r} must be an absolute path (e.g. /dev/ttyUSB2)")
 

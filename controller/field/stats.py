@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from controller.telemetry.points import Point
+from controller.telemetry.spool import iter_points
 from nodes.modem.handover import HandoverEvent, detect_handovers
 from nodes.modem.radio import RadioSample
 
@@ -202,5 +203,4 @@ def render_report(summary: Mapping[str, Any]) -> str:
 
 
 def load_points(path: Path) -> list[Point]:
-    from controller.telemetry.spool import iter_points
     return list(iter_points(path)) if path.exists() else []

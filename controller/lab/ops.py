@@ -5,11 +5,12 @@ import asyncio
 from pathlib import Path
 from typing import Iterable
 
-from controller.lab import rack as lab
 from controller.commands import Command
 from controller.errors import CtlError, LabError
 from controller.inventory import Inventory
+from controller.lab import rack as lab
 from controller.settings import PROJECT_ROOT
+from controller.ssh import CommandLog, SSHPool
 
 DNPIPE_BUILD = PROJECT_ROOT / "bridges" / "dnpipe" / "build" / "dnpipe"
 
@@ -55,7 +56,6 @@ def ensure_lab(inv: Inventory, needed: Iterable[str] = ()) -> bool:
 
 
 async def _ssh_check(inv: Inventory, hosts: list[str]) -> dict[str, str]:
-    from controller.ssh import CommandLog, SSHPool
     pool = SSHPool(inv, CommandLog(), hosts)
     out: dict[str, str] = {}
 

@@ -24,9 +24,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from controller.errors import LabError
+from controller.errors import LabError, ParameterError
 from controller.inventory import Inventory, Role, source_of
-from controller.settings import PROJECT_ROOT
+from controller.lab.influxd import InfluxServer
+from controller.lab.snmpd_conf import render_snmpd_conf, snmpd_argv, snmpd_env
+from controller.settings import PROJECT_ROOT, state_dir
 
 LAB_FORMAT = 1
 # A constant script run as the first process of each host's sshd: data only in "$@".
@@ -295,7 +297,6 @@ def _snmp_agents(inv: Inventory) -> list[Daemon]:
     """A real net-snmp agent in every virtual host the inventory polls over SNMP (bridges,
     switch), listening on its management address. Its config is written at `lab up`
     (it holds the secrets the inventory references: see `_write_snmpd_configs`)."""
-    from controller.lab.snmpd_conf import snmpd_argv, snmpd_env
     out = []
     for h in sorted(inv.hosts):
         if inv.hosts[h].snmp is None:
@@ -310,7 +311,6 @@ def _snmp_agents(inv: Inventory) -> list[Daemon]:
 
 def _secret_for(ref, what: str) -> str:
     """The value behind a SecretRef; for a file the lab itself provides, create it (0600) once."""
-    from controller.errors import ParameterError
     try:
         return ref.resolve(what)
     except ParameterError:
@@ -324,7 +324,6 @@ def _secret_for(ref, what: str) -> str:
 
 
 def _write_snmpd_configs(inv: Inventory) -> None:
-    from controller.lab.snmpd_conf import render_snmpd_conf
     for h, host in sorted(inv.hosts.items()):
         s = host.snmp
         if s is None:
@@ -438,7 +437,6 @@ def check_owner(inv: Inventory, st: LabState) -> None:
     """A virtual rack belongs to the state dir that built it: its InfluxDB's data and token
     are there. Another checkout (another state dir) with the same inventory name must not
     use it or rebuild it under the owner's feet."""
-    from controller.settings import state_dir
     if st.state_dir and Path(st.state_dir).resolve() != state_dir().resolve():
         raise LabError(f"virtual rack {inv.name} is up but was built by another ctl checkout (state dir "
                        f"{st.state_dir}, inventory {st.inventory or '?'}): use that checkout, or run "
@@ -552,7 +550,6 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
         lab_down(inv)  # a half-built or broken rack: remove what it recorded, then rebuild
     plan = plan_lab(inv, dnpipe_binary=dnpipe_binary)
     log: list[dict] = []
-    from controller.settings import state_dir
     state = LabState(LAB_FORMAT, str(source_of(inv) or ""), inv.name, time.time(), [], [], [], plan.ssh_hosts,
                      str(state_dir().resolve()))
     rt = inv.virtual.runtime_dir
@@ -735,8 +732,6 @@ def new_secret() -> str:
 
 def managed_influx(inv: Inventory):
     """The InfluxDB server ctl runs for this inventory, or None when it is not ctl's to run."""
-    from controller.lab.influxd import InfluxServer
-    from controller.settings import state_dir
     if inv.influxdb is None or not inv.influxdb.managed:
         return None
     data_dir = state_dir() / "influxdb" / inv.name

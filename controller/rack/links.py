@@ -22,8 +22,10 @@ from bridges.base import Direction, PipeConfig, PipeKey, apply, read_state, shap
 from controller.commands import Command
 from controller.errors import ParameterError, ScenarioError, TrafficError
 from controller.inventory import Inventory
+from controller.parsers import iperf3, ping
 from controller.settings import state_dir
 from controller.ssh import CommandLog, SSHPool
+from controller.traffic.iperf3 import FlowSpec, TrafficRunner, iperf3_supports_mptcp
 from controller.units import format_delay, format_probability, format_rate
 
 
@@ -170,8 +172,6 @@ async def _wire_rate(session: Any, iface: str, start_s: float, end_s: float) -> 
 
 async def link_measure(inv: Inventory, link: str, *, pings: int = 20, tcp_s: float = 8.0, udp_s: float = 5.0,
                        streams: int = 4, port: int = 5290, progress=lambda m: None) -> dict:
-    from controller.parsers import iperf3, ping
-    from controller.traffic.iperf3 import FlowSpec, TrafficRunner, iperf3_supports_mptcp
     mp = measure_plan(inv, link)
     shown = await link_show(inv, [link])
     fwd = PipeConfig.from_json(shown[link]["directions"]["forward"]["config"])

@@ -18,16 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from bridges.base import PipeConfig, PipeKey, Shaper, ShaperState, read_state, shaper_class
+from bridges.base import PipeConfig, PipeKey, Shaper, ShaperState, apply, read_state, restore, shaper_class
 from controller.commands import Command, CommandResult, DryRunSession, run_all
 from controller.errors import CtlError, SSHError, TrafficError, VerifyError
 from controller.inventory import Inventory, Role, source_of
 from controller.results.records import RunRecord, make_run_id
 from controller.scenarios.base import RunData, RunPlan, Scenario
-from controller.topology import interfaces_in_subnet
 from controller.ssh import CommandLog, SSHPool, measure_clock_offset
-from controller.telemetry.hosts import TelemetryHub
-from controller.telemetry.spool import InfluxTarget, InfluxWriter
+from controller.telemetry.hosts import TelemetryHub, flow_points
+from controller.telemetry.spool import InfluxTarget, InfluxWriter, pending_points
+from controller.topology import interfaces_in_subnet
 from controller.traffic.iperf3 import TrafficRunner, iperf3_supports_mptcp
 from nodes.mptcp import EndpointState, MptcpEndpointDriver, metadata_commands
 
@@ -165,7 +165,6 @@ class Run:
         self.changed += list(self.shapers)
 
         async def shape(b: str) -> None:
-            from bridges.base import apply
             _before, after = await apply(self.shapers[b], self.sessions[b], desired[b], self.shaper_before[b])
             self.record.manifest["shapers"][b]["applied"] = {f"{k[0]}.{k[1].value}": v.to_json()
                                                             for k, v in desired[b].items()}
@@ -245,7 +244,6 @@ class Run:
         self.window = (t0, t1)
 
         await self.traffic.collect_servers()
-        from controller.telemetry.hosts import flow_points
         for r in self.traffic.runs:
             self.telemetry.emit(flow_points(r))
         await self._nstat("after")
@@ -362,7 +360,6 @@ class Run:
             return False
 
         async def restore_bridge(b: str) -> None:
-            from bridges.base import restore
             if not await ensure_connected(b):
                 problems.append(f"{b}: unreachable, shaping NOT restored (expected {self.shaper_before[b].to_json()['pipes']})")
                 return
@@ -541,7 +538,6 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
         pending = 0
         if run.writer is not None and not dry_run:
             ok, err = await run.writer.finish()
-            from controller.telemetry.spool import pending_points
             pending = pending_points(record.dir)
             record.manifest["telemetry"]["influx"] = {"all_sent": ok, "pending": pending, "error": err,
                                                       "errors": run.writer.errors}

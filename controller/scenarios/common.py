@@ -13,6 +13,7 @@ import statistics
 from typing import Any, Iterable, Mapping, Sequence
 
 from bridges.base import shaper_class
+from bridges.dummynet.queues import queue_for_bdp
 from controller.inventory import Inventory
 from controller.results.summary import counter_rate
 from controller.units import Queue, bdp_bytes
@@ -54,7 +55,6 @@ def queue_limits(inv: Inventory, bridge: str) -> dict[str, int]:
 
 def bdp_queue(inv: Inventory, bridge: str, bw_bps: int, rtt_us: int, factor: float = 1.0,
               notes: list[str] | None = None) -> Queue:
-    from bridges.dummynet.queues import queue_for_bdp
     return queue_for_bdp(bw_bps, rtt_us, factor, notes=notes, **queue_limits(inv, bridge))
 
 

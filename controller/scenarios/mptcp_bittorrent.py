@@ -40,11 +40,13 @@ from bridges.base import Direction, PipeConfig
 from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
+from controller.parsers import webtorrent
+from controller.results.summary import data_local_ports, flow_throughput, format_table, subflow_throughput
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
 from controller.scenarios.common import LONG_PATH_KEYS, mptcp_long_path_sysctls, paper_table, stats
-from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
 from controller.settings import PROJECT_ROOT
-from controller.results.summary import data_local_ports, flow_throughput, format_table, subflow_throughput
+from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
+from controller.traffic.bittorrent import BitTorrentRunner, BtDownload, BtSettings
 from controller.traffic.iperf3 import FlowSpec
 from controller.units import format_rate_arg, format_size
 from nodes.mptcp import EndpointConfig, MptcpEndpoint
@@ -192,7 +194,6 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
 
 
 def bt_settings(p: Mapping[str, Any], inv: Inventory, c: Mapping[str, Any]):
-    from controller.traffic.bittorrent import BtSettings
     seeder = p["seeder"]
     if p["tracker"] == "local":
         tracker_host, bind = seeder, c["local"]["local1"][1].ip
@@ -231,7 +232,6 @@ def plan_bittorrent(p: Mapping[str, Any], inv: Inventory, c: Mapping[str, Any]) 
 
 
 def _factory(pool: Any, plan: RunPlan, record: Any, *, settings: Any) -> Any:
-    from controller.traffic.bittorrent import BitTorrentRunner
     return BitTorrentRunner(pool, plan.flows, settings, record)
 
 
@@ -337,8 +337,6 @@ def summarize_iperf3(data: Any) -> dict:
 
 
 def summarize_bittorrent(data: Any) -> dict:
-    from controller.traffic.bittorrent import BtDownload
-    from controller.parsers import webtorrent
     p = data.params
     inv = data.inventory
     _, outside = router_outside(inv, p["seeder"], p["seeder_wan"], "seeder")
@@ -476,8 +474,6 @@ def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
         ax.grid(axis="y", alpha=0.3)
         name = "boxplot.png"
     else:
-        from controller.traffic.bittorrent import BtDownload
-        from controller.parsers import webtorrent
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [1, 1.6]})
         for i, (proto, color) in enumerate((("tcp", "tab:gray"), ("mptcp", "tab:red"))):
             vals = [d["throughput_mbps"] for d in summary["downloads"] if d["protocol"] == proto

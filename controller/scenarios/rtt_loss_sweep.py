@@ -31,14 +31,15 @@ from bridges.base import Direction, PipeConfig
 from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
+from controller.results.figures import CaseData, heatmap_figures
+from controller.results.stats import mean_ci
+from controller.results.summary import flow_throughput, format_table, link_series, link_throughput
 from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
 from controller.scenarios.common import bdp_queue, paper_table, pct, tcp_buffer_sysctls, window_need
 from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
-from controller.results.summary import flow_throughput, format_table, link_throughput
 from controller.traffic.iperf3 import FlowSpec
-from controller.units import bdp_bytes, format_delay, format_probability
+from controller.units import bdp_bytes, format_delay, format_probability, parse_delay_us, parse_probability
 from nodes.mptcp import EndpointConfig
-from controller.results.summary import link_series
 
 PARAMS = (
     Param("rtt", "delay", "40ms", "base round-trip time added on the bottleneck (paper: 2, 20, 40, 60, 80, 100 ms)",
@@ -206,8 +207,6 @@ def find_summaries(paths: list[Path]) -> list[tuple[Path, dict]]:
 
 def heatmap_grid(summaries: list[dict], metric: str = "throughput_mbps") -> dict:
     """Mean of `metric` per (cc, RTT, loss) over repetitions, axes in ascending numeric order (pure)."""
-    from controller.results.stats import mean_ci
-    from controller.units import parse_delay_us, parse_probability
     cells: dict[tuple[str, str, str], list[float]] = {}
     for s in summaries:
         c = s["case"]
@@ -242,7 +241,6 @@ def render_grid(g: dict) -> str:
 def write_heatmap(summaries: list[dict], out_dir: Path, metric: str = "throughput_mbps",
                   title: str = "rtt-loss-sweep") -> Path | None:
     """The paper's figures: one heatmap panel (RTT x loss) per algorithm; missing cells blank."""
-    from controller.results.figures import CaseData, heatmap_figures
     g = heatmap_grid(summaries, metric)
     if not g["cc"]:
         return None

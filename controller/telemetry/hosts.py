@@ -14,9 +14,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from controller.errors import SSHError
+from controller.errors import CtlError, SSHError
 from controller.inventory import Inventory
+from controller.parsers import ip_mptcp, iperf3, nstat, ss
 from controller.telemetry.points import Point
+from controller.telemetry.snmp.counters import Event
+from controller.telemetry.snmp.poller import SnmpPoller
 from controller.telemetry.spool import Spool
 
 SAMPLER_SOURCE = (Path(__file__).resolve().parents[2] / "nodes" / "agent" / "sampler.py").read_text()
@@ -140,7 +143,6 @@ class SubflowTracker:
         self.prev: dict[str, tuple[int, int | None, int | None]] = {}
 
     def __call__(self, text: str, t: int) -> list[Point]:
-        from controller.parsers import ss
         out = []
         for sock in ss.parse(text, netid="tcp"):
             if sock.tcp is None:
@@ -190,7 +192,6 @@ class MptcpConnTracker:
         self.flow_ports = flow_ports
 
     def __call__(self, text: str, t: int) -> list[Point]:
-        from controller.parsers import ss
         out = []
         for sock in ss.parse(text, netid="mptcp", allow_empty=True):
             m = sock.mptcp
@@ -216,7 +217,6 @@ class CounterDeltas:
         self.first: dict[str, int] | None = None
 
     def __call__(self, text: str, t: int) -> list[Point]:
-        from controller.parsers import nstat
         values = {k.removeprefix("MPTcpExt"): v for k, v in nstat.parse(text).values.items()}
         if self.first is None:
             self.first = values
@@ -307,7 +307,6 @@ class TelemetryHub:
         lines = self.monitor_lines.setdefault(host, [])
 
         async def consume() -> None:
-            from controller.parsers import ip_mptcp
             try:
                 async for line in proc.lines():
                     lines.append(line)
@@ -344,9 +343,6 @@ class TelemetryHub:
                     hosts.add(h)
         if not hosts:
             return
-        from controller.errors import CtlError
-        from controller.telemetry.snmp.counters import Event
-        from controller.telemetry.snmp.poller import SnmpPoller
 
         def sink(item: Any) -> None:
             if isinstance(item, Event):
@@ -450,7 +446,6 @@ def flow_points(run: Any) -> list[Point]:
 
     iperf3 reports seconds since its own start; the points are placed at the time the
     client was seen running (controller clock) plus the interval's end."""
-    from controller.parsers import iperf3
     if not run.client_json or run.client_started is None:
         return []
     try:
