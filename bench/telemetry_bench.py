@@ -94,7 +94,7 @@ def bench_writer(target: InfluxTarget, n: int) -> tuple[float, float]:
 
 async def bench_sampler(inv, host: str, seconds: float) -> dict:
     pool = SSHPool(inv, CommandLog(), [host])
-    await pool.connect_all()
+    (await pool.connect_all()).raise_on_error()
     s = pool[host]
     ifaces = [i.name for i in inv.hosts[host].interfaces]
     cfg = {"interval": 0.1, "ifaces": ifaces, "probes": [{"name": "ss", "argv": ["ss", "-tinH"], "every": 1}]}

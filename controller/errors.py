@@ -81,6 +81,15 @@ class VerifyError(CtlError):
         self.differences = differences
 
 
+class RestoreFailed(CtlError):
+    """A host could not be brought back to the state read before the run; every problem named."""
+
+    def __init__(self, host: str, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.host = host
+        self.problems = problems
+
+
 class TrafficError(CtlError):
     """A traffic tool (iperf3, webtorrent, ...) failed or produced unusable output."""
 

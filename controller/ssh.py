@@ -25,6 +25,7 @@ import asyncssh
 from controller.commands import Command, CommandResult
 from controller.errors import CommandFailed, SSHError
 from controller.inventory import Inventory, Role, SSH
+from controller.perhost import MultiResult, gather_hosts
 
 # A constant script: data only ever arrives as positional arguments ("$@").
 _SPAWN_WRAPPER = 'echo "ctl-pid $$"; exec "$@"'
@@ -127,6 +128,25 @@ class SSHSession:
                 reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or type(exc).__name__
                 raise SSHError(self.host, f"cannot connect to {t.address}:{t.ssh.port}: {reason}") from None
             self.lost = None
+
+    @property
+    def connected(self) -> bool:
+        """An open connection that has not been seen to fail."""
+        return self._conn is not None and self.lost is None
+
+    async def ensure_connected(self, within_s: float, retry_every_s: float = 1.0) -> bool:
+        """Connected now, or (re)connect, retrying until `within_s` has passed; False if not."""
+        if self.connected:
+            return True
+        deadline = time.monotonic() + within_s
+        while True:
+            try:
+                await self.connect()
+                return True
+            except SSHError:
+                if time.monotonic() + retry_every_s >= deadline:
+                    return False
+                await asyncio.sleep(retry_every_s)
 
     def _connection(self) -> asyncssh.SSHClientConnection:
         if self._conn is None:
@@ -328,14 +348,9 @@ class SSHPool:
         except KeyError:
             raise SSHError(host, "not an SSH-reachable host of this inventory") from None
 
-    async def connect_all(self) -> None:
-        results = await asyncio.gather(*(s.connect() for s in self.sessions.values()), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            for e in errors:
-                if not isinstance(e, SSHError):
-                    raise e
-            raise errors[0]
+    async def connect_all(self) -> MultiResult[None]:
+        """Connect to every host at once; each host's outcome, nothing raised (see perhost)."""
+        return await gather_hosts(self.sessions, lambda h: self.sessions[h].connect())
 
     async def run_parallel(self, commands: dict[str, Command]) -> dict[str, CommandResult]:
         """One command per host, all at once."""

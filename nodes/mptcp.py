@@ -113,7 +113,7 @@ def parse_endpoints(text: str) -> list[MptcpEndpoint]:
                           id=e.id, port=e.port) for e in ip_mptcp.parse_endpoints(text)]
 
 
-class MptcpEndpointDriver:
+class MptcpEndpointDriver:  # implements nodes.base.EndpointDriver[EndpointConfig, EndpointState]
     """Driver for one Linux MPTCP endpoint host."""
 
     def __init__(self, host: str, extra_sysctls: Iterable[str] = ()):

@@ -62,11 +62,11 @@ async def health_check(inv: Any, hosts: Sequence[str], spec: HealthSpec, log_pat
     log = CommandLog(log_path)
     pool = SSHPool(inv, log, hosts)
     try:
-        res = await asyncio.gather(*(pool[h].connect() for h in hosts), return_exceptions=True)
+        connected = await pool.connect_all()
         reachable = []
-        for h, r in zip(hosts, res, strict=True):
-            if isinstance(r, BaseException):
-                msg = r.one_line() if isinstance(r, CtlError) else repr(r)
+        for h, r in connected.items():
+            if r.failed:
+                msg = r.exception.one_line() if isinstance(r.exception, CtlError) else repr(r.exception)
                 details["hosts"][h] = msg
                 reasons.append(f"{h} unreachable over SSH: {msg}")
             else:

@@ -39,7 +39,7 @@ def classify(status: str, exit_code: int | None, error: str | None, error_type: 
         if exit_code == 2:
             return "refused"
         by_type = {"TrafficError": "traffic-error", "CommandFailed": "command-failed", "VerifyError": "command-failed",
-                   "SSHError": "host-unreachable", "ResultInvalid": "result-invalid"}
+                   "SSHError": "host-unreachable", "HostsUnreachable": "host-unreachable", "ResultInvalid": "result-invalid"}
         if error_type in by_type:
             return by_type[error_type]
         if _RE_LOST.search(err):

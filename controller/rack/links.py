@@ -181,7 +181,7 @@ async def link_measure(inv: Inventory, link: str, *, pings: int = 20, tcp_s: flo
     result: dict[str, Any] = {"link": link, "client": mp.client, "server": mp.server,
                               "configured": {"forward": fwd.to_json(), "reverse": rev.to_json()}}
     try:
-        await pool.connect_all()
+        (await pool.connect_all()).raise_on_error()
         # Warm-up, not counted: the first packet after a quiet spell waits for neighbour (ARP)
         # resolution on both ends, which crosses the delayed link too (a 100 ms path shows
         # one 200 ms reply). Calibration measures the link, not the resolver.

@@ -65,7 +65,7 @@ async def recover(inv: Inventory, run_dir: Path, say: Callable[[str], None]) -> 
     problems: list[str] = []
     try:
         try:
-            await pool.connect_all()
+            (await pool.connect_all()).raise_on_error()
         except CtlError as exc:
             problems.append(f"cannot reach every host: {exc.one_line()}")
         await _end_processes(pool, m.get("processes", []), problems)

@@ -24,12 +24,15 @@ from controller.errors import CtlError, SSHError, TrafficError, VerifyError
 from controller.inventory import Inventory, Role, source_of
 from controller.results.records import RunRecord, make_run_id
 from controller.scenarios.base import RunData, RunPlan, Scenario
+from controller.perhost import MultiResult, gather_hosts
 from controller.ssh import CommandLog, SSHPool, measure_clock_offset
 from controller.telemetry.hosts import TelemetryHub, flow_points
 from controller.telemetry.spool import InfluxTarget, InfluxWriter, pending_points
 from controller.topology import interfaces_in_subnet
 from controller.traffic.iperf3 import TrafficRunner, iperf3_supports_mptcp
+from nodes.base import EndpointDriver
 from nodes.mptcp import EndpointState, MptcpEndpointDriver, metadata_commands
+from controller.errors import RestoreFailed
 
 RESTORE_RECONNECT_S = 30.0
 
@@ -75,7 +78,7 @@ class Run:
             self.sessions = dict(self.pool.sessions)
         self.shapers: dict[str, Shaper] = {}
         self.shaper_before: dict[str, ShaperState] = {}
-        self.endpoint_drivers: dict[str, MptcpEndpointDriver] = {}
+        self.endpoint_drivers: dict[str, EndpointDriver] = {}
         self.endpoint_before: dict[str, EndpointState] = {}
         self.changed: list[str] = []  # hosts ctl has changed, in order; restored in reverse
         self.traffic: TrafficRunner | None = None
@@ -103,7 +106,7 @@ class Run:
         self.record.phase("prepare")
         self.progress("connecting to " + ", ".join(sorted(self.sessions)))
         if self.pool is not None:
-            await self.pool.connect_all()
+            (await self.pool.connect_all()).raise_on_error()
         for b in self._bridges():
             kind = self.inv.hosts[b].shaper.kind  # type: ignore[union-attr]
             self.shapers[b] = shaper_class(kind)(self.inv, b)
@@ -292,21 +295,8 @@ class Run:
         if self.dry_run or self.pool is None:
             return set(self.sessions)
         pool = self.pool
-
-        async def one(h: str) -> str | None:
-            s = pool[h]
-            if s.lost is None and s._conn is not None:
-                return h
-            deadline = time.monotonic() + RESTORE_RECONNECT_S
-            while time.monotonic() < deadline:
-                try:
-                    await s.connect()
-                    return h
-                except SSHError:
-                    await asyncio.sleep(1.0)
-            return None
-        got = await asyncio.gather(*(one(h) for h in self.sessions))
-        return {h for h in got if h is not None}
+        got = await gather_hosts(self.sessions, lambda h: pool[h].ensure_connected(RESTORE_RECONNECT_S))
+        return {h for h, r in got.items() if r.value}
 
     async def stop_measuring(self, reachable: set[str] | None = None) -> None:
         """Stop traffic (abort path), monitors and samplers; keep what they produced."""
@@ -339,27 +329,17 @@ class Run:
             self.record.manifest["clock_offsets"]["drift_s"] = {o.host: o.measured_s - start.get(o.host, 0.0)
                                                                 for o in res}
 
-    async def restore(self) -> list[str]:
-        """Bring every changed host back to what it was; returns problems (empty when all is well)."""
+    async def restore(self) -> MultiResult[None]:
+        """Bring every changed host back to what it was. Per host: nothing, or a RestoreFailed
+        naming each problem (the exception that caused it kept as its cause)."""
         self.record.phase("restore")
-        problems: list[str] = []
 
         async def ensure_connected(h: str) -> bool:
             if self.dry_run or self.pool is None:
                 return True
-            s = self.pool[h]
-            if s.lost is None and s._conn is not None:
-                return True
-            deadline = time.monotonic() + RESTORE_RECONNECT_S
-            while time.monotonic() < deadline:
-                try:
-                    await s.connect()
-                    return True
-                except SSHError:
-                    await asyncio.sleep(1.0)
-            return False
+            return await self.pool[h].ensure_connected(RESTORE_RECONNECT_S)
 
-        async def restore_bridge(b: str) -> None:
+        async def restore_bridge(b: str, problems: list[str]) -> None:
             if not await ensure_connected(b):
                 problems.append(f"{b}: unreachable, shaping NOT restored (expected {self.shaper_before[b].to_json()['pipes']})")
                 return
@@ -368,44 +348,47 @@ class Run:
                 # Nothing was applied, so reading would show the baseline: plan the restore from
                 # what the apply would have left, so the listing shows every command of a real run.
                 now = self.shapers[b].expected_state(self.shaper_before[b], self._desired_by_bridge()[b])
-            try:
-                after = await restore(self.shapers[b], self.sessions[b], self.shaper_before[b], now)
-                self.record.manifest["shapers"][b]["restored"] = after.to_json()
-                fidelity = shaper_fidelity(self.shaper_before[b].counters, after.counters)
-                if fidelity:
-                    self.record.manifest["shapers"][b]["fidelity"] = fidelity
-            except CtlError as exc:
-                problems.append(f"{b}: restore failed: {exc.one_line()}")
+            after = await restore(self.shapers[b], self.sessions[b], self.shaper_before[b], now)
+            self.record.manifest["shapers"][b]["restored"] = after.to_json()
+            fidelity = shaper_fidelity(self.shaper_before[b].counters, after.counters)
+            if fidelity:
+                self.record.manifest["shapers"][b]["fidelity"] = fidelity
 
-        async def restore_endpoint(h: str) -> None:
+        async def restore_endpoint(h: str, problems: list[str]) -> None:
             if not await ensure_connected(h):
                 problems.append(f"{h}: unreachable, MPTCP configuration NOT restored")
                 return
             drv = self.endpoint_drivers[h]
-            try:
-                if self.dry_run:
-                    now = drv.expected_state(self.endpoint_before[h], self.plan.endpoints[h])
-                else:
-                    now = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
-                await run_all(self.sessions[h], drv.plan_restore(self.endpoint_before[h], now))
-                after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
-                diffs = drv.restored_equal(self.endpoint_before[h], after)
-                if diffs and not self.dry_run:
-                    problems.append(f"{h}: " + "; ".join(diffs))
-                self.record.manifest["endpoints"][h]["restored"] = after.to_json()
-            except CtlError as exc:
-                problems.append(f"{h}: restore failed: {exc.one_line()}")
+            if self.dry_run:
+                now = drv.expected_state(self.endpoint_before[h], self.plan.endpoints[h])
+            else:
+                now = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+            await run_all(self.sessions[h], drv.plan_restore(self.endpoint_before[h], now))
+            after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+            diffs = drv.restored_equal(self.endpoint_before[h], after)
+            if diffs and not self.dry_run:
+                problems.append(f"{h}: " + "; ".join(diffs))
+            self.record.manifest["endpoints"][h]["restored"] = after.to_json()
 
-        tasks = []
-        for h in dict.fromkeys(reversed(self.changed)):
-            if h in self.shapers and h in self.shaper_before:
-                tasks.append(restore_bridge(h))
-            if h in self.endpoint_drivers and h in self.endpoint_before:
-                tasks.append(restore_endpoint(h))
-        await asyncio.gather(*tasks)
-        self.record.manifest["restore_problems"] = problems
+        async def restore_host(h: str) -> None:
+            problems: list[str] = []
+            cause: CtlError | None = None
+            for owns, fn in ((h in self.shapers and h in self.shaper_before, restore_bridge),
+                             (h in self.endpoint_drivers and h in self.endpoint_before, restore_endpoint)):
+                if not owns:
+                    continue
+                try:
+                    await fn(h, problems)
+                except CtlError as exc:
+                    problems.append(f"{h}: restore failed: {exc.one_line()}")
+                    cause = exc
+            if problems:
+                raise RestoreFailed(h, problems) from cause
+
+        results = await gather_hosts(dict.fromkeys(reversed(self.changed)), restore_host)
+        self.record.manifest["restore_problems"] = restore_problems(results)
         self.record.save()
-        return problems
+        return results
 
     def run_data(self) -> RunData:
         points = self.telemetry.points if self.telemetry is not None else []
@@ -572,12 +555,25 @@ def shaper_fidelity(before: dict, after: dict) -> dict:
 
 
 async def _cleanup(run: Run) -> list[str]:
+    """Stop what runs, restore every host; the problems, one line each (empty: all restored)."""
     reachable = await run.reconnect()
     try:
         await run.stop_measuring(reachable)
     except Exception as exc:
         run.record.manifest["errors"].append({"t": time.time(), "error": f"stopping measurement: {exc!r}"})
-    return await run.restore()
+    results = await run.restore()
+    for r in results.failed.values():
+        if not isinstance(r.exception, CtlError):
+            raise r.exception  # a bug in a restore path: the record says what was restored so far
+    return restore_problems(results)
+
+
+def restore_problems(results: MultiResult[None]) -> list[str]:
+    """The run record's `restore_problems`: every problem of every host, one line each."""
+    out: list[str] = []
+    for r in results.failed.values():
+        out += r.exception.problems if isinstance(r.exception, RestoreFailed) else [r.describe()]
+    return out
 
 
 def _jsonable(v: Any) -> Any:
