@@ -17,8 +17,18 @@ from controller.argutil import join_negative_values
 from controller.errors import ParameterError, ScenarioError, UsageError
 from controller.inventory import Inventory, Role
 from controller.traffic.iperf3 import FlowSpec
-from controller.units import (format_delay, format_probability, format_rate_arg, format_size, parse_delay_us,
-                              parse_duration, parse_probability, parse_queue, parse_rate, parse_size)
+from controller.units import (
+    format_delay,
+    format_probability,
+    format_rate_arg,
+    format_size,
+    parse_delay_us,
+    parse_duration,
+    parse_probability,
+    parse_queue,
+    parse_rate,
+    parse_size,
+)
 from nodes.mptcp import EndpointConfig
 
 ParamType = Literal["rate", "duration", "delay", "probability", "size", "queue", "int", "choice", "name", "host",
@@ -115,6 +125,26 @@ class Param:
 COMMON_PARAMS = (
     Param("duration", "duration", "30s", "traffic duration", min=1, max=86400, in_run_id=False),
 )
+
+
+# ---- rows several scenarios share (one definition of their type, bounds and run-id role) ----
+
+def role_param(name: str, default: str, help: str) -> Param:
+    """A host or an inventory link the experiment uses (never part of the run id)."""
+    return Param(name, "host", default, help, in_run_id=False)
+
+
+def queue_param(default: str | None, help: str = "bottleneck queue per direction: slots (50) or bytes (64KB)") -> Param:
+    return Param("queue", "queue", default, help)
+
+
+def cc_param(name: str = "cc", default: str = "cubic",
+             help: str = "congestion control of the MPTCP connection (what the kernel lists)") -> Param:
+    return Param(name, "name", default, help)
+
+
+def port_base_param(help: str = "first iperf3 port") -> Param:
+    return Param("port_base", "int", "5201", help, min=1024, max=65000, in_run_id=False)
 
 
 @dataclass

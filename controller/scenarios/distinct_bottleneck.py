@@ -16,26 +16,45 @@ from typing import Any, Mapping
 from bridges.base import Direction, PipeConfig
 from controller import plots
 from controller.inventory import Inventory, Role
-from controller.scenarios.base import (Param, RunPlan, Scenario, address_on, require_host, require_link)
-from controller.results.summary import (data_local_ports, flow_throughput, format_table, jain_index, link_throughput, mptcp_verdict,
-                                subflow_throughput)
+from controller.results.summary import (
+    data_local_ports,
+    flow_throughput,
+    format_table,
+    jain_index,
+    link_series,
+    link_throughput,
+    mptcp_verdict,
+    subflow_series,
+    subflow_throughput,
+)
+from controller.scenarios.base import (
+    Param,
+    RunPlan,
+    Scenario,
+    address_on,
+    cc_param,
+    port_base_param,
+    queue_param,
+    require_host,
+    require_link,
+    role_param,
+)
 from controller.traffic.iperf3 import FlowSpec
 from nodes.mptcp import EndpointConfig, MptcpEndpoint
-from controller.results.summary import link_series, subflow_series
 
 PARAMS = (
     Param("link1", "rate", "100M", "bandwidth of link 1 (each direction)", min="1k", max="10G"),
     Param("link2", "rate", "20M", "bandwidth of link 2 (paper: 10, 20, 30/40, 50 Mbit/s)", min="1k", max="10G"),
-    Param("queue", "queue", "50", "bottleneck queue per direction: slots (50) or bytes (64KB)"),
-    Param("cc", "name", "cubic", "congestion control of the MPTCP connection (what the kernel lists)"),
-    Param("tcp_cc", "name", "cubic", "congestion control of the single-path TCP flows"),
-    Param("path1", "host", "path1", "inventory link used as path 1", in_run_id=False),
-    Param("path2", "host", "path2", "inventory link used as path 2", in_run_id=False),
-    Param("mptcp_client", "host", "a1", "MPTCP sender (dual-homed endpoint)", in_run_id=False),
-    Param("mptcp_server", "host", "b1", "MPTCP receiver (dual-homed endpoint)", in_run_id=False),
-    Param("tcp_client", "host", "a2", "single-path TCP sender (on both paths)", in_run_id=False),
-    Param("tcp_server", "host", "b2", "single-path TCP receiver (on both paths)", in_run_id=False),
-    Param("port_base", "int", "5201", "first iperf3 port", min=1024, max=65000, in_run_id=False),
+    queue_param("50"),
+    cc_param(),
+    cc_param("tcp_cc", "cubic", "congestion control of the single-path TCP flows"),
+    role_param("path1", "path1", "inventory link used as path 1"),
+    role_param("path2", "path2", "inventory link used as path 2"),
+    role_param("mptcp_client", "a1", "MPTCP sender (dual-homed endpoint)"),
+    role_param("mptcp_server", "b1", "MPTCP receiver (dual-homed endpoint)"),
+    role_param("tcp_client", "a2", "single-path TCP sender (on both paths)"),
+    role_param("tcp_server", "b2", "single-path TCP receiver (on both paths)"),
+    port_base_param(),
 )
 
 

@@ -41,9 +41,29 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.parsers import webtorrent
-from controller.results.summary import data_local_ports, flow_throughput, format_table, subflow_throughput
-from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import LONG_PATH_KEYS, mptcp_long_path_sysctls, paper_table, stats
+from controller.results.summary import (
+    data_local_ports,
+    flow_throughput,
+    format_table,
+    subflow_throughput,
+)
+from controller.scenarios.base import (
+    Param,
+    RunPlan,
+    Scenario,
+    cc_param,
+    port_base_param,
+    queue_param,
+    require_host,
+    require_link,
+    role_param,
+)
+from controller.scenarios.common import (
+    LONG_PATH_KEYS,
+    mptcp_long_path_sysctls,
+    paper_table,
+    stats,
+)
 from controller.settings import PROJECT_ROOT
 from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
 from controller.traffic.bittorrent import BitTorrentRunner, BtDownload, BtSettings
@@ -70,24 +90,23 @@ PARAMS = (
     Param("initial", "choice", "all", "step 1: initial path(s) to test", choices=("all",) + PATH_CHOICES),
     Param("duration", "duration", "10s", "step 1: length of each iperf3 test", min=1, max=3600, in_run_id=False),
     Param("timeout", "duration", "600s", "step 2: longest a download may take", min=10, max=86400, in_run_id=False),
-    Param("cc", "name", "cubic", "congestion control"),
+    cc_param("cc", "cubic", "congestion control"),
     Param("local_bw", "rate", "20M", "rate of each local path", min="100k", max="10G"),
     Param("local_delay", "delay", "5ms", "one-way delay of each local path", min="0", max="1s"),
     Param("global_bw", "rate", "5M", "rate of each access link of the global path", min="10k", max="10G"),
     Param("global_delay", "delay", "50ms", "one-way delay of each access link of the global path", min="0", max="2s"),
-    Param("queue", "queue", "50", "queue of every shaped link: slots or bytes"),
-    Param("seeder", "host", "ns1", "seeder / iperf3 server (MPTCP announces its local addresses)", in_run_id=False),
-    Param("leecher", "host", "ns2", "leecher / iperf3 client", in_run_id=False),
-    Param("tracker_host", "host", "tr1", "host of the global tracker (behind the NAT router)", in_run_id=False),
-    Param("local1", "host", "lp1", "inventory link of local path 1", in_run_id=False),
-    Param("local2", "host", "lp2", "inventory link of local path 2", in_run_id=False),
-    Param("seeder_wan", "host", "wan1", "the seeder's access link to the NAT router", in_run_id=False),
-    Param("leecher_wan", "host", "wan2", "the leecher's access link to the NAT router", in_run_id=False),
+    queue_param("50", "queue of every shaped link: slots or bytes"),
+    role_param("seeder", "ns1", "seeder / iperf3 server (MPTCP announces its local addresses)"),
+    role_param("leecher", "ns2", "leecher / iperf3 client"),
+    role_param("tracker_host", "tr1", "host of the global tracker (behind the NAT router)"),
+    role_param("local1", "lp1", "inventory link of local path 1"),
+    role_param("local2", "lp2", "inventory link of local path 2"),
+    role_param("seeder_wan", "wan1", "the seeder's access link to the NAT router"),
+    role_param("leecher_wan", "wan2", "the leecher's access link to the NAT router"),
     Param("bt_tools", "path", None, "step 2: directory on the seeder, leecher and tracker host holding nodes/bittorrent "
           "installed (`npm ci`: node_modules/.bin/webtorrent, bittorrent-tracker); default: this checkout's "
           "nodes/bittorrent (the virtual rack's hosts share the controller's file system)", in_run_id=False),
-    Param("port_base", "int", "5201", "step 1: first iperf3 port (the router must forward them to the seeder)",
-          min=1024, max=65000, in_run_id=False),
+    port_base_param("step 1: first iperf3 port (the router must forward them to the seeder)"),
 )
 
 

@@ -27,10 +27,20 @@ from bridges.base import Direction, PipeConfig
 from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
-from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
+from controller.results.summary import flow_throughput, format_table
+from controller.scenarios.base import (
+    Param,
+    RunPlan,
+    Scenario,
+    cc_param,
+    port_base_param,
+    queue_param,
+    require_host,
+    require_link,
+    role_param,
+)
 from controller.scenarios.common import iface_counter_rate, iface_series, paper_table
 from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
-from controller.results.summary import flow_throughput, format_table
 from controller.traffic.iperf3 import FlowSpec
 from nodes.mptcp import EndpointConfig
 
@@ -39,18 +49,18 @@ PARAMS = (
     Param("streams", "int", "16", "m0's parallel TCP connections (A_n; paper: 2, 16, 32, 64)", min=1, max=128),
     Param("bw", "rate", "100M", "bottleneck rate B (paper: 100 Mbit/s)", min="1M", max="10G"),
     Param("delay", "delay", "5ms", "one-way delay on the bottleneck (paper: ~50 km over KOREN)", min="0", max="1s"),
-    Param("queue", "queue", "100", "bottleneck queue per direction: slots or bytes"),
-    Param("cc", "name", "cubic", "congestion control of every connection"),
+    queue_param("100", "bottleneck queue per direction: slots or bytes"),
+    cc_param("cc", "cubic", "congestion control of every connection"),
     Param("start_after", "duration", "5s", "m0 starts this long after x1 and stops this long before it",
           min="0.5s", max="1h", in_run_id=False),
     Param("settle", "duration", "2s", "first seconds of the overlap left out of the shares (m0's slow start)",
           min="0.1s", max="1h", in_run_id=False),
-    Param("link", "host", "path1", "inventory link shared by both hosts", in_run_id=False),
-    Param("x1", "host", "a1", "existing sender (V_k connections)", in_run_id=False),
-    Param("x1_receiver", "host", "b1", "x1's receiver", in_run_id=False),
-    Param("m0", "host", "a2", "new sender (A_n connections)", in_run_id=False),
-    Param("m0_receiver", "host", "b2", "m0's receiver", in_run_id=False),
-    Param("port_base", "int", "5201", "first iperf3 port", min=1024, max=65000, in_run_id=False),
+    role_param("link", "path1", "inventory link shared by both hosts"),
+    role_param("x1", "a1", "existing sender (V_k connections)"),
+    role_param("x1_receiver", "b1", "x1's receiver"),
+    role_param("m0", "a2", "new sender (A_n connections)"),
+    role_param("m0_receiver", "b2", "m0's receiver"),
+    port_base_param(),
     Param("duration", "duration", "40s", "how long x1 sends", min=3, max=86400, in_run_id=False),
 )
 

@@ -33,12 +33,39 @@ from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.results.figures import CaseData, heatmap_figures
 from controller.results.stats import mean_ci
-from controller.results.summary import flow_throughput, format_table, link_series, link_throughput
-from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import bdp_queue, paper_table, pct, tcp_buffer_sysctls, window_need
+from controller.results.summary import (
+    flow_throughput,
+    format_table,
+    link_series,
+    link_throughput,
+)
+from controller.scenarios.base import (
+    Param,
+    RunPlan,
+    Scenario,
+    cc_param,
+    port_base_param,
+    queue_param,
+    require_host,
+    require_link,
+    role_param,
+)
+from controller.scenarios.common import (
+    bdp_queue,
+    paper_table,
+    pct,
+    tcp_buffer_sysctls,
+    window_need,
+)
 from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
 from controller.traffic.iperf3 import FlowSpec
-from controller.units import bdp_bytes, format_delay, format_probability, parse_delay_us, parse_probability
+from controller.units import (
+    bdp_bytes,
+    format_delay,
+    format_probability,
+    parse_delay_us,
+    parse_probability,
+)
 from nodes.mptcp import EndpointConfig
 
 PARAMS = (
@@ -46,13 +73,13 @@ PARAMS = (
           min="0", max="2s"),
     Param("loss", "probability", "0", "random loss on the data direction (paper: 0, 0.0046, 0.01, 0.025, 0.1 %)",
           max="0.5"),
-    Param("cc", "name", "bbr", "congestion control (paper: bbr = BBRv3 where the kernel has it, cubic)"),
+    cc_param("cc", "bbr", "congestion control (paper: bbr = BBRv3 where the kernel has it, cubic)"),
     Param("bw", "rate", "1G", "bottleneck rate (each direction)", min="1M", max="10G"),
-    Param("queue", "queue", None, "bottleneck buffer; default: 1 BDP of --bw x --rtt, computed by ctl"),
-    Param("link", "host", "path1", "inventory link used as the dumbbell's bottleneck", in_run_id=False),
-    Param("client", "host", "a1", "sender", in_run_id=False),
-    Param("server", "host", "b1", "receiver", in_run_id=False),
-    Param("port_base", "int", "5201", "iperf3 port", min=1024, max=65000, in_run_id=False),
+    queue_param(None, "bottleneck buffer; default: 1 BDP of --bw x --rtt, computed by ctl"),
+    role_param("link", "path1", "inventory link used as the dumbbell's bottleneck"),
+    role_param("client", "a1", "sender"),
+    role_param("server", "b1", "receiver"),
+    port_base_param("iperf3 port"),
     Param("duration", "duration", "60s", "iperf3 duration (paper: 60 s)", min=1, max=86400, in_run_id=False),
 )
 

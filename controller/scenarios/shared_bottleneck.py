@@ -37,15 +37,40 @@ from bridges.base import Direction, PipeConfig
 from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
-from controller.scenarios.base import Param, RunPlan, Scenario, require_host, require_link
-from controller.scenarios.common import LONG_PATH_KEYS, acked_rate, mptcp_long_path_sysctls, paper_table, pct, tcp_buffer_sysctls, window_need
+from controller.results.summary import (
+    data_local_ports,
+    flow_throughput,
+    format_table,
+    link_series,
+    link_throughput,
+    mptcp_verdict,
+    subflow_series,
+    subflow_throughput,
+)
+from controller.scenarios.base import (
+    Param,
+    RunPlan,
+    Scenario,
+    cc_param,
+    port_base_param,
+    queue_param,
+    require_host,
+    require_link,
+    role_param,
+)
+from controller.scenarios.common import (
+    LONG_PATH_KEYS,
+    acked_rate,
+    mptcp_long_path_sysctls,
+    paper_table,
+    pct,
+    tcp_buffer_sysctls,
+    window_need,
+)
 from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
-from controller.results.summary import (data_local_ports, flow_throughput, format_table, link_throughput, mptcp_verdict,
-                                subflow_throughput)
 from controller.traffic.iperf3 import FlowSpec
 from controller.units import format_delay
 from nodes.mptcp import EndpointConfig, MptcpEndpoint
-from controller.results.summary import link_series, subflow_series
 
 PARAMS = (
     Param("delay", "delay", "100ms", "one-way delay of both paths (case 1; paper: 100, 200, 500, 800 ms)",
@@ -55,17 +80,17 @@ PARAMS = (
     Param("delay2", "delay", None, "one-way delay of path 2: subflow 2 (case 2; paper: 300, 400, 500 ms)",
           min="0", max="5s"),
     Param("bw", "rate", "100M", "rate of the shared bottleneck (each direction)", min="1M", max="10G"),
-    Param("queue", "queue", "50", "bottleneck queue per direction: slots (50) or bytes (64KB)"),
-    Param("cc", "name", "cubic", "congestion control of the MPTCP connection (what the kernel lists)"),
-    Param("tcp_cc", "name", "cubic", "congestion control of the single-path TCP flow"),
-    Param("path1", "host", "sbd1", "inventory link adding path 1's delay", in_run_id=False),
-    Param("path2", "host", "sbd2", "inventory link adding path 2's delay", in_run_id=False),
-    Param("bottleneck", "host", "sbn", "inventory link shared by all flows", in_run_id=False),
-    Param("mptcp_client", "host", "sa1", "MPTCP sender (one interface on each path)", in_run_id=False),
-    Param("mptcp_server", "host", "sb1", "MPTCP receiver (an address in each path's subnet)", in_run_id=False),
-    Param("tcp_client", "host", "sa2", "single-path TCP sender (on path 1)", in_run_id=False),
-    Param("tcp_server", "host", "sb2", "single-path TCP receiver", in_run_id=False),
-    Param("port_base", "int", "5201", "first iperf3 port", min=1024, max=65000, in_run_id=False),
+    queue_param("50"),
+    cc_param(),
+    cc_param("tcp_cc", "cubic", "congestion control of the single-path TCP flow"),
+    role_param("path1", "sbd1", "inventory link adding path 1's delay"),
+    role_param("path2", "sbd2", "inventory link adding path 2's delay"),
+    role_param("bottleneck", "sbn", "inventory link shared by all flows"),
+    role_param("mptcp_client", "sa1", "MPTCP sender (one interface on each path)"),
+    role_param("mptcp_server", "sb1", "MPTCP receiver (an address in each path's subnet)"),
+    role_param("tcp_client", "sa2", "single-path TCP sender (on path 1)"),
+    role_param("tcp_server", "sb2", "single-path TCP receiver"),
+    port_base_param(),
 )
 
 # The paper's measured MPTCP / TCP throughput ratios (sanity ranges, not targets).
