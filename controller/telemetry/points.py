@@ -26,11 +26,11 @@ host's own clock, uncorrected: the logger runs without the controller; the offse
 """
 from __future__ import annotations
 
-import functools
 import json
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping
+
+from nodes.fieldlog.lineproto import line
 
 FieldValue = int | float | bool | str
 
@@ -57,50 +57,9 @@ class Point:
         return (self.measurement, tuple(sorted(self.tags.items())), self.time_ns)
 
 
-_ESC_KEY = str.maketrans({"\\": "\\\\", ",": "\\,", "=": "\\=", " ": "\\ "})
-_ESC_MEASUREMENT = str.maketrans({"\\": "\\\\", ",": "\\,", " ": "\\ "})
-_ESC_STRING = str.maketrans({"\\": "\\\\", '"': '\\"'})
-
-
-def _esc_key(s: str) -> str:
-    return s.translate(_ESC_KEY)
-
-
-def _esc_measurement(s: str) -> str:
-    return s.translate(_ESC_MEASUREMENT)
-
-
-def _field(v: FieldValue) -> str | None:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return f"{v}i"
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return None  # InfluxDB cannot store NaN/inf: the field is left out, never faked
-        return repr(v)
-    return f'"{str(v).translate(_ESC_STRING)}"'
-
-
-@functools.lru_cache(maxsize=4096)
-def _series(measurement: str, tags: tuple[tuple[str, str], ...]) -> str:
-    """The measurement-and-tags prefix of a line; a run's points share a few hundred of them."""
-    return _esc_measurement(measurement) + "".join(f",{_esc_key(k)}={_esc_key(v)}" for k, v in tags if v != "")
-
-
 def to_line(p: Point) -> str | None:
     """InfluxDB line protocol (tags sorted; empty tag values dropped, as InfluxDB requires)."""
-    fields = []
-    for k, v in sorted(p.fields.items()):
-        if v is None:
-            continue
-        enc = _field(v)
-        if enc is not None:
-            fields.append(f"{_esc_key(k)}={enc}")
-    if not fields:
-        return None
-    series = _series(p.measurement, tuple(sorted((k, str(v)) for k, v in p.tags.items())))
-    return f"{series} {','.join(fields)} {p.time_ns}"
+    return line(p.measurement, p.tags, p.fields, p.time_ns)
 
 
 def dumps(p: Point) -> str:

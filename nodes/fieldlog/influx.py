@@ -11,14 +11,13 @@ Exactly once, by construction:
 * only fsynced bytes are sent (`AppendFile.durable_size`), so a power loss cannot leave InfluxDB
   holding a point the spool lost.
 
-Line protocol is encoded exactly as controller.telemetry.points.to_line does (a unit test holds the two
-together), so `ctl metrics push` of a fetched copy sends byte-identical lines.
+Line protocol comes from nodes.fieldlog.lineproto, the encoder the controller uses too, so `ctl metrics
+push` of a fetched copy sends byte-identical lines.
 """
 from __future__ import annotations
 
 import gzip
 import json
-import math
 import os
 import threading
 import time
@@ -27,44 +26,13 @@ import urllib.parse
 import urllib.request
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from nodes.fieldlog.lineproto import line
 from nodes.fieldlog.spool import SPOOL_NAME, load_push_state, read_complete, save_push_state
-
-
-def _esc_key(s: str) -> str:
-    return s.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=").replace(" ", "\\ ")
-
-
-def _esc_measurement(s: str) -> str:
-    return s.replace("\\", "\\\\").replace(",", "\\,").replace(" ", "\\ ")
-
-
-def _field(v: Any) -> Optional[str]:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return "%di" % v
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return None     # InfluxDB cannot store NaN/inf: left out, never faked
-        return repr(v)
-    s = str(v).replace("\\", "\\\\").replace('"', '\\"')
-    return '"%s"' % s
 
 
 def to_line(p: Mapping[str, Any]) -> Optional[str]:
     """One spool record {"m","t","tags","f"} -> a line-protocol line (None: no field to store)."""
-    tags = "".join(",%s=%s" % (_esc_key(k), _esc_key(str(v)))
-                   for k, v in sorted(p["tags"].items()) if str(v) != "")
-    fields = []
-    for k, v in sorted(p["f"].items()):
-        if v is None:
-            continue
-        enc = _field(v)
-        if enc is not None:
-            fields.append("%s=%s" % (_esc_key(k), enc))
-    if not fields:
-        return None
-    return "%s%s %s %d" % (_esc_measurement(p["m"]), tags, ",".join(fields), int(p["t"]))
+    return line(p["m"], p["tags"], p["f"], int(p["t"]))
 
 
 def encode_block(block: bytes) -> Tuple[List[str], int, int]:
