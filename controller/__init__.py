@@ -1,7 +1,7 @@
 """ctl: the controller of a hardware-in-the-loop network testbed.
 
 Packages, highest layer first; a module imports only its own layer or layers below
-(tests/unit/test_layout.py checks it, and that there are no import cycles):
+(tests/unit/controller/test_layout.py checks it, and that there are no import cycles):
 
     cli/         the thin argv layer: one module per command
     campaign/    sweeps: file spec, expansion, policy, store, health, scheduler, report

@@ -1,9 +1,9 @@
 """The recorded fixtures are real tool output: they must stay byte-for-byte as recorded."""
 import hashlib
-from pathlib import Path
+from tests.support.shipped import ROOT, TESTS
 
-HERE = Path(__file__).resolve().parent.parent / "fixtures"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+HERE = TESTS / "fixtures"
+SHARED = ROOT.parent / "shared" / "fixtures"
 
 
 def _manifest() -> dict[str, str]:
