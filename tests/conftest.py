@@ -81,8 +81,8 @@ def _build_rack(tmp_path_factory: pytest.TempPathFactory, letter: str, shaper: s
 
 
 def _teardown(inv, prefix: str) -> None:
-    from controller.lab import rack as lab
-    lab.lab_down(inv)
+    from controller.lab.rack import lab_down
+    lab_down(inv)
     shutil.rmtree(Path("/run/ctl") / prefix, ignore_errors=True)
 
 

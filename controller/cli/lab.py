@@ -6,7 +6,7 @@ import argparse
 from controller.cli.commands import add_command
 from controller.cli.common import inventory_of, print_json
 from controller.errors import RackBusy
-from controller.lab import rack as lab
+from controller.lab.rack import lab_down, topology_intact
 from controller.lab.ops import lab_status, lab_up_cli
 from controller.lock import RackLock
 
@@ -19,7 +19,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
         try:
             lock.acquire()
         except RackBusy:
-            if args.action == "up" and lab.topology_intact(inv):
+            if args.action == "up" and topology_intact(inv):
                 # Restarting a dead daemon (InfluxDB, an sshd) on the intact topology does not
                 # disturb the run or campaign that holds the rack; building would, so it waits.
                 return _lab_up_down(inv, "up")
@@ -49,7 +49,7 @@ def _lab_up_down(inv, action: str) -> int:
               f"{len(st.processes)} daemons, SSH on {len(st.ssh_hosts)} hosts")
         return 0
     if action == "down":
-        removed = lab.lab_down(inv)
+        removed = lab_down(inv)
         print(f"virtual rack {inv.name} down" + (f": removed {len(removed)} objects" if removed else " (was not up)"))
         return 0
     raise AssertionError(action)

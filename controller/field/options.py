@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 from controller.errors import ParameterError, UsageError
 from controller.field.ship import PHYSICAL_ROOT
 from controller.inventory import Inventory, Role
-from controller.lab.rack import host_dir
+from controller.lab.plan import host_dir
 from nodes.modem.families import FAMILIES
 
 

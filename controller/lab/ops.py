@@ -8,7 +8,7 @@ from typing import Iterable
 from controller.commands import Command
 from controller.errors import CtlError, LabError
 from controller.inventory import Inventory
-from controller.lab import rack as lab
+from controller.lab.rack import LabState, proc_alive, check_owner, is_up, lab_up, managed_influx, owned_state, read_state
 from controller.settings import PROJECT_ROOT
 from controller.ssh import CommandLog, SSHPool
 
@@ -30,8 +30,8 @@ def dnpipe_binary_for(inv: Inventory) -> str | None:
     return str(DNPIPE_BUILD)
 
 
-def lab_up_cli(inv: Inventory) -> lab.LabState:
-    return lab.lab_up(inv, dnpipe_binary=dnpipe_binary_for(inv))
+def lab_up_cli(inv: Inventory) -> LabState:
+    return lab_up(inv, dnpipe_binary=dnpipe_binary_for(inv))
 
 
 def ensure_lab(inv: Inventory, needed: Iterable[str] = ()) -> bool:
@@ -42,10 +42,10 @@ def ensure_lab(inv: Inventory, needed: Iterable[str] = ()) -> bool:
     if inv.kind != "virtual":
         return False
     built = False
-    if not lab.is_up(inv, lab.owned_state(inv)):
+    if not is_up(inv, owned_state(inv)):
         lab_up_cli(inv)
         built = True
-    st = lab.read_state(inv)
+    st = read_state(inv)
     assert inv.virtual is not None and st is not None
     have = {ns.removeprefix(inv.virtual.netns_prefix + "-") for ns in st.namespaces}
     missing = sorted(set(needed) - have)
@@ -73,23 +73,23 @@ async def _ssh_check(inv: Inventory, hosts: list[str]) -> dict[str, str]:
 
 
 def lab_status(inv: Inventory) -> dict:
-    st = lab.read_state(inv)
+    st = read_state(inv)
     status: dict = {"inventory": inv.name, "up": False}
     if st is None:
         return status
     status["namespaces"] = st.namespaces
     status["state_dir"] = st.state_dir
     try:
-        lab.check_owner(inv, st)
+        check_owner(inv, st)
     except LabError as exc:
         status["owner_problem"] = exc.one_line()
-    procs = {f"{p['name']}@{p['host']}": lab._proc_alive(p["pid"], p.get("start_time")) for p in st.processes}
+    procs = {f"{p['name']}@{p['host']}": proc_alive(p["pid"], p.get("start_time")) for p in st.processes}
     status["processes"] = procs
     hosts = sorted(st.ssh_hosts)
     status["hosts"] = asyncio.run(_ssh_check(inv, hosts)) if hosts else {}
-    server = lab.managed_influx(inv)
+    server = managed_influx(inv)
     if server is not None:
         status["influxdb"] = f"{server.url} {'healthy' if server.health() else 'NOT answering'}"
-    status["up"] = lab.is_up(inv) and all(v.startswith("ssh ok") for v in status["hosts"].values()) and \
+    status["up"] = is_up(inv) and all(v.startswith("ssh ok") for v in status["hosts"].values()) and \
         (server is None or server.health())
     return status

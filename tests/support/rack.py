@@ -153,7 +153,7 @@ def free_mgmt_octet() -> int:
 
 def sweep_stale_test_racks() -> None:
     """Remove test racks whose pytest process died without tearing them down (kill -9)."""
-    from controller.lab import rack as lab
+    from controller.lab.rack import lab_down_runtime
     base = Path("/run/ctl")
     if not base.exists():
         return
@@ -163,7 +163,7 @@ def sweep_stale_test_racks() -> None:
             owner = int(name[1:])
             if any(Path(f"/proc/{pid}").exists() for pid in _pids_with_suffix(owner)):
                 continue
-            lab.lab_down_runtime(d)
+            lab_down_runtime(d)
 
 
 def _pids_with_suffix(suffix: int) -> list[int]:

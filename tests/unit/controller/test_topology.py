@@ -17,7 +17,7 @@ import pytest
 
 from controller.errors import InventoryError, LabError
 from controller.inventory import Role, load_inventory
-from controller.lab.rack import plan_lab, render_nat_ruleset, segment_bridge_names
+from controller.lab.plan import plan_lab, render_nat_ruleset, segment_bridge_names
 from tests.support.shipped import LAB, VIRTUAL, no_state_dir
 
 

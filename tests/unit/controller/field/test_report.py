@@ -57,7 +57,7 @@ def test_virtual_modem_device_is_the_test_double_link_under_the_runtime_dir(vinv
     assert modem_hosts(vinv) == ["m1"]
     assert resolve_device(vinv, "m1") == "/run/ctl/ctlv/hosts/m1/ttyAT0"
     assert field_root(vinv, "m1") == "/run/ctl/ctlv/hosts/m1/field"
-    from controller.lab.rack import modem_test_doubles
+    from controller.lab.plan import modem_test_doubles
     (d,) = modem_test_doubles(vinv)
     assert d.host == "m1" and d.argv[d.argv.index("--link") + 1] == resolve_device(vinv, "m1")
     assert d.argv[:4] == ("ip", "netns", "exec", "ctlv-m1") and d.argv[-1] == "at-quectel"

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.lab import rack as lab
+from controller.lab.plan import _SSHD_BOOT
 from controller.errors import LabError
 from controller.inventory import Role, load_inventory
-from controller.lab.rack import plan_lab
+from controller.lab.plan import plan_lab
 from tests.support.shipped import LAB, VIRTUAL
 
 
@@ -297,7 +297,7 @@ def test_commands_are_argv_tuples_without_shell_strings(plan):
         assert all(isinstance(a, str) and a for a in argv), argv
         if "-c" in argv and argv[argv.index("-c") - 1] in ("sh", "bash", "/bin/sh"):
             i = argv.index("-c")
-            assert argv[i + 1] == lab._SSHD_BOOT        # the constant script, nothing formatted in
+            assert argv[i + 1] == _SSHD_BOOT        # the constant script, nothing formatted in
             data = argv[i + 2:]
             for a in data:
                 assert not _SHELL_META.search(a), (a, argv)
@@ -307,7 +307,7 @@ def test_commands_are_argv_tuples_without_shell_strings(plan):
 
 
 def test_boot_script_takes_data_only_from_positional_parameters(plan, inv):
-    script = lab._SSHD_BOOT
+    script = _SSHD_BOOT
     # no host name, address or path is formatted into the script
     for h, addr in plan.ssh_hosts.items():
         assert not re.search(rf"\b{h}\b", script)
