@@ -177,7 +177,7 @@ class SSHSession:
             result = CommandResult(self.host, command.argv, None, "", "timed out (no answer from host)",
                                    started=started, duration=time.monotonic() - t0, note=command.note)
         except (asyncssh.Error, OSError, ConnectionError) as exc:
-            self._mark_lost(exc)
+            self.mark_lost(exc)
             result = CommandResult(self.host, command.argv, None, "", f"connection lost: {exc}",
                                    started=started, duration=time.monotonic() - t0, note=command.note)
             self.log.add(result)
@@ -197,10 +197,10 @@ class SSHSession:
         try:
             proc = await self._connection().create_process(line, encoding="utf-8", errors="replace")
         except (asyncssh.Error, OSError) as exc:
-            self._mark_lost(exc)
+            self.mark_lost(exc)
             raise SSHError(self.host, f"cannot start `{shlex.join(argv)[:120]}`: {exc}") from None
         rp = SSHRemoteProcess(self, tuple(argv), proc, note)
-        await rp._read_pid()
+        await rp.read_pid()
         for fn in self.log.spawn_listeners:
             fn(rp)
         if not stdin_open:
@@ -208,7 +208,7 @@ class SSHSession:
         self._procs.append(rp)
         return rp
 
-    def _mark_lost(self, exc: BaseException) -> None:
+    def mark_lost(self, exc: BaseException) -> None:
         self.lost = str(exc) or type(exc).__name__
         if self._conn is not None:
             self._conn.abort()
@@ -249,7 +249,7 @@ class SSHRemoteProcess:
         self.stdout_lines = 0
         self._result: CommandResult | None = None
 
-    async def _read_pid(self) -> None:
+    async def read_pid(self) -> None:
         try:
             first = await asyncio.wait_for(self._proc.stdout.readline(), 15)
         except asyncio.TimeoutError:
@@ -272,7 +272,7 @@ class SSHRemoteProcess:
                 self.stdout_lines += 1
                 yield line.rstrip("\n")
         except (asyncssh.Error, OSError, ConnectionError) as exc:
-            self.session._mark_lost(exc)
+            self.session.mark_lost(exc)
             raise SSHError(self.host, f"lost the stream of `{shlex.join(self.argv)[:80]}`: {exc}") from None
 
     def send_line(self, text: str) -> None:
@@ -282,7 +282,7 @@ class SSHRemoteProcess:
         try:
             line = await asyncio.wait_for(self._proc.stdout.readline(), timeout)
         except (asyncssh.Error, OSError, ConnectionError) as exc:
-            self.session._mark_lost(exc)
+            self.session.mark_lost(exc)
             raise SSHError(self.host, f"lost `{shlex.join(self.argv)[:80]}`: {exc}") from None
         return line.rstrip("\n")
 
