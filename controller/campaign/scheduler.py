@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import signal
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -156,7 +157,11 @@ class Scheduler:
             chosen = None
             wake = time.time() + self.opts.poll_s
             for c in active:
-                step = self._step(c)
+                try:
+                    step = self._step(c)
+                except Exception as exc:  # bad data in this campaign: it pauses, the others go on
+                    self._pause_on_error(c, exc, "planning its next step")
+                    continue
                 if step.kind in ("run", "finish") or (step.kind == "wait" and step.hold_rack) or \
                         (step.kind == "idle" and any(r.state == "running" for r in self.store.runs(c.num))):
                     chosen = c
@@ -169,10 +174,26 @@ class Scheduler:
             if chosen is None:
                 await self._sleep(wake - time.time())
                 continue
-            busy = await self.drive(chosen)
+            try:
+                busy = await self.drive(chosen)
+            except Exception as exc:  # never exit (and be restarted into the same crash) over one campaign
+                self._pause_on_error(chosen, exc, "running it")
+                busy = False
             if busy:
                 await self._sleep(self.opts.poll_s)
         return 0
+
+    def _pause_on_error(self, c: CampaignRow, exc: Exception, doing: str) -> None:
+        """Pause `c` with the reason; the traceback goes to the campaign's scheduler-errors.log."""
+        what = exc.one_line() if isinstance(exc, CtlError) else f"{type(exc).__name__}: {exc}"
+        reason = f"the scheduler failed {doing}: {' '.join(what.split())[:300]}"
+        d = campaign_dir(c.id)
+        d.mkdir(parents=True, exist_ok=True)
+        with open(d / "scheduler-errors.log", "a") as f:
+            f.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S%z')} {reason}\n")
+            f.write("".join(traceback.format_exception(exc)))
+        if self.store.pause_if_active(c.num, reason):
+            self.log(f"campaign #{c.num} PAUSED: {reason} (traceback in {d / 'scheduler-errors.log'})")
 
     def _step(self, c: CampaignRow, now: float | None = None) -> Step:
         spec = c.spec()

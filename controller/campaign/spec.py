@@ -6,6 +6,7 @@ policy per failure class, the health check and what the report shows.
 """
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal
@@ -36,6 +37,9 @@ POLICY_CLASSES: tuple[str, ...] = ("host-unreachable", "command-failed", "traffi
 ALL_CLASSES: tuple[str, ...] = POLICY_CLASSES + ("restore-failed", "error", "interrupted")
 
 _NAME = r"^[a-z0-9][a-z0-9._-]{0,60}$"
+# A campaign is one rack's queue: the papers' largest design is 600 runs. Far more is a typo
+# (a sweep list pasted twice, repetitions: 10000) and would take the machine's memory to expand.
+MAX_RUNS = 100_000
 
 
 def _param_value(v: Any) -> str:
@@ -156,6 +160,10 @@ class CampaignSpec(_Strict):
             raise ValueError("give either `sweep` (cross product) or `cases` (explicit list), not both")
         if self.cases is not None and not self.cases:
             raise ValueError("cases: an empty list")
+        n = self.run_count()
+        if n > MAX_RUNS:
+            raise ValueError(f"{n} runs ({self.case_count()} cases x {self.repetitions} repetitions): at most "
+                             f"{MAX_RUNS} runs per campaign; split it into several campaigns")
         fixed = {_norm(k) for k in self.fixed}
         for k in (self.sweep or {}):
             if _norm(k) in fixed:
@@ -165,6 +173,15 @@ class CampaignSpec(_Strict):
                 if _norm(k) in fixed:
                     raise ValueError(f"cases[{i}]: parameter {k!r} is also fixed")
         return self
+
+    def case_count(self) -> int:
+        """Cases without expanding them (a sweep is the product of its lists' lengths)."""
+        if self.cases is not None:
+            return len(self.cases)
+        return math.prod(len(v) for v in (self.sweep or {}).values())
+
+    def run_count(self) -> int:
+        return self.case_count() * self.repetitions
 
     @property
     def pause_s(self) -> float:

@@ -79,6 +79,11 @@ def progress_line(c: Any, p: Any, now: float | None = None) -> str:
 
 # ---- plan and submit -------------------------------------------------------------------------
 
+# A campaign finishing more than a year from now is almost surely a mistake (a window of one
+# minute, repetitions: 10000): refused unless --force.
+MAX_HORIZON_S = 366 * 86400
+
+
 def _planned(args: argparse.Namespace) -> dict:
     """Load, validate and expand a campaign file; no state anywhere is changed."""
     path = Path(args.file)
@@ -103,6 +108,12 @@ def _planned(args: argparse.Namespace) -> dict:
     per_run = [durations[p.case] + overhead for p in planned]
     rack_s = sum(per_run) + spec.pause_s * max(0, len(planned) - 1)
     finish = estimate_finish(now, per_run, spec.pause_s, spec.window_obj(), not_before)
+    if finish - now > MAX_HORIZON_S and not getattr(args, "force", False):
+        raise CampaignError(f"{path}: the campaign would finish on {local(finish):%Y-%m-%d} "
+                            f"(in {(finish - now) / 86400 / 365.25:.1f} years: {len(planned)} runs, "
+                            f"{format_span(rack_s)} of rack time"
+                            + (f", only inside the window {spec.window}" if spec.window else "")
+                            + "); pass --force to queue it anyway")
     return {"spec": spec, "path": path, "text": text, "inv": inv,
             "inventory_path": resolve_inventory_path(args.inventory),
             "validated": validated, "seed": seed, "planned": planned, "overhead_s": overhead,
@@ -447,12 +458,14 @@ def register(sub) -> None:
     sp = add("plan", cmd_plan, "print the expanded runs, rack time and finish time; change nothing")
     sp.add_argument("file")
     sp.add_argument("--at", help="start time for the estimate (HH:MM or ISO date and time)")
+    sp.add_argument("--force", action="store_true", help="plan a campaign that would finish more than a year from now")
     sp.add_argument("--json", action="store_true")
 
     sp = add("submit", cmd_submit, "queue a campaign")
     sp.add_argument("file")
     sp.add_argument("--at", help="not before this time (HH:MM: the next such time; or ISO date and time)")
     sp.add_argument("--runs-dir", help="where run records go (default: $CTL_RUNS_DIR or runs/)")
+    sp.add_argument("--force", action="store_true", help="queue a campaign that would finish more than a year from now")
     sp.add_argument("--json", action="store_true")
 
     sp = add("status", cmd_status, "campaigns and their progress")
