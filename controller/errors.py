@@ -38,6 +38,11 @@ class UnsupportedShaping(UsageError):
     """A shaper back-end was asked for something it cannot do (e.g. delay on tbf)."""
 
 
+class UnsafePath(UsageError):
+    """A file or directory ctl would create or write is not safe to use (a symlink, owned by
+    another user, writable by others): refused before anything is written."""
+
+
 class RackBusy(CtlError):
     """Another controller holds the rack lock."""
 

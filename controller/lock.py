@@ -5,6 +5,10 @@ dies, so a lock left by a dead controller (kill -9, crash, reboot) is never an o
 the next taker finds the file unlocked and overwrites the stale owner record. The file
 records who holds the lock, for error messages and status.
 
+Lock files live in directories that must be ours and closed to others, and are opened
+without following symlinks (controller.safefs): a local user who pre-creates
+`/run/lock/ctl` or plants a symlink gets a refusal, never root writing through it.
+
 The rack lock is machine-wide (`$CTL_LOCK_DIR`, default `/run/lock/ctl`), keyed by the
 inventory's rack name: two checkouts of ctl on one controller (each with its own state
 dir) still cannot drive one rack at once. Controllers on different machines are not
@@ -20,7 +24,8 @@ import socket
 import time
 from pathlib import Path
 
-from controller.errors import RackBusy
+from controller.errors import RackBusy, UnsafePath
+from controller.safefs import open_private, private_dir
 from controller.settings import state_dir
 
 
@@ -47,34 +52,41 @@ class FileLock:
         self._fd: int | None = None
         self.broke_stale: dict | None = None
 
+    def _record(self) -> dict | None:
+        """The owner record as written by the holder (None: unreadable, empty, or not a file of ours)."""
+        try:
+            fd = open_private(self.path, os.O_RDONLY, "lock file")
+        except UnsafePath:
+            return None
+        try:
+            return _parse_record(os.pread(fd, MAX_RECORD, 0))
+        finally:
+            os.close(fd)
+
     def owner(self) -> dict | None:
         """The recorded holder, or None when nobody holds it (a dead holder does not count)."""
-        try:
-            o = json.loads(self.path.read_text() or "null")
-        except (OSError, ValueError):
-            return None
+        o = self._record()
         if o and o.get("host") == socket.gethostname() and not pid_alive(int(o.get("pid", 0))):
             return None
         return o or None
 
     def try_acquire(self) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        # The lock directory may sit in a world-writable place (/run/lock): it must be ours and
+        # closed to others, and the lock file a regular file of ours (never a symlink to follow).
+        private_dir(self.path.parent, "lock directory")
+        fd = open_private(self.path, os.O_RDWR | os.O_CREAT, "lock file", 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             return False
-        try:
-            previous = json.loads(self.path.read_text() or "null")
-        except (OSError, ValueError):
-            previous = None
+        previous = _parse_record(os.pread(fd, MAX_RECORD, 0))
         if previous and previous.get("pid") and previous.get("host") == socket.gethostname() \
                 and not pid_alive(previous["pid"]):
             self.broke_stale = previous  # its holder died without releasing: the kernel freed it
         os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "purpose": self.purpose,
-                                 "since": time.time(), "state_dir": str(state_dir())}).encode())
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "purpose": self.purpose,
+                                  "since": time.time(), "state_dir": str(state_dir())}).encode(), 0)
         self._fd = fd
         return True
 
@@ -95,10 +107,7 @@ class RackLock(FileLock):
 
     def acquire(self) -> "RackLock":
         if not self.try_acquire():
-            try:
-                o = json.loads(self.path.read_text() or "null") or {}
-            except (OSError, ValueError):
-                o = {}
+            o = self._record() or {}
             since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(o.get("since", 0))) if o else "?"
             other = o.get("state_dir")
             where = f", state dir {other}" if other and other != str(state_dir()) else ""
@@ -111,6 +120,17 @@ class RackLock(FileLock):
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+MAX_RECORD = 4096
+
+
+def _parse_record(data: bytes) -> dict | None:
+    try:
+        o = json.loads(data.decode() or "null")
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return o if isinstance(o, dict) else None
 
 
 def pid_alive(pid: int) -> bool:

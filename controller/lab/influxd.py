@@ -7,7 +7,6 @@ file is mode 0600 and is what the inventory's `token: {file: ...}` reference poi
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
 import time
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from controller.safefs import private_dir, write_private
 from controller.errors import LabError
 from controller.settings import state_dir
 
@@ -98,10 +98,8 @@ class InfluxServer:
             self._request("POST", "/api/v2/setup", {
                 "username": "ctl", "password": secrets.token_urlsafe(24), "org": self.org,
                 "bucket": self.bucket, "token": token, "retentionPeriodSeconds": 0})
-            self.token_file.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(token + "\n")
+            private_dir(self.token_file.parent, "InfluxDB token directory", 0o700)
+            write_private(self.token_file, token + "\n", "InfluxDB token file")
             return token
         if not self.token_file.exists():
             raise LabError(f"InfluxDB at {self.url} is already set up but its token file {self.token_file} is "

@@ -27,6 +27,7 @@ from controller.inventory import Inventory, source_of
 from controller.lab.influxd import InfluxServer
 from controller.lab.snmpd_conf import render_snmpd_conf
 from controller.settings import state_dir
+from controller.safefs import private_dir, write_private
 from controller.lab.plan import Daemon, LAB_FORMAT, LabPlan, REQUIRED_TOOLS, host_dir, plan_lab
 
 
@@ -37,10 +38,8 @@ def _secret_for(ref, what: str) -> str:
     except ParameterError:
         if ref.file is None:
             raise
-    ref.file.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(ref.file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_urlsafe(18) + "\n")
+    private_dir(ref.file.parent, "secret directory", 0o700)
+    write_private(ref.file, secrets.token_urlsafe(18) + "\n", f"{what} file")
     return ref.resolve(what)
 
 
@@ -56,13 +55,11 @@ def _write_snmpd_configs(inv: Inventory) -> None:
             auth = _secret_for(s.auth_key, f"{h} SNMP auth key")
             priv = _secret_for(s.priv_key, f"{h} SNMP priv key")
         d = host_dir(inv, h)
-        (d / "snmp").mkdir(parents=True, exist_ok=True)
+        private_dir(d / "snmp", "snmpd state directory", 0o700)
         text = render_snmpd_conf(f"udp:{host.mgmt.address}:{s.port}", community, user, auth, priv,
                                  auth_protocol=s.auth_protocol or "sha", priv_protocol=s.priv_protocol or "aes",
                                  sys_name=h)
-        fd = os.open(d / "snmpd.conf", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        write_private(d / "snmpd.conf", text, "snmpd configuration")
 
 
 # ---- execution ----------------------------------------------------------------------------
@@ -187,17 +184,14 @@ def check_prerequisites(inv: Inventory) -> None:
 
 def _ensure_keys(inv: Inventory, plan: LabPlan, log: list[dict]) -> None:
     assert inv.virtual is not None
-    rt = inv.virtual.runtime_dir
-    rt.mkdir(parents=True, exist_ok=True)
-    os.chmod(rt, 0o700)
+    rt = private_dir(inv.virtual.runtime_dir, "runtime directory", 0o700)
     ssh = inv.ssh
     key = ssh.key_file or rt / "id_ed25519"
     if not key.exists():
         key.parent.mkdir(parents=True, exist_ok=True)
         _run_local(("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"ctl@{inv.name}", "-f", str(key)), log)
     pub = Path(str(key) + ".pub").read_text().strip()
-    (rt / "authorized_keys").write_text(pub + "\n")
-    os.chmod(rt / "authorized_keys", 0o600)
+    write_private(rt / "authorized_keys", pub + "\n", "authorized_keys")
     lines = []
     for h, addr in plan.ssh_hosts.items():
         d = host_dir(inv, h)
@@ -209,7 +203,7 @@ def _ensure_keys(inv: Inventory, plan: LabPlan, log: list[dict]) -> None:
         lines.append(f"{addr} {hpub}")
     known = ssh.known_hosts or rt / "known_hosts"
     known.parent.mkdir(parents=True, exist_ok=True)
-    known.write_text("\n".join(lines) + "\n")
+    write_private(known, "\n".join(lines) + "\n", "known_hosts file", 0o644)
 
 
 def _wait_tcp(addr: str, port: int, deadline: float) -> bool:
@@ -248,8 +242,7 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
     log: list[dict] = []
     state = LabState(LAB_FORMAT, str(source_of(inv) or ""), inv.name, time.time(), [], [], [], plan.ssh_hosts,
                      str(state_dir().resolve()))
-    rt = inv.virtual.runtime_dir
-    rt.mkdir(parents=True, exist_ok=True)
+    private_dir(inv.virtual.runtime_dir, "runtime directory", 0o700)
     try:
         _ensure_keys(inv, plan, log)
         for path, content in plan.files.items():
