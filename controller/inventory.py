@@ -9,28 +9,49 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+from urllib.parse import urlsplit
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from controller.errors import InventoryError, ParameterError
-from controller.units import parse_rate
+from controller.units import parse_delay_us, parse_probability, parse_queue, parse_rate
+from controller.yamlload import load_yaml_with_lines
 
 FORMAT_VERSION = 1
 _NAME = r"^[a-z][a-z0-9-]{0,30}$"
 
 
+# The only variables a path may name: ctl sets CTL_STATE_DIR before loading an inventory.
+# Any other `$...` is refused (a path like /x/${CTL_INFLUX_TOKEN} would put a secret into run
+# records and error messages); the message names the variable, never its value.
+PATH_VARIABLES = ("CTL_STATE_DIR", "HOME")
+_VAR = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)?")
+
+
 def _expand_path(v: Any) -> Any:
-    """`~` and `${VAR}` in paths; ctl sets CTL_STATE_DIR before loading an inventory."""
-    if isinstance(v, (str, Path)):
-        text = os.path.expandvars(os.path.expanduser(str(v)))
-        if "$" in text:
-            raise ValueError(f"{v!r}: undefined environment variable in path")
-        return Path(text)
-    return v
+    """`~` and ${CTL_STATE_DIR} / ${HOME} in paths, nothing else."""
+    if not isinstance(v, (str, Path)):
+        return v
+    text = str(v)
+
+    def sub(m: re.Match) -> str:
+        name = (m.group(1) or "").strip("{}")
+        if name not in PATH_VARIABLES or not m.group(1) or (m.group(1).startswith("{") and not m.group(1).endswith("}")):
+            shown = m.group(0)[:40]
+            raise ValueError(f"{shown!r}: only ${{CTL_STATE_DIR}}, ${{HOME}} and ~ are expanded in paths")
+        value = os.environ.get(name)
+        if not value:
+            raise ValueError(f"${{{name}}} is not set")
+        return value
+    text = _VAR.sub(sub, text)
+    if text.startswith("~"):
+        text = os.path.expanduser(text)
+    if "\0" in text or "\n" in text:
+        raise ValueError("a path cannot hold a NUL or a line break")
+    return Path(text)
 
 
 XPath = Annotated[Path, BeforeValidator(_expand_path)]
@@ -326,12 +347,27 @@ class PipeRef(Strict):
 
 
 class Baseline(Strict):
-    """Link state the rack returns to between runs (unlimited when absent)."""
+    """Link state the rack returns to between runs (unlimited when absent). Each value is
+    checked at load with the same parser `ctl link set` uses."""
 
     bw: str | None = None
     delay: str | None = None
     plr: str | None = None
     queue: str | None = None
+
+    @field_validator("bw", "delay", "plr", "queue", mode="before")
+    @classmethod
+    def _value(cls, v: Any, info: Any) -> Any:
+        if v is None:
+            return v
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise ValueError(f"{v!r} is not a {info.field_name} value")
+        parse = {"bw": parse_rate, "delay": parse_delay_us, "plr": parse_probability, "queue": parse_queue}
+        try:
+            parse[info.field_name](str(v), what=info.field_name)
+        except ParameterError as exc:
+            raise ValueError(str(exc).removeprefix(f"{info.field_name}: ")) from None
+        return str(v)
 
 
 class Segment(Strict):
@@ -378,6 +414,18 @@ class InfluxDB(Strict):
     bucket: str
     token: SecretRef
     managed: bool = False
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        u = urlsplit(v)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError("an http:// or https:// URL with a host")
+        if u.username is not None or u.password is not None:
+            # Credentials in the URL would be copied into run records and logs: the token is a secret reference.
+            raise ValueError("credentials in the URL (user:password@) are not allowed: give `token` "
+                             "as a secret reference")
+        return v
 
 
 class Virtual(Strict):
@@ -426,6 +474,7 @@ class Inventory(Strict):
             raise ValueError("a virtual inventory needs a `virtual` section")
         if self.kind == "physical" and self.virtual is not None:
             raise ValueError("a physical inventory has no `virtual` section")
+        used_ports: dict[tuple[str, str], str] = {}
         for lname, link in self.links.items():
             bridge = self.hosts.get(link.bridge)
             if bridge is None:
@@ -433,9 +482,16 @@ class Inventory(Strict):
             if bridge.role is not Role.BRIDGE:
                 raise ValueError(f"link {lname}: host {link.bridge!r} is not a bridge")
             ports = {i.name for i in bridge.interfaces}
+            if link.a_port == link.b_port:
+                raise ValueError(f"link {lname}: a_port and b_port are both {link.a_port!r} (a link joins two ports)")
             for port in (link.a_port, link.b_port):
                 if port not in ports:
                     raise ValueError(f"link {lname}: bridge {link.bridge} has no interface {port!r}")
+                other = used_ports.get((link.bridge, port))
+                if other is not None:
+                    raise ValueError(f"link {lname}: port {port} of bridge {link.bridge} is already a port of "
+                                     f"link {other}")
+                used_ports[(link.bridge, port)] = lname
             if bridge.shaper and bridge.shaper.kind == "dummynet":
                 for d in ("forward", "reverse"):
                     if getattr(link, d).pipe is None:
@@ -456,6 +512,7 @@ class Inventory(Strict):
                     raise ValueError(f"link {lname}: {side}_segment {named!r} is not a named segment "
                                      f"(segments: {', '.join(sorted(self.segments)) or 'none'})")
         self._check_tree()
+        self._check_addresses()
         for hname, host in self.hosts.items():
             for iface in host.interfaces:
                 if iface.link is not None and iface.link not in self.links:
@@ -480,6 +537,23 @@ class Inventory(Strict):
                     raise ValueError(f"link {lname}: pipe {p} on {link.bridge} is already used by {pipes[key]}")
                 pipes[key] = f"{lname}.{d}"
         return self
+
+    def _check_addresses(self) -> None:
+        """No two hosts share a management address, and no two interfaces a data address."""
+        mgmt: dict[str, str] = {}
+        for hname, host in self.hosts.items():
+            if host.mgmt.address in mgmt:
+                raise ValueError(f"host {hname}: management address {host.mgmt.address} is also host "
+                                 f"{mgmt[host.mgmt.address]}'s")
+            mgmt[host.mgmt.address] = hname
+        data: dict[str, str] = {}
+        for hname, host in self.hosts.items():
+            for iface in host.interfaces:
+                if iface.ip is None:
+                    continue
+                if iface.ip in data:
+                    raise ValueError(f"host {hname}: address {iface.ip} of {iface.name} is also {data[iface.ip]}'s")
+                data[iface.ip] = f"{hname} {iface.name}"
 
     def _check_tree(self) -> None:
         """Links join segments; a second path between two segments would be a forwarding loop."""
@@ -580,53 +654,6 @@ class Inventory(Strict):
     def snapshot(self) -> dict:
         """The inventory as recorded in a run record: references only, no secret values."""
         return self.model_dump(mode="json")
-
-
-# ---- loading with file / line / field ------------------------------------------------------
-
-class _LineLoader(yaml.SafeLoader):
-    pass
-
-
-def _construct_with_lines(loader: yaml.SafeLoader, node: yaml.Node, lines: dict, path: tuple) -> Any:
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if key in out:
-                raise InventoryError(f"{loader.name}:{key_node.start_mark.line + 1}: duplicate key {key!r}")
-            sub = path + (key,)
-            lines[sub] = key_node.start_mark.line + 1
-            out[key] = _construct_with_lines(loader, value_node, lines, sub)
-            lines[sub] = key_node.start_mark.line + 1
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_construct_with_lines(loader, n, lines, path + (i,)) for i, n in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
-
-
-def load_yaml_with_lines(path: Path) -> tuple[Any, dict[tuple, int]]:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InventoryError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    loader = _LineLoader(text)
-    loader.name = str(path)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            raise InventoryError(f"{path}: empty file")
-        lines: dict[tuple, int] = {}
-        data = _construct_with_lines(loader, node, lines, ())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InventoryError(f"{where}: YAML error: {problem}") from None
-    finally:
-        loader.dispose()
-    return data, lines
 
 
 def format_validation_error(path: Path, exc: ValidationError, lines: dict[tuple, int]) -> str:

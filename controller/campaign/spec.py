@@ -15,7 +15,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from controller.campaign.timing import Window, parse_window
 from controller.errors import ParameterError, UsageError
-from controller.inventory import format_validation_error, load_yaml_with_lines
+from controller.inventory import format_validation_error
+from controller.yamlload import load_yaml_with_lines
 from controller.units import parse_duration
 
 

@@ -220,9 +220,25 @@ def test_dummynet_link_one_pipe_for_both_directions(tmp_path):
 
 
 def test_pipe_used_twice_on_one_bridge(tmp_path):
-    path, _ = variant(tmp_path, LAB, "    bridge: dn2\n    a_port: em0\n    b_port: em1\n    forward: {pipe: 10201}",
-                      "    bridge: dn1\n    a_port: em0\n    b_port: em1\n    forward: {pipe: 10101}")
+    # dn1 gets two more ports so that path2 can cross it too: only the pipe number collides.
+    path, text = variant(tmp_path, LAB, "    bridge: dn2\n    a_port: em0\n    b_port: em1\n    forward: {pipe: 10201}",
+                         "    bridge: dn1\n    a_port: em2\n    b_port: em3\n    forward: {pipe: 10101}")
+    old = "      - {name: em0}\n      - {name: em1}\n"
+    i = text.index(old, text.index("  dn1:"))
+    path.write_text(text[:i] + old + "      - {name: em2}\n      - {name: em3}\n" + text[i + len(old):])
     assert "link path2: pipe 10101 on dn1 is already used by path1.forward" in load_error(path)
+
+
+def test_two_links_on_one_bridge_port(tmp_path):
+    path, _ = variant(tmp_path, LAB, "    bridge: dn2\n    a_port: em0\n    b_port: em1\n    forward: {pipe: 10201}",
+                      "    bridge: dn1\n    a_port: em0\n    b_port: em1\n    forward: {pipe: 10201}")
+    assert "link path2: port em0 of bridge dn1 is already a port of link path1" in load_error(path)
+
+
+def test_a_link_from_a_port_to_itself(tmp_path):
+    path, _ = variant(tmp_path, LAB, "    bridge: dn2\n    a_port: em0\n    b_port: em1\n",
+                      "    bridge: dn2\n    a_port: em0\n    b_port: em0\n")
+    assert "link path2: a_port and b_port are both 'em0'" in load_error(path)
 
 
 def test_same_pipe_number_on_two_bridges_is_fine(tmp_path):
@@ -266,12 +282,30 @@ def test_undefined_variable_in_path(tmp_path):
     path, text = variant(tmp_path, VIRTUAL, old, old.replace("CTL_STATE_DIR", "CTL_NO_SUCH_VARIABLE_XYZ"))
     msg = load_error(path)
     assert msg.startswith(f"{path}:{line_of(text, 'CTL_NO_SUCH_VARIABLE_XYZ')}: influxdb.token.file: ")
-    assert "undefined environment variable" in msg
+    assert "only ${CTL_STATE_DIR}, ${HOME} and ~ are expanded in paths" in msg
+
+
+def test_a_secret_variable_in_a_path_is_refused_and_never_shown(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTL_INFLUX_TOKEN", "s3cr3t-token-value")
+    old = '{env: CTL_INFLUX_TOKEN, file: "${CTL_STATE_DIR}/influxdb/virtual/token"}'
+    path, _ = variant(tmp_path, VIRTUAL, old, old.replace("${CTL_STATE_DIR}", "/x/${CTL_INFLUX_TOKEN}"))
+    msg = load_error(path)
+    assert "'${CTL_INFLUX_TOKEN}': only ${CTL_STATE_DIR}" in msg and "s3cr3t" not in msg
+
+
+def test_credentials_in_the_influxdb_url_are_refused(tmp_path):
+    old = "url: http://"
+    text = VIRTUAL.read_text()
+    assert text.count(old) == 1
+    path = tmp_path / "inv.yaml"
+    path.write_text(text.replace(old, "url: http://ctl:hunter2@"))
+    msg = load_error(path)
+    assert "influxdb.url: credentials in the URL (user:password@) are not allowed" in msg and "hunter2" not in msg
 
 
 def test_virtual_inventory_needs_ctl_state_dir(monkeypatch):
     monkeypatch.delenv("CTL_STATE_DIR")
-    assert "undefined environment variable" in load_error(VIRTUAL)
+    assert "influxdb.token.file: ${CTL_STATE_DIR} is not set" in load_error(VIRTUAL)
 
 
 def test_state_dir_expansion_follows_the_environment(tmp_path, monkeypatch):
