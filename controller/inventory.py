@@ -16,11 +16,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from controller.argutil import argv_value
 from controller.errors import InventoryError, ParameterError
 from controller.units import parse_delay_us, parse_probability, parse_queue, parse_rate
 from controller.yamlload import load_yaml_with_lines
 
 FORMAT_VERSION = 1
+# A Linux/FreeBSD interface name as ctl accepts it: 1-15 characters, never a leading '-' (it
+# becomes an argv element of ip, tc, ethtool, ifconfig).
+IFNAME = r"^[A-Za-z0-9_.:][A-Za-z0-9_.:-]{0,14}$"
 _NAME = r"^[a-z][a-z0-9-]{0,30}$"
 
 
@@ -49,8 +53,10 @@ def _expand_path(v: Any) -> Any:
     text = _VAR.sub(sub, text)
     if text.startswith("~"):
         text = os.path.expanduser(text)
-    if "\0" in text or "\n" in text:
-        raise ValueError("a path cannot hold a NUL or a line break")
+    if any(ord(c) < 32 for c in text):
+        raise ValueError("a path cannot hold a NUL, a line break or another control character")
+    if text.startswith("-"):
+        raise ValueError(f"{text[:40]!r} starts with '-' (it would be read as an option)")
     return Path(text)
 
 
@@ -165,7 +171,7 @@ class Mgmt(Strict):
         try:
             ipaddress.ip_address(v)
         except ValueError:
-            if not re.match(r"^[A-Za-z0-9.-]+$", v):
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]*", v):
                 raise ValueError(f"{v!r} is neither an IP address nor a host name") from None
         return v
 
@@ -174,7 +180,7 @@ class Interface(Strict):
     """A data interface. It attaches to one L2 segment: a side of a link (`link` + `side`, the
     segment `<link>.<side>` unless the link names another) or a named segment (`segment`)."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,15}$")
+    name: str = Field(pattern=IFNAME)
     address: str | None = None
     link: str | None = None
     side: Literal["a", "b"] | None = None
@@ -248,8 +254,16 @@ ShaperSpec = Annotated[TcShaper | DnpipeShaper | DummynetShaper, Field(discrimin
 class Modem(Strict):
     family: Literal["mmcli", "qmicli", "at-quectel", "at-sierra", "at-huawei", "at-generic", "wimax"]
     device: str
-    baud: int = 115200
-    interface: str | None = Field(None, description="the network interface the modem provides (wwan0)")
+    baud: int = Field(115200, ge=50, le=4_000_000)
+    interface: str | None = Field(None, pattern=IFNAME, description="the network interface the modem provides (wwan0)")
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        try:
+            return argv_value(v, "device")
+        except ParameterError as exc:
+            raise ValueError(str(exc).removeprefix("device: ")) from None
 
 
 class GPS(Strict):
@@ -308,7 +322,7 @@ class Host(Strict):
     snmp: SNMP | None = None
     modem: Modem | None = None
     gps: GPS | None = None
-    uplink: str | None = Field(None, description="interface carrying the modem host's uplink")
+    uplink: str | None = Field(None, pattern=IFNAME, description="interface carrying the modem host's uplink")
     nat: Nat | None = Field(None, description="a router's NAT (the virtual rack installs it with nftables)")
     facts: dict[str, str] = Field(default_factory=dict,
                                   description="known host facts a dry run assumes (os_release, sysctls)")
@@ -464,7 +478,7 @@ class Inventory(Strict):
     @classmethod
     def _names(cls, v: dict) -> dict:
         for name in v:
-            if not re.match(_NAME, name):
+            if not re.fullmatch(_NAME, name):
                 raise ValueError(f"name {name!r} must match {_NAME}")
         return v
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import urlparse
 
+from controller.argutil import argv_value
 from controller.errors import ParameterError, UsageError
 from controller.field.ship import PHYSICAL_ROOT
 from controller.inventory import Inventory, Role
@@ -79,6 +80,11 @@ def check_options(opts: FieldOptions) -> None:
         raise UsageError("--workload torrent needs --torrent ID (a .torrent path on the host, magnet or URL)")
     if opts.duration_s is not None and opts.duration_s < opts.interval_s:
         raise UsageError("--duration is shorter than one sample")
+    # These reach the logger's own commands on the host (iperf3 -c, ping, webtorrent) as argv.
+    for flag, value in (("--server", opts.server), ("--rate", opts.rate), ("--torrent", opts.torrent),
+                        ("--torrent-out", opts.torrent_out), ("--ping", opts.ping)):
+        if value is not None:
+            argv_value(value, flag)
 
 
 def logger_config(inv: Inventory, host: str, run_id: str, opts: FieldOptions, root: str) -> dict[str, Any]:

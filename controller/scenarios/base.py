@@ -85,7 +85,7 @@ class Param:
                 raise ParameterError(f"{what}: {raw!r} is not one of {', '.join(self.choices)}")
             if t == "name":
                 import re
-                if not re.match(CC_NAME, v):
+                if not re.fullmatch(CC_NAME, v):
                     raise ParameterError(f"{what}: {raw!r} is not a valid name")
             return v
         else:  # pragma: no cover - a programming error in a scenario definition
@@ -198,7 +198,9 @@ class Scenario:
     summarize: Callable[[Any], dict]
     render: Callable[[dict], str]
     figures: Callable[[Any, dict, Any], list[str]] = lambda data, summary, out: []
-    roles: tuple[str, ...] = ()
+    # Groups of parameters whose values must all differ (hosts in different roles, links of
+    # different paths): the same host as MPTCP client and server is another experiment.
+    distinct: tuple[tuple[str, ...], ...] = ()
 
     def all_params(self) -> tuple[Param, ...]:
         names = {p.name for p in self.params}
@@ -209,7 +211,7 @@ class Scenario:
         params = self.all_params()
         parser = _ScenarioParser(prog=f"ctl run {self.name}", add_help=False)
         for p in params:
-            parser.add_argument(p.flag, dest=p.name, default=None)
+            parser.add_argument(p.flag, dest=p.name, default=None, action=_Once)
         ns = parser.parse_args(join_negative_values(list(argv)))
         out: dict[str, Any] = {}
         given: dict[str, str] = {}
@@ -218,6 +220,7 @@ class Scenario:
             if raw is not None:
                 given[p.name] = raw
             out[p.name] = p.parse(raw if raw is not None else p.default)
+        check_distinct(self.name, self.distinct, out)
         return out, given
 
     def run_id_parts(self, given: Mapping[str, str], values: Mapping[str, Any]) -> dict[str, str]:
@@ -239,7 +242,35 @@ class Scenario:
         return "\n".join(lines)
 
 
+def check_distinct(scenario: str, groups: Sequence[Sequence[str]], values: Mapping[str, Any]) -> None:
+    """Refuse two parameters of one group naming the same host or link (one line, exit 2)."""
+    for group in groups:
+        seen: dict[Any, str] = {}
+        for name in group:
+            v = values.get(name)
+            if v is None:
+                continue
+            if v in seen:
+                raise ScenarioError(f"{scenario}: --{seen[v].replace('_', '-')} and --{name.replace('_', '-')} are "
+                                    f"both {v!r}; the experiment needs {', '.join('--' + n.replace('_', '-') for n in group)} "
+                                    "to be different")
+            seen[v] = name
+
+
+class _Once(argparse.Action):
+    """A flag given twice is an error, not "the last one wins"."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} given twice")
+        setattr(namespace, self.dest, values)
+
+
 class _ScenarioParser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kw: Any):
+        super().__init__(*args, allow_abbrev=False, **kw)   # `--dur 5s` is not `--duration 5s`
+
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}")
 

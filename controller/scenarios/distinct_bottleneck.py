@@ -198,5 +198,5 @@ SCENARIO = Scenario(
     summarize=summarize,
     render=render,
     figures=figures,
-    roles=("mptcp_client", "mptcp_server", "tcp_client", "tcp_server"),
+    distinct=(("path1", "path2"), ("mptcp_client", "mptcp_server", "tcp_client", "tcp_server")),
 )

@@ -142,8 +142,6 @@ def _common(p: Mapping[str, Any], inv: Inventory) -> dict:
     for role in ("seeder", "leecher"):
         require_host(inv, p[role], Role.ENDPOINT, f"--{role}")
     seeder, leecher = p["seeder"], p["leecher"]
-    if seeder == leecher:
-        raise ParameterError("mptcp-bittorrent: --seeder and --leecher must be different hosts")
     local = {}
     for n in ("local1", "local2"):
         c = iface_on(inv, leecher, p[n], "leecher")
@@ -534,5 +532,5 @@ SCENARIO = Scenario(
     summarize=summarize,
     render=render,
     figures=figures,
-    roles=("seeder", "leecher", "tracker_host"),
+    distinct=(("seeder", "leecher", "tracker_host"), ("local1", "local2", "seeder_wan", "leecher_wan")),
 )

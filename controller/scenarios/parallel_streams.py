@@ -78,11 +78,6 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
     require_link(inv, link, "parallel-streams")
     for role in ("x1", "x1_receiver", "m0", "m0_receiver"):
         require_host(inv, p[role], Role.ENDPOINT, f"--{role.replace('_', '-')}")
-    if p["x1_receiver"] == p["m0_receiver"]:
-        raise ParameterError("parallel-streams: x1 and m0 need different receivers (each host's share is read "
-                             "from its receiver's interface)")
-    if p["x1"] == p["m0"]:
-        raise ParameterError("parallel-streams: x1 and m0 must be different hosts")
     start, end = overlap(p)
     if end - start - p["settle"] < 1.0:
         raise ParameterError(f"parallel-streams: --duration {p['duration']:g}s leaves no overlap to measure "
@@ -256,5 +251,5 @@ SCENARIO = Scenario(
     summarize=summarize,
     render=render,
     figures=figures,
-    roles=("x1", "x1_receiver", "m0", "m0_receiver"),
+    distinct=(("x1", "x1_receiver", "m0", "m0_receiver"),),
 )

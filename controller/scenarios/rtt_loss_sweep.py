@@ -201,7 +201,7 @@ SCENARIO = Scenario(
     summarize=summarize,
     render=render,
     figures=figures,
-    roles=("client", "server"),
+    distinct=(("client", "server"),),
 )
 
 

@@ -112,8 +112,6 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
     l1, l2, bn = p["path1"], p["path2"], p["bottleneck"]
     for l in (l1, l2, bn):
         require_link(inv, l, "shared-bottleneck")
-    if len({l1, l2, bn}) < 3:
-        raise ParameterError("shared-bottleneck: --path1, --path2 and --bottleneck must be three different links")
     for role in ("mptcp_client", "mptcp_server", "tcp_client", "tcp_server"):
         require_host(inv, p[role], Role.ENDPOINT, f"--{role.replace('_', '-')}")
     mc, ms, tc, ts = p["mptcp_client"], p["mptcp_server"], p["tcp_client"], p["tcp_server"]
@@ -324,5 +322,5 @@ SCENARIO = Scenario(
     summarize=summarize,
     render=render,
     figures=figures,
-    roles=("mptcp_client", "mptcp_server", "tcp_client", "tcp_server"),
+    distinct=(("path1", "path2", "bottleneck"), ("mptcp_client", "mptcp_server", "tcp_client", "tcp_server")),
 )

@@ -66,15 +66,23 @@ def test_bad_parameters_are_one_line_errors(sc, argv, message):
 @pytest.mark.parametrize("argv, message", [
     (["--duration", "12s"], "--duration 12s leaves no overlap to measure (m0 runs 2 s, minus --settle 2 s); "
                             "need --duration >= 13s"),
-    (["--m0-receiver", "b1"], "x1 and m0 need different receivers"),
-    (["--m0", "a1"], "x1 and m0 must be different hosts"),
-    (["--x1-receiver", "a2", "--m0", "b2", "--m0-receiver", "a1"], "x1's receiver is not across path1"),
+    (["--x1-receiver", "a2", "--m0", "b1", "--m0-receiver", "b2"], "x1's receiver is not across path1"),
 ])
 def test_plan_errors(sc, invs, argv, message):
     values, _ = sc.parse_args(argv)
     with pytest.raises(ParameterError) as ei:
         sc.plan(values, invs["virtual"])
     assert message in str(ei.value) and "\n" not in str(ei.value)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--m0-receiver", "b1"], "parallel-streams: --x1-receiver and --m0-receiver are both 'b1'"),
+    (["--m0", "a1"], "parallel-streams: --x1 and --m0 are both 'a1'"),
+])
+def test_roles_must_be_distinct(sc, argv, message):
+    with pytest.raises(UsageError) as ei:
+        sc.parse_args(argv)
+    assert str(ei.value).startswith(message) and ei.value.exit_code == 2 and "\n" not in str(ei.value)
 
 
 @pytest.mark.parametrize("inventory", sorted(INVENTORIES))

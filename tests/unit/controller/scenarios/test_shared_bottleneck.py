@@ -61,8 +61,13 @@ def test_unknown_flag(sc):
         sc.parse_args(["--delay3", "1ms"])
 
 
+def test_paths_must_be_three_different_links(sc):
+    with pytest.raises(UsageError, match=r"^shared-bottleneck: --path1 and --path2 are both 'sbd1'; the experiment "
+                                         r"needs --path1, --path2, --bottleneck to be different$"):
+        sc.parse_args(["--path2", "sbd1"])
+
+
 @pytest.mark.parametrize("argv, error, message", [
-    (["--path2", "sbd1"], ParameterError, "--path1, --path2 and --bottleneck must be three different links"),
     (["--bottleneck", "path1"], ParameterError, "link sbd1 does not feed path1"),
     (["--mptcp-client", "br3"], ScenarioError, "--mptcp-client: host 'br3' is a bridge, not a endpoint"),
     (["--tcp-server", "a1"], ScenarioError, "TCP server: host a1 has no address in 10.11.0.0/24"),
