@@ -27,8 +27,10 @@ from controller.errors import CommandFailed, SSHError
 from controller.inventory import Inventory, Role, SSH
 from controller.perhost import MultiResult, gather_hosts
 
-# A constant script: data only ever arrives as positional arguments ("$@").
-_SPAWN_WRAPPER = 'echo "ctl-pid $$"; exec "$@"'
+# A constant script: data only ever arrives as positional arguments ("$@"). It prints the PID
+# and the process's start time (`ps -o lstart=`, unchanged by exec; Linux and FreeBSD), which
+# together identify the process for good: recovery ends a PID only if both still match.
+_SPAWN_WRAPPER = 'echo "ctl-pid $$ $(ps -o lstart= -p $$ 2>/dev/null)"; exec "$@"'
 _ENV_PREFIX = ("env", "LC_ALL=C", "LANG=C")
 _TIMEOUT_GRACE = 2  # seconds between TERM and KILL of a remote command that ran over time
 _MAX_LOGGED = 1 << 20  # bytes of stdout kept in the command log per command
@@ -241,6 +243,7 @@ class SSHRemoteProcess:
         self.argv = argv
         self.note = note
         self.pid: int | None = None
+        self.host_start: str | None = None      # `ps -o lstart=` of the process, on the host
         self._proc = proc
         self.started = time.time()
         self._t0 = time.monotonic()
@@ -256,7 +259,9 @@ class SSHRemoteProcess:
             raise SSHError(self.host, f"`{shlex.join(self.argv)[:120]}` did not start") from None
         if not first.startswith("ctl-pid "):
             raise SSHError(self.host, f"`{shlex.join(self.argv)[:120]}` did not start: {first.strip()!r}")
-        self.pid = int(first.split()[1])
+        _tag, pid, *start = first.split()
+        self.pid = int(pid)
+        self.host_start = " ".join(start) or None
 
     async def _drain_stderr(self) -> None:
         try:

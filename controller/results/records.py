@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from controller.errors import RecordError
+from controller.settings import state_dir
 
 FORMAT_VERSION = 1
 CTL_VERSION = "0.1.0"
@@ -86,7 +87,7 @@ class RunRecord:
             "finished": None,
             "controller": {"host": socket.gethostname(), "pid": os.getpid(), "ctl_version": CTL_VERSION,
                            "python": sys.version.split()[0], "platform": platform.platform(),
-                           "argv": sys.argv},
+                           "argv": sys.argv, "state_dir": str(state_dir().resolve())},
             "parameters": parameters,
             "inventory_file": inventory_file,
             "inventory": inventory,

@@ -3,38 +3,79 @@
 A run writes, before it changes anything, the state it read from every bridge and
 endpoint (with the raw output of the read commands), and records each remote process the
 moment it starts. If the controller dies, that record stays `running`. The next ctl that
-takes the rack lock finds it, ends the recorded processes by PID (only if the PID still
-runs the same program), restores every bridge and endpoint to the recorded `before`
+takes the rack lock finds it (only a record of this rack written with this state dir), ends
+the recorded processes by PID (only if the PID still names the same process: the same start
+time on the host and the same program), restores every bridge and endpoint to the recorded `before`
 state with the drivers' own restore, verifies it, and marks the record `aborted`.
 """
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import socket
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 from bridges.base import restore, shaper_class, state_from_record
 from controller.commands import Command, run_all
 from controller.errors import CtlError
 from controller.inventory import Inventory
 from controller.results.records import RunRecord
+from controller.settings import state_dir
 from controller.ssh import CommandLog, SSHPool
 from nodes.mptcp import MptcpEndpointDriver
 
 
+# Programs that exec the command they are given: the process a PID names runs the command
+# after their own arguments (`mptcpize run iperf3 ...` becomes `iperf3 ...`).
+LAUNCHERS = {"mptcpize": 2, "env": 1, "nice": 1, "timeout": 2}
+_ELIDE = 400    # an argv element longer than this (a constant script) is recorded by its digest
+
+
+def process_record(p: Any) -> dict:
+    """What a run records about a remote process the moment it starts: enough for recovery to
+    recognise exactly that process later (PID + its start time on the host + its argv)."""
+    argv = [a if len(a) <= _ELIDE else f"<{len(a)} bytes sha256:{hashlib.sha256(a.encode()).hexdigest()[:16]}>"
+            for a in p.argv]
+    return {"host": p.host, "pid": p.pid, "argv0": p.argv[0], "argv": argv, "program": program_of(p.argv),
+            "host_start": getattr(p, "host_start", None), "note": p.note, "started": p.started}
+
+
+def program_of(argv: Sequence[str]) -> str:
+    """The program a launched command ends up running (after launchers such as mptcpize)."""
+    i = 0
+    while i < len(argv) - 1 and os.path.basename(argv[i]) in LAUNCHERS:
+        i += LAUNCHERS[os.path.basename(argv[i])]
+    return os.path.basename(argv[min(i, len(argv) - 1)])
+
+
+def same_process(recorded: dict, start_now: str, args_now: str) -> bool:
+    """Whether the process a PID names now is the one a run recorded (pure). With a recorded
+    start time, the start time must be the same to the second (a reused PID never is) and the
+    recorded program must be what it runs; a record without one (older ctl) is not trusted."""
+    start, program = recorded.get("host_start"), recorded.get("program")
+    if not start or not program or not args_now.strip():
+        return False
+    words = args_now.split()
+    return " ".join(start_now.split()) == " ".join(start.split()) and \
+        any(os.path.basename(w) == program for w in words[:3])
+
+
 def interrupted_runs(runs_root: Path, inv: Inventory) -> list[Path]:
-    """Records of this rack still marked `running` whose controller is gone.
+    """Records of this rack, written by a ctl with this state dir, still marked `running`
+    whose controller is gone.
 
     Called with the rack lock held: no live controller on this machine can be running on
-    this rack, so a `running` record here is one whose controller died."""
+    this rack, so a `running` record here is one whose controller died. A record of another
+    rack or another state dir (another checkout's rack) is never acted upon."""
     out = []
     if not runs_root.exists():
         return out
     me = socket.gethostname()
+    mine = str(state_dir().resolve())
     for d in sorted(runs_root.iterdir()):
         mf = d / "manifest.json"
         if not mf.exists():
@@ -48,6 +89,8 @@ def interrupted_runs(runs_root: Path, inv: Inventory) -> list[Path]:
         if (m.get("inventory") or {}).get("name") != inv.name:
             continue
         ctl = m.get("controller") or {}
+        if ctl.get("state_dir") != mine:
+            continue
         if ctl.get("host") == me and ctl.get("pid") == os.getpid():
             continue
         out.append(d)
@@ -116,13 +159,20 @@ async def _end_processes(pool: SSHPool, processes: list[dict], problems: list[st
         if p.get("pid") is None or p["host"] not in pool.sessions:
             continue
         s = pool[p["host"]]
+        pid = str(p["pid"])
         try:
-            r = await s.run(Command(("ps", "-p", str(p["pid"]), "-o", "args="), timeout=10, check=False,
-                                    note="is the interrupted run's process still there?"))
-            # The same PID may since belong to something else: only end it if it runs the same program.
-            if r.ok and r.stdout.strip() and os.path.basename(p["argv0"]) in r.stdout:
-                await s.run(Command(("kill", "-TERM", str(p["pid"])), timeout=10, check=False, mutates=True,
-                                    note=f"end {p['argv0']} of the interrupted run"))
+            start = await s.run(Command(("ps", "-o", "lstart=", "-p", pid), timeout=10, check=False,
+                                        note="is the interrupted run's process still there?"))
+            if not start.ok or not start.stdout.strip():
+                continue          # gone
+            args = await s.run(Command(("ps", "-ww", "-o", "args=", "-p", pid), timeout=10, check=False,
+                                       note="what does that PID run now?"))
+            # The same PID may since belong to something else: end it only if it is the same process.
+            if same_process(p, start.stdout, args.stdout):
+                await s.run(Command(("kill", "-TERM", pid), timeout=10, check=False, mutates=True,
+                                    note=f"end {p.get('program') or p['argv0']} of the interrupted run"))
+            else:
+                p["left_alone"] = "not the recorded process (start time or program differ, or not recorded)"
         except CtlError as exc:
             problems.append(f"{p['host']}: {exc.one_line()}")
 

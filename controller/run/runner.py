@@ -23,6 +23,7 @@ from controller.commands import Command, CommandResult, DryRunSession, run_all
 from controller.errors import CtlError, SSHError, TrafficError, VerifyError
 from controller.inventory import Inventory, Role, source_of
 from controller.results.records import RunRecord, make_run_id
+from controller.run.recovery import process_record
 from controller.scenarios.base import RunData, RunPlan, Scenario
 from controller.perhost import MultiResult, gather_hosts
 from controller.ssh import CommandLog, SSHPool, measure_clock_offset
@@ -397,8 +398,7 @@ class Run:
                        self.monitor_text, self.window, self.record.dir)
 
     def _record_spawn(self, p: Any) -> None:
-        self.record.manifest["processes"].append({"host": p.host, "pid": p.pid, "argv0": p.argv[0],
-                                                  "note": p.note, "started": p.started})
+        self.record.manifest["processes"].append(process_record(p))
         self.record.save()
 
     async def close(self) -> None:

@@ -1,0 +1,63 @@
+"""Recovery trusts only what is provably its own: records of this rack written with this state
+dir, and PIDs that still name the recorded process (same start time on the host, same program)."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+from types import SimpleNamespace
+
+from controller.run.recovery import interrupted_runs, process_record, program_of, same_process
+
+START = "Tue Nov 24 15:02:33 2026"
+
+
+def test_the_program_behind_launchers():
+    assert program_of(["mptcpize", "run", "iperf3", "-s"]) == "iperf3"
+    assert program_of(["/usr/bin/iperf3", "-c", "x"]) == "iperf3"
+    assert program_of(["ip", "mptcp", "monitor"]) == "ip"
+    assert program_of(["mptcpize"]) == "mptcpize"
+
+
+def test_a_process_record_names_start_time_program_and_argv_without_constant_scripts():
+    script = "x" * 5000
+    p = SimpleNamespace(host="a1", pid=42, argv=("python3", "-c", script, "0.1"), note="sampler",
+                        started=1.0, host_start=START)
+    r = process_record(p)
+    assert r["pid"] == 42 and r["host_start"] == START and r["program"] == "python3"
+    assert r["argv"][2].startswith("<5000 bytes sha256:") and r["argv"][3] == "0.1"
+    assert json.dumps(r)
+
+
+def test_same_process_needs_the_same_start_time_and_program():
+    rec = {"pid": 42, "program": "iperf3", "host_start": START}
+    assert same_process(rec, START + "\n", "iperf3 -s -p 5201 -1\n")
+    assert same_process(rec, "Tue  Nov 24 15:02:33 2026", "/usr/bin/iperf3 -s")     # spacing as ps pads it
+    assert not same_process(rec, "Tue Nov 24 15:02:34 2026", "iperf3 -s")          # a reused PID
+    assert not same_process(rec, START, "sshd: root@pts/0")                         # another program
+    assert not same_process(rec, START, "")
+    # Records of an older ctl (no start time) or with an empty program are never trusted.
+    assert not same_process({"pid": 42, "argv0": "", "program": ""}, START, "anything at all")
+    assert not same_process({"pid": 42, "argv0": "iperf3"}, START, "iperf3 -s")
+
+
+def _record(root, name, *, inventory="virtual", state_dir=None, status="running", pid=999999):
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps({
+        "status": status, "dry_run": False, "inventory": {"name": inventory},
+        "controller": {"host": socket.gethostname(), "pid": pid, "state_dir": state_dir}}))
+    return d
+
+
+def test_only_records_of_this_rack_and_this_state_dir_are_recovered(tmp_path, tmp_state_dir, invs):
+    inv = invs["virtual"]
+    mine = str(tmp_state_dir.resolve())
+    runs = tmp_path / "runs"
+    ok = _record(runs, "a", state_dir=mine)
+    _record(runs, "b", state_dir="/somebody/elses/.state")      # another checkout's rack
+    _record(runs, "c", state_dir=mine, inventory="other-rack")
+    _record(runs, "d", state_dir=None)                            # no owner recorded: not ours
+    _record(runs, "e", state_dir=mine, status="completed")
+    _record(runs, "f", state_dir=mine, pid=os.getpid())           # this very controller
+    assert interrupted_runs(runs, inv) == [ok]
