@@ -36,6 +36,20 @@ _TIMEOUT_GRACE = 2  # seconds between TERM and KILL of a remote command that ran
 _MAX_LOGGED = 1 << 20  # bytes of stdout kept in the command log per command
 
 
+# Sent once per connection: a quoted argument with a newline and a `$`, which a POSIX shell
+# passes through verbatim and csh/tcsh refuses ("Unmatched '") or fish reads otherwise.
+SHELL_PROBE = ("printf", "%s", "ctl-posix\n$HOME'x")
+_PROBE_EXPECTED = SHELL_PROBE[2]
+
+
+def shell_problem(stdout: str, stderr: str, exit_status: int | None) -> str | None:
+    """What the shell probe's output says about the login shell (None: a POSIX shell)."""
+    if exit_status == 0 and stdout == _PROBE_EXPECTED:
+        return None
+    said = " ".join((stderr or stdout).split())[:120]
+    return f"the probe {shlex.join(SHELL_PROBE)!r} gave exit {exit_status}" + (f": {said}" if said else "")
+
+
 def remote_command_line(argv: Sequence[str], timeout: float | None, sudo: bool = False) -> str:
     """The exact string sent to the remote shell (pure; the only place argv meets a shell)."""
     full: list[str] = []
@@ -129,7 +143,26 @@ class SSHSession:
             except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
                 reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or type(exc).__name__
                 raise SSHError(self.host, f"cannot connect to {t.address}:{t.ssh.port}: {reason}") from None
+            try:
+                await self._check_shell()
+            except BaseException:
+                self._conn.abort()
+                self._conn = None
+                raise
             self.lost = None
+
+    async def _check_shell(self) -> None:
+        """Remote commands are POSIX sh command lines (quoted by `shlex.quote`): refuse an account
+        whose login shell reads them otherwise (tcsh, fish), before anything is sent."""
+        assert self._conn is not None
+        try:
+            r = await asyncio.wait_for(self._conn.run(remote_command_line(SHELL_PROBE, 10)), 15)
+        except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
+            raise SSHError(self.host, f"cannot run a command: {exc}") from None
+        problem = shell_problem(_text(r.stdout), _text(r.stderr), r.exit_status)
+        if problem:
+            raise SSHError(self.host, f"{self.target.ssh.user}'s login shell on {self.target.address} is not a "
+                                      f"POSIX shell ({problem}); ctl needs sh, bash, dash or ksh there")
 
     @property
     def connected(self) -> bool:
