@@ -2,22 +2,14 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 from controller.cli.commands import add_command
 from controller.cli.common import print_json
-from controller.errors import UsageError
-from controller.parsers import kinds, parse
+from controller.parsers import kinds, parse_input
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    try:
-        text = sys.stdin.read() if args.file == "-" else path.read_text(errors="replace")
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    print_json(parse(args.kind, text))
+    print_json(parse_input(args.kind, args.file))
     return 0
 
 

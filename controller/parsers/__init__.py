@@ -6,10 +6,15 @@ import problem stays local. Parsers are pure: text in, typed objects out; they a
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 from controller.errors import ParseError, UsageError
 from controller.registry import Registry
+
+class UnparsableInput(UsageError):
+    """`ctl parse` input that no parser recognises, or that is not text at all (exit 2)."""
+
 
 PARSERS: Registry = Registry("parse kind", UsageError)
 PARSERS.lazy("iperf3", "controller.parsers.iperf3:to_json",
@@ -52,6 +57,46 @@ def kinds() -> list[str]:
 
 def parser(kind: str) -> Callable[[str], Any]:
     return PARSERS.get(kind)
+
+
+MAX_INPUT = 64 << 20      # the largest saved tool output ctl parses (iperf3 -J of a long run: a few MB)
+
+
+def read_input(source: str, limit: int = MAX_INPUT) -> str:
+    """The text of a saved tool output (a path, or '-' for stdin), refused with one line when it
+    is too large (/dev/zero ends after `limit` bytes), binary (NUL bytes, not UTF-8) or empty."""
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(source, "rb") as f:
+                data = f.read(limit + 1)
+    except IsADirectoryError:
+        raise UnparsableInput(f"{source}: is a directory") from None
+    except OSError as exc:
+        raise UnparsableInput(f"cannot read {source}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise UnparsableInput(f"{source}: larger than {limit >> 20} MiB: not a saved tool output")
+    if b"\0" in data:
+        raise UnparsableInput(f"{source}: binary data (NUL bytes at line {data[:data.index(0)].count(10) + 1}): "
+                              "not tool output")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise UnparsableInput(f"{source}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
+    if not text.strip():
+        raise UnparsableInput(f"{source}: empty input")
+    return text
+
+
+def parse_input(kind: str, source: str) -> Any:
+    """`ctl parse KIND SOURCE`: read, parse, and refuse what no parser recognises (exit 2)."""
+    text = read_input(source)
+    try:
+        return parse(kind, text)
+    except ParseError as exc:
+        raise UnparsableInput(exc.one_line()) from None
 
 
 def parse(kind: str, text: str) -> Any:

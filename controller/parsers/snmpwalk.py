@@ -55,6 +55,7 @@ EXCEPTIONS: dict[str, str] = {
 _INT_TYPES = {"Counter32", "Counter64", "Gauge32", "Unsigned32", "INTEGER", "Integer32", "UInteger32"}
 # `<oid> = <rest>`; an OID is numeric (`iso.3...`, `.1.3...`, `1.3...`) or `MODULE::name[.index]`.
 _OID_TEXT = r"(?:\.?(?:iso|\d+)(?:\.\d+)*|[A-Za-z][\w-]*::[\w-]+(?:\.[^\s=]+)?|[A-Za-z][\w-]*(?:\.\d+)+)"
+_VERSION = re.compile(r"NET-SNMP version:? \S+")     # `snmpwalk --version`
 _LINE_EQ = re.compile(r"^(?P<oid>" + _OID_TEXT + r") = ?(?P<rest>.*)$")
 _LINE_Q = re.compile(r"^(?P<oid>" + _OID_TEXT + r") (?P<rest>.*)$")
 _TYPED = re.compile(r"^(?P<type>[A-Za-z][\w-]*(?: Address)?):(?: (?P<value>.*))?$")
@@ -229,15 +230,28 @@ def _name_parts(vb: VarBind) -> None:
         vb.module, vb.name, vb.index = module, name, index or None
 
 
+def _looks_like_oid(printed: str) -> bool:
+    """A numeric OID, `iso.3...`, `.1.3...`, or a MIB-qualified name (`IF-MIB::ifName.2`): not
+    any word before an `=` (prose and shell lines are not varbinds)."""
+    return numeric_oid(printed) is not None or printed.startswith((".", "iso")) or "::" in printed
+
+
+def _typed_value(rest: str) -> bool:
+    """`STRING: eth0`, `Counter64: 5`...: a value with a known SNMP type (short `-Os` names
+    such as `ifName.2 = STRING: eth0` carry no module, but their value says what they are)."""
+    tm = _TYPED.match(rest.strip())
+    return bool(tm and tm.group("type") in _KNOWN_TYPES) or rest.strip() in EXCEPTIONS
+
+
 def _varbind_line(line: str) -> VarBind | None:
     m = _LINE_EQ.match(line)
-    if m:
+    if m and (_looks_like_oid(m.group("oid")) or _typed_value(m.group("rest"))):
         vb = VarBind(oid=numeric_oid(m.group("oid")), printed=m.group("oid"), type=None, value=None)
         _name_parts(vb)
         _parse_value(vb, m.group("rest"), untyped_ok=True)
         return vb
     m = _LINE_Q.match(line)
-    if m and (m.group("oid").startswith((".", "iso")) or "::" in m.group("oid")):
+    if m and _looks_like_oid(m.group("oid")):
         vb = VarBind(oid=numeric_oid(m.group("oid")), printed=m.group("oid"), type=None, value=None)
         _name_parts(vb)
         _parse_value(vb, m.group("rest"), untyped_ok=True)
@@ -307,7 +321,7 @@ def parse(text: str) -> list[Run]:
         if m:
             run.errors.append({"kind": "unknown_oid", "name": m.group("name"), "message": line})
             continue
-        if line.startswith(("Created directory: ", "MIB search path: ")):
+        if line.startswith(("Created directory: ", "MIB search path: ")) or _VERSION.fullmatch(line):
             run.notes.append(line)
             continue
         vb = _varbind_line(line)
@@ -342,7 +356,12 @@ def to_json(text: str) -> dict[str, Any]:
     Plain tool output is one run with `command: None`; a transcript with `$ cmd` lines
     gives one run per command. Each varbind: {oid, printed, type, value, ...} (see VarBind).
     """
-    return {"runs": [r.to_json() for r in parse(text)]}
+    runs = parse(text)
+    if not any(r.varbinds or r.errors or r.command or r.notes for r in runs):
+        shown = next((r.unparsed[0] for r in runs if r.unparsed), "")
+        raise ParseError("snmpwalk: nothing recognisable (no `OID = TYPE: value` line)"
+                         + (f"; first line: {shown[:60]!r}" if shown else ""))
+    return {"runs": [r.to_json() for r in runs]}
 
 
 def varbinds(text: str) -> list[VarBind]:

@@ -211,7 +211,12 @@ def to_json(text: str) -> Any:
     tracker = parse_tracker(text)
     if tracker.urls or tracker.events:
         return {"kind": "tracker", **tracker.to_json()}
-    return {"kind": "client", **parse_client(text).to_json()}
+    client = parse_client(text)
+    if not (client.frames or client.done or client.info_hash or client.magnet or client.metadata_fetch
+            or client.errors or client.unexpected_error or client.exiting):
+        raise ParseError("webtorrent: nothing recognisable (expected webtorrent-cli download/seed output, "
+                         "`webtorrent info` JSON, or a bittorrent-tracker log)")
+    return {"kind": "client", **client.to_json()}
 
 
 def progress(stamped: list[tuple[float, str]]) -> list[tuple[float, int]]:

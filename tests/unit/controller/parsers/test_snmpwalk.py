@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from controller.errors import ParseError
+
 from controller.parsers import parse as registry_parse
 from controller.parsers.snmpwalk import numeric_oid, parse, to_json, varbinds
 from tests.support.shipped import TESTS
@@ -234,13 +236,30 @@ def test_md_generated_sections_match_the_raw_files():
 def test_every_recorded_sample_parses_and_is_json():
     texts = [(GEN / f).read_text() for f in ("snmpwalk_ifmib_localhost.txt", "snmp_debian_default_view.txt",
                                               "snmp_empty_string_and_enum_cases.txt")]
-    texts += re.findall(r"```\n(.*?)```", MD, flags=re.S)
+    # The recorded page also quotes what is not snmpwalk output (a MIB definition, snmpd.conf,
+    # snmp.conf): those are refused as unrecognisable, everything else parses.
+    not_output = ("ifHCInOctets OBJECT-TYPE", "# minimal read-only snmpd config", "sysLocation ",
+                  "# As the snmp packages come without MIB files")
+    refused = []
     total = 0
-    for text in texts:
-        out = registry_parse("snmpwalk", text)
+    for text in texts + re.findall(r"```\n(.*?)```", MD, flags=re.S):
+        try:
+            out = registry_parse("snmpwalk", text)
+        except ParseError as exc:
+            assert "nothing recognisable" in str(exc)
+            refused.append(text)
+            continue
         json.dumps(out)
         total += sum(len(r["varbinds"]) for r in out["runs"])
     assert total > 300
+    assert len(refused) == len(not_output) and all(t.startswith(not_output) for t in refused)
+
+
+@pytest.mark.parametrize("text", ["", "hello world\n", "a = b\n", "key = value\nother = 2\n", "$$ = x\n"])
+def test_what_is_not_snmpwalk_output_is_refused(text):
+    """Any `a = b` used to become a varbind; now only an OID or a typed value counts."""
+    with pytest.raises(ParseError, match="nothing recognisable"):
+        registry_parse("snmpwalk", text)
 
 
 # ---- formats documented in §3.4 (SOURCE) but not in a capture: labelled synthetic ----------
@@ -292,3 +311,9 @@ def test_to_json_shape():
     assert out == {"runs": [{"command": None, "exit_status": None, "errors": [], "notes": [], "unparsed": [],
                              "varbinds": [{"oid": "1.3.6.1.2.1.1.3.0", "printed": "iso.3.6.1.2.1.1.3.0",
                                            "type": "Timeticks", "value": 12345, "text": "0:02:03.45"}]}]}
+
+
+def test_short_names_of_os_output_still_parse():
+    (run,) = parse("ifName.2 = STRING: eth0\nifHCInOctets.2 = Counter64: 5\n")
+    assert [(v.printed, v.value) for v in run.varbinds][0] == ("ifName.2", "eth0")
+    assert len(run.varbinds) == 2
