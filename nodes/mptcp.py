@@ -84,6 +84,10 @@ class EndpointState:
                 "cc_available": self.cc_available, "cc_allowed": self.cc_allowed, "raw": self.raw}
 
 
+# Read and recorded, never set or restored by this driver: the kernel-wide congestion-control
+# lists change when BPF algorithms load (nodes.congestion.driver owns what it adds to them,
+# and another rack sharing the kernel may load its own meanwhile).
+UNMANAGED = ("net.ipv4.tcp_available_congestion_control", "net.ipv4.tcp_allowed_congestion_control")
 BASE_SYSCTLS = ("net.mptcp.enabled", "net.ipv4.tcp_available_congestion_control",
                 "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_congestion_control")
 
@@ -166,10 +170,6 @@ class MptcpEndpointDriver:  # implements nodes.base.EndpointDriver[EndpointConfi
 
     def check(self, desired: EndpointConfig, observed: EndpointState) -> None:
         """Refuse what this host cannot do, before anything is changed."""
-        missing = sorted(c for c in desired.congestion_controls if c not in observed.cc_available)
-        if missing:
-            raise ParameterError(f"{self.host}: congestion control {', '.join(missing)} not available "
-                                 f"(this kernel offers: {' '.join(observed.cc_available) or 'none'})")
         for k in desired.sysctls:
             if k not in observed.sysctls and k not in desired.optional_sysctls:
                 raise ParameterError(f"{self.host}: sysctl {k} does not exist on this host")
@@ -225,7 +225,7 @@ class MptcpEndpointDriver:  # implements nodes.base.EndpointDriver[EndpointConfi
                                note="restore limits"))
         changed = [f"{k}={before.sysctls[k]}" for k in self.sysctl_keys
                    if k in before.sysctls and now.sysctls.get(k) != before.sysctls[k]
-                   and k not in ("net.ipv4.tcp_available_congestion_control",)]
+                   and k not in UNMANAGED]
         if changed:
             out.append(Command(("sysctl", "-w", *changed), mutates=True, note="restore sysctls"))
         return out
@@ -239,6 +239,8 @@ class MptcpEndpointDriver:  # implements nodes.base.EndpointDriver[EndpointConfi
         if (after.subflows, after.add_addr_accepted) != (before.subflows, before.add_addr_accepted):
             diffs.append("limits not restored")
         for k in self.sysctl_keys:
+            if k in UNMANAGED:
+                continue
             if before.sysctls.get(k) != after.sysctls.get(k):
                 diffs.append(f"sysctl {k} not restored ({before.sysctls.get(k)} -> {after.sysctls.get(k)})")
         return diffs

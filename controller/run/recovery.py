@@ -24,6 +24,7 @@ from controller.commands import Command, run_all
 from controller.errors import CtlError
 from controller.inventory import Inventory
 from controller.results.records import RunRecord
+from controller.run.congestion import recover_congestion
 from controller.settings import state_dir
 from controller.ssh import CommandLog, SSHPool
 from nodes.mptcp import MptcpEndpointDriver
@@ -102,7 +103,7 @@ async def recover(inv: Inventory, run_dir: Path, say: Callable[[str], None]) -> 
     m = rec.manifest
     log = CommandLog(run_dir / "commands.jsonl")
     hosts = sorted(set(m.get("shapers", {})) | set(m.get("endpoints", {})) |
-                   {p["host"] for p in m.get("processes", [])})
+                   set((m.get("congestion") or {}).get("hosts", {})) | {p["host"] for p in m.get("processes", [])})
     hosts = [h for h in hosts if h in inv.hosts]
     pool = SSHPool(inv, log, hosts)
     problems: list[str] = []
@@ -143,6 +144,8 @@ async def recover(inv: Inventory, run_dir: Path, say: Callable[[str], None]) -> 
 
         await asyncio.gather(*(bridge(b, d) for b, d in m.get("shapers", {}).items()),
                              *(endpoint(h, d) for h, d in m.get("endpoints", {}).items()))
+        # after the processes that used them are gone: leave the congestion controls it loaded
+        await recover_congestion(m, pool.sessions, problems)
     finally:
         await pool.close()
         log.close()

@@ -20,9 +20,10 @@ from typing import Any, Callable
 
 from bridges.base import PipeConfig, PipeKey, Shaper, ShaperState, apply, read_state, restore, shaper_class
 from controller.commands import Command, CommandResult, DryRunSession, run_all
-from controller.errors import CtlError, SSHError, TrafficError, VerifyError
 from controller.inventory import Inventory, Role, source_of
 from controller.results.records import RunRecord, make_run_id
+from controller.results.summary import data_local_ports
+from controller.run.congestion import CongestionStage, congestion_problems, subflow_congestion
 from controller.run.recovery import process_record
 from controller.scenarios.base import RunData, RunPlan, Scenario
 from controller.perhost import MultiResult, gather_hosts
@@ -33,7 +34,7 @@ from controller.topology import interfaces_in_subnet
 from controller.traffic.iperf3 import TrafficRunner, iperf3_supports_mptcp
 from nodes.base import EndpointDriver
 from nodes.mptcp import EndpointState, MptcpEndpointDriver, metadata_commands
-from controller.errors import RestoreFailed
+from controller.errors import CtlError, RestoreFailed, ResultInvalid, SSHError, TrafficError, VerifyError
 
 RESTORE_RECONNECT_S = 30.0
 
@@ -80,6 +81,8 @@ class Run:
         self.shapers: dict[str, Shaper] = {}
         self.shaper_before: dict[str, ShaperState] = {}
         self.endpoint_drivers: dict[str, EndpointDriver] = {}
+        self.congestion = CongestionStage(record.id, inv, plan.endpoints, self.sessions, record.manifest,
+                                          dry_run=dry_run, progress=self.progress)
         self.endpoint_before: dict[str, EndpointState] = {}
         self.changed: list[str] = []  # hosts ctl has changed, in order; restored in reverse
         self.traffic: TrafficRunner | None = None
@@ -130,7 +133,8 @@ class Run:
             self.endpoint_before[h] = st
 
         await asyncio.gather(*(read_bridge(b) for b in self.shapers), *(read_endpoint(h) for h in
-                                                                         self.endpoint_drivers))
+                                                                         self.endpoint_drivers),
+                             self.congestion.prepare())
         await self._metadata()
         self.record.manifest["shapers"] = {b: {"kind": s.kind, "before": self.shaper_before[b].to_json()}
                                            for b, s in self.shapers.items()}
@@ -184,8 +188,9 @@ class Run:
                 raise VerifyError(h, "MPTCP endpoint configuration", diffs)
             self.record.manifest["endpoints"][h]["applied"] = st.to_json()
 
-        self.changed += list(self.endpoint_drivers)
-        await asyncio.gather(*(shape(b) for b in self.shapers), *(endpoint(h) for h in self.endpoint_drivers))
+        self.changed += list(self.endpoint_drivers) + self.congestion.hosts
+        await asyncio.gather(*(shape(b) for b in self.shapers), *(endpoint(h) for h in self.endpoint_drivers),
+                             self.congestion.configure())
         self.record.save()
 
     async def measure(self) -> None:
@@ -253,9 +258,24 @@ class Run:
         await self._nstat("after")
         self.record.manifest["flows"] = [r.to_json() for r in self.traffic.runs]
         self.record.manifest["traffic_window"] = {"start": t0, "end": t1}
+        self._check_congestion()
         failed = [r for r in self.traffic.runs if r.error]
         if failed and not self.dry_run:
             raise TrafficError("; ".join(f"{r.spec.name}: {r.error}" for r in failed))
+
+    def _check_congestion(self) -> None:
+        """Every sampled subflow of a flow that asked for a congestion control ran exactly it."""
+        if self.dry_run or self.telemetry is None:
+            return
+        flows = [f for f in self.plan.flows if getattr(f, "cc", None)]
+        runs = {r.spec.name: r for r in (self.traffic.runs if self.traffic else []) if hasattr(r, "client_json")}
+        flows = [f for f in flows if f.name in runs]     # iperf3 flows: BitTorrent clients have no -C
+        observed = subflow_congestion(self.telemetry.points, flows,
+                                      {name: data_local_ports(r) for name, r in runs.items()})
+        problems = congestion_problems(observed, flows)
+        self.record.manifest.setdefault("congestion", {})["subflows"] = {"observed": observed, "problems": problems}
+        if problems:
+            raise ResultInvalid("congestion control not as asked: " + "; ".join(problems[:5]))
 
     async def _warm_neighbours(self) -> None:
         """One ping per (client address, server address) pair in a common subnet, before traffic.
@@ -371,11 +391,18 @@ class Run:
                 problems.append(f"{h}: " + "; ".join(diffs))
             self.record.manifest["endpoints"][h]["restored"] = after.to_json()
 
+        async def restore_congestion(h: str, problems: list[str]) -> None:
+            if await ensure_connected(h):
+                await self.congestion.restore_host(h, problems)
+            else:
+                problems.append(f"{h}: unreachable, congestion controls NOT left")
+
         async def restore_host(h: str) -> None:
             problems: list[str] = []
             cause: CtlError | None = None
             for owns, fn in ((h in self.shapers and h in self.shaper_before, restore_bridge),
-                             (h in self.endpoint_drivers and h in self.endpoint_before, restore_endpoint)):
+                             (h in self.endpoint_drivers and h in self.endpoint_before, restore_endpoint),
+                             (h in self.congestion.drivers, restore_congestion)):
                 if not owns:
                     continue
                 try:

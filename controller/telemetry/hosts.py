@@ -168,6 +168,8 @@ class SubflowTracker:
                     fields[dst] = v
             if ti.retrans is not None:
                 fields["retrans_total"] = ti.retrans[1]
+            if ti.congestion:
+                fields["cc"] = ti.congestion          # the algorithm the kernel runs on this subflow
             if ti.mptcp is not None:
                 fields["mptcp_token"] = ti.mptcp.local_token or ""
                 fields["mptcp_initial"] = bool(ti.mptcp.mp_capable_local or ti.mptcp.mp_capable_remote)

@@ -5,7 +5,7 @@ Schema (tags are strings; field names carry their unit):
 | measurement | tags                                              | fields |
 |-------------|---------------------------------------------------|--------|
 | iface       | host, iface, link, side, role                     | rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, tx_dropped (counters); rx_bps, tx_bps (rates) |
-| subflow     | host, flow, subflow, link, role                   | cwnd_pkts, rtt_ms, rttvar_ms, bytes_acked, bytes_sent, bytes_received, bytes_retrans, retrans_total, delivery_rate_bps; acked_bps, received_bps (rates) |
+| subflow     | host, flow, subflow, link, role                   | cwnd_pkts, rtt_ms, rttvar_ms, bytes_acked, bytes_sent, bytes_received, bytes_retrans, retrans_total, delivery_rate_bps; acked_bps, received_bps (rates); cc (the congestion control `ss` shows) |
 | flow        | host, flow                                        | throughput_bps, bytes, retransmits, snd_cwnd_bytes, rtt_ms (iperf3 intervals) |
 | pipe        | host, link, direction                             | tx_pkts, tx_bytes, drop_queue_pkts, drop_plr_pkts, queue_pkts, queue_bytes, ... |
 | snmp_if     | host, ifname, ifindex                             | in_octets, out_octets, in_ucast_pkts, out_ucast_pkts, in_discards, in_errors, high_speed_mbps; in_bps, out_bps, in_pps, out_pps |

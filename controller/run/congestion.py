@@ -1,0 +1,234 @@
+"""The congestion controls of a run: the papers' algorithms that ctl ships as BPF programs are
+built for each endpoint's kernel, loaded before traffic, checked on every subflow, and left
+again afterwards (nodes.congestion.driver does the per-host work, nodes.congestion.build the
+compilation).
+
+Where objects come from: for a virtual rack every endpoint is this machine's kernel, so the
+objects are built here against /sys/kernel/btf/vmlinux and used in place (the hosts share the
+file system). For a physical rack each distinct kernel's BTF is read from one endpoint
+(`base64 /sys/kernel/btf/vmlinux`, read-only), the objects are built on the controller
+against it (cached by the BTF's sha256 in the state dir), and copied to the endpoint
+(`hostctl put`, sha256-checked) as part of loading. A kernel that cannot do it is refused
+before anything changes. The run record names each algorithm, its source, the sha256 of its
+source and of the object that ran, and the BTF it was built for.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from controller.commands import Command, run_all
+from controller.errors import CtlError, ParameterError, VerifyError
+from controller.inventory import Inventory
+from controller.settings import state_dir
+from nodes.congestion.build import ARCHES, Build, BuildError, build
+from nodes.congestion.catalog import ALGORITHMS
+from nodes.congestion.driver import CongestionDriver, CongestionState, LoadObject, hostctl_command
+
+OBJECTS_ON_HOST = "/run/ctl-cc/objects"
+
+
+def wanted_by_host(endpoints: Mapping[str, Any]) -> dict[str, frozenset[str]]:
+    """host -> the congestion controls its connections use (from the plan's EndpointConfigs)."""
+    return {h: frozenset(cfg.congestion_controls) for h, cfg in endpoints.items() if cfg.congestion_controls}
+
+
+DATA_BYTES = 1000   # a subflow counts once it carried data (its handshake acks 1 byte)
+
+
+def subflow_congestion(points: Iterable[Any], flows: Iterable[Any],
+                       data_ports: Mapping[str, set[int]]) -> dict[str, dict[str, list[str]]]:
+    """flow -> data subflow -> the congestion controls `ss` showed it running while it carried
+    data (sender side), from the run's `subflow` points. Data subflows are those of the data
+    connections iperf3 reports (`data_ports`, client ports) and the MPTCP subflows that share
+    their token: never the control connection. Samples before data flows are left out: a
+    socket is created with the namespace default and switched by iperf3 -C before it sends."""
+    wanted = {f.name for f in flows if getattr(f, "cc", None)}
+    by_sub: dict[tuple[str, str], list[Any]] = {}
+    for p in points:
+        if p.measurement != "subflow" or p.tags.get("role") != "client" or p.tags.get("flow") not in wanted:
+            continue
+        by_sub.setdefault((p.tags["flow"], p.tags["subflow"]), []).append(p)
+    out: dict[str, dict[str, list[str]]] = {}
+    for flow in sorted(wanted):
+        ports = data_ports.get(flow, set())
+        subs = {s: pts for (f, s), pts in by_sub.items() if f == flow}
+        tokens = {pts[-1].fields.get("mptcp_token") for s, pts in subs.items() if _local_port(s) in ports} - {None, ""}
+        for s, pts in sorted(subs.items()):
+            if _local_port(s) not in ports and pts[-1].fields.get("mptcp_token") not in tokens:
+                continue
+            names = sorted({str(p.fields["cc"]) for p in pts
+                            if p.fields.get("cc") and int(p.fields.get("bytes_acked") or 0) > DATA_BYTES})
+            if names:
+                out.setdefault(flow, {})[s] = names
+    return out
+
+
+def _local_port(subflow: str) -> int:
+    return int(subflow.split("-")[0].rsplit(":", 1)[1])
+
+
+def congestion_problems(observed: Mapping[str, Mapping[str, list[str]]], flows: Iterable[Any]) -> list[str]:
+    """Data subflows that ran another congestion control than their flow asked for (pure)."""
+    problems = []
+    for f in flows:
+        cc = getattr(f, "cc", None)
+        if not cc:
+            continue
+        subs = observed.get(f.name, {})
+        if not subs:
+            problems.append(f"flow {f.name}: no data subflow sample shows its congestion control")
+        for s, names in sorted(subs.items()):
+            if names != [cc]:
+                problems.append(f"flow {f.name} subflow {s} used {', '.join(names)}, not {cc}")
+    return problems
+
+
+class CongestionStage:
+    """One run's congestion-control drivers, one per endpoint that needs any."""
+
+    def __init__(self, run_id: str, inv: Inventory, endpoints: Mapping[str, Any], sessions: Mapping[str, Any],
+                 manifest: dict, *, dry_run: bool, progress: Callable[[str], None]):
+        self.holder = f"run:{run_id}"
+        self.inv = inv
+        self.wanted = wanted_by_host(endpoints)
+        self.sessions = sessions
+        self.manifest = manifest
+        self.dry_run = dry_run
+        self.progress = progress
+        self.drivers: dict[str, CongestionDriver] = {}
+        self.before: dict[str, CongestionState] = {}
+        self.uploads: dict[str, list[Command]] = {}
+
+    @property
+    def hosts(self) -> list[str]:
+        return sorted(self.wanted)
+
+    async def prepare(self) -> None:
+        """Probe, build what is needed for each kernel, check: changes nothing on a host."""
+        if not self.wanted:
+            return
+        probes = await asyncio.gather(*(run_all(self.sessions[h], CongestionDriver(h, self.holder).read_commands())
+                                        for h in self.hosts))
+        states = {h: CongestionDriver(h, self.holder).parse_state(r) for h, r in zip(self.hosts, probes, strict=True)}
+        self.before = states
+        need = {h: sorted(n for n in self.wanted[h] if n in ALGORITHMS) for h in self.hosts}
+        builds: dict[str, Build] = {}
+        for h in self.hosts:
+            CongestionDriver(h, self.holder, {n: LoadObject(n, "", "") for n in need[h]}).check(self.wanted[h],
+                                                                                                states[h])
+        if self.dry_run:   # nothing is built or loaded: the listing shows the commands of a real run
+            self.drivers = {h: CongestionDriver(h, self.holder, {n: LoadObject(n, "<sha256 of the object built for "
+                                                                              "the host's kernel>",
+                                                                              "<object built for the host's kernel>")
+                                                                 for n in need[h]}) for h in self.hosts}
+            self.manifest["congestion"] = {"holder": self.holder, "wanted": {h: sorted(v) for h, v in self.wanted.items()},
+                                           "algorithms": {}, "hosts": {h: {"before": st.to_json()}
+                                                                       for h, st in states.items()}}
+            return
+        for h in self.hosts:
+            if need[h]:
+                builds[h] = await self._build_for(h, states[h])
+        record: dict[str, Any] = {}
+        for h in self.hosts:
+            objects = {}
+            for n in need[h]:
+                b = builds[h]
+                local = b.object_of(n)
+                on_host = str(local) if self.inv.kind == "virtual" else f"{OBJECTS_ON_HOST}/{b.sha256_of(n)}.bpf.o"
+                objects[n] = LoadObject(n, b.sha256_of(n), on_host)
+                if self.inv.kind != "virtual":
+                    data = base64.b64encode(local.read_bytes()).decode()
+                    self.uploads.setdefault(h, []).append(hostctl_command(
+                        "put", b.sha256_of(n), on_host, mutates=True, stdin=data,
+                        note=f"copy the {n} object built for this kernel"))
+                entry = record.setdefault(n, {"source": b.objects[n]["source"],
+                                              "source_sha256": b.objects[n]["source_sha256"],
+                                              "object_sha256": b.sha256_of(n), "btf_id": b.btf_id,
+                                              "reference": ALGORITHMS[n].reference, "hosts": []})
+                entry["hosts"].append(h)
+            self.drivers[h] = CongestionDriver(h, self.holder, objects)
+        self.manifest["congestion"] = {
+            "holder": self.holder, "wanted": {h: sorted(v) for h, v in self.wanted.items()},
+            "algorithms": record, "hosts": {h: {"before": st.to_json()} for h, st in states.items()}}
+
+    async def _build_for(self, host: str, state: CongestionState) -> Build:
+        dest = state_dir() / "congestion"
+        if self.inv.kind == "virtual":
+            return await asyncio.to_thread(_build_or_refuse, host, Path("/sys/kernel/btf/vmlinux"), dest, None)
+        r = await self.sessions[host].run(Command(("base64", "-w0", "/sys/kernel/btf/vmlinux"), timeout=120,
+                                                  note="this kernel's BTF, to build the congestion controls for it",
+                                                  assume=""))
+        if not r.stdout:
+            raise ParameterError(f"{host}: could not read /sys/kernel/btf/vmlinux")
+        data = base64.b64decode(r.stdout)
+        btf = dest / "btf" / f"{hashlib.sha256(data).hexdigest()[:16]}.btf"
+        btf.parent.mkdir(parents=True, exist_ok=True)
+        if not btf.exists():
+            btf.write_bytes(data)
+        uname = await self.sessions[host].run(Command(("uname", "-m"), timeout=10, assume="x86_64"))
+        return await asyncio.to_thread(_build_or_refuse, host, btf, dest, ARCHES.get(uname.stdout.strip(), "x86"))
+
+    async def configure(self) -> dict[str, CongestionState]:
+        async def one(h: str) -> CongestionState:
+            drv = self.drivers[h]
+            await run_all(self.sessions[h], self.uploads.get(h, []) + drv.plan(self.wanted[h], self.before[h]))
+            if self.dry_run:
+                return drv.expected_state(self.before[h], self.wanted[h])
+            st = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+            diffs = drv.verify(self.wanted[h], st)
+            if diffs:
+                raise VerifyError(h, "congestion controls", diffs)
+            return st
+        after = await asyncio.gather(*(one(h) for h in self.hosts))
+        for h, st in zip(self.hosts, after, strict=True):
+            self.manifest["congestion"]["hosts"][h]["applied"] = st.to_json()
+        loaded = sorted({n for h in self.hosts for n in self.wanted[h] if n in ALGORITHMS})
+        if loaded:
+            self.progress("congestion controls loaded (BPF): " + ", ".join(loaded))
+        return dict(zip(self.hosts, after, strict=True))
+
+    async def restore_host(self, h: str, problems: list[str]) -> None:
+        drv = self.drivers.get(h)
+        if drv is None or h not in self.before:
+            return
+        if self.dry_run:
+            now = drv.expected_state(self.before[h], self.wanted[h])
+        else:
+            now = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+        await run_all(self.sessions[h], drv.plan_restore(self.before[h], now))
+        if self.dry_run:
+            return
+        after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+        diffs = drv.restored_equal(self.before[h], after)
+        if diffs:
+            problems.append(f"{h}: congestion controls: " + "; ".join(diffs))
+        self.manifest["congestion"]["hosts"][h]["restored"] = after.to_json()
+
+
+def _build_or_refuse(host: str, btf: Path, dest: Path, arch: str | None) -> Build:
+    try:
+        return build(btf, dest, arch=arch)
+    except BuildError as exc:
+        raise ParameterError(f"{host}: cannot build the BPF congestion controls for its kernel: {exc}") from None
+
+
+async def recover_congestion(manifest: Mapping[str, Any], sessions: Mapping[str, Any], problems: list[str]) -> None:
+    """After a dead controller: leave every algorithm the interrupted run held (pure of the run
+    object: everything comes from its record)."""
+    cong = manifest.get("congestion") or {}
+    holder = cong.get("holder")
+    if not holder:
+        return
+    for h in sorted(cong.get("hosts", {})):
+        if h not in sessions:
+            continue
+        drv = CongestionDriver(h, holder)
+        try:
+            st = drv.parse_state(await run_all(sessions[h], drv.read_commands()))
+            await run_all(sessions[h], drv.plan_restore(st, st))
+        except CtlError as exc:
+            problems.append(f"{h}: congestion controls: {exc.one_line()}")

@@ -1,0 +1,254 @@
+"""Load, share and unload ctl's BPF congestion controls on one host (standard library only).
+
+Shipped to a host as a constant script (`python3 -c SOURCE VERB ARGS...`, data only in argv
+and stdin) and run as root. BPF struct_ops and `net.ipv4.tcp_allowed_congestion_control` are
+kernel-wide, and one kernel may serve several racks at once (the virtual racks of one
+machine), so each loaded algorithm keeps a list of holders (run ids) in
+/run/ctl-cc/holders.json under an flock: the first holder registers it (and adds it to the
+allowed list if it was not there), later holders share it, the last one to leave unregisters
+it (by the id it registered) and takes back exactly what it added. An algorithm registered by
+something else than ctl is never touched. Every verb prints one JSON object.
+
+    probe                          kernel, BTF, bpftool, available/allowed, what ctl holds
+    load NAME SHA256 OBJECT HOLDER register or share NAME (OBJECT must have that sha256)
+    unload NAME HOLDER             leave NAME; unregister when no holder is left
+    put SHA256 PATH                store a base64 object read from stdin at PATH (checked)
+"""
+from __future__ import annotations
+
+import base64
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+
+DIR = "/run/ctl-cc"
+HOLDERS = DIR + "/holders.json"
+ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+BTF = "/sys/kernel/btf/vmlinux"
+
+
+def _out(doc: dict) -> None:
+    sys.stdout.write(json.dumps(doc, sort_keys=True) + "\n")
+
+
+def _fail(msg: str, code: int = 1) -> None:
+    _out({"ok": False, "error": msg})
+    sys.exit(code)
+
+
+def _private_dir() -> None:
+    try:
+        os.mkdir(DIR, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(DIR)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        _fail(f"refusing {DIR}: not a directory of uid {os.geteuid()} closed to others")
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _bpftool() -> str | None:
+    return shutil.which("bpftool") or ("/usr/sbin/bpftool" if os.path.exists("/usr/sbin/bpftool") else None)
+
+
+def _registered() -> dict[str, int]:
+    """tcp_congestion_ops registered through BPF: name -> struct_ops map id."""
+    tool = _bpftool()
+    if tool is None:
+        return {}
+    p = subprocess.run([tool, "-j", "struct_ops", "show"], capture_output=True, text=True)
+    out: dict[str, int] = {}
+    for line in p.stdout.splitlines():   # one JSON object per struct_ops map
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            docs = json.loads(line)
+        except ValueError:
+            continue
+        for d in docs if isinstance(docs, list) else [docs]:
+            if d.get("kernel_struct_ops") == "tcp_congestion_ops":
+                out[str(d.get("name"))] = int(d.get("id"))
+    return out
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class _Holders:
+    """holders.json under an exclusive flock for the life of the object."""
+
+    def __init__(self) -> None:
+        _private_dir()
+        self.fd = os.open(DIR + "/lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            with open(HOLDERS) as f:
+                self.doc = json.load(f)
+        except (OSError, ValueError):
+            self.doc = {}
+
+    def save(self) -> None:
+        tmp = HOLDERS + ".part"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(self.doc, f, sort_keys=True)
+        os.replace(tmp, HOLDERS)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _set_allowed(names: list[str]) -> None:
+    with open(ALLOWED, "w") as f:
+        f.write(" ".join(names))
+
+
+def _allow(name: str) -> tuple[bool, str]:
+    """Add NAME to the allowed list (so a namespace default may name it). The list is
+    kernel-wide and writable only from the initial network namespace: on a host that is a
+    namespace (the virtual rack) it stays as it is, and per-socket selection (iperf3 -C, as
+    root) still reaches every subflow. Returns (added, why not)."""
+    allowed = _read(ALLOWED).split()
+    if name in allowed:
+        return False, "already allowed"
+    try:
+        _set_allowed(allowed + [name])
+    except OSError as exc:
+        return False, f"allowed list not writable here ({exc.strerror}): per-socket selection only"
+    return True, ""
+
+
+def probe() -> None:
+    holders = {}
+    try:
+        with open(HOLDERS) as f:
+            holders = json.load(f)
+    except (OSError, ValueError):
+        pass
+    _out({"ok": True, "kernel": os.uname().release, "arch": os.uname().machine,
+          "boot_id": _read("/proc/sys/kernel/random/boot_id"), "btf": os.path.exists(BTF),
+          "bpftool": _bpftool(), "available": _read(AVAILABLE).split(), "allowed": _read(ALLOWED).split(),
+          "registered": _registered(), "holders": holders})
+
+
+def load(name: str, sha: str, obj: str, holder: str) -> None:
+    h = _Holders()
+    try:
+        entry = h.doc.get(name)
+        registered = _registered()
+        if entry is not None and registered.get(name) == entry["id"]:
+            if entry["sha256"] != sha:
+                _fail(f"{name} is loaded from another build (sha256 {entry['sha256'][:16]}, held by "
+                      f"{', '.join(entry['holders'])}); this run has {sha[:16]}", 3)
+            if holder not in entry["holders"]:
+                entry["holders"].append(holder)
+            h.save()
+            _out({"ok": True, "action": "shared", "name": name, "id": entry["id"], "holders": entry["holders"]})
+            return
+        if name in _read(AVAILABLE).split():
+            _fail(f"{name} is already a congestion control of this kernel, not loaded by ctl: left alone", 3)
+        if _sha256(obj) != sha:
+            _fail(f"{obj}: sha256 is not {sha[:16]}")
+        tool = _bpftool()
+        if tool is None:
+            _fail("bpftool is not installed")
+        p = subprocess.run([tool, "struct_ops", "register", obj], capture_output=True, text=True)
+        m = re.search(r"Registered tcp_congestion_ops (\S+) id (\d+)", p.stdout + p.stderr)
+        if p.returncode != 0 or not m:
+            _fail(f"bpftool struct_ops register {obj} failed: {' '.join((p.stderr or p.stdout).split())[-400:]}")
+        # Saved at once: whatever fails after this, the next unload of this holder finds it.
+        h.doc[name] = {"id": int(m.group(2)), "sha256": sha, "object": obj, "holders": [holder],
+                       "added_allowed": False}
+        h.save()
+        added, note = _allow(name)
+        h.doc[name]["added_allowed"] = added
+        h.save()
+        _out({"ok": True, "action": "registered", "name": name, "id": int(m.group(2)), "added_allowed": added,
+              "allowed_note": note, "holders": [holder]})
+    finally:
+        h.close()
+
+
+def unload(name: str, holder: str) -> None:
+    h = _Holders()
+    try:
+        entry = h.doc.get(name)
+        if entry is None or holder not in entry["holders"]:
+            _out({"ok": True, "action": "not-held", "name": name})
+            return
+        entry["holders"].remove(holder)
+        if entry["holders"]:
+            h.save()
+            _out({"ok": True, "action": "left", "name": name, "holders": entry["holders"]})
+            return
+        registered = _registered()
+        if registered.get(name) == entry["id"]:
+            tool = _bpftool()
+            p = subprocess.run([tool or "bpftool", "struct_ops", "unregister", "id", str(entry["id"])],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                entry["holders"].append(holder)
+                h.save()
+                _fail(f"unregister {name} id {entry['id']} failed: {' '.join((p.stderr or p.stdout).split())[-300:]}")
+        if entry.get("added_allowed"):
+            try:
+                _set_allowed([n for n in _read(ALLOWED).split() if n != name])
+            except OSError as exc:
+                _fail(f"unregistered {name} but could not take it off the allowed list: {exc.strerror}")
+        del h.doc[name]
+        h.save()
+        _out({"ok": True, "action": "unregistered", "name": name, "id": entry["id"]})
+    finally:
+        h.close()
+
+
+def put(sha: str, path: str) -> None:
+    data = base64.b64decode(sys.stdin.buffer.read())
+    if hashlib.sha256(data).hexdigest() != sha:
+        _fail("object does not match its sha256")
+    _private_dir()
+    objects = DIR + "/objects"
+    try:
+        os.mkdir(objects, 0o700)
+    except FileExistsError:
+        pass
+    if not path.startswith(objects + "/") or "/.." in path:
+        _fail(f"objects go under {objects}")
+    tmp = path + ".part"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+    _out({"ok": True, "action": "stored", "path": path})
+
+
+def main(argv: list[str]) -> None:
+    verbs = {"probe": (probe, 0), "load": (load, 4), "unload": (unload, 2), "put": (put, 2)}
+    if not argv or argv[0] not in verbs or len(argv) - 1 != verbs[argv[0]][1]:
+        _fail("usage: probe | load NAME SHA256 OBJECT HOLDER | unload NAME HOLDER | put SHA256 PATH", 2)
+    fn, _n = verbs[argv[0]]
+    fn(*argv[1:])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
