@@ -66,7 +66,8 @@ def _bpftool() -> str | None:
 
 
 def _registered() -> dict[str, int]:
-    """tcp_congestion_ops registered through BPF: name -> struct_ops map id."""
+    """tcp_congestion_ops struct_ops maps: map name (the object's variable) -> id. The name the
+    kernel registers (`.name`) may differ; ctl keys its entries by that name and the map id."""
     tool = _bpftool()
     if tool is None:
         return {}
@@ -155,8 +156,8 @@ def load(name: str, sha: str, obj: str, holder: str) -> None:
     h = _Holders()
     try:
         entry = h.doc.get(name)
-        registered = _registered()
-        if entry is not None and registered.get(name) == entry["id"]:
+        live_ids = set(_registered().values())
+        if entry is not None and entry["id"] in live_ids and name in _read(AVAILABLE).split():
             if entry["sha256"] != sha:
                 _fail(f"{name} is loaded from another build (sha256 {entry['sha256'][:16]}, held by "
                       f"{', '.join(entry['holders'])}); this run has {sha[:16]}", 3)
@@ -201,8 +202,7 @@ def unload(name: str, holder: str) -> None:
             h.save()
             _out({"ok": True, "action": "left", "name": name, "holders": entry["holders"]})
             return
-        registered = _registered()
-        if registered.get(name) == entry["id"]:
+        if entry["id"] in set(_registered().values()):
             tool = _bpftool()
             p = subprocess.run([tool or "bpftool", "struct_ops", "unregister", "id", str(entry["id"])],
                                capture_output=True, text=True)
@@ -210,6 +210,10 @@ def unload(name: str, holder: str) -> None:
                 entry["holders"].append(holder)
                 h.save()
                 _fail(f"unregister {name} id {entry['id']} failed: {' '.join((p.stderr or p.stdout).split())[-300:]}")
+        if name in _read(AVAILABLE).split():
+            entry["holders"].append(holder)
+            h.save()
+            _fail(f"{name} is still a congestion control after unregistering id {entry['id']}")
         if entry.get("added_allowed"):
             try:
                 _set_allowed([n for n in _read(ALLOWED).split() if n != name])

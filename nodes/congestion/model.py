@@ -165,8 +165,7 @@ def balia_cnt(v: View) -> int:
         return w or 1
     x_max, s, x_me = rates
     t = (s * s) // (x_me + x_max)
-    t = (t * 10) // ((x_me << 2) + x_max)
-    t *= w
+    t = (t * 10 * w) // ((x_me << 2) + x_max)
     t = t or w
     return min(t, U32_MAX) or 1
 

@@ -15,8 +15,9 @@
  * increment, which the equation makes
  *     cnt = 10 w_r (sum_k x_k)^2 / ((x_r + x_max)(4 x_r + x_max))
  * (invariant to the unit of x). x_k is kept as w_k * rtt_min / rtt_k with 10 fractional
- * bits (x_k <= 2^28) and cnt is computed as ((S^2 / (x_r + x_max)) * 10 / (4 x_r + x_max)) * w_r,
- * an order in which every intermediate stays below 2^62. alpha_r has 10 fractional bits.
+ * bits (x_k <= 2^28) and cnt is computed as (S^2 / (x_r + x_max)) * 10 * w_r / (4 x_r + x_max):
+ * S^2 / (x_r + x_max) <= n^2 x_max <= 2^34, so with w <= 2^18 every intermediate stays below
+ * 2^56, and the one rounding that matters comes last. alpha_r has 10 fractional bits.
  * nodes/congestion/model.py: `balia_cnt`, `balia_ssthresh`.
  */
 #define CTL_NAME balia
@@ -73,8 +74,7 @@ static __always_inline __u32 balia_cnt(struct balia_ctx *c)
 	if (c->v.n <= 1 || !balia_rates(c))
 		return w ? w : 1;
 	__u64 t = (c->sum * c->sum) / (c->x_me + c->x_max);
-	t = (t * 10) / ((c->x_me << 2) + c->x_max);
-	t *= w;
+	t = (t * 10 * w) / ((c->x_me << 2) + c->x_max);
 	if (!t)
 		t = w;
 	if (t > 0xffffffffULL)
@@ -165,5 +165,5 @@ struct tcp_congestion_ops balia = {
 	.ssthresh = (void *)balia_ssthresh,
 	.undo_cwnd = (void *)balia_undo_cwnd,
 	.release = (void *)balia_release,
-	.name = "balia",
+	.name = CTL_OPS_NAME("balia"),
 };

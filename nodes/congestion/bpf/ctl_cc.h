@@ -114,6 +114,14 @@ static __always_inline struct ctl_trace_rec *ctl_trace_slot(void)
 
 enum { CTL_EV_INCREASE = 1, CTL_EV_SSTHRESH = 2, CTL_EV_ROUND = 3 };
 
+/* The name the kernel registers: a test build is "<name>_trace", so it never meets a real
+ * run's algorithm of the same name on a shared kernel. */
+#ifdef CTL_TRACE
+#define CTL_OPS_NAME(n) n "_trace"
+#else
+#define CTL_OPS_NAME(n) n
+#endif
+
 static __always_inline struct tcp_sock *ctl_tp(struct sock *sk) { return (struct tcp_sock *)sk; }
 
 static __always_inline void *ctl_priv(struct sock *sk)

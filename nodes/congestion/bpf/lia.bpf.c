@@ -111,5 +111,5 @@ struct tcp_congestion_ops lia = {
 	.ssthresh = (void *)lia_ssthresh,
 	.undo_cwnd = (void *)lia_undo_cwnd,
 	.release = (void *)lia_release,
-	.name = "lia",
+	.name = CTL_OPS_NAME("lia"),
 };

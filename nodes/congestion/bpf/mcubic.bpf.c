@@ -229,5 +229,5 @@ struct tcp_congestion_ops mcubic = {
 	.set_state = (void *)mcubic_set_state,
 	.undo_cwnd = (void *)mcubic_undo_cwnd,
 	.release = (void *)mcubic_release,
-	.name = "mcubic",
+	.name = CTL_OPS_NAME("mcubic"),
 };

@@ -215,5 +215,5 @@ struct tcp_congestion_ops olia = {
 	.ssthresh = (void *)olia_ssthresh,
 	.undo_cwnd = (void *)olia_undo_cwnd,
 	.release = (void *)olia_release,
-	.name = "olia",
+	.name = CTL_OPS_NAME("olia"),
 };

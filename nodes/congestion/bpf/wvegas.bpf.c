@@ -250,5 +250,5 @@ struct tcp_congestion_ops wvegas = {
 	.ssthresh = (void *)wvegas_ssthresh,
 	.undo_cwnd = (void *)wvegas_undo_cwnd,
 	.release = (void *)wvegas_release,
-	.name = "wvegas",
+	.name = CTL_OPS_NAME("wvegas"),
 };
