@@ -17,8 +17,16 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol
 from controller.commands import Command, CommandResult, DryRunSession, Session, run_all
 from controller.errors import ParameterError, UnsupportedShaping, VerifyError
 from controller.registry import Registry
-from controller.units import (Queue, format_delay, format_probability, format_rate, parse_delay_us,
-                              parse_probability, parse_queue, parse_rate)
+from controller.units import (
+    Queue,
+    format_delay,
+    format_probability,
+    format_rate,
+    parse_delay_us,
+    parse_probability,
+    parse_queue,
+    parse_rate,
+)
 
 
 class Direction(str, Enum):

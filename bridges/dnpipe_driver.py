@@ -15,8 +15,19 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from bridges.base import (CounterSample, CounterStream, ShaperBase, Capabilities, Direction, PipeConfig, PipeKey, ShaperState, check_capabilities,
-                          diff_pipe, register)
+from bridges.base import (
+    Capabilities,
+    CounterSample,
+    CounterStream,
+    Direction,
+    PipeConfig,
+    PipeKey,
+    ShaperBase,
+    ShaperState,
+    check_capabilities,
+    diff_pipe,
+    register,
+)
 from controller.commands import Command, CommandResult
 from controller.errors import ParseError, UnsupportedShaping
 from controller.inventory import Inventory

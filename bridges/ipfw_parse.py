@@ -17,462 +17,50 @@ float it denotes, plus a flag or resolution saying how exact that value is.
 Anything that does not match a known line shape raises ParseError naming the line: a
 silently skipped line would be a silently dropped measurement.
 
-Also here: `ipfw -S list` rules, `sysctl` name/value output and `freebsd-version`.
+The records themselves are in `bridges.ipfw_records`; `ipfw -S list` rules, `sysctl` output,
+`freebsd-version` and the sampler's stream are parsed in `bridges.ipfw_host`.
 """
 from __future__ import annotations
 
 import dataclasses
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from bridges.ipfw_records import (
+    BW_UNITS,
+    HEADER_V4,
+    HEADER_V6,
+    HN_PREFIX,
+    BlankLine,
+    ChildrenLine,
+    CodelParams,
+    DnListing,
+    DnObject,
+    FlowRow,
+    FlowsetLine,
+    HeaderLine,
+    LinkLine,
+    MaskLine,
+    PieParams,
+    ProfileLine,
+    Record,
+    RedParams,
+    SchedLine,
+    SchedParams,
+    line_error,
+    parse_time,
+)
 from controller.errors import ParseError
 
 # ---- small value types --------------------------------------------------------------------
 
-_BW_UNITS = {"bit/s": 1, "Kbit/s": 10**3, "Mbit/s": 10**6, "Gbit/s": 10**9}
-# humanize_number(..., HN_AUTOSCALE, 0) prefixes (divisor 1024, no HN_B): "", k, M, G, T, P, E
-_HN_PREFIX = {"": 0, "k": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
-
-
-@dataclass(frozen=True)
-class TimeValue:
-    """A time printed by dummynet's us_to_time(): `0`, `500us`, `15ms`, `1.5ms`, `1fs`.
-
-    (`fs` is not a typo of ours: us_to_time() formats seconds with "%gfs".)
-    """
-
-    text: str
-    us: int
-
-    def render(self) -> str:
-        return self.text
-
-
-_TIME_RE = re.compile(r"^(?:(0)|(\d+)us|([0-9.]+(?:e[+-]?\d+)?)ms|([0-9.]+(?:e[+-]?\d+)?)f?s)$")
-
-
-def _time(text: str, line_no: int, line: str) -> TimeValue:
-    m = _TIME_RE.match(text)
-    if not m:
-        raise _err(line_no, line, f"bad time value {text!r}")
-    zero, us, ms, s = m.groups()
-    if zero is not None:
-        return TimeValue(text, 0)
-    if us is not None:
-        return TimeValue(text, int(us))
-    if ms is not None:
-        return TimeValue(text, round(float(ms) * 1000))
-    return TimeValue(text, round(float(s) * 1_000_000))
-
 
 # ---- line records -----------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class LinkLine:
-    """`00001: 100.000 Kbit/s  300 ms burst 0` — a pipe (dummynet link) or scheduler link.
-
-    `bw_text`/`bw_unit` are the printed `%7.3f` value and unit; `bw_bps` is the integer they
-    denote (Decimal arithmetic, no float rounding). The kernel value lies within
-    +-`bw_resolution_bps`/2 of it: exact for bit/s and Kbit/s, 1 kbit/s for Mbit/s, 1 Mbit/s
-    for Gbit/s. Old ipfw (no Gbit branch) prints 1 Gbit/s as `1000.000 Mbit/s`.
-    """
-
-    line_no: int
-    number: int
-    unlimited: bool
-    bw_text: str | None
-    bw_unit: str | None
-    bw_bps: int | None           # None when unlimited
-    delay_ms: int
-    burst_text: str              # as printed by humanize_number: "0", "1048576 k"
-    burst_bytes: int             # value denoted (lower bound when a prefix was printed)
-    burst_exact: bool
-
-    @property
-    def bw_resolution_bps(self) -> int:
-        if self.bw_unit is None:
-            return 1
-        return max(1, _BW_UNITS[self.bw_unit] // 1000)
-
-    @property
-    def bw_printed(self) -> str:
-        return "unlimited" if self.unlimited else f"{self.bw_text} {self.bw_unit}"
-
-    def render(self) -> str:
-        if self.unlimited:
-            bw = "unlimited     "
-        else:
-            bw = f"{self.bw_text:>7} {self.bw_unit}" + (" " if self.bw_unit == "bit/s" else "")
-        return f"{self.number:05d}: {bw} {self.delay_ms:4d} ms burst {self.burst_text}"
-
-
-@dataclass(frozen=True)
-class RedParams:
-    """RED/GRED parameters, printed on a continuation line `\\t  RED w_q ... max_p ...`."""
-
-    gentle: bool
-    w_q_text: str
-    w_q: float
-    min_th: int
-    max_th: int
-    max_p_text: str
-    max_p: float
-    ecn: bool
-
-    def render(self) -> str:
-        return (f"\t {'G' if self.gentle else ' '}RED w_q {self.w_q_text} min_th {self.min_th} "
-                f"max_th {self.max_th} max_p {self.max_p_text}" + (" (ecn)" if self.ecn else ""))
-
-
-@dataclass(frozen=True)
-class CodelParams:
-    """` AQM CoDel target 5ms interval 100ms NoECN` (NEW_AQM kernels only)."""
-
-    target: TimeValue
-    interval: TimeValue
-    ecn: bool
-
-    def render(self) -> str:
-        return (f"AQM CoDel target {self.target.text} interval {self.interval.text} "
-                f"{'ECN' if self.ecn else 'NoECN'}")
-
-
-@dataclass(frozen=True)
-class PieParams:
-    """` AQM type PIE target .. tupdate .. alpha .. beta .. max_burst .. max_ecnth .. flags`."""
-
-    target: TimeValue
-    tupdate: TimeValue
-    alpha_text: str
-    beta_text: str
-    max_burst: TimeValue
-    max_ecnth_text: str
-    ecn: bool
-    capdrop: bool
-    onoff: bool
-    dre: bool        # True: DRE (departure rate estimation), False: TS (timestamp)
-    derand: bool
-
-    @property
-    def alpha(self) -> float:
-        return float(self.alpha_text)
-
-    @property
-    def beta(self) -> float:
-        return float(self.beta_text)
-
-    @property
-    def max_ecnth(self) -> float:
-        return float(self.max_ecnth_text)
-
-    def _flags(self) -> str:
-        return " ".join(x for x in ("ECN" if self.ecn else "NoECN", "CapDrop" if self.capdrop else "NoCapDrop",
-                                    "OnOff" if self.onoff else "", "DRE" if self.dre else "TS",
-                                    "Derand" if self.derand else "NoDerand") if x)
-
-    def render(self) -> str:
-        return (f"AQM type PIE target {self.target.text} tupdate {self.tupdate.text} alpha {self.alpha_text} "
-                f"beta {self.beta_text} max_burst {self.max_burst.text} max_ecnth {self.max_ecnth_text} "
-                + self._flags())
-
-
-@dataclass(frozen=True)
-class FlowsetLine:
-    """`q131073  50 sl.plr 0.050000 0 flows (1 buckets) sched 65537 weight 0 lmax 0 pri 0 droptail`.
-
-    `plr` is glued to the queue size (`sl.plr`, `KBplr`, `Bplr`) because dummynet.c prints
-    "%s%s" with no separator. Byte queues of 8192 B or more are printed in whole KiB
-    (l/1024, truncated): `queue_bytes` is then N*1024 and `queue_bytes_exact` False.
-    """
-
-    line_no: int
-    fs_nr: int
-    queue_slots: int | None
-    queue_bytes: int | None
-    queue_bytes_exact: bool
-    queue_text: str               # "50 sl.", "64 KB", "1500 B"
-    plr_text: str | None          # "0.050000" as printed (None: no plr printed, i.e. 0)
-    plr: float
-    count: int                    # fs->oid.id: number of flows (queues) instantiated
-    count_kind: str               # "flows"
-    buckets: int
-    sched_nr: int
-    weight: int
-    lmax: int
-    pri: int
-    qm: str                       # "droptail" | "RED" | "GRED" | "CoDel" | "PIE"
-    red: RedParams | None = None
-    codel: CodelParams | None = None
-    pie: PieParams | None = None
-
-    def render(self) -> str:
-        if self.queue_slots is not None:
-            qs = f"{self.queue_slots:3d} sl."
-        elif self.queue_text.endswith(" KB"):
-            qs = self.queue_text
-        else:
-            qs = f"{self.queue_bytes} B"
-        plr = f"plr {self.plr_text}" if self.plr_text is not None else ""
-        if self.red is not None:
-            tail = "\n" + self.red.render()
-        elif self.codel is not None:
-            tail = " " + self.codel.render()
-        elif self.pie is not None:
-            tail = " " + self.pie.render()
-        else:
-            tail = "droptail"
-        return (f"q{self.fs_nr:05d} {qs}{plr} {self.count} {self.count_kind} ({self.buckets} buckets) "
-                f"sched {self.sched_nr} weight {self.weight} lmax {self.lmax} pri {self.pri} {tail}")
-
-
-@dataclass(frozen=True)
-class MaskLine:
-    """A flow mask: IPv4 `    mask:  0x00 0xffffffff/0x0000 -> 0x00000000/0x0000`, or IPv6
-    (printed after an empty line) `        mask: proto: 0x00, flow_id: 0x00000000,  src/0x0000 -> dst/0x0000`.
-    """
-
-    line_no: int
-    ipv6: bool
-    queue_extra: bool            # "queue," — the mask includes the queue number
-    proto: int
-    src: str                     # IPv4: "0xffffffff"; IPv6: address text
-    src_port: int
-    dst: str
-    dst_port: int
-    flow_id: int | None = None   # IPv6 only
-
-    def render(self) -> str:
-        extra = "queue," if self.queue_extra else ""
-        if not self.ipv6:
-            return (f"    mask: {extra} 0x{self.proto:02x} {self.src}/0x{self.src_port:04x} -> "
-                    f"{self.dst}/0x{self.dst_port:04x}")
-        return (f"        mask: {extra}proto: 0x{self.proto:02x}, flow_id: 0x{self.flow_id or 0:08x},  "
-                f"{self.src}/0x{self.src_port:04x} -> {self.dst}/0x{self.dst_port:04x}")
-
-
-@dataclass(frozen=True)
-class SchedLine:
-    """` sched 65537 type FIFO flags 0x0 0 buckets 1 active`.
-
-    On a `pipe show` this is the pipe's internal FIFO scheduler (number N+65536); the
-    scheduler the user configured is listed by `sched show` (see SAMPLE G).
-    """
-
-    line_no: int
-    sched_nr: int
-    type: str
-    flags: int
-    buckets: int
-    active: int
-
-    def render(self) -> str:
-        return f" sched {self.sched_nr} type {self.type} flags 0x{self.flags:x} {self.buckets} buckets {self.active} active"
-
-
-@dataclass(frozen=True)
-class SchedParams:
-    """FQ_CODEL / FQ_PIE extra-parameters line printed after a sched line (NEW_AQM)."""
-
-    line_no: int
-    type: str                    # "FQ_CODEL" | "FQ_PIE"
-    target: TimeValue
-    interval: TimeValue | None   # FQ_CODEL
-    tupdate: TimeValue | None    # FQ_PIE
-    alpha_text: str | None
-    beta_text: str | None
-    max_burst: TimeValue | None
-    max_ecnth_text: str | None
-    quantum: int
-    limit: int
-    flows: int
-    ecn: bool
-    capdrop: bool | None = None
-    onoff: bool | None = None
-    dre: bool | None = None
-    derand: bool | None = None
-
-    def render(self) -> str:
-        if self.type == "FQ_CODEL":
-            return (f" FQ_CODEL target {self.target.text} interval {self.interval.text if self.interval else ''}"
-                    f" quantum {self.quantum} limit {self.limit} flows {self.flows} {'ECN' if self.ecn else 'NoECN'}")
-        flags = " ".join(x for x in ("ECN" if self.ecn else "NoECN", "CapDrop" if self.capdrop else "NoCapDrop",
-                                     "OnOff" if self.onoff else "", "DRE" if self.dre else "TS",
-                                     "Derand" if self.derand else "NoDerand") if x)
-        return (f"  FQ_PIE target {self.target.text} tupdate {self.tupdate.text if self.tupdate else ''} "
-                f"alpha {self.alpha_text} beta {self.beta_text} max_burst {self.max_burst.text if self.max_burst else ''} "
-                f"max_ecnth {self.max_ecnth_text} quantum {self.quantum} limit {self.limit} flows {self.flows} {flags}")
-
-
-@dataclass(frozen=True)
-class ChildrenLine:
-    """`   Children flowsets: 10002 10001 10000 ` (each number followed by a space)."""
-
-    line_no: int
-    flowsets: tuple[int, ...]
-
-    def render(self) -> str:
-        return "   Children flowsets: " + "".join(f"{n} " for n in self.flowsets)
-
-
-@dataclass(frozen=True)
-class ProfileLine:
-    """`\\t profile: name "x" loss 0.140000 samples 100` — an empirical delay profile."""
-
-    line_no: int
-    name: str
-    loss_text: str
-    loss: float
-    samples: int
-
-    def render(self) -> str:
-        return f'\t profile: name "{self.name}" loss {self.loss_text} samples {self.samples}'
-
-
-HEADER_V4 = "BKT Prot ___Source IP/port____ ____Dest. IP/port____ Tot_pkt/bytes Pkt/Byte Drp"
-HEADER_V6 = ("BKT ___Prot___ _flow-id_ ______________Source IPv6/port_______________ "
-             "_______________Dest. IPv6/port_______________ Tot_pkt/bytes Pkt/Byte Drp")
-
-
-@dataclass(frozen=True)
-class HeaderLine:
-    """The flow-table header. Newer ipfw prints it ONCE per listing (before the first flow
-    of any pipe), older ipfw after every mask: never rely on it preceding a flow table."""
-
-    line_no: int
-    ipv6: bool
-
-    def render(self) -> str:
-        return HEADER_V6 if self.ipv6 else HEADER_V4
-
-
-@dataclass(frozen=True)
-class FlowRow:
-    """One flow (queue instance): totals since it was created, current occupancy, drops.
-
-    Columns run together when numbers overflow their widths, so rows are split on
-    whitespace, never on fixed columns. `extra` is the '*' printed after the bucket when
-    the flow id carries the queue number (mask "queue,").
-    """
-
-    line_no: int
-    bucket: int
-    extra: bool
-    proto: str                   # protocol name, or its number when unknown
-    ipv6: bool
-    flow_id: int | None          # IPv6 flow label field
-    src: str
-    src_port: int
-    dst: str
-    dst_port: int
-    tot_pkts: int
-    tot_bytes: int
-    queued_pkts: int             # "Pkt" column: packets in the queue now
-    queued_bytes: int            # "Byte" column: bytes in the queue now
-    drops: int
-
-    def render(self) -> str:
-        head = f"{self.bucket:3d}{'*' if self.extra else ' '}"
-        numeric = self.proto.isdigit()
-        if not self.ipv6:
-            proto = f"{int(self.proto):4d} " if numeric else f"{self.proto:<4s} "
-            addr = f"{self.src:>15s}/{self.src_port:<5d} {self.dst:>15s}/{self.dst_port:<5d} "
-        else:
-            proto = f"{int(self.proto):9d} " if numeric else f"{self.proto:>9s} "
-            addr = (f"{self.flow_id:7d}  {self.src:>39s}/{self.src_port:<5d}  "
-                    f"{self.dst:>39s}/{self.dst_port:<5d} ")
-        return (head + proto + addr + f"{self.tot_pkts:4d} {self.tot_bytes:8d} "
-                f"{self.queued_pkts:2d} {self.queued_bytes:4d} {self.drops:3d}")
-
-
-@dataclass(frozen=True)
-class BlankLine:
-    """An empty line (IPv6 masks are printed after one)."""
-
-    line_no: int
-
-    def render(self) -> str:
-        return ""
-
-
-Record = (LinkLine | FlowsetLine | MaskLine | SchedLine | SchedParams | ChildrenLine | ProfileLine
-          | HeaderLine | FlowRow | BlankLine)
-
 
 # ---- grouping ------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class DnObject:
-    """One listed dummynet object with what follows it, in listing order:
-    pipe (`pipe show`): link, its FIFO flowset (q N+131072), FIFO sched (N+65536), flows;
-    queue (`queue show`): flowset, [mask], flows;
-    scheduler (`sched show`): link, [internal flowset], sched, [params], [children], flows.
-    """
-
-    link: LinkLine | None = None
-    flowset: FlowsetLine | None = None
-    flowset_mask: MaskLine | None = None
-    sched: SchedLine | None = None
-    sched_params: SchedParams | None = None
-    sched_mask: MaskLine | None = None
-    children: ChildrenLine | None = None
-    profile: ProfileLine | None = None
-    flows: tuple[FlowRow, ...] = ()
-
-    @property
-    def number(self) -> int:
-        if self.link is not None:
-            return self.link.number
-        if self.flowset is not None:
-            return self.flowset.fs_nr
-        assert self.sched is not None
-        return self.sched.sched_nr
-
-    def totals(self) -> dict[str, int]:
-        """Per-object counters summed over its flows (a pipe without a mask has one flow)."""
-        return {"tot_pkts": sum(f.tot_pkts for f in self.flows),
-                "tot_bytes": sum(f.tot_bytes for f in self.flows),
-                "drops": sum(f.drops for f in self.flows),
-                "queued_pkts": sum(f.queued_pkts for f in self.flows),
-                "queued_bytes": sum(f.queued_bytes for f in self.flows),
-                "flows": len(self.flows)}
-
-    def to_json(self) -> dict[str, Any]:
-        d = _jsonable(self)
-        if self.link is not None:
-            d["link"]["bw_resolution_bps"] = self.link.bw_resolution_bps
-        d["totals"] = self.totals()
-        return d
-
-
-@dataclass(frozen=True)
-class DnListing:
-    """A whole listing: the typed records in order, and the objects they form."""
-
-    records: tuple[Record, ...]
-    objects: tuple[DnObject, ...]
-
-    def render(self) -> str:
-        """The listing as ipfw printed it (trailing blanks excepted)."""
-        return "\n".join(r.render() for r in self.records)
-
-    def by_number(self) -> dict[int, DnObject]:
-        out: dict[int, DnObject] = {}
-        for o in self.objects:
-            if o.number in out:
-                raise ParseError(f"dummynet listing: object {o.number} listed twice")
-            out[o.number] = o
-        return out
-
-    @property
-    def headers(self) -> tuple[HeaderLine, ...]:
-        return tuple(r for r in self.records if isinstance(r, HeaderLine))
-
-
-def _err(line_no: int, line: str, why: str) -> ParseError:
-    return ParseError(f"dummynet listing line {line_no}: {why}: {line!r}")
 
 
 # ---- line regexes (from the dummynet.c format strings) -------------------------------------
@@ -523,12 +111,12 @@ def _parse_link(m: re.Match, line_no: int) -> LinkLine:
     burst = m["burst"]
     if " " in burst:
         num, prefix = burst.split(" ")
-        burst_bytes, exact = int(num) * 1024 ** _HN_PREFIX[prefix], False
+        burst_bytes, exact = int(num) * 1024 ** HN_PREFIX[prefix], False
     else:
         burst_bytes, exact = int(burst), True
     if m["unl"]:
         return LinkLine(line_no, int(m["nr"]), True, None, None, None, int(m["delay"]), burst, burst_bytes, exact)
-    bps = Decimal(m["val"]) * _BW_UNITS[m["unit"]]
+    bps = Decimal(m["val"]) * BW_UNITS[m["unit"]]
     return LinkLine(line_no, int(m["nr"]), False, m["val"], m["unit"], int(bps), int(m["delay"]),
                     burst, burst_bytes, exact)
 
@@ -540,15 +128,15 @@ def _parse_qm(text: str | None, line_no: int, line: str) -> tuple[str, CodelPara
         return "droptail", None, None
     m = _CODEL_RE.match(text)
     if m:
-        return "CoDel", CodelParams(_time(m["t"], line_no, line), _time(m["i"], line_no, line),
+        return "CoDel", CodelParams(parse_time(m["t"], line_no, line), parse_time(m["i"], line_no, line),
                                     m["ecn"] == "ECN"), None
     m = _PIE_RE.match(text)
     if m:
         return "PIE", None, PieParams(
-            _time(m["t"], line_no, line), _time(m["tu"], line_no, line), m["a"], m["b"],
-            _time(m["mb"], line_no, line), m["me"], m["ecn"] == "ECN", m["cap"] == "CapDrop",
+            parse_time(m["t"], line_no, line), parse_time(m["tu"], line_no, line), m["a"], m["b"],
+            parse_time(m["mb"], line_no, line), m["me"], m["ecn"] == "ECN", m["cap"] == "CapDrop",
             bool(m["onoff"]), m["dre"] == "DRE", m["der"] == "Derand")
-    raise _err(line_no, line, f"unknown queue management {text!r}")
+    raise line_error(line_no, line, f"unknown queue management {text!r}")
 
 
 def _parse_flowset(m: re.Match, line_no: int, line: str) -> FlowsetLine:
@@ -600,7 +188,7 @@ def parse_records(text: str) -> tuple[Record, ...]:
                 nxt = lines[i].rstrip() if i < len(lines) else ""
                 r = _RED_RE.match(nxt)
                 if not r:
-                    raise _err(line_no, line, "flowset without queue management and no RED line after it")
+                    raise line_error(line_no, line, "flowset without queue management and no RED line after it")
                 i += 1
                 red = RedParams(gentle=r["g"] == "G", w_q_text=r["wq"], w_q=float(r["wq"]), min_th=int(r["min"]),
                                 max_th=int(r["max"]), max_p_text=r["maxp"], max_p=float(r["maxp"]),
@@ -637,14 +225,14 @@ def parse_records(text: str) -> tuple[Record, ...]:
         m = _FQCODEL_RE.match(line)
         if m:
             out.append(SchedParams(
-                line_no, "FQ_CODEL", _time(m["t"], line_no, line), _time(m["i"], line_no, line), None, None, None,
+                line_no, "FQ_CODEL", parse_time(m["t"], line_no, line), parse_time(m["i"], line_no, line), None, None, None,
                 None, None, int(m["q"]), int(m["l"]), int(m["f"]), m["ecn"] == "ECN"))
             continue
         m = _FQPIE_RE.match(line)
         if m:
             out.append(SchedParams(
-                line_no, "FQ_PIE", _time(m["t"], line_no, line), None, _time(m["tu"], line_no, line), m["a"],
-                m["b"], _time(m["mb"], line_no, line), m["me"], int(m["q"]), int(m["l"]), int(m["f"]),
+                line_no, "FQ_PIE", parse_time(m["t"], line_no, line), None, parse_time(m["tu"], line_no, line), m["a"],
+                m["b"], parse_time(m["mb"], line_no, line), m["me"], int(m["q"]), int(m["l"]), int(m["f"]),
                 m["ecn"] == "ECN", capdrop=m["cap"] == "CapDrop", onoff=bool(m["onoff"]), dre=m["dre"] == "DRE",
                 derand=m["der"] == "Derand"))
             continue
@@ -657,9 +245,9 @@ def parse_records(text: str) -> tuple[Record, ...]:
             out.append(ProfileLine(line_no, m["name"], m["loss"], float(m["loss"]), int(m["s"])))
             continue
         if _UNRECOGNISED_RE.match(line):
-            raise _err(line_no, line, "ipfw could not decode a kernel object (ipfw userland and kernel "
+            raise line_error(line_no, line, "ipfw could not decode a kernel object (ipfw userland and kernel "
                                       "versions disagree)")
-        raise _err(line_no, line, "unrecognised line")
+        raise line_error(line_no, line, "unrecognised line")
     return tuple(out)
 
 
@@ -699,22 +287,22 @@ def group(records: Iterable[Record]) -> tuple[DnObject, ...]:
                     and not cur.flows:
                 cur = dataclasses.replace(cur, flowset_mask=r)
             else:
-                raise _err(r.line_no, r.render(), "mask line not after a flowset or scheduler")
+                raise line_error(r.line_no, r.render(), "mask line not after a flowset or scheduler")
         elif isinstance(r, SchedParams):
             if cur is None or cur.sched is None or cur.sched_params is not None or cur.flows:
-                raise _err(r.line_no, r.render(), "scheduler parameters not after a scheduler line")
+                raise line_error(r.line_no, r.render(), "scheduler parameters not after a scheduler line")
             cur = dataclasses.replace(cur, sched_params=r)
         elif isinstance(r, ChildrenLine):
             if cur is None or cur.sched is None or cur.children is not None:
-                raise _err(r.line_no, r.render(), "children list not after a scheduler line")
+                raise line_error(r.line_no, r.render(), "children list not after a scheduler line")
             cur = dataclasses.replace(cur, children=r)
         elif isinstance(r, ProfileLine):
             if cur is None or cur.link is None or cur.profile is not None:
-                raise _err(r.line_no, r.render(), "delay profile not after a pipe line")
+                raise line_error(r.line_no, r.render(), "delay profile not after a pipe line")
             cur = dataclasses.replace(cur, profile=r)
         elif isinstance(r, FlowRow):
             if cur is None or (cur.flowset is None and cur.sched is None):
-                raise _err(r.line_no, r.render(), "flow row outside any flowset or scheduler")
+                raise line_error(r.line_no, r.render(), "flow row outside any flowset or scheduler")
             cur = dataclasses.replace(cur, flows=cur.flows + (r,))
     flush()
     return tuple(objects)
@@ -756,14 +344,6 @@ def parse_sched_show(text: str) -> DnListing:
     return listing
 
 
-def _jsonable(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(x) for x in obj]
-    return obj
-
-
 def _listing_json(kind: str, listing: DnListing) -> dict[str, Any]:
     return {"kind": kind, "objects": [o.to_json() for o in listing.objects],
             "header_lines": [h.line_no for h in listing.headers]}
@@ -786,125 +366,8 @@ def sched_show_to_json(text: str) -> dict[str, Any]:
 
 # ---- ipfw -S list ----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class IpfwRule:
-    """One static rule from `ipfw -S list`: `# DISABLED 10000 set 3 pipe 10101 ip from ...`.
-
-    With -S ipfw prints the set of every rule and also lists rules of disabled sets
-    (prefixed `# DISABLED `) which plain `ipfw list` hides; both matter to restore a range
-    exactly. `body` is the rule text after the set, as ipfw prints it; it is valid input for
-    `ipfw add NUMBER set SET <body>`.
-    """
-
-    number: int
-    set: int
-    body: str
-    disabled: bool = False
-
-    @property
-    def tokens(self) -> tuple[str, ...]:
-        return tuple(self.body.split())
-
-    def render(self) -> str:
-        return f"{'# DISABLED ' if self.disabled else ''}{self.number:05d} set {self.set} {self.body}"
-
-
-_RULE_RE = re.compile(r"^(?P<dis># DISABLED )?(?P<nr>\d{5,}) set (?P<set>\d+) (?P<body>\S.*)$")
-
-
-def parse_ipfw_list(text: str) -> tuple[IpfwRule, ...]:
-    """`ipfw -S list` (no counters, no dynamic states) -> rules in listing order."""
-    rules = []
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.rstrip()
-        if not line:
-            continue
-        m = _RULE_RE.match(line)
-        if not m:
-            raise ParseError(f"ipfw -S list line {n}: not a rule with its set (was -S given?): {line!r}")
-        rules.append(IpfwRule(int(m["nr"]), int(m["set"]), m["body"], bool(m["dis"])))
-    return tuple(rules)
-
 
 # ---- sysctl / version ------------------------------------------------------------------------
 
-_SYSCTL_RE = re.compile(r"^(?P<name>[A-Za-z0-9_%-]+(?:\.[A-Za-z0-9_%-]+)+): ?(?P<value>.*)$")
-
-
-def parse_sysctl(text: str) -> dict[str, str]:
-    """`sysctl a.b c.d` output (`name: value` lines) -> {name: value}."""
-    out: dict[str, str] = {}
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = raw.rstrip()
-        if not line:
-            continue
-        m = _SYSCTL_RE.match(line)
-        if not m:
-            raise ParseError(f"sysctl output line {n}: not `name: value`: {line!r}")
-        out[m["name"]] = m["value"].strip()
-    return out
-
-
-_VERSION_RE = re.compile(r"^(?P<major>\d+)\.(?P<minor>\d+)-(?P<rest>[A-Za-z0-9.-]+)$")
-
-
-def parse_freebsd_version(text: str) -> tuple[str, int, int]:
-    """`freebsd-version -u` / `uname -r` output `14.1-RELEASE-p5` -> (text, major, minor)."""
-    line = text.strip().splitlines()[0].strip() if text.strip() else ""
-    m = _VERSION_RE.match(line)
-    if not m:
-        raise ParseError(f"not a FreeBSD version string: {text.strip()!r}")
-    return line, int(m["major"]), int(m["minor"])
-
 
 # ---- the sampler stream -----------------------------------------------------------------------
-
-SAMPLE_MARK_RE = re.compile(r"^---ctl-sample (?P<seq>\d+) (?P<epoch>\d+)---$")
-
-
-@dataclass(frozen=True)
-class PipeSample:
-    """One `ipfw pipe show` taken by the long-lived sampler, closed by its marker line."""
-
-    seq: int
-    epoch: int          # `date +%s` on the host right after the listing (1 s resolution)
-    listing: DnListing
-
-
-class SampleStreamParser:
-    """Incremental parser of the sampler's stdout: feed lines, get a PipeSample per marker.
-
-    Lines after the last marker belong to a listing still being printed (or cut short when
-    the sampler was stopped) and are never returned as a sample.
-    """
-
-    def __init__(self) -> None:
-        self._pending: list[str] = []
-
-    def feed(self, line: str) -> PipeSample | None:
-        m = SAMPLE_MARK_RE.match(line.rstrip("\r\n").rstrip())
-        if not m:
-            self._pending.append(line.rstrip("\r\n"))
-            return None
-        text = "\n".join(self._pending)
-        self._pending = []
-        try:
-            listing = parse_pipe_show(text)
-        except ParseError as exc:
-            raise ParseError(f"sampler sample {m['seq']}: {exc}") from None
-        return PipeSample(int(m["seq"]), int(m["epoch"]), listing)
-
-    @property
-    def pending_lines(self) -> int:
-        return len(self._pending)
-
-
-def parse_sample_stream(lines: Iterable[str]) -> list[PipeSample]:
-    """All complete samples of a captured sampler stream."""
-    p = SampleStreamParser()
-    out = []
-    for line in lines:
-        s = p.feed(line)
-        if s is not None:
-            out.append(s)
-    return out

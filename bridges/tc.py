@@ -14,8 +14,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping
 
-from bridges.base import (Capabilities, Direction, PipeConfig, PipeKey, ShaperBase, ShaperState, check_capabilities,
-                          diff_pipe, register)
+from bridges.base import (
+    Capabilities,
+    Direction,
+    PipeConfig,
+    PipeKey,
+    ShaperBase,
+    ShaperState,
+    check_capabilities,
+    diff_pipe,
+    register,
+)
 from controller.commands import Command, CommandResult
 from controller.errors import UnsupportedShaping
 from controller.inventory import Inventory

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from bridges.dummynet.values import DEFAULT_BYTE_LIMIT, DEFAULT_SLOT_LIMIT, KB_PRINT_FROM, MIN_QUEUE_BYTES
 from controller.errors import ParameterError
 from controller.units import Queue, bdp_bytes, format_rate
-from bridges.dummynet.values import DEFAULT_BYTE_LIMIT, DEFAULT_SLOT_LIMIT, KB_PRINT_FROM, MIN_QUEUE_BYTES
 
 
 def queue_for_bdp(bw_bps: int, rtt_us: int, factor: float = 1.0, mtu: int = 1500, *,

@@ -9,7 +9,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from bridges.base import CounterSample, CounterStream, PipeKey
-from bridges.ipfw_parse import DnListing, DnObject, IpfwRule, SampleStreamParser
+from bridges.ipfw_host import IpfwRule, SampleStreamParser
+from bridges.ipfw_records import DnListing, DnObject
 
 
 def pipe_counters(listing: DnListing, pipes: Mapping[int, PipeKey]) -> dict[PipeKey, dict[str, int]]:

@@ -41,39 +41,60 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from bridges.base import CounterStream, ShaperBase, Capabilities, Direction, PipeConfig, PipeKey, ShaperState, check_capabilities, register
-from bridges.ipfw_parse import (
-    DnListing,
-    DnObject,
-    IpfwRule,
-    parse_freebsd_version,
-    parse_ipfw_list,
-    parse_pipe_show,
-    parse_sysctl,
+from bridges.base import (
+    Capabilities,
+    CounterStream,
+    Direction,
+    PipeConfig,
+    PipeKey,
+    ShaperBase,
+    ShaperState,
+    check_capabilities,
+    register,
 )
+from bridges.dummynet.rules import (
+    TERMINATING,
+    canonical_rule,
+    listing_stream,
+    pipe_counters,
+    pipe_signature,
+    rule_pipe,
+    rules_by_number,
+)
+from bridges.dummynet.values import (
+    ASSUMED_RULES,
+    ASSUMED_SYSCTLS,
+    BURST_MAX_EXACT,
+    BW_MAX_INT,
+    BW_MAX_UINT,
+    BW_UINT_SINCE_MAJOR,
+    DEFAULT_BYTE_LIMIT,
+    DEFAULT_SLOT_LIMIT,
+    DELAY_MAX_MS,
+    DN_MAX_ID,
+    DNCTL_SINCE_MAJOR,
+    KB_PRINT_FROM,
+    MIN_QUEUE_BYTES,
+    PLR_MIN,
+    SAMPLER_SCRIPT,
+    SYSCTL_NAMES,
+    format_bw_arg,
+    format_delay_arg,
+    format_plr_arg,
+    format_queue_arg,
+    pipe_show_block,
+    printed_bw,
+    printed_plr,
+    printed_queue,
+)
+from bridges.ipfw_host import IpfwRule, parse_freebsd_version, parse_ipfw_list, parse_sysctl
+from bridges.ipfw_parse import parse_pipe_show
+from bridges.ipfw_records import DnListing, DnObject
 from controller.commands import Command, CommandResult
 from controller.errors import InventoryError, ParameterError, ParseError, UnsupportedShaping
 from controller.inventory import DummynetShaper as DummynetSpec
 from controller.inventory import Inventory, Link, Role
 from controller.units import Queue, format_delay, format_probability, format_rate
-from bridges.dummynet.rules import listing_stream, TERMINATING, canonical_rule, pipe_counters, rule_pipe
-from bridges.dummynet.values import ASSUMED_RULES, ASSUMED_SYSCTLS, BURST_MAX_EXACT, BW_MAX_INT, BW_MAX_UINT, BW_UINT_SINCE_MAJOR, DEFAULT_BYTE_LIMIT, DEFAULT_SLOT_LIMIT, DELAY_MAX_MS, DNCTL_SINCE_MAJOR, DN_MAX_ID, KB_PRINT_FROM, MIN_QUEUE_BYTES, PLR_MIN, SAMPLER_SCRIPT, SYSCTL_NAMES, pipe_show_block, format_bw_arg, format_delay_arg, format_plr_arg, format_queue_arg, printed_bw, printed_plr, printed_queue
-from bridges.dummynet.rules import pipe_signature, rules_by_number
-
-# ---- dummynet constants (sbin/ipfw/dummynet.c, sys/netpfil/ipfw/ip_dummynet.c) ----------------
-
-
-# ---- rendering values exactly as dummynet reads them ---------------------------------------
-
-
-# ---- queue sizing -----------------------------------------------------------------------------
-
-
-# ---- counters and the sampler ------------------------------------------------------------------
-
-
-# ---- rule canonicalisation -------------------------------------------------------------------
-
 
 # ---- host snapshot ---------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ from bridges.base import PipeConfig
 from controller.errors import ParameterError
 from controller.units import Queue, format_delay
 
-
 DN_MAX_ID = 65536                 # pipe N's FIFO scheduler is N+DN_MAX_ID, its flowset N+2*DN_MAX_ID
 
 

@@ -12,18 +12,30 @@ import json
 
 import pytest
 import yaml
-from tests.support.ipfw_fake import FakeDummynetHost
 
 from bridges.base import Direction, PipeConfig, ShaperState, apply, read_state, restore, shaper_class
 from bridges.dummynet.queues import queue_for_bdp
 from bridges.dummynet.rules import pipe_counters
 from bridges.dummynet.shaper import DummynetShaper
-from bridges.dummynet.values import ASSUMED_RULES, SAMPLER_SCRIPT, format_bw_arg, format_delay_arg, format_plr_arg, format_queue_arg, plr_internal, printed_bw, printed_plr, printed_queue
-from bridges.ipfw_parse import parse_pipe_show, parse_sample_stream
+from bridges.dummynet.values import (
+    ASSUMED_RULES,
+    SAMPLER_SCRIPT,
+    format_bw_arg,
+    format_delay_arg,
+    format_plr_arg,
+    format_queue_arg,
+    plr_internal,
+    printed_bw,
+    printed_plr,
+    printed_queue,
+)
+from bridges.ipfw_host import parse_sample_stream
+from bridges.ipfw_parse import parse_pipe_show
 from controller.commands import Command, CommandResult, DryRunSession
 from controller.errors import ParameterError, UnsupportedShaping
 from controller.inventory import Inventory, load_inventory
 from controller.units import Queue
+from tests.support.ipfw_fake import FakeDummynetHost
 from tests.support.shipped import ROOT
 
 LAB = ROOT / "inventory" / "lab-rack.example.yaml"

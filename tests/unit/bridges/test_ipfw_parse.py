@@ -12,7 +12,9 @@ import re
 
 import pytest
 
+from bridges import ipfw_host as H
 from bridges import ipfw_parse as P
+from bridges import ipfw_records as R
 from controller.errors import ParseError
 from controller.parsers import parse
 from tests.support.shipped import TESTS
@@ -282,7 +284,7 @@ def test_format_ipv6_mask_header_row_and_star_marker():
     text = ("q00003  50 sl. 1 flows (64 buckets) sched 3 weight 1 lmax 0 pri 0 droptail\n"
             "\n"
             "        mask: queue,proto: 0x00, flow_id: 0x00000000,  ffff:ffff:ffff:ffff::/0x0000 -> ::/0x0000\n"
-            + P.HEADER_V6 + "\n"
+            + R.HEADER_V6 + "\n"
             "  7*  ipv6-icmp       0              2001:db8::1/0        2001:db8::2/0       12     1248  0    0   0")
     (q,) = P.parse_queue_show(text).objects
     m = q.flowset_mask
@@ -301,7 +303,7 @@ def test_format_profile_line():
 
 def test_blank_lines_are_kept_as_records():
     listing = P.parse_listing(SAMPLES["G"][0][1] + "\n\n" + SAMPLES["G"][0][1].splitlines()[0])
-    assert any(isinstance(r, P.BlankLine) for r in listing.records)
+    assert any(isinstance(r, R.BlankLine) for r in listing.records)
     assert len(listing.objects) == 3
 
 
@@ -356,36 +358,36 @@ def test_json_via_parser_registry():
 # ---- ipfw -S list, sysctl, version, sampler stream --------------------------------------------
 
 def test_ipfw_list_with_sets_and_disabled_rules():
-    rules = P.parse_ipfw_list("00100 set 0 allow ip from any to any via lo0\n"
+    rules = H.parse_ipfw_list("00100 set 0 allow ip from any to any via lo0\n"
                               "# DISABLED 10000 set 3 pipe 10101 ip from any to any layer2 out recv em0 xmit em1\n"
                               "65535 set 31 deny ip from any to any\n")
     assert [(r.number, r.set, r.disabled) for r in rules] == [(100, 0, False), (10000, 3, True), (65535, 31, False)]
     assert rules[1].tokens[:2] == ("pipe", "10101")
     assert rules[1].render() == "# DISABLED 10000 set 3 pipe 10101 ip from any to any layer2 out recv em0 xmit em1"
     with pytest.raises(ParseError):
-        P.parse_ipfw_list("00100 allow ip from any to any\n")            # listed without -S
+        H.parse_ipfw_list("00100 allow ip from any to any\n")            # listed without -S
 
 
 def test_sysctl_and_version():
-    assert P.parse_sysctl("kern.hz: 1000\nnet.link.bridge.ipfw: 1\n") == {"kern.hz": "1000", "net.link.bridge.ipfw": "1"}
+    assert H.parse_sysctl("kern.hz: 1000\nnet.link.bridge.ipfw: 1\n") == {"kern.hz": "1000", "net.link.bridge.ipfw": "1"}
     with pytest.raises(ParseError):
-        P.parse_sysctl("sysctl: unknown oid\n")
-    assert P.parse_freebsd_version("14.1-RELEASE-p5\n") == ("14.1-RELEASE-p5", 14, 1)
-    assert P.parse_freebsd_version("13.3-RELEASE") == ("13.3-RELEASE", 13, 3)
+        H.parse_sysctl("sysctl: unknown oid\n")
+    assert H.parse_freebsd_version("14.1-RELEASE-p5\n") == ("14.1-RELEASE-p5", 14, 1)
+    assert H.parse_freebsd_version("13.3-RELEASE") == ("13.3-RELEASE", 13, 3)
     with pytest.raises(ParseError):
-        P.parse_freebsd_version("Linux 6.1")
+        H.parse_freebsd_version("Linux 6.1")
 
 
 def test_sample_stream():
     a = SAMPLES["A"][0][1]
     lines = a.splitlines() + ["---ctl-sample 1 1700000001---"] + a.splitlines() + ["---ctl-sample 2 1700000002---",
                                                                                     "00001: 100.000"]
-    samples = P.parse_sample_stream(lines)
+    samples = H.parse_sample_stream(lines)
     assert [(s.seq, s.epoch) for s in samples] == [(1, 1700000001), (2, 1700000002)]
     assert samples[0].listing.objects[0].flows[0].drops == 6
-    p = P.SampleStreamParser()
+    p = H.SampleStreamParser()
     for line in lines:
         p.feed(line)
     assert p.pending_lines == 1                                           # the cut listing is never a sample
     with pytest.raises(ParseError, match="sample 7"):
-        P.parse_sample_stream(["garbage", "---ctl-sample 7 1700000000---"])
+        H.parse_sample_stream(["garbage", "---ctl-sample 7 1700000000---"])

@@ -17,7 +17,6 @@ import asyncio
 import json
 
 import pytest
-from tests.support.fakes_linux import FakeLinuxBridge
 
 from bridges.base import Direction, PipeConfig, ShaperState, apply, read_state, restore, shaper_class
 from bridges.tc import TcShaper, interpret_qdiscs, tbf_burst_bytes
@@ -26,6 +25,7 @@ from controller.errors import UnsupportedShaping, VerifyError
 from controller.inventory import load_inventory
 from controller.parsers import tc as tc_parser
 from controller.units import Queue
+from tests.support.fakes_linux import FakeLinuxBridge
 from tests.support.shipped import ROOT, no_state_dir
 
 TC = ROOT / "tests" / "fixtures" / "generated" / "tc"
