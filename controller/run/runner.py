@@ -31,7 +31,7 @@ from controller.ssh import CommandLog, SSHPool, measure_clock_offset
 from controller.telemetry.hosts import TelemetryHub, flow_points
 from controller.telemetry.spool import InfluxTarget, InfluxWriter, pending_points
 from controller.topology import interfaces_in_subnet
-from controller.traffic.iperf3 import TrafficRunner, iperf3_supports_mptcp
+from controller.traffic.iperf3 import FlowRun, TrafficRunner, iperf3_supports_mptcp
 from nodes.base import EndpointDriver
 from nodes.mptcp import EndpointState, MptcpEndpointDriver, metadata_commands
 from controller.errors import CtlError, RestoreFailed, ResultInvalid, SSHError, TrafficError, VerifyError
@@ -268,12 +268,16 @@ class Run:
         if self.dry_run or self.telemetry is None:
             return
         flows = [f for f in self.plan.flows if getattr(f, "cc", None)]
-        runs = {r.spec.name: r for r in (self.traffic.runs if self.traffic else []) if hasattr(r, "client_json")}
-        flows = [f for f in flows if f.name in runs]     # iperf3 flows: BitTorrent clients have no -C
+        # iperf3 flows only: they name their data connections and set -C per socket. A
+        # BitTorrent client opens many connections under the namespace default; it is not checked.
+        runs = {r.spec.name: r for r in (self.traffic.runs if self.traffic else []) if isinstance(r, FlowRun)}
+        unchecked = sorted(f.name for f in flows if f.name not in runs)
+        flows = [f for f in flows if f.name in runs]
         observed = subflow_congestion(self.telemetry.points, flows,
                                       {name: data_local_ports(r) for name, r in runs.items()})
         problems = congestion_problems(observed, flows)
-        self.record.manifest.setdefault("congestion", {})["subflows"] = {"observed": observed, "problems": problems}
+        self.record.manifest.setdefault("congestion", {})["subflows"] = {"observed": observed, "problems": problems,
+                                                                        "not_checked": unchecked}
         if problems:
             raise ResultInvalid("congestion control not as asked: " + "; ".join(problems[:5]))
 
