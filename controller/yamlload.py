@@ -34,16 +34,15 @@ from controller.errors import InventoryError
 try:  # libyaml's event parser, when PyYAML was built with it (the PyPI wheels are)
     from yaml.cyaml import CParser as _EventParser
 except ImportError:  # pragma: no cover - a PyYAML without libyaml: the pure-Python parser
-    from yaml.parser import Parser as _EventParser  # type: ignore[assignment]
+    from yaml.parser import Parser as _PyParser
     from yaml.reader import Reader as _Reader
     from yaml.scanner import Scanner as _Scanner
 
-    class _PyEventParser(_Reader, _Scanner, _EventParser):  # type: ignore[misc]
+    class _EventParser(_Reader, _Scanner, _PyParser):  # type: ignore[no-redef]
         def __init__(self, stream: str):
             _Reader.__init__(self, stream)
             _Scanner.__init__(self)
-            _EventParser.__init__(self)
-    _EventParser = _PyEventParser  # type: ignore[misc,assignment]
+            _PyParser.__init__(self)
 
 MAX_BYTES = 4 << 20          # an inventory of a large lab is ~100 kB; campaign files are smaller
 MAX_DEPTH = 64               # ctl's formats nest about 6 deep
