@@ -42,6 +42,24 @@ def _session_lock_dir(tmp_path_factory: pytest.TempPathFactory):
         os.environ["CTL_LOCK_DIR"] = saved
 
 
+@pytest.fixture(scope="session")
+def pg_server():
+    """One real PostgreSQL server for the session (Debian's package, started here on a private
+    Unix socket; see support/postgres.py). Tests take a fresh database each (`pg_url`)."""
+    from tests.support.postgres import PostgresServer
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:
+    """The URL of a new, empty lab database for this test."""
+    return pg_server.fresh_database()
+
+
 def _integration_prerequisites() -> list[str]:
     problems = []
     if os.geteuid() != 0:
