@@ -19,6 +19,7 @@ from controller.labdb.migrations import migrate
 
 
 class PostgresStore(SQLStore):
+    shared = True     # every controller of the lab reads it: closed attempts' records are uploaded
     FOR_UPDATE = " FOR UPDATE"
     SKIP_LOCKED = " FOR UPDATE SKIP LOCKED"
 

@@ -101,7 +101,7 @@ def read_outcome(store: CampaignStore, a: AttemptRow) -> tuple[str, str | None] 
 def upload_record(store: CampaignStore, a: AttemptRow, log: Callable[[str], None]) -> None:
     """Copy an attempt's manifest and summary into a shared store (the lab database), so a
     report on any controller has every rack's results. Best effort: the file stays the truth."""
-    if not getattr(store, "shared", False):
+    if not store.shared:
         return
     d = Path(a.record_dir)
     try:
@@ -563,8 +563,14 @@ class Scheduler:
             await asyncio.wait({task}, timeout=self.opts.poll_s)
             if task.done():
                 break
-            lost = not self.store.renew_claim(num, seq, self.holder, self.opts.lease_s)
-            c = self.store.campaign(num)
+            try:
+                lost = not self.store.renew_claim(num, seq, self.holder, self.opts.lease_s)
+                c = self.store.campaign(num)
+            except CtlError as exc:  # the store is unreachable: the run finishes and restores the rack
+                self._say_once(f"store{num}", f"campaign #{num}: the store is unreachable ({exc.one_line()}): "
+                                              "letting the current run finish")
+                continue
+            self._said.discard(f"store{num}")
             if lost or c.abort_requested or c.state == "cancelled":
                 if lost:
                     self.log(f"campaign #{num}: run {seq} is no longer claimed by this scheduler (its lease ran out "

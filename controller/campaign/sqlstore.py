@@ -34,6 +34,7 @@ CLAIM_BATCH = 64
 class SQLStore:
     """The campaign store's logic over one connection; see the module docstring."""
 
+    shared = False               # a store other controllers read (records are uploaded to it)
     FOR_UPDATE = ""              # PostgreSQL: " FOR UPDATE"
     SKIP_LOCKED = ""             # PostgreSQL: " FOR UPDATE SKIP LOCKED"
     where: str = ""              # for messages: the file or the (redacted) database URL

@@ -226,7 +226,7 @@ def test_a_reservation_refuses_somebody_elses_ad_hoc_run(rack, tmp_path):
         assert p.returncode == 3 and "overlaps reservation" in p.stderr
         bob = rack.env(USER="bob", LOGNAME="bob")
         before = baseline(rack)
-        p = ctl(bob, "run", "distinct-bottleneck", "--duration", "3s")
+        p = ctl(bob, "run", "distinct-bottleneck", "--duration", "3s", "--quiet")
         assert p.returncode == 3, p.stdout + p.stderr
         err = p.stderr.strip().splitlines()
         assert len(err) == 1 and "rack vtest is reserved by alice@" in err[0] and "until " in err[0] \
