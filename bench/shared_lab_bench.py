@@ -184,8 +184,9 @@ def racks_bench() -> None:
                 d.wait(1800)
             walls[n] = time.monotonic() - t0
             print(f"12-run campaign on {n} rack{'s' if n > 1 else ''}: {walls[n]:.1f} s wall-clock", flush=True)
-        print(f"two racks / one rack: {walls[2] / walls[1]:.2f} (ideal 0.50; the rest is per-daemon start-up, "
-              f"the 2-core machine shared by both racks' traffic, forwarders and samplers)")
+        print(f"two racks / one rack: {walls[2] / walls[1]:.2f} (0.50 would be a perfect split of the 12 runs; here "
+              "both racks share one machine's cores, and each daemon starts, settles and health-checks on its own: "
+              "which of these makes the difference is not measured here)")
     finally:
         for _r, inv in racks:
             lab_down(inv)
