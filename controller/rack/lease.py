@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import threading
 import time
 import zlib
@@ -36,12 +37,13 @@ from controller.errors import CtlError, RackBusy, SSHError
 from controller.inventory import Inventory, Role
 from controller.labdb import DatabaseError, connect, database_url, first_line, redact, whoami
 from controller.labdb.migrations import migrate
-from controller.lock import RackLock
+from controller.lock import RackLock, pid_alive
 from controller.ssh import CommandLog, HostTarget, SSHRemoteProcess, SSHSession, targets
 from controller.units import parse_duration
 
 HEARTBEAT_S = 5.0
 WAIT_POLL_S = 2.0
+DEAD_HOLDER_GRACE_S = 30.0
 ADVISORY_CLASS = 0x6374   # first key of every rack's advisory lock ("ct"); the second is the rack's
 
 
@@ -442,6 +444,11 @@ def hold_rack(inv: Inventory, purpose: str, *, wait_s: float = 0.0, say: Callabl
             if holder is None:
                 break
             msg = f"rack {inv.name} is leased by {holder.text()}"
+            if holder.host == socket.gethostname() and holder.pid and not pid_alive(holder.pid):
+                # Its holder died on this machine: the lease goes with its session or SSH connection
+                # within moments (sshd's ClientAlive checks at worst): wait for that, do not refuse.
+                deadline = max(deadline, time.monotonic() + DEAD_HOLDER_GRACE_S)
+                msg = f"rack {inv.name}: the lease of dead pid {holder.pid} is being released"
             if time.monotonic() + WAIT_POLL_S > deadline:
                 raise RackBusy(msg + ("" if wait_s else " (--wait waits for it)"))
             if told != msg:
