@@ -15,5 +15,6 @@ Packages, highest layer first; a module imports only its own layer or layers bel
     traffic/     traffic generators driven over SSH (iperf3, BitTorrent)
     (drivers)    nodes/ (endpoints, modem hosts) and bridges/ (link shapers)
     base         the flat modules here (errors, settings, units, registry, commands, ssh,
-                 inventory, topology, lock, plots, argutil) and parsers/
+                 inventory, topology, lock, plots, argutil), parsers/ and labdb/ (the
+                 optional lab database: connection, versioned migrations)
 """

@@ -466,6 +466,8 @@ class Inventory(Strict):
     name: str = Field(pattern=_NAME)
     kind: Literal["virtual", "physical"]
     description: str = ""
+    group: str | None = Field(None, pattern=_NAME, description=(
+        "the rack group this rack belongs to: a campaign naming `rack_group` runs on every rack of the group"))
     ssh: SSHDefaults = SSHDefaults()
     virtual: Virtual | None = None
     influxdb: InfluxDB | None = None

@@ -11,9 +11,12 @@ without following symlinks (controller.safefs): a local user who pre-creates
 
 The rack lock is machine-wide (`$CTL_LOCK_DIR`, default `/run/lock/ctl`), keyed by the
 inventory's rack name: two checkouts of ctl on one controller (each with its own state
-dir) still cannot drive one rack at once. Controllers on different machines are not
-covered: one rack, one controller machine. The campaign scheduler lock belongs to a
-state dir (its queue lives there) and stays in `<state>/locks/`.
+dir) still cannot drive one rack at once. It is the fast path on one machine; controllers
+on different machines are kept apart by the rack's lease, taken right after this lock
+(`controller.rack.lease.hold_rack`: a PostgreSQL advisory lock with a lab database, else a
+lock held on the rack's first host for the life of the SSH connection). The campaign
+scheduler lock belongs to a state dir (its queue lives there; one per rack for schedulers
+bound to a rack) and stays in `<state>/locks/`.
 """
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ APT_PACKAGES=(
     openssh-server openssh-client iperf3 mptcpize ethtool iproute2 procps iputils-ping
     snmpd snmp python3 python3-venv gcc make nodejs nftables
     chromium
+    postgresql    # the lab database's tests start their own server (initdb + pg_ctl); no service is enabled
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -29,7 +30,8 @@ for p in "${APT_PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
     say "installing Debian packages: ${missing[*]}"
-    # The distribution's own sshd/snmpd must not start: ctl runs its own, one per virtual host.
+    # The distribution's own sshd/snmpd/postgresql must not start: ctl runs its own, one per
+    # virtual host, and the tests their own PostgreSQL.
     policy_added=0
     if [ ! -e /usr/sbin/policy-rc.d ]; then
         printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; policy_added=1

@@ -42,6 +42,38 @@ def _session_lock_dir(tmp_path_factory: pytest.TempPathFactory):
         os.environ["CTL_LOCK_DIR"] = saved
 
 
+@pytest.fixture(scope="module")
+def rack_b(tmp_path_factory: pytest.TempPathFactory, rack: TestRack) -> TestRack:
+    """A second rack (its own name `vtestb`, prefix wNNNNN, subnet, InfluxDB and state dir) for the
+    shared-lab tests: two racks, one campaign."""
+    saved = os.environ.get("CTL_STATE_DIR")
+    r, inv = _build_rack(tmp_path_factory, "w", name="vtestb")
+    try:
+        yield r
+    finally:
+        _teardown(inv, r.prefix)
+        if saved is not None:
+            os.environ["CTL_STATE_DIR"] = saved
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One real PostgreSQL server for the session (Debian's package, started here on a private
+    Unix socket; see support/postgres.py). Tests take a fresh database each (`pg_url`)."""
+    from tests.support.postgres import PostgresServer
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:
+    """The URL of a new, empty lab database for this test."""
+    return pg_server.fresh_database()
+
+
 def _integration_prerequisites() -> list[str]:
     problems = []
     if os.geteuid() != 0:
@@ -56,7 +88,8 @@ def _integration_prerequisites() -> list[str]:
     return problems
 
 
-def _build_rack(tmp_path_factory: pytest.TempPathFactory, letter: str, shaper: str | None = None):
+def _build_rack(tmp_path_factory: pytest.TempPathFactory, letter: str, shaper: str | None = None,
+                name: str = "vtest"):
     problems = _integration_prerequisites()
     if problems:
         # Not a skip: these tests are part of the suite; scripts/setup.sh provides all of it.
@@ -71,8 +104,8 @@ def _build_rack(tmp_path_factory: pytest.TempPathFactory, letter: str, shaper: s
     sweep_stale_test_racks()
     prefix = f"{letter}{os.getpid() % 100000:05d}"
     octet = free_mgmt_octet()
-    inv_path = write_test_inventory(base / "vtest.yaml", prefix=prefix, mgmt_octet=octet,
-                                    influx_port=18000 + octet, shaper=shaper)
+    inv_path = write_test_inventory(base / f"{name}.yaml", prefix=prefix, mgmt_octet=octet,
+                                    influx_port=18000 + octet, shaper=shaper, name=name)
     inv = load_inventory(inv_path)
     lab_up_cli(inv)
     runs = base / "runs"

@@ -13,6 +13,7 @@ from controller import scenarios
 from controller.campaign.spec import CampaignFileError, CampaignSpec, _norm
 from controller.campaign.timing import format_span
 from controller.errors import CtlError
+from controller.inventory import Inventory, load_inventory
 from controller.results.records import make_run_id
 from controller.run.prepare import prepare_run
 
@@ -133,6 +134,24 @@ def validate_cases(spec: CampaignSpec, path: Path, lines: Mapping[tuple, int], i
                                     f"takes about {format_span(duration + spec.overhead_s)}, longer than the "
                                     f"window {window.text()}")
         out.append(ValidatedCase(case, params, given, duration))
+    return out
+
+
+def rack_inventories(spec: CampaignSpec, path: Path, lines: Mapping[tuple, int]) -> list[tuple[Path, Inventory]]:
+    """The campaign file's `racks`: each inventory file (relative to the campaign file) loaded and
+    checked; rack names must differ (the queue tells racks apart by name). Empty: no `racks`."""
+    out: list[tuple[Path, Inventory]] = []
+    for i, name in enumerate(spec.racks or []):
+        p = Path(name).expanduser()
+        p = p if p.is_absolute() else (path.parent / p)
+        line = lines.get(("racks", i), lines.get(("racks",), "?"))
+        try:
+            inv = load_inventory(p)
+        except CtlError as exc:
+            raise CampaignFileError(f"{path}:{line}: racks[{i}]: {exc.one_line()}") from None
+        if any(inv.name == o.name for _p, o in out):
+            raise CampaignFileError(f"{path}:{line}: racks[{i}]: {p} is rack {inv.name!r} again (each rack once)")
+        out.append((p.resolve(), inv))
     return out
 
 

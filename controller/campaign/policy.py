@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Callable, Literal, Sequence
 
 from controller.campaign.spec import RetryPolicy
 from controller.campaign.timing import Window, local
@@ -97,6 +97,12 @@ class RunView:
     state: str
     not_before: float | None
     duration_s: float
+    claimed_by: str | None = None
+    claim_until: float | None = None
+
+    def claimed_by_other(self, me: str | None, now: float) -> bool:
+        """A pending run another scheduler has claimed (its lease still runs): in progress there."""
+        return self.claimed_by is not None and self.claimed_by != me and (self.claim_until or 0) >= now
 
 
 @dataclass(frozen=True)
@@ -108,15 +114,34 @@ class Step:
     hold_rack: bool = False  # short waits (pause between runs, retry wait) keep the rack lock
 
 
+@dataclass(frozen=True)
+class Busy:
+    """A stretch of time the rack is not ours: somebody else's reservation."""
+
+    start: float
+    end: float
+    who: str
+    note: str = ""
+
+    def text(self) -> str:
+        return (f"reserved by {self.who} {local(self.start):%Y-%m-%d %H:%M}-{local(self.end):%H:%M}"
+                + (f" ({self.note})" if self.note else ""))
+
+
 def next_step(state: str, not_before: float | None, runs: Sequence[RunView], now: float, *,
-              window: Window | None, pause_s: float, last_finished: float | None, overhead_s: float) -> Step:
+              window: Window | None, pause_s: float, last_finished: float | None, overhead_s: float,
+              me: str | None = None, busy: Sequence[Busy] = ()) -> Step:
+    """The scheduler's next step on one campaign for one rack (`me`: its claim holder id).
+    A pending run another rack's scheduler has claimed counts as in progress; `busy` are other
+    people's reservations of this rack: a run starts only if it is expected (its duration plus
+    the learned set-up/restore overhead) to end before the next one begins."""
     if state not in ("queued", "running"):
         return Step("idle", why=state)
     if not_before is not None and now < not_before:
         return Step("wait", until=not_before, why=f"starts at {local(not_before):%Y-%m-%d %H:%M}")
-    pending = [r for r in runs if r.state == "pending"]
+    pending = [r for r in runs if r.state == "pending" and not r.claimed_by_other(me, now)]
     if not pending:
-        if any(r.state == "running" for r in runs):
+        if any(r.state == "running" or r.state == "pending" for r in runs):
             return Step("idle", why="a run is in progress")
         return Step("finish")
     ready = sorted((r for r in pending if (r.not_before or 0) <= now), key=lambda r: r.seq)
@@ -126,9 +151,27 @@ def next_step(state: str, not_before: float | None, runs: Sequence[RunView], now
     if last_finished is not None and now < last_finished + pause_s:
         return Step("wait", until=last_finished + pause_s, why="pause between runs", hold_rack=True)
     run = ready[0]
+    run_s = run.duration_s + overhead_s
     if window is not None:
-        start = window.start_for(local(now), run.duration_s + overhead_s).timestamp()
+        start = window.start_for(local(now), run_s).timestamp()
         if start > now:
             return Step("wait", until=start, why=f"outside the window {window.text()} (opens "
                         f"{local(start):%Y-%m-%d %H:%M})")
+    clash = first_clash(now, run_s, busy)
+    if clash is not None:
+        # Somebody else's rack time: let go of the rack (they will take it) until it ends.
+        why = f"the rack is {clash.text()}" if clash.start <= now else \
+            f"a run of about {round(run_s)} s would run into the rack's reservation: {clash.text()}"
+        return Step("wait", until=clash.end, why=why, hold_rack=False)
     return Step("run", seq=run.seq)
+
+
+def first_clash(start: float, run_s: float, busy: Sequence[Busy]) -> Busy | None:
+    """The earliest reservation that [start, start + run_s) overlaps (pure)."""
+    hits = [b for b in busy if b.start < start + run_s and b.end > start]
+    return min(hits, key=lambda b: b.start) if hits else None
+
+
+def fits_between(start: float, busy: Sequence[Busy], overhead_s: float) -> Callable[[float], bool]:
+    """For a claim: whether a run of `duration_s` (plus the overhead) started now clears every reservation."""
+    return lambda duration_s: first_clash(start, duration_s + overhead_s, busy) is None

@@ -8,6 +8,12 @@ record by relative path. The HTML inlines its images as data: URIs and has no sc
 it can be mailed or copied anywhere; the Markdown refers to the same PNGs next to it.
 
 Numbers come from each completed run's `summary.json`; nothing is recomputed from raw data.
+A record this controller cannot read (another controller ran it, on another rack) is read
+from the copy its scheduler uploaded to the lab database; it is named, not linked.
+
+A campaign on several racks also gets the rack as a factor: every run names its rack, and a
+table gives the headline metric per case and rack (mean and 95 % CI over the repetitions each
+rack ran), so a difference between racks shows within a case, not mixed with the sweep.
 """
 from __future__ import annotations
 
@@ -112,6 +118,8 @@ def gather(store: Any, c: Any) -> dict:
     for a in attempts:
         by_seq.setdefault(a.seq, []).append(a)
     cases: dict[int, CaseData] = {}
+    rack_values: dict[tuple[int, str], dict[str, list[float]]] = {}
+    run_rack: dict[int, str] = {}
     configured = c.spec().report.metric
     for r in runs:
         cd = cases.setdefault(r.case_index, CaseData(r.case_index, r.varied, [], {}, []))
@@ -121,8 +129,14 @@ def gather(store: Any, c: Any) -> dict:
         ok = [a for a in by_seq.get(r.seq, []) if a.status == "completed"]
         if not ok:
             continue
-        s = _load_summary(ok[-1].record_dir)
-        cd.records.append((r.repetition, ok[-1].record_dir))
+        a = ok[-1]
+        rack = a.rack or c.inventory_name
+        run_rack[r.seq] = rack
+        s = _load_summary(a.record_dir)
+        if s is None:
+            uploaded = store.record(a.run_id)
+            s = uploaded.get("summary") if uploaded else None
+        cd.records.append((r.repetition, a.record_dir))
         if s is None:
             continue
         metrics = metrics_of(s)
@@ -132,9 +146,62 @@ def gather(store: Any, c: Any) -> dict:
                 metrics[configured] = extra
         for k, v in metrics.items():
             cd.values.setdefault(k, []).append(v)
+            rack_values.setdefault((r.case_index, rack), {}).setdefault(k, []).append(v)
+    racks = sorted(set(run_rack.values()) | {a.rack for a in attempts if a.rack})
     return {"runs": runs, "attempts": attempts, "by_seq": by_seq,
             "cases": [cases[k] for k in sorted(cases)], "health": store.health_checks(c.num),
-            "events": store.events(c.num)}
+            "events": store.events(c.num), "rack_values": rack_values, "run_rack": run_rack,
+            "racks": racks or [c.inventory_name]}
+
+
+def _link(record_dir: str, base: Path, controller: str | None = None) -> tuple[str | None, str]:
+    """(relative link, or None when the record is not on this machine; a note naming where it is)."""
+    if Path(record_dir).exists():
+        return _rel(record_dir, base), ""
+    host = (controller or "").split("@")[-1].split(":")[0]
+    return None, f" (on {host})" if host else " (not on this controller)"
+
+
+def rack_table(cases: list[CaseData], racks: list[str], rack_values: dict, metric: str | None
+               ) -> tuple[list[str], list[list[tuple[str, str | None]]]]:
+    """The rack as a factor: per case, the headline metric's mean ± CI over the repetitions each
+    rack ran, and the same over all runs of each rack (that row mixes the cases each rack got)."""
+    keys = list(varied_values(cases))
+    head = ["case"] + keys + [f"{rk}: n, mean ± 95% CI" for rk in racks]
+    rows: list[list[tuple[str, str | None]]] = []
+    if metric is None:
+        return head, rows
+    every: dict[str, list[float]] = {rk: [] for rk in racks}
+    for cd in cases:
+        row: list[tuple[str, str | None]] = [(str(cd.index + 1), None)] + [(cd.varied.get(k, ""), None) for k in keys]
+        for rk in racks:
+            vals = rack_values.get((cd.index, rk), {}).get(metric, [])
+            every[rk] += vals
+            st = mean_ci(vals)
+            row.append((f"{st.n}: {_fmt(st.mean)}" + (f" ± {_fmt(st.ci95, 3)}" if st.ci95 is not None else ""), None))
+        rows.append(row)
+    last: list[tuple[str, str | None]] = [("all", None)] + [("", None) for _k in keys]
+    for rk in racks:
+        st = mean_ci(every[rk])
+        last.append((f"{st.n}: {_fmt(st.mean)}" + (f" ± {_fmt(st.ci95, 3)}" if st.ci95 is not None else ""), None))
+    rows.append(last)
+    return head, rows
+
+
+def export_records(store: Any, c: Any, out: Path) -> int:
+    """Write each completed run's uploaded manifest and summary as `out/<run id>/` (what
+    `ctl report` and other record readers need); returns how many were written."""
+    n = 0
+    for rec in store.records(c.num):
+        if rec["status"] != "completed":
+            continue
+        d = out / rec["run_id"]
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "manifest.json").write_text(json.dumps(rec["manifest"], indent=1, default=str))
+        if rec["summary"] is not None:
+            (d / "summary.json").write_text(json.dumps(rec["summary"], indent=1))
+        n += 1
+    return n
 
 
 # ---- figures -----------------------------------------------------------------------------------
@@ -192,7 +259,9 @@ def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
         ("order", spec.order + (f", seed {c.seed}" if c.seed is not None else "")),
         ("repetitions", str(spec.repetitions)), ("pause", spec.pause), ("window", spec.window or "any time"),
         ("submitted", _when(c.submitted)), ("started", _when(c.started)), ("finished", _when(c.finished)),
-        ("rack time", format_span(rack_s)), ("rack", c.inventory_name), ("campaign file", c.file_path),
+        ("rack time", format_span(rack_s)),
+        ("racks" if len(g["racks"]) > 1 else "rack", ", ".join(g["racks"])
+         + (f" (rack group {c.rack_group})" if c.rack_group else "")), ("campaign file", c.file_path),
         ("file sha256", c.file_sha256), ("report written", _when(time.time())),
     ]
     case_head = ["case"] + list(varied_values(cases)) + ["n"] + [f"{m} mean ± 95% CI" for m in shown] + ["records"]
@@ -204,20 +273,26 @@ def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
         for m in shown:
             st = mean_ci(cd.values.get(m, []))
             row.append((f"{_fmt(st.mean)} ± {_fmt(st.ci95, 3)}" if st.ci95 is not None else _fmt(st.mean), None))
-        row += [(f"rep {rep}", _rel(d, out)) for rep, d in sorted(cd.records)]
+        for rep, d in sorted(cd.records):
+            link, where = _link(d, out)
+            row.append((f"rep {rep}{where}", link))
         case_rows.append(row)
     fail_rows = []
     for a in failures:
         r = runs_by_seq.get(a.seq)
         fail_rows.append([(str(a.seq), None), (" ".join(f"{k}={v}" for k, v in (r.varied if r else {}).items()), None),
                           (str(r.repetition if r else ""), None), (str(a.attempt), None), (a.klass or "", None),
-                          (a.action or "", None), ((a.error or "")[:400], None), (a.run_id, _rel(a.record_dir, out))])
+                          (a.action or "", None), ((a.error or "")[:400], None),
+                          (a.run_id + _link(a.record_dir, out, a.controller)[1], _link(a.record_dir, out)[0])])
     run_rows = []
     for r in g["runs"]:
-        links = [(f"#{a.attempt} {a.status}", _rel(a.record_dir, out)) for a in g["by_seq"].get(r.seq, [])]
+        links = []
+        for a in g["by_seq"].get(r.seq, []):
+            link, where = _link(a.record_dir, out, a.controller)
+            links.append((f"#{a.attempt} {a.status}" + (f" on {a.rack}" if a.rack else "") + where, link))
         run_rows.append([(str(r.seq), None), (str(r.case_index + 1), None),
                          (" ".join(f"{k}={v}" for k, v in r.varied.items()), None), (str(r.repetition), None),
-                         (r.state, None)] + links)
+                         (r.state, None), (g["run_rack"].get(r.seq, ""), None)] + links)
     health_lines = [f"{len(health)} checks, {sum(1 for h in health if not h.ok)} failed"]
     if spreads:
         health_lines.append(f"clock spread between hosts: median {statistics.median(spreads) * 1e3:.3f} ms, "
@@ -226,13 +301,15 @@ def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
         if not h.ok:
             health_lines.append(f"{_when(h.t)} FAILED: " + "; ".join(h.reasons))
     events = [f"{_when(e['t'])} {e['kind']}: {e['message']}" for e in g["events"]]
+    racks = g["racks"] if len(g["racks"]) > 1 else []
+    rack_head, rack_rows = rack_table(cases, racks, g["rack_values"], metric) if racks else ([], [])
 
     html_path = out / "report.html"
     html_path.write_text(_html(c, overview, figures, case_head, case_rows, fail_rows, run_rows, health_lines, events,
-                               metric, p))
+                               metric, p, rack_head, rack_rows))
     md_path = out / "report.md"
     md_path.write_text(_markdown(c, overview, figures, case_head, case_rows, fail_rows, run_rows, health_lines, events,
-                                 metric, out))
+                                 metric, out, rack_head, rack_rows))
     return html_path, md_path
 
 
@@ -266,7 +343,7 @@ def _table_html(head: list[str], rows: list[list[tuple[str, str | None]]]) -> st
 
 
 def _html(c: Any, overview: list, figures: list, case_head: list, case_rows: list, fail_rows: list, run_rows: list,
-          health_lines: list, events: list, metric: str | None, p: Any) -> str:
+          health_lines: list, events: list, metric: str | None, p: Any, rack_head: list, rack_rows: list) -> str:
     done_pct = 100.0 * p.done / p.total if p.total else 0.0
     fail_pct = 100.0 * p.failed / p.total if p.total else 0.0
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Campaign {html.escape(c.id)}"
@@ -291,12 +368,18 @@ def _html(c: Any, overview: list, figures: list, case_head: list, case_rows: lis
                  f"interval (Student's t); headline metric: <b>{html.escape(metric or '-')}</b>. "
                  f"Values from each run's <code>summary.json</code>.</p>")
     parts.append(_table_html(case_head, case_rows))
+    if rack_rows:
+        parts.append(f"<h2>Rack as a factor</h2><p>Headline metric <b>{html.escape(metric or '-')}</b> per case and "
+                     "rack: n, mean ± half-width of the 95 % confidence interval over the repetitions each rack ran "
+                     "(each run ran on the rack whose scheduler claimed it first). The last row mixes the cases each "
+                     "rack happened to get.</p>")
+        parts.append(_table_html(rack_head, rack_rows))
     parts.append(f"<h2>Attempts not completed ({len(fail_rows)})</h2>")
     parts.append(_table_html(["run", "case", "rep", "attempt", "class", "action", "error", "record"], fail_rows)
                  if fail_rows else "<p>None.</p>")
     parts.append("<h2>Health checks</h2><ul>" + "".join(f"<li>{html.escape(l)}</li>" for l in health_lines) + "</ul>")
     parts.append("<h2>Runs</h2>")
-    parts.append(_table_html(["seq", "case", "parameters", "rep", "state", "attempts (records)"], run_rows))
+    parts.append(_table_html(["seq", "case", "parameters", "rep", "state", "rack", "attempts (records)"], run_rows))
     parts.append("<h2>Events</h2><pre>" + html.escape("\n".join(events)) + "</pre>")
     parts.append("<h2>Campaign file</h2><pre>" + html.escape(c.file_text) + "</pre>")
     parts.append("</body></html>\n")
@@ -319,7 +402,8 @@ def _table_md(head: list[str], rows: list[list[tuple[str, str | None]]]) -> str:
 
 
 def _markdown(c: Any, overview: list, figures: list, case_head: list, case_rows: list, fail_rows: list,
-              run_rows: list, health_lines: list, events: list, metric: str | None, out: Path) -> str:
+              run_rows: list, health_lines: list, events: list, metric: str | None, out: Path, rack_head: list,
+              rack_rows: list) -> str:
     parts = [f"# Campaign {c.name} (#{c.num})", "", "## Progress", ""]
     parts += [f"- **{k}**: {v}" for k, v in overview]
     parts += ["", "## Figures", ""]
@@ -327,11 +411,15 @@ def _markdown(c: Any, overview: list, figures: list, case_head: list, case_rows:
         parts += [f"![{caption}]({_rel(path, out)})", "", f"*{caption}*", ""]
     parts += ["## Per case", "", f"Mean ± 95 % CI half-width over completed repetitions; headline metric "
               f"`{metric or '-'}`.", "", _table_md(case_head, case_rows), ""]
+    if rack_rows:
+        parts += ["## Rack as a factor", "", f"`{metric or '-'}` per case and rack (n: mean ± 95 % CI); the last row "
+                  "mixes the cases each rack got.", "", _table_md(rack_head, rack_rows), ""]
     parts += [f"## Attempts not completed ({len(fail_rows)})", ""]
     parts += [_table_md(["run", "case", "rep", "attempt", "class", "action", "error", "record"], fail_rows)
               if fail_rows else "None.", ""]
     parts += ["## Health checks", ""] + [f"- {l}" for l in health_lines] + [""]
-    parts += ["## Runs", "", _table_md(["seq", "case", "parameters", "rep", "state", "attempts (records)"], run_rows),
+    parts += ["## Runs", "", _table_md(["seq", "case", "parameters", "rep", "state", "rack", "attempts (records)"],
+                                       run_rows),
               ""]
     parts += ["## Events", "", "```", *events, "```", ""]
     return "\n".join(parts)

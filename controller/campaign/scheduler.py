@@ -5,7 +5,16 @@ or an explicit list of cases), repetitions, an order (randomized with a recorded
 sequential), a pause between runs, an optional time window and a retry policy per failure
 class. `expand` turns it into planned runs; the durable store (SQLite in the state dir,
 WAL) holds the queue, every run's state and every attempt; the scheduler executes them
-one at a time through `runner.execute`, holding the rack lock.
+one at a time through `runner.execute`, holding the rack (its machine-wide lock and its
+lease, `controller.rack.lease`).
+
+Several racks, one queue: a scheduler bound to a rack (`ctl campaign daemon --inventory
+RACK`, one per rack, on any controller machine) drives the campaigns that name its rack (or
+its rack group) and *claims* each run before it touches anything (`CampaignStore.claim_next`,
+FOR UPDATE SKIP LOCKED on PostgreSQL), with a lease it renews while the run goes on. A
+scheduler killed -9 stops renewing: once the lease has run out, any other scheduler takes the
+run back into the queue (from its record when that is readable, else as interrupted), and
+the next scheduler that drives the dead one's rack restores that rack from the record.
 
 Functional core (pure, unit-tested without a rack): the file model, expansion, ordering,
 time windows, failure classification, retry decisions, the next scheduler step, ETA.
@@ -21,9 +30,13 @@ If the controller dies anywhere, the next scheduler takes the rack lock, lets
 `aborted`), then reconciles every `running` run of the store with its record: a final
 record is taken as the attempt's result (a completed run is never repeated); an aborted
 or missing one puts the run back in the queue.
+
+With a shared store (the lab database) each closed attempt's manifest and summary are
+uploaded to it, so the report can be written on any controller.
 """
 import asyncio
 import contextlib
+import json
 import signal
 import time
 import traceback
@@ -33,31 +46,83 @@ from typing import Any, Callable, Sequence
 
 from controller.campaign.health import health_check, plan_hosts
 from controller.campaign.plan import campaign_run_id, case_argv
-from controller.campaign.policy import Step, classify, decide, next_step
+from controller.campaign.policy import Busy, Step, classify, decide, fits_between, next_step
 from controller.campaign.progress import Progress, ProgressTelemetry, progress_of
-from controller.campaign.store import CampaignRow, CampaignStore, RunRow, campaign_dir
+from controller.campaign.store import AttemptRow, CampaignRow, CampaignStore, RunRow, campaign_dir
 from controller.campaign.timing import learned_overhead
 from controller.errors import CtlError, RackBusy, RecordError
-from controller.inventory import load_inventory
+from controller.inventory import Inventory, load_inventory
 from controller.lab.ops import ensure_lab
-from controller.lock import FileLock, RackLock
+from controller.labdb import whoami
+from controller.lock import FileLock
+from controller.rack.lease import hold_rack
+from controller.rack.reservations import book_for, others
 from controller.results.records import load_manifest
 from controller.run.prepare import prepare_run
 from controller.run.recovery import interrupted_runs, recover
 from controller.run.runner import execute
+from controller.settings import runs_dir, state_dir
 from controller.telemetry.influx import influx_target, push_pending
 
 
 class SchedulerLock(FileLock):
-    """One scheduler (daemon or foreground resume) per state dir (see controller.lock)."""
+    """One scheduler (daemon or foreground resume) per state dir, or per state dir and rack
+    for a scheduler bound to one rack (see controller.lock)."""
 
-    def __init__(self, purpose: str):
-        super().__init__("campaign-scheduler", purpose)
+    def __init__(self, purpose: str, rack: str | None = None):
+        super().__init__("campaign-scheduler" + (f"-{rack}" if rack else ""), purpose)
 
 
-def scheduler_owner() -> dict | None:
-    """Who runs campaigns now (None: nobody; a dead holder does not count)."""
-    return SchedulerLock("status").owner()
+def scheduler_owner(rack: str | None = None) -> dict | None:
+    """Who runs campaigns now (on rack `rack`, or on any rack): None when nobody does (a dead
+    holder does not count). Schedulers of this state dir only."""
+    if rack is not None:
+        return SchedulerLock("status", rack).owner() or SchedulerLock("status").owner()
+    for f in sorted((state_dir() / "locks").glob("campaign-scheduler*.lock")):
+        o = FileLock(f.name.removesuffix(".lock"), "status").owner()
+        if o:
+            return o
+    return None
+
+
+def read_outcome(store: CampaignStore, a: AttemptRow) -> tuple[str, str | None] | None:
+    """(status, last error) of an attempt's record: its own file when this controller can read
+    it, else the copy uploaded to a shared store; None when neither exists."""
+    rec = record_outcome(Path(a.record_dir))
+    if rec is not None:
+        return rec
+    up = store.record(a.run_id)
+    if up is None:
+        return None
+    errs = up["manifest"].get("errors") or []
+    return str(up["status"]), (errs[-1].get("error") if errs else None)
+
+
+def upload_record(store: CampaignStore, a: AttemptRow, log: Callable[[str], None]) -> None:
+    """Copy an attempt's manifest and summary into a shared store (the lab database), so a
+    report on any controller has every rack's results. Best effort: the file stays the truth."""
+    if not store.shared:
+        return
+    d = Path(a.record_dir)
+    try:
+        manifest = load_manifest(d)
+    except RecordError:
+        return
+    summary = None
+    with contextlib.suppress(OSError, ValueError):
+        summary = json.loads((d / "summary.json").read_text())
+    try:
+        store.put_record(run_id=a.run_id, num=a.campaign, seq=a.seq, attempt=a.attempt, rack=a.rack,
+                         controller=a.controller, record_dir=d, status=str(manifest.get("status")),
+                         manifest=manifest, summary=summary)
+    except CtlError as exc:
+        log(f"record {a.run_id} not uploaded to the store: {exc.one_line()}")
+
+
+def scheduler_id(rack: str | None) -> str:
+    """The claim holder: user@host:pid (and the rack it drives)."""
+    me = whoami()
+    return f"{me['user']}@{me['host']}:{me['pid']}" + (f"/{rack}" if rack else "")
 
 
 def record_outcome(record_dir: Path) -> tuple[str, str | None] | None:
@@ -79,7 +144,7 @@ def reconcile(store: CampaignStore, rows: Sequence[RunRow], say: Callable[[str],
         if not att:
             continue
         a = att[0]
-        rec = record_outcome(Path(a.record_dir))
+        rec = read_outcome(store, a)
         error: str | None
         if rec is None:
             status, error = "aborted", "controller died before the run record was written (rack untouched)"
@@ -92,10 +157,11 @@ def reconcile(store: CampaignStore, rows: Sequence[RunRow], say: Callable[[str],
         d = decide(klass, failures_before=r.failures, interruptions_before=r.interruptions,
                    policy=c.spec().retry, now=time.time(), what=what, error=error,
                    cancelled=c.state == "cancelled")
-        store.finish_attempt(c.num, r.seq, a.attempt, status=status, exit_code=None, error=error, klass=klass,
-                             decision=d)
-        say(f"campaign #{c.num}: run {r.seq} attempt {a.attempt} was interrupted with the controller: record "
-            f"{Path(a.record_dir).name} is {status} -> {d.action}")
+        if store.finish_attempt(c.num, r.seq, a.attempt, status=status, exit_code=None, error=error, klass=klass,
+                                decision=d):
+            upload_record(store, a, say)
+            say(f"campaign #{c.num}: run {r.seq} attempt {a.attempt} was interrupted with the controller: record "
+                f"{Path(a.record_dir).name} is {status} -> {d.action}")
 
 
 # ==== the scheduler (imperative shell) ============================================================
@@ -109,6 +175,10 @@ class SchedulerOptions:
     exit_when_idle: bool = False        # return when no campaign is queued or running
     poll_s: float = 2.0
     verbose: bool = True                # pass the runner's progress lines to `log`
+    rack: Inventory | None = None       # bound to this rack (None: each campaign on its own inventory)
+    lease_s: float = 60.0               # a claim's lease, renewed every poll while the run goes on
+    runs_dir: Path | None = None        # where a rack-bound scheduler writes multi-rack records
+    busy_cache_s: float = 20.0          # how long a rack's reservation book is reused
 
 
 class Scheduler:
@@ -123,6 +193,9 @@ class Scheduler:
         self.stopping = False
         self.stop_reason: str | None = None
         self._wake = asyncio.Event()
+        self.holder = scheduler_id(opts.rack.name if opts.rack is not None else None)
+        self._said: set[str] = set()
+        self._books: dict[str, tuple[float, list[Any]]] = {}
 
     # ---- signals -------------------------------------------------------------------------------
 
@@ -147,8 +220,9 @@ class Scheduler:
     async def serve(self) -> int:
         self._install_signals()
         while not self.stopping:
+            self._take_back_expired()
             active = [c for c in self.store.campaigns(("queued", "running"))
-                      if self.opts.only is None or c.num in self.opts.only]
+                      if (self.opts.only is None or c.num in self.opts.only) and self._mine(c)]
             if not active:
                 if self.opts.exit_when_idle:
                     return 0
@@ -158,12 +232,13 @@ class Scheduler:
             wake = time.time() + self.opts.poll_s
             for c in active:
                 try:
-                    step = self._step(c)
+                    step = self._step(c, busy=await self._busy(c))
                 except Exception as exc:  # bad data in this campaign: it pauses, the others go on
                     self._pause_on_error(c, exc, "planning its next step")
                     continue
+                left_running = any(r.campaign == c.num for r in self.store.running_runs(self._rack_name(c)))
                 if step.kind in ("run", "finish") or (step.kind == "wait" and step.hold_rack) or \
-                        (step.kind == "idle" and any(r.state == "running" for r in self.store.runs(c.num))):
+                        (step.kind == "idle" and left_running):
                     chosen = c
                     break
                 if step.kind == "wait" and step.until is not None:
@@ -183,6 +258,84 @@ class Scheduler:
                 await self._sleep(self.opts.poll_s)
         return 0
 
+    # ---- which campaigns, which rack ------------------------------------------------------------
+
+    def _say_once(self, key: str, msg: str) -> None:
+        if key not in self._said:
+            self._said.add(key)
+            self.log(msg)
+
+    def _mine(self, c: CampaignRow) -> bool:
+        """Whether this scheduler drives `c`: a rack-bound one the campaigns naming its rack (or
+        group); an unbound one every one-rack campaign, each on its own inventory."""
+        rack = self.opts.rack
+        if rack is None:
+            if c.multi_rack:
+                self._say_once(f"multi{c.num}", f"campaign #{c.num} runs on several racks: it is driven by one "
+                               "`ctl campaign daemon --inventory RACK` per rack, not by this scheduler")
+                return False
+            return True
+        return c.runs_on(rack.name, rack.group)
+
+    def _rack_name(self, c: CampaignRow) -> str:
+        return self.opts.rack.name if self.opts.rack is not None else c.inventory_name
+
+    def _runs_root(self, c: CampaignRow) -> Path:
+        """A one-rack campaign's records go where it was submitted to; a multi-rack campaign's to
+        this controller's runs dir (each controller writes its own; uploads gather them)."""
+        if self.opts.rack is not None and c.multi_rack:
+            return (self.opts.runs_dir or runs_dir()).resolve()
+        return Path(c.runs_root)
+
+    async def _busy(self, c: CampaignRow, inv: Inventory | None = None) -> list[Busy]:
+        """Other people's reservations of this campaign's rack (its owner's own do not bind it),
+        read from the rack's book at most every `busy_cache_s`."""
+        name = self._rack_name(c)
+        t, book = self._books.get(name, (0.0, []))
+        if time.time() - t > self.opts.busy_cache_s:
+            try:
+                inv = inv or self.opts.rack or load_inventory(c.inventory_path)
+                book = await asyncio.to_thread(book_for(inv).list)
+                self._said.discard(f"book{name}")
+            except CtlError as exc:
+                self._say_once(f"book{name}", f"rack {name}: reservations not readable ({exc.one_line()}); "
+                                              "going on without them")
+                book = []
+            self._books[name] = (time.time(), book)
+        owner = (c.owner or "").split("@")[0] or None
+        return [Busy(r.start, r.end, f"{r.user}@{r.host}", r.note) for r in others(book, owner)]
+
+    def _take_back_expired(self) -> None:
+        """Runs whose scheduler stopped renewing its claim (killed, lost the database): close the
+        attempt from its record (a completed one is never repeated) or as interrupted, and put
+        the run back in the queue. Its rack is restored by the next scheduler that drives it."""
+        now = time.time()
+        for r in self.store.expired_running(now):
+            if r.claimed_by == self.holder:
+                continue
+            c = self.store.campaign(r.campaign)
+            att = [a for a in self.store.attempts(c.num) if a.seq == r.seq and a.attempt == r.attempts]
+            if not att:
+                continue
+            a = att[0]
+            rec = read_outcome(self.store, a)
+            status, error = rec if rec is not None else (None, None)
+            if status in (None, "running"):
+                status = "aborted"
+                error = (f"controller {r.claimed_by} died before restoring (its claim ran out at "
+                         f"{time.strftime('%H:%M:%S', time.localtime(r.claim_until or now))}); rack {r.claim_rack} "
+                         "is restored by the next scheduler that drives it")
+            klass = classify(status, None, error)
+            what = f"run {r.seq} ({r_label(r)}, rep {r.repetition})"
+            d = decide(klass, failures_before=r.failures, interruptions_before=r.interruptions, policy=c.spec().retry,
+                       now=now, what=what, error=error, cancelled=c.state == "cancelled")
+            if self.store.finish_attempt(c.num, r.seq, a.attempt, status=status, exit_code=None, error=error,
+                                         klass=klass, decision=d, holder=r.claimed_by, expired_before=now):
+                self.store.event(c.num, "lease", f"took back run {r.seq} from {r.claimed_by} (rack {r.claim_rack}): "
+                                 f"its claim ran out; record {Path(a.record_dir).name} is {status} -> {d.action}")
+                self.log(f"campaign #{c.num}: took back run {r.seq} from {r.claimed_by} on rack {r.claim_rack} "
+                         f"(its claim ran out): {status} -> {d.action}")
+
     def _pause_on_error(self, c: CampaignRow, exc: Exception, doing: str) -> None:
         """Pause `c` with the reason; the traceback goes to the campaign's scheduler-errors.log."""
         what = exc.one_line() if isinstance(exc, CtlError) else f"{type(exc).__name__}: {exc}"
@@ -195,45 +348,67 @@ class Scheduler:
         if self.store.pause_if_active(c.num, reason):
             self.log(f"campaign #{c.num} PAUSED: {reason} (traceback in {d / 'scheduler-errors.log'})")
 
-    def _step(self, c: CampaignRow, now: float | None = None) -> Step:
+    def _overhead(self, c: CampaignRow) -> float:
+        return learned_overhead(self.store.overhead_samples(c.scenario, self._rack_name(c)), c.spec().overhead_s)
+
+    def _step(self, c: CampaignRow, now: float | None = None, busy: Sequence[Busy] = ()) -> Step:
         spec = c.spec()
-        overhead = learned_overhead(self.store.overhead_samples(c.scenario, c.inventory_name), spec.overhead_s)
         return next_step(c.state, c.not_before, [r.view() for r in self.store.runs(c.num)],
                          time.time() if now is None else now, window=spec.window_obj(), pause_s=spec.pause_s,
-                         last_finished=self.store.last_finished(c.num), overhead_s=overhead)
+                         last_finished=self.store.last_finished(c.num, self._rack_name(c) if c.multi_rack else None),
+                         overhead_s=self._overhead(c), me=self.holder, busy=busy)
 
     # ---- one campaign while it can run ---------------------------------------------------------
 
-    async def drive(self, c: CampaignRow) -> bool:
-        """Run `c` until it finishes, pauses, is cancelled or must wait without the rack.
-        Returns True when the rack was busy (someone else holds its lock)."""
+    def _inventory(self, c: CampaignRow) -> Inventory | None:
+        if self.opts.rack is not None:
+            return self.opts.rack
         try:
-            inv = load_inventory(c.inventory_path)
+            return load_inventory(c.inventory_path)
         except CtlError as exc:
             self.store.pause_if_active(c.num, f"inventory not loadable: {exc.one_line()}")
+            return None
+
+    async def drive(self, c: CampaignRow) -> bool:
+        """Run `c` until it finishes, pauses, is cancelled or must wait without the rack.
+        Returns True when the rack was busy (someone else holds its lock or its lease)."""
+        inv = self._inventory(c)
+        if inv is None:
             return False
-        lock = RackLock(inv.name, f"ctl campaign #{c.num} {c.id}")
-        try:
-            lock.acquire()
-        except RackBusy as exc:
-            msg = f"waiting for the rack: {exc.one_line()}"
-            if c.activity != msg:
-                self.store.set_activity(c.num, msg)
-                self.log(f"campaign #{c.num}: {msg}")
-            return True
-        telemetry: ProgressTelemetry | None = None
-        try:
-            if lock.broke_stale:
-                self.log(f"took over the rack lock of a dead controller (pid {lock.broke_stale.get('pid')})")
-                self.store.event(c.num, "lock", f"took over the rack lock of dead pid {lock.broke_stale.get('pid')}")
+        brought_up: list[bool] = []
+        with contextlib.ExitStack() as stack:
+            try:
+                hold = stack.enter_context(hold_rack(inv, f"ctl campaign #{c.num} {c.id}",
+                                                     prepare=lambda: brought_up.append(ensure_lab(inv))))
+            except RackBusy as exc:
+                msg = f"waiting for the rack: {exc.one_line()}"
+                if c.activity != msg:
+                    self.store.set_activity(c.num, msg)
+                    self.log(f"campaign #{c.num}: {msg}")
+                return True
+            except CtlError as exc:
+                what = "brought up" if not brought_up else "leased"
+                self.store.pause_if_active(c.num, f"the rack could not be {what}: {exc.one_line()}")
+                self.log(f"campaign #{c.num} paused: the rack could not be {what}: {exc.one_line()}")
+                return False
+            if brought_up and brought_up[0]:
+                self.log(f"virtual rack {inv.name} was down: brought it up")
+            if hold.lock.broke_stale:
+                pid = hold.lock.broke_stale.get("pid")
+                self.log(f"took over the rack lock of a dead controller (pid {pid})")
+                self.store.event(c.num, "lock", f"took over the rack lock of dead pid {pid}")
             if not await self._settle(c, inv):
                 return False
             target = influx_target(inv, self.log)
-            telemetry = ProgressTelemetry(campaign_dir(c.id), c.id, target)
+            telemetry = stack.enter_context(contextlib.closing(ProgressTelemetry(campaign_dir(c.id), c.id, target)))
             await self._emit(telemetry, c.num)
             while not self.stopping:
+                if hold.lost:
+                    self.log(f"campaign #{c.num}: lost the lease of rack {inv.name}: {hold.lost}")
+                    return False
+                self._take_back_expired()
                 c = self.store.campaign(c.num)
-                step = self._step(c)
+                step = self._step(c, busy=await self._busy(c, inv))
                 if step.kind == "idle":
                     return False
                 if step.kind == "finish":
@@ -249,29 +424,21 @@ class Scheduler:
                         return False
                     await self._sleep(min(self.opts.poll_s, (step.until or 0) - time.time()))
                     continue
-                assert step.seq is not None
-                await self._run_one(c, inv, step.seq, target, telemetry)
+                if not await self._run_one(c, inv, target, telemetry):
+                    await self._sleep(min(0.5, self.opts.poll_s))  # another rack took it first
             return False
-        finally:
-            if telemetry is not None:
-                telemetry.close()
-            lock.release()
 
-    async def _settle(self, c: CampaignRow, inv: Any) -> bool:
-        """With the rack lock held: bring a virtual rack up, restore the rack from any record a
-        dead controller left `running`, reconcile the store, send spooled points. False: paused."""
-        runs_root = Path(c.runs_root)
-        try:
-            if await asyncio.to_thread(ensure_lab, inv):
-                self.log(f"virtual rack {inv.name} was down: brought it up")
-        except CtlError as exc:
-            self.store.pause_if_active(c.num, f"the rack could not be brought up: {exc.one_line()}")
-            return False
+    async def _settle(self, c: CampaignRow, inv: Inventory) -> bool:
+        """With the rack held: restore the rack from any record a dead controller left
+        `running`, reconcile the store, send spooled points. False: paused."""
+        runs_root = self._runs_root(c)
         problems: list[str] = []
         stale = self.store.running_runs(inv.name)
         # Every run record directory a run on this rack may have used, not only this campaign's.
-        roots = dict.fromkeys([runs_root] + [Path(self.store.campaign(r.campaign).runs_root) for r in stale])
-        for root in roots:
+        roots = [runs_root] + [Path(self.store.campaign(r.campaign).runs_root) for r in stale]
+        for r in stale:
+            roots += [Path(a.record_dir).parent for a in self.store.attempts(r.campaign) if a.seq == r.seq]
+        for root in dict.fromkeys(roots):
             for d in interrupted_runs(root, inv):
                 problems += await recover(inv, d, self.log)
         reconcile(self.store, stale, self.log)
@@ -293,18 +460,25 @@ class Scheduler:
         self.on_progress(c, p)
         await asyncio.to_thread(telemetry.push)
 
-    async def _run_one(self, c: CampaignRow, inv: Any, seq: int, target: Any, telemetry: ProgressTelemetry) -> None:
-        r = self.store.run(c.num, seq)
+    async def _run_one(self, c: CampaignRow, inv: Inventory, target: Any, telemetry: ProgressTelemetry) -> bool:
+        """Claim the next run for this rack and run it. False: nothing was claimed."""
         spec = c.spec()
+        lease = self.opts.lease_s
+        r = self.store.claim_next(c.num, rack=inv.name, holder=self.holder, lease_s=lease,
+                                  fits=fits_between(time.time(), await self._busy(c, inv), self._overhead(c)))
+        if r is None:
+            return False
+        seq = r.seq
         total = len(self.store.runs(c.num))
-        what = f"run {seq}/{total} ({r_label(r)}, rep {r.repetition})"
+        what = f"run {seq}/{total} ({r_label(r)}, rep {r.repetition})" + (f" on {inv.name}" if c.multi_rack else "")
         try:
             scenario, params, given, plan = prepare_run(c.scenario, case_argv(r.args), inv)
         except CtlError as exc:
             # The inventory changed since submit: this run cannot be planned. Pause, never guess.
+            self.store.release_claim(c.num, seq, self.holder)
             self.store.pause_if_active(c.num, f"{what} no longer valid: {exc.one_line()}")
             self.log(f"campaign #{c.num} paused: {what} no longer valid: {exc.one_line()}")
-            return
+            return True
         self.store.set_activity(c.num, f"health check before {what}")
         hosts = plan_hosts(plan, inv)
         cdir = campaign_dir(c.id)
@@ -312,25 +486,29 @@ class Scheduler:
         health = await health_check(inv, hosts, spec.health, cdir / "health-commands.jsonl")
         hid = self.store.add_health(c.num, health.ok, health.reasons, health.details)
         if not health.ok:
+            self.store.release_claim(c.num, seq, self.holder)
             reason = "health check failed before " + what + ": " + "; ".join(health.reasons)
             if self.store.pause_if_active(c.num, reason):
                 self.log(f"campaign #{c.num} PAUSED: {reason}")
             await self._emit(telemetry, c.num)
-            return
-        if self.stopping:
-            return
-        runs_root = Path(c.runs_root)
+            return True
+        if self.stopping or not self.store.renew_claim(c.num, seq, self.holder, lease):
+            self.store.release_claim(c.num, seq, self.holder)
+            return True
+        runs_root = self._runs_root(c)
         rid = campaign_run_id(scenario, given, params, c.num, seq, r.repetition, r.attempts + 1)
-        attempt = self.store.start_attempt(c.num, seq, rid, runs_root / rid, hid)
+        attempt = self.store.start_attempt(c.num, seq, rid, runs_root / rid, hid, holder=self.holder, rack=inv.name,
+                                           controller=self.holder)
         if attempt is None:  # paused or cancelled while the health check ran
-            return
+            self.store.release_claim(c.num, seq, self.holder)
+            return True
         self.store.set_activity(c.num, f"{what}, attempt {attempt}: {rid}")
         self.log(f"campaign #{c.num}: {what}, attempt {attempt}: {rid}")
         prefix = f"[#{c.num} {seq}/{total}] "
         progress = (lambda m: self.log(prefix + m)) if self.opts.verbose else None
         task = asyncio.ensure_future(execute(scenario, params, given, inv, plan, runs_root=runs_root,
                                              campaign=c.id, influx=target, progress=progress, run_id=rid))
-        user_abort = await self._watch(c.num, task)
+        user_abort, lost = await self._watch(c.num, seq, task)
         try:
             outcome = await task
         except Exception as exc:  # a controller bug: the runner's own clean-up has run; pause
@@ -338,12 +516,12 @@ class Scheduler:
             d = decide("error", failures_before=r.failures, interruptions_before=r.interruptions,
                        policy=spec.retry, now=time.time(), what=what, error=repr(exc))
             self.store.finish_attempt(c.num, seq, attempt, status="error", exit_code=None, error=repr(exc),
-                                      klass="error", decision=d)
+                                      klass="error", decision=d, holder=self.holder)
             await self._emit(telemetry, c.num)
-            return
+            return True
         finally:
             self._install_signals()  # the runner removed its handlers, and with them ours
-        if outcome.exit_code > 128 and not user_abort:
+        if outcome.exit_code > 128 and not user_abort and not lost:
             self.stopping = True
             self.stop_reason = self.stop_reason or signal.Signals(outcome.exit_code - 128).name
         now_c = self.store.campaign(c.num)
@@ -356,32 +534,54 @@ class Scheduler:
         d = decide(klass, failures_before=r.failures, interruptions_before=r.interruptions, policy=spec.retry,
                    now=time.time(), what=what, error=error, cancelled=now_c.state == "cancelled",
                    user_abort=user_abort)
-        self.store.finish_attempt(c.num, seq, attempt, status=outcome.status, exit_code=outcome.exit_code,
-                                  error=error, klass=klass, decision=d, run_id=outcome.run_id,
-                                  record_dir=outcome.record_dir)
+        closed = self.store.finish_attempt(c.num, seq, attempt, status=outcome.status, exit_code=outcome.exit_code,
+                                           error=error, klass=klass, decision=d, run_id=outcome.run_id,
+                                           record_dir=outcome.record_dir, holder=self.holder)
         if user_abort:
             self.store.clear_abort(c.num)
+        a = next((x for x in self.store.attempts(c.num) if x.seq == seq and x.attempt == attempt), None)
+        if a is not None:
+            upload_record(self.store, a, self.log)
+        if not closed:
+            self.log(f"campaign #{c.num}: {what}: {outcome.status}, but the run was taken back meanwhile "
+                     "(this scheduler's claim ran out): the result is kept in its record, not counted")
+            await self._emit(telemetry, c.num)
+            return True
         self.log(f"campaign #{c.num}: {what}: {outcome.status}" + (f" [{klass}]" if klass != "ok" else "")
                  + f" -> {d.action}" + (f" ({error})" if error else ""))
         if d.action == "pause":
             self.log(f"campaign #{c.num} PAUSED: {d.pause_reason}")
         await self._emit(telemetry, c.num)
+        return True
 
-    async def _watch(self, num: int, task: "asyncio.Future[Any]") -> bool:
-        """While a run executes: a `cancel` or `pause --now` from another ctl aborts it (the
-        runner restores the rack). Returns True when the run was aborted that way."""
+    async def _watch(self, num: int, seq: int, task: "asyncio.Future[Any]") -> tuple[bool, bool]:
+        """While a run executes: renew the claim's lease; a `cancel` or `pause --now` from another
+        ctl aborts the run (the runner restores the rack), and so does a claim this scheduler no
+        longer holds (it was stalled past its lease and another took the run back).
+        Returns (aborted by the user, claim lost)."""
         while not task.done():
             await asyncio.wait({task}, timeout=self.opts.poll_s)
             if task.done():
                 break
-            c = self.store.campaign(num)
-            if c.abort_requested or c.state == "cancelled":
-                self.log(f"campaign #{num}: {c.state} ({c.reason or 'by user'}): stopping the current run")
+            try:
+                lost = not self.store.renew_claim(num, seq, self.holder, self.opts.lease_s)
+                c = self.store.campaign(num)
+            except CtlError as exc:  # the store is unreachable: the run finishes and restores the rack
+                self._say_once(f"store{num}", f"campaign #{num}: the store is unreachable ({exc.one_line()}): "
+                                              "letting the current run finish")
+                continue
+            self._said.discard(f"store{num}")
+            if lost or c.abort_requested or c.state == "cancelled":
+                if lost:
+                    self.log(f"campaign #{num}: run {seq} is no longer claimed by this scheduler (its lease ran out "
+                             "and another took it back): stopping it")
+                else:
+                    self.log(f"campaign #{num}: {c.state} ({c.reason or 'by user'}): stopping the current run")
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await asyncio.wait({task})
-                return True
-        return False
+                return not lost, lost
+        return False, False
 
 
 def r_label(r: RunRow) -> str:
@@ -390,17 +590,19 @@ def r_label(r: RunRow) -> str:
 
 async def settle_for_cancel(store: CampaignStore, c: CampaignRow, log: Log) -> bool:
     """`cancel` with nobody running the campaign: restore the rack from an interrupted run and
-    close its attempt now. False when the rack is busy (its holder will do it)."""
+    close its attempt now. False when the rack is busy (its holder will do it), or when the
+    campaign runs on several racks (their schedulers, or an expired claim, settle it)."""
+    if c.multi_rack:
+        return False
     inv = load_inventory(c.inventory_path)
-    lock = RackLock(inv.name, f"ctl campaign cancel #{c.num}")
     try:
-        lock.acquire()
+        with hold_rack(inv, f"ctl campaign cancel #{c.num}"):
+            for d in interrupted_runs(Path(c.runs_root), inv):
+                await recover(inv, d, log)
+            reconcile(store, store.running_runs(inv.name), log)
     except RackBusy:
         return False
-    try:
-        for d in interrupted_runs(Path(c.runs_root), inv):
-            await recover(inv, d, log)
-        reconcile(store, store.running_runs(inv.name), log)
-    finally:
-        lock.release()
+    except CtlError as exc:  # the rack is down or unreachable: the next scheduler of the rack settles it
+        log(f"rack {inv.name} not settled now: {exc.one_line()}")
+        return False
     return True

@@ -134,6 +134,11 @@ class CampaignSpec(_Strict):
     pause: Annotated[str, BeforeValidator(_duration_text("pause"))] = "0s"
     window: str | None = None
     overhead: Annotated[str, BeforeValidator(_duration_text("overhead"))] = "20s"
+    racks: list[str] | None = Field(None, description=(
+        "several racks share the runs: their inventory files (relative to this file); each rack's "
+        "scheduler claims the next run for its rack, every run is done once"))
+    rack_group: str | None = Field(None, pattern=_NAME, description=(
+        "or: every rack whose inventory names this `group` shares the runs"))
     retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy.model_validate({}))
     health: HealthSpec = Field(default_factory=lambda: HealthSpec.model_validate({}))
     report: ReportSpec = Field(default_factory=ReportSpec)
@@ -155,8 +160,24 @@ class CampaignSpec(_Strict):
                 raise ValueError(f"{k}: a value is listed twice")
         return v
 
+    @field_validator("racks")
+    @classmethod
+    def _racks(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        if not v:
+            raise ValueError("an empty list of racks (leave `racks` out to run on the --inventory rack)")
+        if len(set(v)) != len(v):
+            raise ValueError("a rack is listed twice")
+        for p in v:
+            if not isinstance(p, str) or not p.strip() or any(ord(c) < 32 for c in p):
+                raise ValueError(f"{p!r} is not an inventory file path")
+        return v
+
     @model_validator(mode="after")
     def _shape(self) -> "CampaignSpec":
+        if self.racks is not None and self.rack_group is not None:
+            raise ValueError("give either `racks` (inventory files) or `rack_group`, not both")
         if self.sweep is not None and self.cases is not None:
             raise ValueError("give either `sweep` (cross product) or `cases` (explicit list), not both")
         if self.cases is not None and not self.cases:

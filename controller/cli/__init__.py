@@ -21,7 +21,7 @@ from controller.errors import CtlError, UsageError
 from controller.settings import export_state_dir
 
 # The order `ctl --help` lists the commands in.
-ORDER = ("lab", "parse", "run", "scenarios", "link", "campaign", "field", "metrics", "report")
+ORDER = ("lab", "parse", "run", "scenarios", "link", "campaign", "rack", "field", "metrics", "report")
 _GLOBAL_WITH_VALUE = ("--inventory", "-i")
 
 

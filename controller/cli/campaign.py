@@ -9,20 +9,22 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from controller.campaign.backends import open_store, store_exists
-from controller.campaign.plan import draw_seed, order_runs, validate_cases
+from controller.campaign.backends import open_store, store_exists, store_location
+from controller.campaign.plan import draw_seed, order_runs, rack_inventories, validate_cases
 from controller.campaign.progress import progress_of
-from controller.campaign.report import write_report
+from controller.campaign.report import export_records, write_report
 from controller.campaign.scheduler import (Scheduler, SchedulerLock, SchedulerOptions, scheduler_owner,
                                            settle_for_cancel)
-from controller.campaign.spec import CampaignError, load_campaign
+from controller.campaign.spec import CampaignError, CampaignFileError, load_campaign
 from controller.campaign.store import campaign_dir
 from controller.campaign.timing import estimate_finish, format_span, learned_overhead, local, parse_at, progress_bar
 from controller.cli.commands import add_command
 from controller.cli.commands import Parser
 from controller.cli.common import inventory_of, print_json
-from controller.inventory import resolve_inventory_path
+from controller.inventory import load_inventory, resolve_inventory_path
+from controller.labdb import whoami
 from controller.settings import runs_dir
+from controller.units import parse_duration
 
 
 # ---- terminal output -------------------------------------------------------------------------
@@ -85,11 +87,20 @@ MAX_HORIZON_S = 366 * 86400
 
 
 def _planned(args: argparse.Namespace) -> dict:
-    """Load, validate and expand a campaign file; no state anywhere is changed."""
+    """Load, validate and expand a campaign file; no state anywhere is changed. A campaign on
+    several racks is checked against every rack's inventory (each must be able to run every case)."""
     path = Path(args.file)
     spec, lines, text = load_campaign(path)
-    inv = inventory_of(args)
+    racks = rack_inventories(spec, path, lines)
+    inv = racks[0][1] if racks else inventory_of(args)
+    inventory_path = racks[0][0] if racks else resolve_inventory_path(args.inventory)
+    if spec.rack_group is not None and inv.group != spec.rack_group:
+        raise CampaignFileError(f"{path}:{lines.get(('rack_group',), '?')}: rack_group: the inventory's rack "
+                                f"{inv.name} is of group {inv.group or '(none)'}, not {spec.rack_group} "
+                                "(give --inventory a rack of the group)")
     validated = validate_cases(spec, path, lines, inv)
+    for _p, other in racks[1:]:
+        validate_cases(spec, path, lines, other)
     seed = spec.seed if spec.seed is not None else (draw_seed() if spec.order == "random" else None)
     planned = order_runs(len(validated), spec.repetitions, spec.order, seed)
     overhead = spec.overhead_s
@@ -106,19 +117,29 @@ def _planned(args: argparse.Namespace) -> dict:
     not_before = parse_at(args.at, now) if getattr(args, "at", None) else None
     durations = {v.case.index: v.duration_s for v in validated}
     per_run = [durations[p.case] + overhead for p in planned]
-    rack_s = sum(per_run) + spec.pause_s * max(0, len(planned) - 1)
-    finish = estimate_finish(now, per_run, spec.pause_s, spec.window_obj(), not_before)
+    n_racks = max(1, len(racks))
+    rack_s = sum(per_run) + spec.pause_s * max(0, len(planned) - n_racks)
+    # Several racks take runs in turn: the campaign ends with the busiest rack.
+    finish = max(estimate_finish(now, per_run[i::n_racks], spec.pause_s, spec.window_obj(), not_before)
+                 for i in range(n_racks))
     if finish - now > MAX_HORIZON_S and not getattr(args, "force", False):
         raise CampaignError(f"{path}: the campaign would finish on {local(finish):%Y-%m-%d} "
                             f"(in {(finish - now) / 86400 / 365.25:.1f} years: {len(planned)} runs, "
                             f"{format_span(rack_s)} of rack time"
                             + (f", only inside the window {spec.window}" if spec.window else "")
                             + "); pass --force to queue it anyway")
-    return {"spec": spec, "path": path, "text": text, "inv": inv,
-            "inventory_path": resolve_inventory_path(args.inventory),
+    return {"spec": spec, "path": path, "text": text, "inv": inv, "racks": [i.name for _p, i in racks],
+            "inventory_path": inventory_path,
             "validated": validated, "seed": seed, "planned": planned, "overhead_s": overhead,
             "overhead_learned_from": learned, "rack_s": rack_s, "finish": finish, "not_before": not_before,
             "durations": durations, "traffic_s": sum(durations[p.case] for p in planned)}
+
+
+def _racks_text(pl: dict) -> str:
+    spec = pl["spec"]
+    if spec.rack_group:
+        return f"every rack of group {spec.rack_group} (checked against {pl['inv'].name})"
+    return ", ".join(pl["racks"]) if pl["racks"] else pl["inv"].name
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -131,6 +152,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "runs": [{"seq": p.seq, "case": p.case + 1, "repetition": p.repetition,
                       "parameters": cases[p.case].varied, "argv": cases[p.case].argv(),
                       "duration_s": pl["durations"][p.case]} for p in planned],
+            "racks": pl["racks"] or [pl["inv"].name], "rack_group": spec.rack_group,
             "order": spec.order, "seed": pl["seed"], "pause_s": spec.pause_s, "window": spec.window,
             "overhead_s": pl["overhead_s"], "estimated_rack_s": pl["rack_s"], "traffic_s": pl["traffic_s"],
             "not_before": pl["not_before"], "estimated_finish": pl["finish"],
@@ -139,6 +161,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     keys = list(validated[0].case.varied) if validated else []
     print(f"campaign {spec.name}: scenario {spec.scenario}, {len(validated)} cases x {spec.repetitions} "
           f"repetitions = {len(planned)} runs")
+    print(f"racks: {_racks_text(pl)}")
     print(f"order: {spec.order}" + (f" (seed {pl['seed']}" + ("" if spec.seed is not None else
                                                                    ", drawn now; submit draws its own and records it")
                                      + ")" if spec.order == "random" else ""))
@@ -162,7 +185,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
           (f" + {len(planned) - 1} pauses of {spec.pause_s:g} s" if spec.pause_s and len(planned) > 1 else "") + ")")
     start = f"at {local(pl['not_before']):%Y-%m-%d %H:%M}" if pl["not_before"] else "now"
     win = f", only inside the window {spec.window}" if spec.window else ""
-    print(f"estimated finish:    {local(pl['finish']):%Y-%m-%d %H:%M} if started {start}{win}")
+    spread = f" with the runs spread over {len(pl['racks'])} racks" if len(pl["racks"]) > 1 else ""
+    print(f"estimated finish:    {local(pl['finish']):%Y-%m-%d %H:%M} if started {start}{win}{spread}")
     print("nothing was submitted or changed (`ctl campaign submit FILE` queues it)")
     return 0
 
@@ -173,10 +197,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
     root = runs_dir(args.runs_dir).resolve()
     store = open_store()
     try:
+        me = whoami()
         c = store.submit(spec=spec, file_path=pl["path"].resolve(), file_text=pl["text"],
                          inventory_path=Path(pl["inventory_path"]).resolve(), inventory_name=pl["inv"].name,
                          runs_root=root, seed=pl["seed"], not_before=pl["not_before"],
-                         cases=[v.case for v in pl["validated"]], planned=pl["planned"], durations=pl["durations"])
+                         cases=[v.case for v in pl["validated"]], planned=pl["planned"], durations=pl["durations"],
+                         racks=pl["racks"] or None, rack_group=spec.rack_group, owner=f"{me['user']}@{me['host']}")
     finally:
         store.close()
     d = campaign_dir(c.id)
@@ -190,7 +216,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
     print(f"submitted campaign #{c.num} {c.id}: {len(pl['planned'])} runs"
           + (f", seed {pl['seed']}" if pl["seed"] is not None else "")
           + f"; estimated rack time {format_span(pl['rack_s'])}, finish {local(pl['finish']):%Y-%m-%d %H:%M}")
-    if owner:
+    if c.multi_rack:
+        print(f"racks: {_racks_text(pl)}; start one `ctl campaign daemon --inventory RACK` per rack "
+              f"(on any controller with the lab database {store_location()})")
+    elif owner:
         print(f"the campaign scheduler (pid {owner.get('pid')}, {owner.get('purpose')}) will run it")
     else:
         print("no campaign scheduler is running: start `ctl campaign daemon` (or its systemd unit), "
@@ -209,13 +238,14 @@ def status_json(store: Any, c: Any) -> dict:
         attempts.setdefault(a.seq, []).append({
             "attempt": a.attempt, "run_id": a.run_id, "record": a.record_dir, "started": a.started,
             "finished": a.finished, "status": a.status, "exit_code": a.exit_code, "class": a.klass, "error": a.error,
-            "action": a.action})
+            "action": a.action, "rack": a.rack, "controller": a.controller})
         if a.klass and a.klass != "ok":
             classes[a.klass] = classes.get(a.klass, 0) + 1
     health = store.health_checks(c.num)
     return {
         "num": c.num, "id": c.id, "name": c.name, "scenario": c.scenario, "state": c.state, "reason": c.reason,
         "activity": c.activity, "activity_t": c.activity_t, "file": c.file_path, "inventory": c.inventory_name,
+        "racks": c.racks, "rack_group": c.rack_group, "owner": c.owner, "store": store_location(),
         "runs_root": c.runs_root, "order": spec.order, "seed": c.seed, "window": spec.window,
         "pause_s": spec.pause_s, "not_before": c.not_before, "submitted": c.submitted, "started": c.started,
         "finished": c.finished,
@@ -228,7 +258,8 @@ def status_json(store: Any, c: Any) -> dict:
                              "clock_spread_s": health[-1].details.get("clock_spread_s")} if health else None)},
         "runs": [{"seq": r.seq, "case": r.case_index + 1, "repetition": r.repetition, "parameters": r.varied,
                   "state": r.state, "attempts": attempts.get(r.seq, []), "last_class": r.last_class,
-                  "not_before": r.not_before} for r in store.runs(c.num)],
+                  "not_before": r.not_before, "claimed_by": r.claimed_by, "claim_rack": r.claim_rack,
+                  "claim_until": r.claim_until} for r in store.runs(c.num)],
     }
 
 
@@ -236,12 +267,19 @@ def _print_status(store: Any, c: Any) -> None:
     p = progress_of(store, c)
     spec = c.spec()
     print(f"campaign #{c.num} {c.id}")
-    print(f"  scenario {c.scenario}; file {c.file_path}; rack {c.inventory_name}")
+    racks = (f"racks of group {c.rack_group}" if c.rack_group else
+             ("racks " + ", ".join(c.racks) if c.multi_rack else f"rack {c.inventory_name}"))
+    print(f"  scenario {c.scenario}; file {c.file_path}; {racks}")
     print(f"  state    {c.state}" + (f": {c.reason}" if c.reason else ""))
     if c.activity and c.state in ("queued", "running"):
         print(f"  now      {c.activity}")
-    owner = scheduler_owner()
-    if c.state in ("queued", "running"):
+    owner = scheduler_owner(None if c.multi_rack else c.inventory_name)
+    if c.multi_rack:
+        for r in store.runs(c.num):
+            if r.state == "running" or (r.claimed_by and r.state == "pending"):
+                print(f"  run {r.seq}  {r.state} on {r.claim_rack} by {r.claimed_by} (lease until "
+                      f"{local(r.claim_until or 0):%H:%M:%S})")
+    elif c.state in ("queued", "running"):
         print("  scheduler " + (f"pid {owner.get('pid')} ({owner.get('purpose')})" if owner else
                                 f"none running: `ctl campaign resume {c.num}` or start the daemon"))
     print(f"  runs     {p.done}/{p.total} done, {p.failed} failed, {p.pending} pending, {p.running} running"
@@ -344,7 +382,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         c = store.set_state(c.num, "cancelled", args.reason or "cancelled by user", abort=True)
         print(f"campaign #{c.num} {c.id} cancelled: no further runs")
         if any(r.state == "running" for r in store.runs(c.num)):
-            if scheduler_owner():
+            if c.multi_rack or scheduler_owner(c.inventory_name):
                 print("the scheduler stops the current run and restores the rack")
             elif asyncio.run(settle_for_cancel(store, c, Console().log)):
                 print("the interrupted run's record was closed and the rack restored")
@@ -366,45 +404,70 @@ def cmd_resume(args: argparse.Namespace) -> int:
             print(f"campaign #{c.num} {c.id} is {c.state}: continuing it", file=sys.stderr)
         if args.no_wait:
             return 0
-        lock = SchedulerLock(f"ctl campaign resume #{c.num}")
+        rack = None
+        if c.multi_rack:
+            # This terminal drives the campaign on this command's rack (--inventory / $CTL_INVENTORY).
+            rack = inventory_of(args)
+            if not c.runs_on(rack.name, rack.group):
+                raise CampaignError(f"campaign #{c.num} does not run on rack {rack.name} "
+                                    f"(its racks: {', '.join(c.racks) or 'group ' + str(c.rack_group)})")
+        rack_name = rack.name if rack is not None else c.inventory_name
+        lock = SchedulerLock(f"ctl campaign resume #{c.num}", rack_name)
         if not lock.try_acquire():
-            o = scheduler_owner() or {}
+            o = scheduler_owner(rack_name) or {}
             print(f"the campaign scheduler (pid {o.get('pid', '?')}, {o.get('purpose', '?')}) continues it",
                   file=sys.stderr)
             return 0
         try:
-            return _serve(store, {c.num}, exit_when_idle=True, quiet=args.quiet, foreground=True, watch=c.num)
+            return _serve(store, {c.num}, exit_when_idle=True, quiet=args.quiet, foreground=True, watch=c.num,
+                          rack=rack)
         finally:
             lock.release()
     finally:
         store.close()
 
 
+def _daemon_rack(args: argparse.Namespace) -> Any:
+    """The rack a daemon is bound to: the inventory given to it (--inventory or $CTL_INVENTORY);
+    none given: every one-rack campaign on its own inventory (one controller, one state dir)."""
+    flag = getattr(args, "inventory", None)
+    if flag or os.environ.get("CTL_INVENTORY"):
+        return load_inventory(resolve_inventory_path(flag))
+    return None
+
+
 def cmd_daemon(args: argparse.Namespace) -> int:
     console = Console(quiet=args.quiet)
-    lock = SchedulerLock("ctl campaign daemon")
+    lease_s = parse_duration(args.lease, what="--lease")
+    if lease_s < 3 * 2.0:
+        raise CampaignError("--lease: at least 6s (the scheduler renews its claims every 2 s)")
+    rack = _daemon_rack(args)
+    lock = SchedulerLock("ctl campaign daemon" + (f" --inventory {rack.name}" if rack else ""),
+                         rack.name if rack else None)
     waited = False
     while not lock.try_acquire():
         if not waited:
-            o = scheduler_owner() or {}
+            o = scheduler_owner(rack.name if rack else None) or {}
             console.log(f"another campaign scheduler is active (pid {o.get('pid', '?')}, {o.get('purpose', '?')}): "
                         "waiting for it to end")
             waited = True
         time.sleep(2.0)
-    store = open_store()
+    store = open_store("campaign daemon")
     try:
-        console.log(f"campaign daemon started (pid {os.getpid()})")
-        return _serve(store, None, exit_when_idle=args.exit_when_idle, quiet=args.quiet, foreground=False)
+        console.log(f"campaign daemon started (pid {os.getpid()}" + (f", rack {rack.name}" if rack else "")
+                    + f", store {store_location()})")
+        return _serve(store, None, exit_when_idle=args.exit_when_idle, quiet=args.quiet, foreground=False,
+                      rack=rack, lease_s=lease_s)
     finally:
         store.close()
         lock.release()
 
 
 def _serve(store: Any, only: set[int] | None, *, exit_when_idle: bool, quiet: bool, foreground: bool,
-           watch: int | None = None) -> int:
+           watch: int | None = None, rack: Any = None, lease_s: float = 60.0) -> int:
     console = Console(quiet=quiet)
     sched = Scheduler(store, console.log, SchedulerOptions(only=only, exit_when_idle=exit_when_idle,
-                                                           verbose=not console.tty),
+                                                           verbose=not console.tty, rack=rack, lease_s=lease_s),
                       on_progress=lambda c, p: console.bar(progress_line(c, p)))
     try:
         asyncio.run(sched.serve())
@@ -442,11 +505,25 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """Every completed run's manifest and summary (uploaded to the lab database by each rack's
+    scheduler) as record directories, for `ctl report` and any other tool that reads records."""
+    store = open_store()
+    try:
+        c = store.find(args.id)
+        out = Path(args.out)
+        n = export_records(store, c, out)
+    finally:
+        store.close()
+    print(f"{n} records of campaign #{c.num} written under {out}")
+    return 0
+
+
 # ---- registration ----------------------------------------------------------------------------
 
 def register(sub) -> None:
     p = add_command(sub, "campaign", description="Campaigns: many runs of one scenario from a campaign file (YAML), "
-                                   "crash-safe and resumable.")
+                                   "crash-safe and resumable, on one rack or several.")
     cs = p.add_subparsers(dest="campaign_command", required=True, parser_class=Parser)
 
     def add(name: str, func: Any, help_: str) -> argparse.ArgumentParser:
@@ -493,6 +570,15 @@ def register(sub) -> None:
     sp.add_argument("--out", help="directory (default: <state>/campaigns/<id>/report)")
     sp.add_argument("--json", action="store_true")
 
-    sp = add("daemon", cmd_daemon, "run queued campaigns (for a systemd unit)")
+    sp = add("daemon", cmd_daemon, "run queued campaigns (for a systemd unit); with --inventory: the campaigns of "
+                                   "that rack (one daemon per rack, on any controller)")
     sp.add_argument("--exit-when-idle", action="store_true", help="exit when no campaign is queued or running")
+    sp.add_argument("--lease", default="60s", help="how long a claimed run stays this daemon's without a renewal "
+                                                   "(default 60s; renewed every 2 s): after a kill -9, another "
+                                                   "rack's daemon takes the run back once it has run out")
     sp.add_argument("--quiet", "-q", action="store_true")
+
+    sp = add("export", cmd_export, "write the uploaded records (manifest, summary) of every rack as record "
+                                   "directories")
+    sp.add_argument("id", nargs="?")
+    sp.add_argument("--out", required=True, help="directory (one sub-directory per run)")

@@ -29,6 +29,7 @@ for _name, _help in (
         ("scenarios", "list scenarios, or document one"),
         ("link", "set, show or measure a link's shaping"),
         ("campaign", "unattended sweeps: plan, submit, status, pause, resume, cancel, report"),
+        ("rack", "a shared rack: who holds its lease, reservations (reserve, list, cancel)"),
         ("field", "field tests on modem hosts: start, status, stop, report"),
         ("metrics", "InfluxDB: send spooled points"),
         ("report", "figures over many run records (rtt-loss: the BBRv3 heatmaps)")):

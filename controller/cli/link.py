@@ -4,12 +4,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 
 from controller.cli.commands import add_command
 from controller.cli.common import inventory_of, print_json
 from controller.lab.ops import ensure_lab
-from controller.lock import RackLock
 from controller.rack import links as linkops
+from controller.rack.lease import hold_rack, parse_wait
+from controller.rack.reservations import check_free
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
 def cmd_link(args: argparse.Namespace) -> int:
@@ -19,8 +25,9 @@ def cmd_link(args: argparse.Namespace) -> int:
             raise linkops.ParameterError("link set: which link? (ctl link set LINK --bw ...)")
         dirs = linkops.directions(args.dir)
         linkops.check_set(inv, args.link, dirs, args.bw, args.delay, args.plr, args.queue)
-        with RackLock(inv.name, f"ctl link set {args.link}"):
-            ensure_lab(inv)
+        with hold_rack(inv, f"ctl link set {args.link}", wait_s=parse_wait(args.wait), say=_say,
+                       prepare=lambda: ensure_lab(inv)):
+            check_free(inv, time.time(), 10.0, f"ctl link set {args.link}")
             entry = asyncio.run(linkops.link_set(inv, args.link, dirs, args.bw, args.delay, args.plr, args.queue))
         if args.json:
             print_json({k: v for k, v in entry.items() if k != "commands"})
@@ -39,8 +46,10 @@ def cmd_link(args: argparse.Namespace) -> int:
     if not args.link:
         raise linkops.ParameterError("link measure: which link?")
     linkops.measure_plan(inv, args.link)
-    with RackLock(inv.name, f"ctl link measure {args.link}"):
-        ensure_lab(inv)
+    with hold_rack(inv, f"ctl link measure {args.link}", wait_s=parse_wait(args.wait), say=_say,
+                   prepare=lambda: ensure_lab(inv)):
+        check_free(inv, time.time(), args.pings * 0.2 + args.tcp_seconds + args.udp_seconds + 20.0,
+                   f"ctl link measure {args.link}")
         m = asyncio.run(linkops.link_measure(inv, args.link, pings=args.pings, tcp_s=args.tcp_seconds,
                                              udp_s=args.udp_seconds, streams=args.streams,
                                              progress=(lambda s: None) if args.json else
@@ -75,4 +84,6 @@ def register(sub) -> None:
     p.add_argument("--streams", type=int, default=4, help="measure: parallel TCP streams (saturate shallow queues)")
     p.add_argument("--udp-seconds", type=float, default=5.0)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--wait", nargs="?", const="forever", default=None, metavar="DURATION",
+                   help="set/measure: wait for the rack when another controller holds it (or up to DURATION)")
     p.set_defaults(func=cmd_link)

@@ -11,13 +11,18 @@ from controller.cli.commands import add_command
 from controller.cli.common import inventory_of, print_json
 from controller.errors import CtlError
 from controller.lab.ops import ensure_lab
-from controller.lock import RackLock
+from controller.rack.lease import hold_rack, parse_wait
+from controller.rack.reservations import check_free
 from controller.run.prepare import prepare_run
 from controller.run.recovery import recover_all
 from controller.run.runner import execute
 from controller.settings import runs_dir
 from controller.telemetry.hosts import SAMPLER_SOURCE
 from controller.telemetry.influx import influx_target, push_pending
+
+
+# Set-up and restore around the traffic, for the reservation check (a campaign learns its own).
+ADHOC_OVERHEAD_S = 20.0
 
 
 def _progress(quiet: bool):
@@ -43,11 +48,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     needed = {f.client for f in plan.flows} | {f.server for f in plan.flows} | set(plan.endpoints) | \
         {inv.links[k[0]].bridge for k in plan.links}
-    with RackLock(inv.name, f"ctl run {args.scenario}") as lock:
-        if lock.broke_stale:
-            say(f"took over the rack lock of a dead controller (pid {lock.broke_stale.get('pid')})")
-        if ensure_lab(inv, needed):
+    brought_up: list[bool] = []
+    with hold_rack(inv, f"ctl run {args.scenario}", wait_s=parse_wait(args.wait), say=say,
+                   prepare=lambda: brought_up.append(ensure_lab(inv, needed))) as hold:
+        if hold.lock.broke_stale:
+            say(f"took over the rack lock of a dead controller (pid {hold.lock.broke_stale.get('pid')})")
+        if brought_up and brought_up[0]:
             say(f"virtual rack {inv.name} was down: brought it up")
+        # Somebody else's reservation: refused before anything on the rack changes (exit 3).
+        check_free(inv, time.time(), float(params.get("duration") or 0) + ADHOC_OVERHEAD_S, f"ctl run {args.scenario}")
         problems = recover_all(inv, runs_dir(args.runs_dir), say)
         if problems:
             raise CtlError("the rack could not be restored after an interrupted run: " + "; ".join(problems))
@@ -119,5 +128,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     p.add_argument("--runs-dir", help="where run records go (default: $CTL_RUNS_DIR or runs/)")
+    p.add_argument("--wait", nargs="?", const="forever", default=None, metavar="DURATION",
+                   help="wait for the rack when another controller holds it (as long as it takes, or up to "
+                        "DURATION, e.g. 10m); without it a held rack is exit 3 at once")
     p.add_argument("--campaign", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_run, extra_args="params")

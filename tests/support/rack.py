@@ -159,7 +159,7 @@ def sweep_stale_test_racks() -> None:
         return
     for d in base.iterdir():
         name = d.name
-        if len(name) == 6 and name[0] in "tu" and name[1:].isdigit() and (d / "lab.json").exists():
+        if len(name) == 6 and name[0] in "tuw" and name[1:].isdigit() and (d / "lab.json").exists():
             owner = int(name[1:])
             if any(Path(f"/proc/{pid}").exists() for pid in _pids_with_suffix(owner)):
                 continue

@@ -1,0 +1,463 @@
+"""Rack leases: whoever drives a rack holds its lease for exactly as long as that controller
+is alive and connected, whichever machine it runs on.
+
+Two places a lease can live, picked by configuration, not by the caller:
+
+- **the lab database** (`$CTL_DATABASE_URL`): a PostgreSQL session advisory lock per rack,
+  held by a connection of the controller's own. PostgreSQL drops it when that session ends:
+  the process exits or is killed -9 (the socket closes), or the network is lost (TCP
+  keepalives, about a minute). A row in `rack_leases` says who holds it (user, machine, pid,
+  since, what it runs) and is refreshed every few seconds.
+- **the rack itself** (no database): a lock on the rack's first host (the first SSH host of
+  the inventory that runs Linux or FreeBSD), held by a long-running remote command started
+  with `Session.spawn` over the controller's own SSH connection: `flock` (Linux) or `lockf`
+  (FreeBSD) around `cat`, which ends when its stdin closes, i.e. when the connection does
+  (process death, kill -9, a lost network once sshd's ClientAlive checks give up). A file
+  next to the lock names the holder and the PID of the holding process, so a reader can tell
+  a live holder from a stale note.
+
+The machine-wide `controller.lock.RackLock` stays the fast path on one controller: it is
+taken first, then the lease. `hold_rack` does both, waits for them when asked (`--wait`),
+and names the holder when it gives up (exit 3).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable, Coroutine, Iterator, Protocol
+
+from controller.commands import Command
+from controller.errors import CtlError, RackBusy, SSHError
+from controller.inventory import Inventory, Role
+from controller.labdb import DatabaseError, connect, database_url, first_line, redact, whoami
+from controller.labdb.migrations import migrate
+from controller.lock import RackLock, pid_alive
+from controller.ssh import CommandLog, HostTarget, SSHRemoteProcess, SSHSession, targets
+from controller.units import parse_duration
+
+HEARTBEAT_S = 5.0
+WAIT_POLL_S = 2.0
+DEAD_HOLDER_GRACE_S = 30.0
+ADVISORY_CLASS = 0x6374   # first key of every rack's advisory lock ("ct"); the second is the rack's
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a rack's lease (as far as it is known: `alive` False means a stale note)."""
+
+    user: str
+    host: str
+    pid: int | None
+    purpose: str
+    since: float | None
+    where: str
+    alive: bool = True
+
+    def text(self) -> str:
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since)) if self.since else "?"
+        return (f"{self.user} on {self.host} (pid {self.pid if self.pid is not None else '?'}, {self.purpose}, "
+                f"since {since}; lease {self.where})")
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _holder_from(info: dict, where: str, alive: bool = True) -> Holder:
+    pid = info.get("pid")
+    return Holder(str(info.get("user", "?")), str(info.get("host", "?")), int(pid) if isinstance(pid, int) else None,
+                  str(info.get("purpose", "?")), info.get("since") if isinstance(info.get("since"), (int, float))
+                  else None, where, alive)
+
+
+class Lease(Protocol):
+    """A rack lease back-end: `try_acquire` returns None when it got the lease, else the holder."""
+
+    where: str
+    lost: str | None
+
+    def try_acquire(self) -> Holder | None: ...
+    def release(self) -> None: ...
+    def holder(self) -> Holder | None: ...
+
+
+# ==== the lab database: a session advisory lock =====================================================
+
+def advisory_key(rack: str) -> tuple[int, int]:
+    """The two int4 keys of a rack's advisory lock (pg_locks shows them as classid, objid)."""
+    return ADVISORY_CLASS, zlib.crc32(rack.encode()) & 0x7FFFFFFF
+
+
+class DatabaseLease:
+    """`pg_try_advisory_lock(class, crc32(rack))` on a connection of its own, kept for the
+    life of the lease; a daemon thread refreshes the holder row (and notices a lost session)."""
+
+    def __init__(self, url: str, rack: str, purpose: str):
+        self.url = url
+        self.rack = rack
+        self.purpose = purpose
+        self.where = f"in the lab database {redact(url)}"
+        self.key = advisory_key(rack)
+        self.lost: str | None = None
+        self._conn: Any = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def try_acquire(self) -> Holder | None:
+        conn = connect(self.url, f"rack lease {self.rack}")
+        try:
+            migrate(conn)
+            got = conn.execute("SELECT pg_try_advisory_lock(%s, %s) AS ok", self.key).fetchone()["ok"]
+            if not got:
+                holder = self._read(conn) or Holder("?", "?", None, "holder not recorded yet", None, self.where)
+                conn.close()
+                return holder
+            me = whoami()
+            conn.execute(
+                "INSERT INTO rack_leases (rack, holder_user, holder_host, holder_pid, backend_pid, purpose, since, "
+                "heartbeat) VALUES (%s, %s, %s, %s, pg_backend_pid(), %s, %s, %s) ON CONFLICT (rack) DO UPDATE SET "
+                "holder_user=EXCLUDED.holder_user, holder_host=EXCLUDED.holder_host, holder_pid=EXCLUDED.holder_pid, "
+                "backend_pid=EXCLUDED.backend_pid, purpose=EXCLUDED.purpose, since=EXCLUDED.since, "
+                "heartbeat=EXCLUDED.heartbeat",
+                (self.rack, me["user"], me["host"], me["pid"], self.purpose, time.time(), time.time()))
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        self._thread = threading.Thread(target=self._beat, name=f"lease-{self.rack}", daemon=True)
+        self._thread.start()
+        return None
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                self._conn.execute("UPDATE rack_leases SET heartbeat=%s WHERE rack=%s AND backend_pid=pg_backend_pid()",
+                                   (time.time(), self.rack))
+            except Exception as exc:  # the session is gone: so is the lock
+                self.lost = f"lost the lab database session holding the lease: {first_line(exc)}"
+                return
+
+    def _read(self, conn: Any) -> Holder | None:
+        row = conn.execute(
+            "SELECT r.*, EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype='advisory' AND l.classid=%s "
+            "AND l.objid=%s AND l.objsubid=2 AND l.granted AND l.pid=r.backend_pid) AS alive "
+            "FROM rack_leases r WHERE r.rack=%s", (*self.key, self.rack)).fetchone()
+        if row is None:
+            return None
+        return Holder(row["holder_user"], row["holder_host"], row["holder_pid"], row["purpose"], row["since"],
+                      self.where, bool(row["alive"]))
+
+    def holder(self) -> Holder | None:
+        conn = connect(self.url, f"rack status {self.rack}")
+        try:
+            migrate(conn)
+            h = self._read(conn)
+            if h is None or h.alive:
+                return h
+            # A row whose session is gone: is anybody holding the lock at all (a holder between its
+            # lock and its row)?
+            held = conn.execute("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype='advisory' AND classid=%s AND "
+                                "objid=%s AND objsubid=2 AND granted) AS held", self.key).fetchone()["held"]
+            return h if not held else Holder("?", "?", None, "holder not recorded yet", None, self.where)
+        finally:
+            conn.close()
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(HEARTBEAT_S + 5)
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.execute("DELETE FROM rack_leases WHERE rack=%s AND backend_pid=pg_backend_pid()",
+                                   (self.rack,))
+                self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", self.key)
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
+
+
+# ==== the rack's first host: a lock held by a remote process =========================================
+
+# The lock program per host OS (data, not branches): exit 75 (EX_TEMPFAIL) when someone holds it.
+LOCKERS: dict[str, tuple[str, ...]] = {
+    "linux": ("flock", "-n", "-E", "75"),        # util-linux
+    "freebsd": ("lockf", "-k", "-s", "-t", "0"),  # base system
+}
+
+# Constant scripts; every value arrives as a positional argument ("$@"). The lease directory is
+# the account's own (created 0700, refused if it is a symlink or someone else's); the holding
+# process is `cat`, exec'd by the locked shell, so the recorded PID is the process that ends when
+# the controller's connection does.
+_HOLD = r'''d=$1; f=$2; info=$3; shift 3
+[ -n "$d" ] || d="$HOME/.ctl-lease"
+if [ ! -d "$d" ]; then mkdir -p -m 700 "$d" || exit 3; fi
+if [ -L "$d" ] || [ ! -O "$d" ]; then echo "ctl-lease-unsafe $d"; exit 3; fi
+for x in "$d/$f" "$d/$f.holder"; do if [ -L "$x" ]; then echo "ctl-lease-unsafe $x"; exit 3; fi; done
+cd "$d" || exit 3
+"$@" "$f" sh -c 'printf "%s\n%s\n" "$$" "$2" > "$1.holder" && echo ctl-lease-held && exec cat >/dev/null' \
+  ctl-lease-hold "$f" "$info"
+rc=$?
+if [ "$rc" = 75 ]; then echo ctl-lease-busy; cat "$f.holder" 2>/dev/null; echo; echo ctl-lease-end; fi
+exit "$rc"'''
+_READ = r'''d=$1; f=$2
+[ -n "$d" ] || d="$HOME/.ctl-lease"
+if [ ! -f "$d/$f.holder" ] || [ -L "$d/$f.holder" ]; then echo ctl-lease-none; exit 0; fi
+{ read -r pid; read -r info; } < "$d/$f.holder"
+if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then echo ctl-lease-alive; else echo ctl-lease-stale; fi
+printf '%s\n' "$info"'''
+
+
+@dataclass(frozen=True)
+class LeasePlace:
+    """Where a rack without a database keeps its lease and reservations: a host, its OS, a directory."""
+
+    target: HostTarget
+    os: str
+    directory: str        # "" = the account's $HOME/.ctl-lease
+    rack: str
+
+    @property
+    def lock_name(self) -> str:
+        return f"{self.rack}.lock"
+
+    def describe(self) -> str:
+        return f"on host {self.target.name} ({(self.directory or '~/.ctl-lease')}/{self.lock_name})"
+
+
+def lease_place(inv: Inventory) -> LeasePlace:
+    """The rack's first host (inventory order) reachable over SSH that can hold a lock. A virtual
+    rack's hosts share this machine's filesystem: its lease goes in its own runtime dir."""
+    by_name = {t.name: t for t in targets(inv)}
+    for name, host in inv.hosts.items():
+        if name in by_name and host.role is not Role.SWITCH and host.os in LOCKERS:
+            directory = str(inv.virtual.runtime_dir / "lease") if inv.virtual is not None else ""
+            return LeasePlace(by_name[name], host.os, directory, inv.name)
+    raise CtlError(f"rack {inv.name}: no Linux or FreeBSD host reachable over SSH to hold the rack lease")
+
+
+class LoopThread:
+    """An event loop of its own in a daemon thread: a lease's SSH connection must live (answer
+    keepalives, notice loss) across the caller's own `asyncio.run` calls."""
+
+    def __init__(self, name: str):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, Any], timeout: float = 60) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+async def run_on_place(place: LeasePlace, argv: tuple[str, ...], *, stdin: str | None = None,
+                       timeout: float = 30) -> tuple[int | None, str, str]:
+    """One short command on the lease host over a connection of its own: (exit, stdout, stderr)."""
+    session = SSHSession(place.target, CommandLog())
+    try:
+        await session.connect()
+        r = await session.run(Command(argv, timeout=timeout, check=False, stdin=stdin, note="rack lease"))
+        return r.exit_status, r.stdout, r.stderr
+    finally:
+        await session.close()
+
+
+class HostLease:
+    """The lock on the rack's first host, held by a remote `cat` for the life of our SSH connection."""
+
+    def __init__(self, inv: Inventory, purpose: str):
+        self.place = lease_place(inv)
+        self.purpose = purpose
+        self.where = self.place.describe()
+        self.lost: str | None = None
+        self._loop: LoopThread | None = None
+        self._session: SSHSession | None = None
+        self._proc: SSHRemoteProcess | None = None
+        self._watch: Any = None
+        self._releasing = False
+
+    def _argv(self, info: dict) -> tuple[str, ...]:
+        return ("sh", "-c", _HOLD, "ctl-lease", self.place.directory, self.place.lock_name, json.dumps(info),
+                *LOCKERS[self.place.os])
+
+    def try_acquire(self) -> Holder | None:
+        me = whoami()
+        info = {**me, "purpose": self.purpose, "since": time.time()}
+        loop = LoopThread(f"lease-{self.place.rack}")
+        try:
+            holder = loop.run(self._acquire(info))
+        except BaseException:
+            loop.run(self._close(), 30)
+            loop.stop()
+            raise
+        if holder is not None:
+            loop.stop()
+            return holder
+        self._loop = loop
+        return None
+
+    async def _acquire(self, info: dict) -> Holder | None:
+        self._session = SSHSession(self.place.target, CommandLog())
+        await self._session.connect()
+        proc = await self._session.spawn(self._argv(info), note="rack lease", stdin_open=True)
+        first = await proc.readline(30)
+        if first == "ctl-lease-held":
+            self._proc = proc
+            self._watch = asyncio.ensure_future(self._watch_proc(proc))
+            return None
+        rest: list[str] = []
+        if first == "ctl-lease-busy":
+            while True:
+                line = await proc.readline(10)
+                if line in ("ctl-lease-end", ""):
+                    break
+                rest.append(line)
+        await proc.wait(10)
+        await self._close()
+        if first != "ctl-lease-busy":
+            why = first.removeprefix("ctl-lease-unsafe ") if first.startswith("ctl-lease-unsafe") else \
+                (first or "no answer")
+            raise CtlError(f"rack {self.place.rack}: cannot take the lease {self.where}: "
+                           + (f"{why} is not a directory of ours (a symlink or another user's)"
+                              if first.startswith("ctl-lease-unsafe") else why))
+        info_now = _parse_info(rest[1] if len(rest) > 1 else "")
+        return _holder_from(info_now, self.where) if info_now else \
+            Holder("?", "?", None, "holder not recorded yet", None, self.where)
+
+    async def _watch_proc(self, proc: SSHRemoteProcess) -> None:
+        await proc.wait(None)
+        if not self._releasing:
+            self.lost = f"the lease process on {self.place.target.name} ended (connection lost?)"
+
+    async def _close(self) -> None:
+        if self._proc is not None:
+            self._proc.close_stdin()           # `cat` sees EOF: the lock is released on the host
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._proc.wait(10), 12)
+            if self._watch is not None:
+                self._watch.cancel()
+            self._proc = None
+        if self._session is not None:
+            with contextlib.suppress(Exception):
+                await self._session.close()
+            self._session = None
+
+    def release(self) -> None:
+        self._releasing = True
+        if self._loop is not None:
+            with contextlib.suppress(Exception):
+                self._loop.run(self._close(), 30)
+            self._loop.stop()
+            self._loop = None
+
+    def holder(self) -> Holder | None:
+        code, out, err = asyncio.run(run_on_place(
+            self.place, ("sh", "-c", _READ, "ctl-lease-read", self.place.directory, self.place.lock_name)))
+        lines = out.splitlines()
+        if code != 0 or not lines:
+            raise CtlError(f"rack {self.place.rack}: cannot read the lease {self.where}: {err.strip() or code}")
+        if lines[0] == "ctl-lease-none":
+            return None
+        info = _parse_info(lines[1] if len(lines) > 1 else "")
+        return _holder_from(info, self.where, alive=lines[0] == "ctl-lease-alive")
+
+
+def _parse_info(text: str) -> dict:
+    try:
+        o = json.loads(text)
+    except ValueError:
+        return {}
+    return o if isinstance(o, dict) else {}
+
+
+def make_lease(inv: Inventory, purpose: str) -> Lease:
+    """The configured lease for this rack: the lab database when there is one, else its first host."""
+    url = database_url()
+    if url is not None:
+        return DatabaseLease(url, inv.name, purpose)
+    return HostLease(inv, purpose)
+
+
+# ==== holding a rack: the machine-wide lock, then the lease ===========================================
+
+@dataclass
+class RackHold:
+    rack: str
+    lock: RackLock
+    lease: Lease
+
+    @property
+    def lost(self) -> str | None:
+        return self.lease.lost
+
+
+def parse_wait(text: str | None) -> float:
+    """`--wait` (no value: as long as it takes) / `--wait 10m` -> seconds; absent: 0 (do not wait)."""
+    if text is None:
+        return 0.0
+    if text == "forever":
+        return float("inf")
+    return parse_duration(text, what="--wait", allow_zero=True)
+
+
+@contextlib.contextmanager
+def hold_rack(inv: Inventory, purpose: str, *, wait_s: float = 0.0, say: Callable[[str], None] | None = None,
+              prepare: Callable[[], Any] | None = None) -> Iterator[RackHold]:
+    """Take the machine-wide rack lock, run `prepare` (e.g. bring a virtual rack up: the lease
+    lives on its hosts), then the rack's lease; release both in reverse order. Waits up to
+    `wait_s` seconds (inf: as long as it takes) for each, telling `say` once who it waits for;
+    then raises RackBusy (exit 3) naming the holder."""
+    deadline = time.monotonic() + wait_s
+    say = say or (lambda m: None)
+    lock = RackLock(inv.name, purpose)
+    told = ""
+    while True:
+        try:
+            lock.acquire()
+            break
+        except RackBusy as exc:
+            if time.monotonic() + WAIT_POLL_S > deadline:
+                raise
+            if told != exc.one_line():
+                told = exc.one_line()
+                say(f"waiting for the rack: {told}")
+            time.sleep(WAIT_POLL_S)
+    try:
+        if prepare is not None:
+            prepare()
+        lease = make_lease(inv, purpose)
+        while True:
+            try:
+                holder = lease.try_acquire()
+            except (SSHError, DatabaseError) as exc:
+                raise CtlError(f"rack {inv.name}: cannot take the rack lease {lease.where}: {exc.one_line()}") \
+                    from None
+            if holder is None:
+                break
+            msg = f"rack {inv.name} is leased by {holder.text()}"
+            if holder.host == socket.gethostname() and holder.pid and not pid_alive(holder.pid):
+                # Its holder died on this machine: the lease goes with its session or SSH connection
+                # within moments (sshd's ClientAlive checks at worst): wait for that, do not refuse.
+                deadline = max(deadline, time.monotonic() + DEAD_HOLDER_GRACE_S)
+                msg = f"rack {inv.name}: the lease of dead pid {holder.pid} is being released"
+            if time.monotonic() + WAIT_POLL_S > deadline:
+                raise RackBusy(msg + ("" if wait_s else " (--wait waits for it)"))
+            if told != msg:
+                told = msg
+                say(f"waiting for the rack: {msg}")
+            time.sleep(WAIT_POLL_S)
+        try:
+            yield RackHold(inv.name, lock, lease)
+        finally:
+            lease.release()
+    finally:
+        lock.release()
