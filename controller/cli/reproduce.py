@@ -13,7 +13,7 @@ from typing import Any
 from controller.campaign.backends import open_store, store_exists
 from controller.campaign.progress import progress_of
 from controller.campaign.scheduler import Scheduler, SchedulerLock, SchedulerOptions, scheduler_owner
-from controller.campaign.timing import format_span, local, parse_at, progress_bar
+from controller.campaign.timing import format_span, local, parse_at, parse_window, progress_bar
 from controller.cli.campaign import Console, progress_line
 from controller.cli.commands import Parser, add_command
 from controller.cli.common import inventory_of, print_json
@@ -80,8 +80,9 @@ def _print_plan(inv: Inventory, mode: str, planned: list[PlannedCampaign], finis
               f"{format_span(p.rack_s):>10}  {local(f):%a %H:%M}")
     rack = sum(p.rack_s for p in planned)
     start = f"at {local(not_before):%Y-%m-%d %H:%M}" if not_before else "now"
+    finish = f"{local(finishes[-1]):%Y-%m-%d %H:%M} if started {start}" if finishes else "-"
     print(f"{'total':<9} {'':<28} {'':<20} {'':>12} {total:>5} {format_span(sum(p.traffic_s for p in planned)):>9} "
-          f"{format_span(rack):>10}  {local(finishes[-1]) if finishes else '-':%Y-%m-%d %H:%M} if started {start}")
+          f"{format_span(rack):>10}  {finish}")
     learned = [p for p in planned if p.learned_from]
     print("rack time = traffic + set-up/restore per run (" +
           (", ".join(f"{p.spec.scenario} {p.overhead_s:.0f} s learned from {p.learned_from} runs" for p in learned)
@@ -106,13 +107,18 @@ def cmd_start(args: argparse.Namespace) -> int:
     inv_path = Path(resolve_inventory_path(args.inventory))
     now = time.time()
     not_before = parse_at(args.at, now) if args.at else None
+    if args.window:
+        try:
+            parse_window(args.window)
+        except ValueError as exc:
+            raise UsageError(f"--window: {exc}") from None
     statuses = _statuses(inv, args.dry_run)
     rd = design(mode, papers, statuses)
     if not rd.campaigns and not args.dry_run and papers != ["field"]:
         raise UsageError("reproduce: nothing can run on this rack: " + "; ".join(n.reason for n in rd.not_runnable))
     if args.dry_run:
         with tempfile.TemporaryDirectory(prefix="ctl-reproduce-") as tmp:
-            planned = prepare(rd, inv, Path(tmp))
+            planned = prepare(rd, inv, Path(tmp), args.window)
             finishes = finish_times(planned, now, not_before)
             if args.json:
                 print_json(_plan_json(mode, papers, planned, finishes, rd, statuses))
@@ -125,7 +131,7 @@ def cmd_start(args: argparse.Namespace) -> int:
                             str(runs_dir(args.runs_dir).resolve()),
                             not_runnable=[n.to_json() for n in rd.not_runnable],
                             algorithms={n: s.to_json() for n, s in statuses.items()}, notes=rd.notes)
-    planned = prepare(rd, inv, r.dir / "campaigns")
+    planned = prepare(rd, inv, r.dir / "campaigns", args.window)
     finishes = finish_times(planned, now, not_before)
     r.estimate = {"rack_s": sum(p.rack_s for p in planned), "traffic_s": sum(p.traffic_s for p in planned),
                   "finish": finishes[-1] if finishes else now}
@@ -133,30 +139,38 @@ def cmd_start(args: argparse.Namespace) -> int:
         _print_plan(inv, mode, planned, finishes, rd, statuses, not_before)
     submit(r, planned, inventory_path=inv_path, inv=inv, runs_root=Path(r.runs_root), not_before=not_before)
     record.save(r)
-    if args.json:
-        print_json({"id": r.id, **_plan_json(mode, papers, planned, finishes, rd, statuses),
-                    "campaign_ids": [c["id"] for c in r.campaigns]})
-    else:
+    doc = {"id": r.id, **_plan_json(mode, papers, planned, finishes, rd, statuses),
+           "campaign_ids": [c["id"] for c in r.campaigns]}
+    if not args.json:
         print(f"\nqueued reproduction {r.id}: campaigns " + ", ".join(f"#{c['num']}" for c in r.campaigns))
-    if not r.campaigns:
-        return _report(r, None, args.json)
     owner = scheduler_owner()
-    if args.no_wait or owner:
+    if r.campaigns and (args.no_wait or owner):
         who = f"the campaign scheduler (pid {owner.get('pid')}, {owner.get('purpose')}) runs them" if owner else \
             "start `ctl campaign daemon` (or its systemd unit) to run them"
         print(f"{who}; `ctl reproduce status {r.id}` shows progress, `ctl reproduce report {r.id}` writes the "
               "report", file=sys.stderr)
+        if args.json:
+            print_json(doc)
         return 0
-    return _run_foreground(r, args.quiet, args.json)
+    code = _run_foreground(r, args.quiet) if r.campaigns else 0
+    if code is None or code in (130, 143):      # another scheduler runs them, or stopped by a signal
+        if args.json:
+            print_json(doc)
+        return code or 0
+    rc = _report(r, None, args.json, extra=doc)
+    return code or rc
 
 
-def _run_foreground(r: record.Reproduction, quiet: bool, as_json: bool) -> int:
+def _run_foreground(r: record.Reproduction, quiet: bool) -> int | None:
+    """Run the reproduction's campaigns in this terminal (as `ctl campaign resume` does): 0 when
+    they are done, 1 when one paused (its reason is printed), 130/143 when stopped by a signal,
+    None when another scheduler holds the campaigns (it runs them)."""
     lock = SchedulerLock(f"ctl reproduce {r.id}")
     if not lock.try_acquire():
         o = scheduler_owner() or {}
         print(f"the campaign scheduler (pid {o.get('pid', '?')}, {o.get('purpose', '?')}) runs the campaigns; "
               f"`ctl reproduce report {r.id}` when they are done", file=sys.stderr)
-        return 0
+        return None
     store = open_store()
     console = Console(quiet=quiet)
     try:
@@ -172,25 +186,24 @@ def _run_foreground(r: record.Reproduction, quiet: bool, as_json: bool) -> int:
             console.log(f"stopped by {sched.stop_reason}; `ctl campaign resume` (or the daemon) continues, "
                         f"`ctl reproduce report {r.id}` reports what completed")
             return 130 if sched.stop_reason == "SIGINT" else 143
-        paused = [store.find(c["id"]) for c in r.campaigns]
-        paused = [c for c in paused if c.state == "paused"]
+        paused = [c for c in (store.find(e["id"]) for e in r.campaigns) if c.state == "paused"]
         for c in paused:
             console.log(f"campaign #{c.num} {c.name} is paused: {c.reason}")
+        return 1 if paused else 0
     finally:
         store.close()
         lock.release()
-    code = _report(r, None, as_json)
-    return 1 if paused else code
 
 
-def _report(r: record.Reproduction, out: str | None, as_json: bool) -> int:
+def _report(r: record.Reproduction, out: str | None, as_json: bool, extra: dict | None = None) -> int:
     store = open_store()
     try:
         res = rep.write(store, r, Path(out) if out else None)
     finally:
         store.close()
     if as_json:
-        print_json({"id": r.id, "html": str(res["html"]), "markdown": str(res["markdown"]), "json": str(res["json"]),
+        print_json({**(extra or {}), "id": r.id, "html": str(res["html"]), "markdown": str(res["markdown"]),
+                    "json": str(res["json"]),
                     "verdicts": [{"paper": c.paper, "claim": c.id, "status": v.status, "strength": v.strength}
                                  for c, v in res["judged"]]})
         return 0
@@ -282,6 +295,8 @@ def register(sub) -> None:
     p.add_argument("--papers", help="comma-separated: mcubic,bbrv3,parallel,mptcp-bt,field (default: all)")
     p.add_argument("--dry-run", action="store_true", help="print the campaigns, runs, rack time and finish; change nothing")
     p.add_argument("--at", help="not before this time (HH:MM or ISO date and time)")
+    p.add_argument("--window", help="runs only inside this daily stretch, e.g. 22:00-07:00 (over as many nights as "
+                   "it takes)")
     p.add_argument("--runs-dir", help="where run records go (default: $CTL_RUNS_DIR or runs/)")
     p.add_argument("--no-wait", action="store_true", help="only queue the campaigns (the daemon runs them)")
     p.add_argument("--quiet", "-q", action="store_true")

@@ -25,8 +25,14 @@ from controller.settings import state_dir
 from controller.ssh import CommandLog, SSHPool
 from nodes.congestion.build import LOCAL_BTF, BuildError, build
 from nodes.congestion.catalog import ALGORITHMS, KERNEL_BUILTIN
-from nodes.congestion.driver import HOSTCTL_SOURCE, MIN_KERNEL, CongestionDriver, CongestionState, kernel_version, \
-    parse_probe
+from nodes.congestion.driver import (
+    HOSTCTL_SOURCE,
+    MIN_KERNEL,
+    CongestionDriver,
+    CongestionState,
+    kernel_version,
+    parse_probe,
+)
 
 
 @dataclass(frozen=True)

@@ -246,8 +246,9 @@ def campaign_name(mode: str, key: str) -> str:
     return f"repro-{mode}-{key}"
 
 
-def campaign_document(mode: str, d: CampaignDesign) -> dict[str, Any]:
-    """The campaign file of one design (a YAML mapping for `controller.campaign.spec`)."""
+def campaign_document(mode: str, d: CampaignDesign, window: str | None = None) -> dict[str, Any]:
+    """The campaign file of one design (a YAML mapping for `controller.campaign.spec`); `window`
+    (e.g. 22:00-07:00) keeps every run inside that daily stretch."""
     doc: dict[str, Any] = {
         "version": 1, "name": campaign_name(mode, d.key),
         "description": f"ctl reproduce --{mode}: {d.title} ({PAPERS[d.paper].reference})",
@@ -261,4 +262,6 @@ def campaign_document(mode: str, d: CampaignDesign) -> dict[str, Any]:
                 # an algorithm that will not load on some host is skipped (the report says so), not a
                 # reason to stop the rest of the night's reproduction
                 "retry": {"refused": {"attempts": 1, "then": "skip"}}})
+    if window:
+        doc["window"] = window
     return doc

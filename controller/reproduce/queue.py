@@ -51,8 +51,8 @@ class PlannedCampaign:
         return sum(self.per_run_s()) + self.spec.pause_s * max(0, self.runs - 1)
 
 
-def write_campaign_file(directory: Path, mode: str, d: CampaignDesign) -> Path:
-    doc = campaign_document(mode, d)
+def write_campaign_file(directory: Path, mode: str, d: CampaignDesign, window: str | None = None) -> Path:
+    doc = campaign_document(mode, d, window)
     path = directory / f"{doc['name']}.yaml"
     header = (f"# Written by `ctl reproduce --{mode}`: {d.title}.\n"
               "# An ordinary campaign file: `ctl campaign plan FILE` shows the same runs.\n")
@@ -60,7 +60,7 @@ def write_campaign_file(directory: Path, mode: str, d: CampaignDesign) -> Path:
     return path
 
 
-def prepare(rd: ReproductionDesign, inv: Inventory, directory: Path) -> list[PlannedCampaign]:
+def prepare(rd: ReproductionDesign, inv: Inventory, directory: Path, window: str | None = None) -> list[PlannedCampaign]:
     """Write, load and check every campaign of the design (nothing is submitted)."""
     directory.mkdir(parents=True, exist_ok=True)
     samples: dict[str, list[float]] = {}
@@ -73,7 +73,7 @@ def prepare(rd: ReproductionDesign, inv: Inventory, directory: Path) -> list[Pla
             store.close()
     out = []
     for d in rd.campaigns:
-        path = write_campaign_file(directory, rd.mode, d)
+        path = write_campaign_file(directory, rd.mode, d, window)
         spec, lines, text = load_campaign(path)
         validated = validate_cases(spec, path, lines, inv)
         seed = spec.seed if spec.seed is not None else (draw_seed() if spec.order == "random" else None)

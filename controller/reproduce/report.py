@@ -24,8 +24,17 @@ from controller.reproduce.cells import Cell, Cells
 from controller.reproduce.measure import Measured, collect
 from controller.reproduce.papers import FIELD_TABLE1, MCUBIC_TABLES, PAPERS
 from controller.reproduce.record import Reproduction
-from controller.reproduce.verdicts import (INCONCLUSIVE, NOT_REPRODUCED, NOT_RUNNABLE, REPRODUCED, Claim, Context,
-                                           Verdict, judge, unavailable_rows)
+from controller.reproduce.verdicts import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    NOT_RUNNABLE,
+    REPRODUCED,
+    Claim,
+    Context,
+    Verdict,
+    judge,
+    unavailable_rows,
+)
 from controller.units import parse_delay_us, parse_rate
 
 Block = tuple  # ("h2"|"h3"|"p"|"list"|"table"|"figure"|"verdict"|"pre", ...)

@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 from controller.reproduce.cells import Cell, Cells
-from controller.reproduce.verdicts import (CLAIMS, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUNNABLE, REPRODUCED, Context,
-                                           judge, unavailable_rows)
+from controller.reproduce.verdicts import (
+    CLAIMS,
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    NOT_RUNNABLE,
+    REPRODUCED,
+    Context,
+    judge,
+    unavailable_rows,
+)
 from tests.unit.controller.reproduce.conftest import statuses
 
 BY_ID = {c.id: c for c in CLAIMS}
