@@ -63,7 +63,8 @@ def _parallel(acc: Acc, varied: Mapping[str, str], s: Mapping[str, Any]) -> None
                   facts={"setup_s": h.get("setup_s"), "starved": pc.get("starved"),
                          "connections": pc.get("connections"), "jain_connections": pc.get("jain"),
                          "packets_per_connection": diag.get("packets_per_connection"),
-                         "drop_pct": bn.get("drop_pct")})
+                         "drop_pct": bn.get("drop_pct"),
+                         "alive_model_pct": (diag.get("alive_model_share_pct") or {}).get(h["host"])})
 
 
 def _mptcp_bt(acc: Acc, varied: Mapping[str, str], s: Mapping[str, Any]) -> None:

@@ -273,6 +273,10 @@ def summarize(data: Any) -> dict:
         timeline.append({"t_s": round(t - t_m0, 1), "x1_pct": round(100 * x / bw, 1) if x is not None else None,
                          "m0_pct": round(100 * m / bw, 1) if m is not None else None})
         t += TIMELINE_STEP_S
+    # The same model over the connections that carried data: a starved connection (stuck in
+    # timeout back-off) takes no share, so the split follows the connections alive.
+    alive = {h["host"]: h["connections"] - ((h["per_connection"] or {}).get("starved") or 0) for h in hosts}
+    alive_model = predict(bw, alive["x1"], alive["m0"]) if alive["x1"] + alive["m0"] > 0 else None
     x_if = iface_on(data.inventory, p["x1"], link, "x1")
     direction = "forward" if x_if.side == "a" else "reverse"
     return {
@@ -297,6 +301,9 @@ def summarize(data: Any) -> dict:
         "diagnostics": {
             "packets_per_connection": packets_per_connection(bw, p["delay"], p["queue"],
                                                              p["base_streams"] + p["streams"]),
+            "connections_alive": alive,
+            "alive_model_share_pct": ({"x1": round(100 * alive_model["ib_bps"] / bw, 2),
+                                       "m0": round(100 * alive_model["bna_bps"] / bw, 2)} if alive_model else None),
             "bottleneck": pipe_drops(data.points, data.inventory.links[link].bridge, link, direction, lo, hi),
             "share_timeline": timeline},
         "flows": [f.to_json() for f in flows.values()],
@@ -314,6 +321,8 @@ def summarize(data: Any) -> dict:
             "per_connection": "iperf3 receiver bytes per connection over the host's whole test; starved: under "
                               f"{STARVED_SHARE * 100:g} % of the host's mean; jain: Jain's index over them",
             "packets_per_connection": "(queue + bandwidth-delay product) / (V_k + A_n), full-size packets",
+            "alive_model_share_pct": "BNA/IB over the connections that did not starve (V_k and A_n minus each "
+                                     "host's starved connections)",
             "bottleneck": "the bottleneck pipe's data direction over the overlap: packets arrived, dropped by "
                           "the full queue, peak occupancy",
             "share_timeline": "each host's share of B in 2 s steps from m0's first data"},
@@ -352,6 +361,9 @@ def diagnostics_text(s: dict) -> str:
         parts.append(f"{h['host']}: {setup}; {conn}")
     bn = d.get("bottleneck") or {}
     tail = f"path holds {d.get('packets_per_connection')} packets per connection (queue + BDP)"
+    am = d.get("alive_model_share_pct")
+    if am and any((h.get("per_connection") or {}).get("starved") for h in s["hosts"]):
+        tail += f"; the model over the connections alive: x1 {am['x1']:g} %, m0 {am['m0']:g} %"
     if bn.get("drop_pct") is not None:
         tail += f"; bottleneck dropped {bn['drop_pct']:g} % of arrivals during the overlap"
     return "; ".join(parts) + "\n" + tail

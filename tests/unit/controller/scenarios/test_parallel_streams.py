@@ -159,6 +159,9 @@ def test_recorded_diagnostics(recorded):
     assert (x1["connections"], x1["starved"], m0["connections"], m0["starved"]) == (64, 0, 16, 0)
     assert 0.98 < x1["jain"] <= 1.0 and 0.98 < m0["jain"] <= 1.0
     assert s["diagnostics"]["packets_per_connection"] == pytest.approx(2.29, abs=0.01)
+    # no connection starved: the model over the connections alive is the model itself
+    assert s["diagnostics"]["connections_alive"] == {"x1": 64, "m0": 16}
+    assert s["diagnostics"]["alive_model_share_pct"] == {"x1": 80.0, "m0": 20.0}
     tl = s["diagnostics"]["share_timeline"]
     assert len(tl) == 7 and all(75 < x["x1_pct"] < 85 and 15 < x["m0_pct"] < 25 for x in tl)
 
