@@ -14,8 +14,14 @@ from bridges.base import Direction, PipeConfig
 from controller import scenarios
 from controller.cli.run import prepare_run
 from controller.errors import ParameterError, UsageError
-from controller.scenarios.parallel_streams import (connections_needed, data_start, packets_per_connection, predict,
-                                                   rx_samples, window_rate)
+from controller.scenarios.parallel_streams import (
+    connections_needed,
+    data_start,
+    packets_per_connection,
+    predict,
+    rx_samples,
+    window_rate,
+)
 from controller.units import Queue
 from tests.support.shipped import INVENTORIES, RECORDED_RUNS, summarized
 
