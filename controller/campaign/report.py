@@ -423,3 +423,10 @@ def _markdown(c: Any, overview: list, figures: list, case_head: list, case_rows:
               ""]
     parts += ["## Events", "", "```", *events, "```", ""]
     return "\n".join(parts)
+
+
+# Public names for other reports built on this page's look (controller.reproduce.report).
+CSS = _CSS
+table_html = _table_html
+table_md = _table_md
+rel_path = _rel

@@ -32,7 +32,8 @@ for _name, _help in (
         ("rack", "a shared rack: who holds its lease, reservations (reserve, list, cancel)"),
         ("field", "field tests on modem hosts: start, status, stop, report"),
         ("metrics", "InfluxDB: send spooled points"),
-        ("report", "figures over many run records (rtt-loss: the BBRv3 heatmaps)")):
+        ("report", "figures over many run records (rtt-loss: the BBRv3 heatmaps)"),
+        ("reproduce", "every paper's tables on this rack: campaigns, status, report with verdicts, compare")):
     COMMANDS.lazy(_name, f"controller.cli.{_name}:register", _help)
 
 

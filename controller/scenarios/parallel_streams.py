@@ -10,7 +10,20 @@ well-defined period in which both run.)
 
 Measured: each host's share of the bottleneck while both run: the receivers' interface
 counters (frames, sampled at 10 Hz, like the paper's sniffer) over the overlap, skipping
-the first `--settle` seconds of m0's slow start.
+the first `--settle` seconds of m0's slow start. The overlap starts when m0's data really
+flows, read from its receiver's counters, not when its client was spawned: iperf3 opens its
+connections one after the other before sending, and next to x1's 64 connections a lost SYN
+costs each a 1 s retransmission timeout, so m0 can start sending seconds after its process
+(5 s was seen at 100 Mbit/s with a 100-slot queue). A window from the spawn time holds x1
+alone at 100 % for that long and inflates x1's share.
+
+Diagnostics beside the shares (why a case deviates, see README "ctl reproduce"): each host's
+connection set-up time, its connections that starved (carried under 10 % of its mean per
+connection: stuck in retransmission-timeout back-off), Jain's index over its connections,
+m0's share in 2 s steps, the bottleneck's drop rate over the overlap and the packets per
+connection the path holds ((queue + BDP) / (V_k + A_n)): below ~4 a connection cannot see
+three duplicate ACKs and recovers losses only by timeouts, where TCP stops sharing per
+connection.
 
 Model (the paper's eq. 2 and 4): a new application opening A_n connections next to V_k
 existing ones gets BNA = B x A_n / (V_k + A_n); the existing ones keep IB = B x V_k /
@@ -25,8 +38,9 @@ from typing import Any, Mapping
 
 from bridges.base import Direction, PipeConfig
 from controller import plots
-from controller.errors import ParameterError
+from controller.errors import CtlError, ParameterError
 from controller.inventory import Inventory, Role
+from controller.parsers import iperf3
 from controller.results.summary import flow_throughput, format_table
 from controller.scenarios.base import (
     Param,
@@ -39,7 +53,7 @@ from controller.scenarios.base import (
     require_link,
     role_param,
 )
-from controller.scenarios.common import iface_counter_rate, iface_series, paper_table
+from controller.scenarios.common import iface_series, paper_table
 from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
 from controller.traffic.iperf3 import FlowSpec
 from nodes.mptcp import EndpointConfig
@@ -123,25 +137,119 @@ def _receiver_iface(data: Any, host: str, link: str) -> str:
     return next(i.name for i in data.inventory.hosts[host].interfaces if i.link == link)
 
 
+# A sender's data starts in the first sampling step (10 Hz) in which its receiver gets more than
+# this share of B (at least 8 KiB): iperf3's control exchange and 64 handshakes are a few kB.
+DATA_START_SHARE = 0.02
+DATA_START_MIN_BYTES = 8192
+# A connection "starved": it carried under this share of its host's mean per connection.
+STARVED_SHARE = 0.10
+TIMELINE_STEP_S = 2.0
+
+
+def rx_samples(points: Any, host: str, iface: str) -> list[tuple[float, int]]:
+    """(t s, rx_bytes) of a host's interface, in time order."""
+    return sorted((p.time_ns / 1e9, int(p.fields["rx_bytes"])) for p in points
+                  if p.measurement == "iface" and p.tags.get("host") == host and p.tags.get("iface") == iface
+                  and "rx_bytes" in p.fields)
+
+
+def data_start(samples: list[tuple[float, int]], after: float, bw_bps: float) -> float | None:
+    """When a sender's data began to arrive (pure): the start of the first sampling step after
+    `after` in which its receiver got more than DATA_START_SHARE of B (handshakes stay below)."""
+    for (t0, v0), (t1, v1) in zip(samples, samples[1:]):
+        if t0 < after or t1 <= t0:
+            continue
+        if v1 - v0 > max(DATA_START_MIN_BYTES, DATA_START_SHARE * bw_bps / 8 * (t1 - t0)):
+            return t0
+    return None
+
+
+def window_rate(samples: list[tuple[float, int]], lo: float, hi: float) -> float | None:
+    """bit/s of a byte counter across [lo, hi] (first and last sample inside)."""
+    inside = [s for s in samples if lo <= s[0] <= hi]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0] or inside[-1][1] < inside[0][1]:
+        return None
+    return (inside[-1][1] - inside[0][1]) * 8 / (inside[-1][0] - inside[0][0])
+
+
+def packets_per_connection(bw_bps: float, delay_us: float, queue: Any, connections: int, mtu: int = 1500) -> float:
+    """What the path holds per connection, in full-size packets: (queue + BDP) / connections.
+    Below ~4 a connection's losses are recovered by timeouts (no three duplicate ACKs)."""
+    q = queue.bytes / mtu if getattr(queue, "bytes", None) is not None else float(getattr(queue, "slots", 0) or 0)
+    bdp = bw_bps * 2 * delay_us / 1e6 / 8 / mtu
+    return round((q + bdp) / max(1, connections), 2)
+
+
+def connection_stats(client_json: str) -> dict[str, Any] | None:
+    """Per-connection goodput of one iperf3 client (its end.streams, receiver bytes): how many,
+    how many starved, Jain's index over them. None without a parseable result."""
+    try:
+        res = iperf3.parse(client_json) if client_json else None
+    except CtlError:
+        return None
+    if res is None or res.end is None or not res.end.streams:
+        return None
+    got = [float(st.receiver.bytes) for st in res.end.streams if st.receiver is not None and st.receiver.bytes is not None]
+    if not got:
+        return None
+    mean = sum(got) / len(got)
+    squares = sum(x * x for x in got)
+    return {"connections": len(got), "starved": sum(1 for x in got if x < STARVED_SHARE * mean),
+            "jain": round(sum(got) ** 2 / (len(got) * squares), 4) if squares else None,
+            "bytes_min": int(min(got)), "bytes_median": int(sorted(got)[len(got) // 2]),
+            "bytes_max": int(max(got))}
+
+
+def pipe_drops(points: Any, bridge: str, link: str, direction: str, lo: float, hi: float) -> dict[str, Any] | None:
+    """Arrivals and queue drops of the bottleneck's data direction over [lo, hi] (shapers that
+    stream pipe counters: dnpipe, dummynet), or None."""
+    lo_ns, hi_ns = int(lo * 1e9), int(hi * 1e9)
+    pts = sorted((p.time_ns, p.fields) for p in points
+                 if p.measurement == "pipe" and p.tags.get("host") == bridge and p.tags.get("link") == link
+                 and p.tags.get("direction") == direction and lo_ns <= p.time_ns <= hi_ns)
+    if len(pts) < 2:
+        return None
+    (_, a), (_, b) = pts[0], pts[-1]
+    try:
+        arrived = int(b["rx_pkts"]) - int(a["rx_pkts"])
+        dropped = int(b["drop_queue_pkts"]) - int(a["drop_queue_pkts"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    peak = max((int(f.get("queue_peak_pkts") or 0) for _, f in pts), default=None)
+    return {"arrived_pkts": arrived, "queue_drops_pkts": dropped,
+            "drop_pct": round(100.0 * dropped / arrived, 3) if arrived > 0 else None, "queue_peak_pkts": peak}
+
+
 def summarize(data: Any) -> dict:
     p = data.params
     link = p["link"]
     runs = {r.spec.name: r for r in data.flows}
     flows = {n: flow_throughput(r) for n, r in runs.items()}
-    t_m0 = runs["m0"].client_started
     start, end = overlap(p)
-    # The overlap on the controller clock: from m0's start (+ settle) to its planned end (or x1's).
-    x1_end = (runs["x1"].client_started or data.window[0]) + p["duration"]
-    lo = (t_m0 or data.window[0] + start) + p["settle"]
-    hi = min((t_m0 or data.window[0] + start) + (end - start), x1_end)
     bw = p["bw"]
+    reasons = [f"{n}: {f.error}" for n, f in flows.items() if f.error]
+    samples = {name: rx_samples(data.points, p[f"{name}_receiver"],
+                                _receiver_iface(data, p[f"{name}_receiver"], link)) for name in ("x1", "m0")}
+    # When each sender's data really began (its receiver's counters), after its client was spawned.
+    spawned = {"x1": runs["x1"].client_started or data.window[0],
+               "m0": runs["m0"].client_started or data.window[0] + start}
+    began = {n: data_start(samples[n], spawned[n], bw) for n in ("x1", "m0")}
+    for n in ("x1", "m0"):
+        if began[n] is None and samples[n]:
+            reasons.append(f"{n}: its receiver never got data (no sampling step above "
+                           f"{DATA_START_SHARE * 100:g} % of the bottleneck)")
+    t_m0 = began["m0"] if began["m0"] is not None else spawned["m0"]
+    t_x1 = began["x1"] if began["x1"] is not None else spawned["x1"]
+    # The overlap: from m0's first data (+ settle) until m0's test ends (iperf3 -t counts from its
+    # first data) or x1's does, whichever is first.
+    lo = t_m0 + p["settle"]
+    hi = min(t_m0 + (end - start), t_x1 + p["duration"])
     model = predict(bw, p["base_streams"], p["streams"])
     hosts = []
-    reasons = [f"{n}: {f.error}" for n, f in flows.items() if f.error]
     for name, role, pred_key, streams in (("x1", "existing (IB)", "ib_bps", p["base_streams"]),
                                           ("m0", "new (BNA)", "bna_bps", p["streams"])):
         recv = p[f"{name}_receiver"]
-        rate = iface_counter_rate(data.points, recv, _receiver_iface(data, recv, link), "rx_bytes", lo, hi)
+        rate = window_rate(samples[name], lo, hi)
         pred = model[pred_key]
         if rate is None:
             reasons.append(f"{name}: no interface samples on {recv} during the overlap")
@@ -153,16 +261,32 @@ def summarize(data: Any) -> dict:
             "error_pp": round(100 * (rate - pred) / bw, 2) if rate is not None else None,
             "error_rel_pct": round(100 * (rate - pred) / pred, 2) if rate is not None else None,
             "goodput_whole_run_mbps": round(flows[name].receiver_bps / 1e6, 3) if flows[name].receiver_bps else None,
+            "setup_s": round(began[name] - spawned[name], 3) if began[name] is not None else None,
+            "per_connection": connection_stats(runs[name].client_json or ""),
         })
     paper = PAPER_SHARES.get(p["streams"]) if p["base_streams"] == 64 else None
     total = sum(h["measured_mbps"] or 0 for h in hosts)
+    timeline = []
+    t = t_m0
+    while t + TIMELINE_STEP_S <= hi + 1e-6:
+        x, m = window_rate(samples["x1"], t, t + TIMELINE_STEP_S), window_rate(samples["m0"], t, t + TIMELINE_STEP_S)
+        timeline.append({"t_s": round(t - t_m0, 1), "x1_pct": round(100 * x / bw, 1) if x is not None else None,
+                         "m0_pct": round(100 * m / bw, 1) if m is not None else None})
+        t += TIMELINE_STEP_S
+    # The same model over the connections that carried data: a starved connection (stuck in
+    # timeout back-off) takes no share, so the split follows the connections alive.
+    alive = {h["host"]: h["connections"] - ((h["per_connection"] or {}).get("starved") or 0) for h in hosts}
+    alive_model = predict(bw, alive["x1"], alive["m0"]) if alive["x1"] + alive["m0"] > 0 else None
+    x_if = iface_on(data.inventory, p["x1"], link, "x1")
+    direction = "forward" if x_if.side == "a" else "reverse"
     return {
         "scenario": "parallel-streams",
         "parameters": {"base_streams": p["base_streams"], "streams": p["streams"], "bottleneck_mbps": bw / 1e6,
                        "delay_ms": p["delay"] / 1000, "queue": str(p["queue"]), "cc": p["cc"],
                        "duration_s": p["duration"], "start_after_s": p["start_after"], "settle_s": p["settle"]},
         "case": f"SC{p['base_streams']}+SC{p['streams']}",
-        "overlap": {"start": lo, "end": hi, "seconds": round(max(0.0, hi - lo), 3)},
+        "overlap": {"start": lo, "end": hi, "seconds": round(max(0.0, hi - lo), 3),
+                    "m0_data_start": began["m0"], "x1_data_start": began["x1"]},
         "hosts": hosts,
         "measured_total_mbps": round(total, 3),
         "paper_table": paper_table(
@@ -172,16 +296,36 @@ def summarize(data: Any) -> dict:
               h["predicted_share_pct"], h["error_pp"]] for h in hosts]),
         "x1_share_pct": hosts[0]["measured_share_pct"], "m0_share_pct": hosts[1]["measured_share_pct"],
         "x1_error_pp": hosts[0]["error_pp"], "m0_error_pp": hosts[1]["error_pp"],
+        "m0_setup_s": hosts[1]["setup_s"],
         "paper_shares_pct": {"x1": paper[0], "m0": paper[1]} if paper else None,
+        "diagnostics": {
+            "packets_per_connection": packets_per_connection(bw, p["delay"], p["queue"],
+                                                             p["base_streams"] + p["streams"]),
+            "connections_alive": alive,
+            "alive_model_share_pct": ({"x1": round(100 * alive_model["ib_bps"] / bw, 2),
+                                       "m0": round(100 * alive_model["bna_bps"] / bw, 2)} if alive_model else None),
+            "bottleneck": pipe_drops(data.points, data.inventory.links[link].bridge, link, direction, lo, hi),
+            "share_timeline": timeline},
         "flows": [f.to_json() for f in flows.values()],
         "valid": not reasons, "invalid_reasons": reasons,
         "definitions": {
             "measured_mbps": "rx_bytes growth of the receiver's interface on the link (frames incl. headers, "
                              "10 Hz samples) over the overlap window, like the paper's sniffer",
-            "overlap": "from m0's start + settle to m0's end (both hosts sending)",
+            "overlap": "from m0's first data at its receiver + settle to m0's end (its first data + its iperf3 "
+                       "duration) or x1's, whichever is first: both hosts sending",
+            "setup_s": "from the client's spawn to its first data at the receiver (iperf3 connects its "
+                       "streams one by one before sending; a lost SYN costs 1 s)",
             "predicted_mbps": "x1: IB = B*V_k/(V_k+A_n); m0: BNA = B*A_n/(V_k+A_n) (paper eq. 4 and 2)",
             "error_pp": "(measured - predicted) / B x 100, percentage points",
-            "error_rel_pct": "(measured - predicted) / predicted x 100"},
+            "error_rel_pct": "(measured - predicted) / predicted x 100",
+            "per_connection": "iperf3 receiver bytes per connection over the host's whole test; starved: under "
+                              f"{STARVED_SHARE * 100:g} % of the host's mean; jain: Jain's index over them",
+            "packets_per_connection": "(queue + bandwidth-delay product) / (V_k + A_n), full-size packets",
+            "alive_model_share_pct": "BNA/IB over the connections that did not starve (V_k and A_n minus each "
+                                     "host's starved connections)",
+            "bottleneck": "the bottleneck pipe's data direction over the overlap: packets arrived, dropped by "
+                          "the full queue, peak occupancy",
+            "share_timeline": "each host's share of B in 2 s steps from m0's first data"},
     }
 
 
@@ -198,9 +342,31 @@ def render(s: dict) -> str:
                    f"m0 {s['paper_shares_pct']['m0']:g} %")
     out.append(f"prediction error: x1 {s['x1_error_pp']} pp, m0 {s['m0_error_pp']} pp; measured total "
                f"{s['measured_total_mbps']} Mbit/s")
+    out.append(diagnostics_text(s))
     if not s["valid"]:
         out.append("RESULT INVALID: " + "; ".join(s["invalid_reasons"]))
     return "\n\n".join(out)
+
+
+def diagnostics_text(s: dict) -> str:
+    """Why a case may leave the model: set-up, starved connections, the queue per connection."""
+    d = s.get("diagnostics") or {}
+    parts = []
+    for h in s["hosts"]:
+        pc = h.get("per_connection") or {}
+        setup = f"first data {h['setup_s']:g} s after its client started" if h.get("setup_s") is not None else \
+            "no data seen"
+        conn = (f"{pc['starved']} of {pc['connections']} connections starved, Jain over them {pc['jain']}"
+                if pc else "no per-connection result")
+        parts.append(f"{h['host']}: {setup}; {conn}")
+    bn = d.get("bottleneck") or {}
+    tail = f"path holds {d.get('packets_per_connection')} packets per connection (queue + BDP)"
+    am = d.get("alive_model_share_pct")
+    if am and any((h.get("per_connection") or {}).get("starved") for h in s["hosts"]):
+        tail += f"; the model over the connections alive: x1 {am['x1']:g} %, m0 {am['m0']:g} %"
+    if bn.get("drop_pct") is not None:
+        tail += f"; bottleneck dropped {bn['drop_pct']:g} % of arrivals during the overlap"
+    return "; ".join(parts) + "\n" + tail
 
 
 def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:

@@ -14,7 +14,14 @@ from bridges.base import Direction, PipeConfig
 from controller import scenarios
 from controller.cli.run import prepare_run
 from controller.errors import ParameterError, UsageError
-from controller.scenarios.parallel_streams import connections_needed, predict
+from controller.scenarios.parallel_streams import (
+    connections_needed,
+    data_start,
+    packets_per_connection,
+    predict,
+    rx_samples,
+    window_rate,
+)
 from controller.units import Queue
 from tests.support.shipped import INVENTORIES, RECORDED_RUNS, summarized
 
@@ -109,8 +116,8 @@ def test_recorded_shares_and_errors(recorded):
     assert s["case"] == "SC64+SC16"
     x1, m0 = s["hosts"]
     assert (x1["predicted_mbps"], m0["predicted_mbps"]) == (80.0, 20.0)
-    assert x1["measured_mbps"] == pytest.approx(80.632, abs=0.001)
-    assert m0["measured_mbps"] == pytest.approx(19.359, abs=0.001)
+    assert x1["measured_mbps"] == pytest.approx(80.568, abs=0.001)
+    assert m0["measured_mbps"] == pytest.approx(19.452, abs=0.001)
     for h in (x1, m0):
         assert h["error_pp"] == pytest.approx(h["measured_share_pct"] - h["predicted_share_pct"], abs=0.02)
         assert h["error_rel_pct"] == pytest.approx(100 * (h["measured_mbps"] / h["predicted_mbps"] - 1), abs=0.02)
@@ -120,12 +127,49 @@ def test_recorded_shares_and_errors(recorded):
     assert 10.0 <= s["overlap"]["seconds"] <= 13.0
 
 
-def test_overlap_starts_when_m0_really_started(recorded):
+def test_overlap_starts_when_m0_data_really_flows(recorded):
+    """Not when its client was spawned: iperf3 connects its streams first (here 0.54 s, in the
+    SC64+SC64 case up to seconds), and a window from the spawn would count x1 alone."""
     data, s = recorded
     m = json.loads((RUN / "manifest.json").read_text())
     m0 = next(f for f in m["flows"] if f["name"] == "m0")
-    assert s["overlap"]["start"] == pytest.approx(m0["client_started"] + 2.0)      # + settle
-    assert s["overlap"]["end"] == pytest.approx(m0["client_started"] + 15.0)       # m0 runs 25 - 2 x 5 s
+    start = s["overlap"]["m0_data_start"]
+    # b2's counter: handshakes only (hundreds of bytes per step) until 0.54 s, then 36 kB, 117 kB, ...
+    samples = rx_samples(data.points, "b2", "p1")
+    before = [v for t, v in samples if m0["client_started"] <= t <= start]
+    after = [v for t, v in samples if t > start]
+    assert after[0] - before[-1] > 30_000 and before[-1] - before[0] < 2_000
+    assert start - m0["client_started"] == pytest.approx(0.539, abs=0.001) == s["m0_setup_s"]
+    assert s["overlap"]["start"] == pytest.approx(start + 2.0)      # + settle
+    assert s["overlap"]["end"] == pytest.approx(start + 15.0)       # m0 runs 25 - 2 x 5 s of its own data
+
+
+def test_data_start_and_window_rate():
+    samples = [(0.0, 0), (0.1, 300), (0.2, 700), (0.3, 60_000), (0.4, 200_000), (1.3, 1_325_000)]
+    assert data_start(samples, 0.0, 100e6) == pytest.approx(0.2)    # 59 kB in 0.1 s > 2 % of 100 Mbit/s
+    assert data_start(samples, 0.25, 100e6) == pytest.approx(0.3)   # only after the spawn
+    assert data_start(samples[:3], 0.0, 100e6) is None               # handshakes only
+    assert window_rate(samples, 0.4, 1.3) == pytest.approx(10e6)
+    assert window_rate(samples, 0.5, 1.0) is None
+
+
+def test_packets_per_connection():
+    # 100 slots + 100 Mbit/s x 10 ms (83.3 full-size packets) over 128 connections
+    assert packets_per_connection(100e6, 5000, Queue(slots=100), 128) == pytest.approx(1.43, abs=0.01)
+    assert packets_per_connection(100e6, 5000, Queue(bytes=1_500_000), 128) == pytest.approx(8.46, abs=0.01)
+
+
+def test_recorded_diagnostics(recorded):
+    _, s = recorded
+    x1, m0 = (h["per_connection"] for h in s["hosts"])
+    assert (x1["connections"], x1["starved"], m0["connections"], m0["starved"]) == (64, 0, 16, 0)
+    assert 0.98 < x1["jain"] <= 1.0 and 0.98 < m0["jain"] <= 1.0
+    assert s["diagnostics"]["packets_per_connection"] == pytest.approx(2.29, abs=0.01)
+    # no connection starved: the model over the connections alive is the model itself
+    assert s["diagnostics"]["connections_alive"] == {"x1": 64, "m0": 16}
+    assert s["diagnostics"]["alive_model_share_pct"] == {"x1": 80.0, "m0": 20.0}
+    tl = s["diagnostics"]["share_timeline"]
+    assert len(tl) == 7 and all(75 < x["x1_pct"] < 85 and 15 < x["m0_pct"] < 25 for x in tl)
 
 
 def test_missing_receiver_samples_make_it_invalid(recorded):
@@ -140,13 +184,14 @@ def test_recorded_render_and_figure(recorded, tmp_path):
     sc = scenarios.get("parallel-streams")
     text = sc.render(s)
     rows = {l.split()[0]: l.split() for l in text.splitlines() if l.startswith(("x1 ", "m0 "))}
-    assert rows["x1"][1:4] == ["SC64", "existing", "(IB)"] and rows["x1"][-2:] == ["0.630", "0.790"]
-    assert rows["m0"][1:4] == ["SC16", "new", "(BNA)"] and rows["m0"][-2:] == ["-0.640", "-3.210"]
-    assert "prediction error: x1 0.63 pp, m0 -0.64 pp" in text
+    assert rows["x1"][1:4] == ["SC64", "existing", "(IB)"] and rows["x1"][-2:] == ["0.570", "0.710"]
+    assert rows["m0"][1:4] == ["SC16", "new", "(BNA)"] and rows["m0"][-2:] == ["-0.550", "-2.740"]
+    assert "prediction error: x1 0.57 pp, m0 -0.55 pp" in text
+    assert "m0: first data 0.539 s after its client started; 0 of 16 connections starved" in text
     assert sc.figures(data, s, tmp_path) == ["parallel-streams.png"]
 
 
 def test_summary_json_carries_fig8(recorded):
     t = recorded[1]["paper_table"]
     assert t["columns"][-1] == "error pp"
-    assert t["rows"] == [["x1", 64, 80.632, 80.63, 80.0, 80.0, 0.63], ["m0", 16, 19.359, 19.36, 20.0, 20.0, -0.64]]
+    assert t["rows"] == [["x1", 64, 80.568, 80.57, 80.0, 80.0, 0.57], ["m0", 16, 19.452, 19.45, 20.0, 20.0, -0.55]]

@@ -1,0 +1,192 @@
+"""Read what a reproduction's campaigns measured: every completed run's `summary.json`, turned into
+the cells of the papers' tables (cells.Cell), plus the facts the report explains deviations
+with (kernels, the BPF objects that ran, per-campaign progress, the latest field runs).
+
+Numbers come from the summaries exactly as the scenarios wrote them; nothing is recomputed from
+raw data here. `extract` (pure) maps one summary to its cells' values.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+from controller.campaign.progress import progress_of
+from controller.reproduce.cells import Cells, add_value, build_cells
+from controller.reproduce.papers import PARALLEL_SHARES, paper_value, row_label
+from controller.reproduce.record import Reproduction
+
+Acc = dict[tuple, dict[str, Any]]
+
+
+# ---- one summary -> cell values (pure) -----------------------------------------------------------
+
+def _mcubic_t1(acc: Acc, varied: Mapping[str, str], s: Mapping[str, Any]) -> None:
+    row, col = row_label(varied["cc"]), varied["link2"]
+    add_value(acc, ("mcubic", "Table 1", row, col, "jain_index"), s.get("jain_index"),
+              paper_value=paper_value("Table 1", row, col))
+
+
+def _mcubic_t2(acc: Acc, varied: Mapping[str, str], s: Mapping[str, Any]) -> None:
+    row, col = row_label(varied["cc"]), varied["delay"]
+    add_value(acc, ("mcubic", "Table 2", row, col, "ratio"), s.get("ratio"), paper_value=paper_value("Table 2", row, col))
+
+
+def _mcubic_t3(acc: Acc, varied: Mapping[str, str], s: Mapping[str, Any]) -> None:
+    d1 = str((s.get("parameters") or {}).get("delay1", "100ms")).removesuffix("ms")
+    row, col = row_label(varied["cc"]), f"{d1}:{varied['delay2']}"
+    add_value(acc, ("mcubic", "Table 3", row, col, "ratio"), s.get("ratio"), paper_value=paper_value("Table 3", row, col))
+
+
+def _bbrv3(acc: Acc, varied: Mapping[str, str], s: Mapping[str, Any]) -> None:
+    case, par = s.get("case") or {}, s.get("parameters") or {}
+    col = f"RTT {case.get('rtt')}, loss {case.get('loss')}"
+    facts = {"rtt_us": round(float(par.get("rtt_ms", 0)) * 1000), "loss": float(par.get("loss_pct", 0)) / 100,
+             "bottleneck_mbps": par.get("bottleneck_mbps"), "bridge_forward_mbps": s.get("bridge_forward_mbps"),
+             "retransmits": s.get("retransmits")}
+    add_value(acc, ("bbrv3", "Fig. 1-2", str(case.get("cc")), col, "share_pct"), s.get("share_pct"), unit="%",
+              facts=facts)
+    add_value(acc, ("bbrv3", "Fig. 1-2", str(case.get("cc")), col, "throughput_mbps"), s.get("throughput_mbps"),
+              unit="Mbit/s", facts=facts)
+
+
+def _parallel(acc: Acc, varied: Mapping[str, str], s: Mapping[str, Any]) -> None:
+    par = s.get("parameters") or {}
+    paper = PARALLEL_SHARES.get(int(par.get("streams", 0))) if par.get("base_streams") == 64 else None
+    diag = s.get("diagnostics") or {}
+    bn = diag.get("bottleneck") or {}
+    for i, h in enumerate(s.get("hosts") or []):
+        pc = h.get("per_connection") or {}
+        add_value(acc, ("parallel", "Fig. 8", h["host"], s["case"], "share_pct"), h.get("measured_share_pct"),
+                  paper_value=paper[i] if paper else None, model_value=h.get("predicted_share_pct"), unit="%",
+                  facts={"setup_s": h.get("setup_s"), "starved": pc.get("starved"),
+                         "connections": pc.get("connections"), "jain_connections": pc.get("jain"),
+                         "packets_per_connection": diag.get("packets_per_connection"),
+                         "drop_pct": bn.get("drop_pct"),
+                         "alive_model_pct": (diag.get("alive_model_share_pct") or {}).get(h["host"])})
+
+
+def _mptcp_bt(acc: Acc, varied: Mapping[str, str], s: Mapping[str, Any]) -> None:
+    if s.get("step") == "iperf3":
+        for t in s.get("tests") or []:
+            add_value(acc, ("mptcp-bt", "Fig. 2", t["protocol"].upper(), t["initial"], "mbps"), t.get("receiver_mbps"),
+                      unit="Mbit/s", facts={"subflows_per_link": t.get("subflows_per_link")})
+        return
+    tracker = (s.get("parameters") or {}).get("tracker", varied.get("tracker", "?"))
+    for d in s.get("downloads") or []:
+        add_value(acc, ("mptcp-bt", "Fig. 3", d["protocol"].upper(), f"tracker {tracker}", "mbps"),
+                  d.get("throughput_mbps") if d.get("complete") else None, unit="Mbit/s",
+                  facts={"first_path": d.get("first_path") or [], "subflows_per_link": d.get("subflows_per_link"),
+                         "complete": d.get("complete")})
+
+
+EXTRACTORS: dict[str, Callable[[Acc, Mapping[str, str], Mapping[str, Any]], None]] = {
+    "mcubic-table1": _mcubic_t1, "mcubic-table2": _mcubic_t2, "mcubic-table3": _mcubic_t3, "bbrv3": _bbrv3,
+    "parallel": _parallel, "mptcp-bt": _mptcp_bt}
+
+
+def extract(acc: Acc, key: str, varied: Mapping[str, str], summary: Mapping[str, Any]) -> None:
+    """Add one completed run's numbers to the cells it fills (pure)."""
+    fn = EXTRACTORS.get(key)
+    if fn is not None and summary.get("valid", True):
+        fn(acc, varied, summary)
+
+
+# ---- the store and the records (I/O) -------------------------------------------------------------
+
+@dataclass
+class CampaignData:
+    key: str
+    paper: str
+    title: str
+    row: Any                                   # CampaignRow
+    progress: Any                              # campaign.progress.Progress
+    runs: list[tuple[dict[str, str], str, dict]] = field(default_factory=list)   # (varied, record dir, summary)
+    failures: list[Any] = field(default_factory=list)                            # attempts not completed
+
+
+@dataclass
+class Measured:
+    cells: Cells
+    campaigns: list[CampaignData]
+    kernels: dict[str, list[str]]              # kernel release -> run ids
+    bpf: dict[str, dict]                       # algorithm -> {object_sha256, source, runs}
+    field_runs: list[dict]
+
+
+def _load_json(path: Path) -> dict | None:
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def completed_runs(store: Any, c: Any) -> Iterator[tuple[dict[str, str], str, dict]]:
+    """(varied parameters, record dir, summary) of every run of a campaign that completed."""
+    attempts: dict[int, list[Any]] = {}
+    for a in store.attempts(c.num):
+        attempts.setdefault(a.seq, []).append(a)
+    for r in store.runs(c.num):
+        if r.state != "done":
+            continue
+        ok = [a for a in attempts.get(r.seq, []) if a.status == "completed"]
+        if not ok:
+            continue
+        s = _load_json(Path(ok[-1].record_dir) / "summary.json")
+        if s is not None:
+            yield r.varied, ok[-1].record_dir, s
+
+
+def _kernel_of(manifest: Mapping[str, Any]) -> str | None:
+    for h in (manifest.get("hosts") or {}).values():
+        if h.get("role") == "endpoint":
+            out = ((h.get("metadata") or {}).get("uname -a") or {}).get("stdout") or ""
+            parts = out.split()
+            if len(parts) >= 3:
+                return parts[2]
+    return None
+
+
+def latest_field_runs(runs_root: Path, limit: int = 1) -> list[dict]:
+    """The latest field run records with a report (`ctl field report` wrote summary.json)."""
+    if not runs_root.is_dir():
+        return []
+    found = []
+    for d in sorted(runs_root.iterdir(), reverse=True):
+        m = _load_json(d / "manifest.json") if d.is_dir() else None
+        if not m or m.get("scenario") != "field":
+            continue
+        s = _load_json(d / "summary.json")
+        if s and s.get("table1"):
+            found.append({"run": d.name, "record": str(d), "status": m.get("status"), "table1": s["table1"]})
+            if len(found) >= limit:
+                break
+    return found
+
+
+def collect(store: Any, r: Reproduction) -> Measured:
+    acc: Acc = {}
+    camps: list[CampaignData] = []
+    kernels: dict[str, list[str]] = {}
+    bpf: dict[str, dict] = {}
+    for entry in r.campaigns:
+        c = store.find(entry["id"])
+        cd = CampaignData(entry["key"], entry["paper"], entry["title"], c, progress_of(store, c))
+        cd.failures = [a for a in store.attempts(c.num) if a.klass and a.klass != "ok"]
+        for varied, record, s in completed_runs(store, c):
+            cd.runs.append((varied, record, s))
+            extract(acc, entry["key"], varied, s)
+            m = _load_json(Path(record) / "manifest.json") or {}
+            k = _kernel_of(m)
+            if k:
+                kernels.setdefault(k, []).append(Path(record).name)
+            for name, a in ((m.get("congestion") or {}).get("algorithms") or {}).items():
+                e = bpf.setdefault(name, {"object_sha256": set(), "source": a.get("source"), "runs": 0})
+                e["object_sha256"].add(a.get("object_sha256"))
+                e["runs"] += 1
+        camps.append(cd)
+    for e in bpf.values():
+        e["object_sha256"] = sorted(x for x in e["object_sha256"] if x)
+    return Measured(build_cells(acc), camps, kernels, bpf, latest_field_runs(Path(r.runs_root)))

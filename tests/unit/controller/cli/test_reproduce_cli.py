@@ -1,0 +1,58 @@
+"""`ctl reproduce` as a user calls it, without a rack: bad input is one line and exit 2 with nothing
+written; `--dry-run` plans every campaign on the shipped virtual inventory (the virtual rack's
+endpoints are this kernel: the read-only probe runs here) and writes nothing."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.shipped import ROOT
+
+INV = str(ROOT / "inventory" / "virtual.yaml")
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("CTL_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("CTL_INVENTORY", INV)
+    from controller.cli import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        rc = main(list(argv))
+        out, err = capsys.readouterr()
+        return rc, out, err
+    return run
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["reproduce", "--papers", "nope"], "ctl: error: --papers: nope is not a paper (known: mcubic, bbrv3, parallel, "
+                                        "mptcp-bt, field)"),
+    (["reproduce", "--quick", "--full"], "ctl: error: reproduce: give one of --smoke, --quick, --full"),
+    (["reproduce", "--at", "25:99"], "ctl: error: --at: '25:99' is neither HH:MM nor an ISO date and time"),
+    (["reproduce", "--window", "22:00"], "ctl: error: --window: '22:00' is not a time window (example: 22:00-07:00)"),
+    (["reproduce", "status"], "ctl: error: no reproductions yet (`ctl reproduce --quick` starts one)"),
+    (["reproduce", "report", "x"], "ctl: error: no reproductions yet (`ctl reproduce --quick` starts one)"),
+    (["reproduce", "compare", "a"], "ctl: error: ctl reproduce compare: the following arguments are required: b"),
+])
+def test_bad_input_is_one_line_and_nothing_is_written(cli, tmp_path, argv, message):
+    rc, out, err = cli(*argv)
+    assert (rc, out, err.splitlines()) == (2, "", [message])
+    assert not (tmp_path / "state" / "reproductions").exists()
+    assert not (tmp_path / "state" / "campaigns.sqlite").exists()
+
+
+def test_dry_run_plans_everything_and_writes_nothing(cli, tmp_path):
+    rc, out, err = cli("reproduce", "--quick", "--dry-run", "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert [c["key"] for c in d["campaigns"]] == ["mcubic-table1", "mcubic-table2", "mcubic-table3", "bbrv3",
+                                                  "parallel", "mptcp-bt"]
+    assert d["algorithms"]["cubic"]["runnable"] and d["algorithms"]["cubic"]["kind"] == "kernel"
+    assert d["runs"] == sum(c["runs"] for c in d["campaigns"]) and d["estimated_finish"] > 0
+    assert not (tmp_path / "state" / "reproductions").exists()
+    assert not (tmp_path / "state" / "campaigns.sqlite").exists()
+    assert not (tmp_path / "state" / "congestion").exists()        # a dry run builds nothing
+    rc, out, _ = cli("reproduce", "--papers", "field", "--dry-run")
+    assert rc == 0 and "0 campaigns, 0 runs" in out and "field: nothing to queue" in out
