@@ -12,59 +12,32 @@ import re
 from urllib.parse import urlsplit
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from controller.argutil import argv_value
+from controller.argutil import NAME_PATTERNS, argv_value
 from controller.errors import InventoryError, ParameterError
+from controller.inventory_fields import MAC, AbsPath, GpsdAddress, IfName, UserName, XPath, first_line
 from controller.units import parse_delay_us, parse_probability, parse_queue, parse_rate
 from controller.yamlload import load_yaml_with_lines
 
 FORMAT_VERSION = 1
-# A Linux/FreeBSD interface name as ctl accepts it: 1-15 characters, never a leading '-' (it
-# becomes an argv element of ip, tc, ethtool, ifconfig).
-IFNAME = r"^[A-Za-z0-9_.:][A-Za-z0-9_.:-]{0,14}$"
-_NAME = r"^[a-z][a-z0-9-]{0,30}$"
-
-
-# The only variables a path may name: ctl sets CTL_STATE_DIR before loading an inventory.
-# Any other `$...` is refused (a path like /x/${CTL_INFLUX_TOKEN} would put a secret into run
-# records and error messages); the message names the variable, never its value.
-PATH_VARIABLES = ("CTL_STATE_DIR", "HOME")
-_VAR = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)?")
-
-
-def _expand_path(v: Any) -> Any:
-    """`~` and ${CTL_STATE_DIR} / ${HOME} in paths, nothing else."""
-    if not isinstance(v, (str, Path)):
-        return v
-    text = str(v)
-
-    def sub(m: re.Match) -> str:
-        name = (m.group(1) or "").strip("{}")
-        if name not in PATH_VARIABLES or not m.group(1) or (m.group(1).startswith("{") and not m.group(1).endswith("}")):
-            shown = m.group(0)[:40]
-            raise ValueError(f"{shown!r}: only ${{CTL_STATE_DIR}}, ${{HOME}} and ~ are expanded in paths")
-        value = os.environ.get(name)
-        if not value:
-            raise ValueError(f"${{{name}}} is not set")
-        return value
-    text = _VAR.sub(sub, text)
-    if text.startswith("~"):
-        text = os.path.expanduser(text)
-    if any(ord(c) < 32 for c in text):
-        raise ValueError("a path cannot hold a NUL, a line break or another control character")
-    if text.startswith("-"):
-        raise ValueError(f"{text[:40]!r} starts with '-' (it would be read as an option)")
-    return Path(text)
-
-
-XPath = Annotated[Path, BeforeValidator(_expand_path)]
+_NAME = "^" + NAME_PATTERNS["name"] + "$"
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, data: Any) -> Any:
+        # pydantic takes YAML's true/yes/on for 1 in a number field (`pipe: yes` would be pipe 1)
+        for name, v in (data.items() if isinstance(data, dict) else ()):
+            f = cls.model_fields.get(name) if isinstance(name, str) else None
+            if isinstance(v, bool) and f is not None and {int, float} & {f.annotation, *get_args(f.annotation)}:
+                raise ValueError(f"{name}: {v!r} is not a number")
+        return data
 
 
 class Role(str, Enum):
@@ -78,8 +51,8 @@ class Role(str, Enum):
 class SecretRef(Strict):
     """Where a secret lives: an environment variable, or a file (first line). Never the value."""
 
-    env: str | None = None
-    file: XPath | None = None
+    env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    file: AbsPath | None = None
 
     @model_validator(mode="after")
     def _one(self) -> "SecretRef":
@@ -93,12 +66,12 @@ class SecretRef(Strict):
         problem = ""
         if self.file is not None:
             try:
-                lines = self.file.read_text().splitlines()
+                first = first_line(self.file)
             except OSError as exc:
                 problem = f"; {self.file}: {exc.strerror or exc}"
             else:
-                if lines and lines[0].strip():
-                    return lines[0].strip()
+                if first:
+                    return first
                 problem = f"; {self.file} is empty"
         where = " or ".join(x for x in (f"${self.env}" if self.env else "",
                                          f"the file {self.file}" if self.file else "") if x)
@@ -113,22 +86,27 @@ class SecretRef(Strict):
         return ",".join(parts)
 
 
+# Bounds: an infinite or absurd timeout is a hang, not a setting.
+_CONNECT_TIMEOUT = Field(10.0, gt=0, le=600, description="seconds to wait for an SSH connection")
+_COMMAND_TIMEOUT = Field(60.0, gt=0, le=86400, description="seconds a remote command may take at most")
+
+
 class SSH(Strict):
-    user: str = "root"
+    user: UserName = "root"
     port: int = Field(22, ge=1, le=65535)
-    key_file: XPath
-    known_hosts: XPath
-    connect_timeout: float = Field(10.0, gt=0)
-    command_timeout: float = Field(60.0, gt=0)
+    key_file: AbsPath
+    known_hosts: AbsPath
+    connect_timeout: float = _CONNECT_TIMEOUT
+    command_timeout: float = _COMMAND_TIMEOUT
 
 
 class SSHDefaults(Strict):
-    user: str = "root"
+    user: UserName = "root"
     port: int = Field(22, ge=1, le=65535)
-    key_file: XPath | None = None
-    known_hosts: XPath | None = None
-    connect_timeout: float = Field(10.0, gt=0)
-    command_timeout: float = Field(60.0, gt=0)
+    key_file: AbsPath | None = None
+    known_hosts: AbsPath | None = None
+    connect_timeout: float = _CONNECT_TIMEOUT
+    command_timeout: float = _COMMAND_TIMEOUT
 
 
 class SNMP(Strict):
@@ -140,8 +118,8 @@ class SNMP(Strict):
     auth_key: SecretRef | None = None
     priv_protocol: Literal["des", "aes", "aes192", "aes256"] | None = None
     priv_key: SecretRef | None = None
-    timeout: float = Field(1.0, gt=0)
-    retries: int = Field(1, ge=0)
+    timeout: float = Field(1.0, gt=0, le=60)
+    retries: int = Field(1, ge=0, le=10)
     interfaces: list[str] = Field(default_factory=list, description="ifName values to poll; empty = all")
     refresh_s: float = Field(3.0, ge=0, le=60, description=(
         "how old the agent's IF-MIB counter values may be, in seconds: net-snmp serves them from a cache "
@@ -180,13 +158,13 @@ class Interface(Strict):
     """A data interface. It attaches to one L2 segment: a side of a link (`link` + `side`, the
     segment `<link>.<side>` unless the link names another) or a named segment (`segment`)."""
 
-    name: str = Field(pattern=IFNAME)
+    name: IfName
     address: str | None = None
     link: str | None = None
     side: Literal["a", "b"] | None = None
     segment: str | None = None
     gateway: str | None = Field(None, description="default route via this address (the virtual rack installs it)")
-    mac: str | None = None
+    mac: str | None = Field(None, pattern=MAC)
 
     @field_validator("address")
     @classmethod
@@ -231,7 +209,7 @@ class TcShaper(Strict):
 class DnpipeShaper(Strict):
     kind: Literal["dnpipe"]
     binary: XPath = Path("dnpipe")
-    control_dir: XPath = Path("/run/dnpipe")
+    control_dir: AbsPath = Path("/run/dnpipe")
 
 
 class DummynetShaper(Strict):
@@ -255,7 +233,7 @@ class Modem(Strict):
     family: Literal["mmcli", "qmicli", "at-quectel", "at-sierra", "at-huawei", "at-generic", "wimax"]
     device: str
     baud: int = Field(115200, ge=50, le=4_000_000)
-    interface: str | None = Field(None, pattern=IFNAME, description="the network interface the modem provides (wwan0)")
+    interface: IfName | None = Field(None, description="the network interface the modem provides (wwan0)")
 
     @field_validator("device")
     @classmethod
@@ -267,7 +245,8 @@ class Modem(Strict):
 
 
 class GPS(Strict):
-    gpsd: str = "127.0.0.1:2947"
+    gpsd: GpsdAddress = Field(
+        "127.0.0.1:2947", description="HOST:PORT of gpsd (an argument of gpspipe)")
 
 
 class PortForward(Strict):
@@ -308,7 +287,7 @@ class Nat(Strict):
     """A router's address translation: source NAT (masquerade) of everything leaving the
     `outside` interface, and port forwards to inside hosts on the outside address."""
 
-    outside: str
+    outside: IfName
     forwards: list[PortForward] = Field(default_factory=list)
 
 
@@ -322,7 +301,7 @@ class Host(Strict):
     snmp: SNMP | None = None
     modem: Modem | None = None
     gps: GPS | None = None
-    uplink: str | None = Field(None, pattern=IFNAME, description="interface carrying the modem host's uplink")
+    uplink: IfName | None = Field(None, description="interface carrying the modem host's uplink")
     nat: Nat | None = Field(None, description="a router's NAT (the virtual rack installs it with nftables)")
     facts: dict[str, str] = Field(default_factory=dict,
                                   description="known host facts a dry run assumes (os_release, sysctls)")
@@ -432,13 +411,23 @@ class InfluxDB(Strict):
     @field_validator("url")
     @classmethod
     def _url(cls, v: str) -> str:
-        u = urlsplit(v)
+        if any(c.isspace() for c in v):
+            raise ValueError("a URL holds no spaces or line breaks")
+        try:
+            u = urlsplit(v)
+            u.port        # a port out of range or not a number raises here
+        except ValueError as exc:
+            raise ValueError(f"not a URL: {exc}") from None
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError("an http:// or https:// URL with a host")
-        if u.username is not None or u.password is not None:
+        if u.username is not None or u.password is not None or "@" in u.netloc:
             # Credentials in the URL would be copied into run records and logs: the token is a secret reference.
             raise ValueError("credentials in the URL (user:password@) are not allowed: give `token` "
                              "as a secret reference")
+        if u.query or u.fragment or "?" in v or "#" in v:
+            # InfluxDB's base URL has neither; a `?token=` or `?p=` would be a secret in every record
+            raise ValueError("an InfluxDB URL has no query (?...) or fragment (#...): give `token` as a "
+                             "secret reference")
         return v
 
 
@@ -446,9 +435,9 @@ class Virtual(Strict):
     """How `ctl lab up` builds this inventory out of network namespaces."""
 
     netns_prefix: str = Field(pattern=r"^[a-z][a-z0-9]{1,5}$")
-    mgmt_bridge: str = Field(pattern=r"^[A-Za-z0-9_-]{1,15}$")
+    mgmt_bridge: IfName
     mgmt_address: str
-    runtime_dir: XPath
+    runtime_dir: AbsPath
     influxdb_port: int = Field(8086, ge=1, le=65535)
 
     @field_validator("mgmt_address")
@@ -555,21 +544,20 @@ class Inventory(Strict):
         return self
 
     def _check_addresses(self) -> None:
-        """No two hosts share a management address, and no two interfaces a data address."""
-        mgmt: dict[str, str] = {}
-        for hname, host in self.hosts.items():
-            if host.mgmt.address in mgmt:
-                raise ValueError(f"host {hname}: management address {host.mgmt.address} is also host "
-                                 f"{mgmt[host.mgmt.address]}'s")
-            mgmt[host.mgmt.address] = hname
-        data: dict[str, str] = {}
-        for hname, host in self.hosts.items():
-            for iface in host.interfaces:
-                if iface.ip is None:
-                    continue
-                if iface.ip in data:
-                    raise ValueError(f"host {hname}: address {iface.ip} of {iface.name} is also {data[iface.ip]}'s")
-                data[iface.ip] = f"{hname} {iface.name}"
+        """No two hosts share an address, management or data, in any spelling (`::ffff:10.0.0.1`
+        is 10.0.0.1; host names compare without case), and no host has one address twice on
+        data interfaces. A host may use its management address on a data interface too."""
+        seen: dict[str, tuple[str, str, bool]] = {}    # address -> (host, "host's <use>", is management)
+        uses = [(h, host.mgmt.address, f"management address {host.mgmt.address}", f"host {h}'s management address",
+                 True)
+                for h, host in self.hosts.items()]
+        uses += [(h, i.ip, f"address {i.ip} of {i.name}", f"{h} {i.name}'s", False)
+                 for h, host in self.hosts.items() for i in host.interfaces if i.ip is not None]
+        for host, address, what, whose, mgmt in uses:
+            k = _address_key(address)
+            if k in seen and (seen[k][0] != host or (not mgmt and not seen[k][2])):
+                raise ValueError(f"host {host}: {what} is also {seen[k][1]}")
+            seen.setdefault(k, (host, whose, mgmt))
 
     def _check_tree(self) -> None:
         """Links join segments; a second path between two segments would be a forwarding loop."""
@@ -672,6 +660,17 @@ class Inventory(Strict):
         return self.model_dump(mode="json")
 
 
+def _address_key(address: str) -> str:
+    """One spelling per address: IPv4-mapped IPv6 as IPv4, a host name in lower case."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address.lower().rstrip(".")
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return str(ip)
+
+
 def format_validation_error(path: Path, exc: ValidationError, lines: dict[tuple, int]) -> str:
     errors = exc.errors()
     # An unknown key is usually the cause of a "missing" one next to it: report it first.
@@ -716,7 +715,9 @@ DEFAULT_INVENTORY = PROJECT_ROOT / "inventory" / "virtual.yaml"
 
 def resolve_inventory_path(flag: str | None) -> Path:
     """CLI flag > $CTL_INVENTORY > inventory/virtual.yaml."""
-    if flag:
+    if flag is not None:
+        if not flag:
+            raise InventoryError("--inventory: empty path")
         return Path(flag)
     env = os.environ.get("CTL_INVENTORY")
     if env:

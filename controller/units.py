@@ -30,6 +30,10 @@ _RATE_RE = re.compile(r"^\s*(-?)" + _NUMBER + r"\s*([kKmMgGtT]?)([A-Za-z/]*)\s*$
 def _number(mantissa: str, exponent: str | None) -> float:
     value = float(mantissa)
     if exponent:
+        if len(exponent.lstrip("+-").lstrip("0")) > 6:
+            # beyond any float, and more digits than int() converts (4300): 0 or infinity, which
+            # the caller's own checks refuse ("must be positive") with its message
+            return 0.0 if exponent.startswith("-") else math.inf
         try:
             value *= 10.0 ** int(exponent)
         except OverflowError:
@@ -37,32 +41,55 @@ def _number(mantissa: str, exponent: str | None) -> float:
     return value
 
 
+_INT_RE = re.compile(r"\s*(-?[0-9]{1,18})\s*")
+
+
+def parse_int(text: str | int, *, what: str = "value") -> int:
+    """A whole number written in ASCII digits (`5201`); not `5_201`, `0x10`, `５２０１` or a
+    thousand digits, all of which Python's int() would take or choke on."""
+    if isinstance(text, bool):
+        raise ParameterError(f"{what}: {_shown(text)} is not a whole number")
+    if isinstance(text, int):
+        return text
+    m = _INT_RE.fullmatch(str(text))
+    if not m:
+        raise ParameterError(f"{what}: {_shown(text)} is not a whole number")
+    return int(m.group(1))
+
+
+def _shown(text: object, limit: int = 40) -> str:
+    """A value as echoed in an error message: quoted, escaped, and cut to `limit` characters."""
+    if not isinstance(text, str):
+        return repr(text)
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
 def parse_rate(text: str | int | float, *, what: str = "rate", allow_zero: bool = False) -> int:
     """`20M`, `20Mbit/s`, `100Mbps`, `1G`, `2.5M`, `10MB/s`, `20000000` -> bit/s (int)."""
     if isinstance(text, bool):
-        raise ParameterError(f"{what}: {text!r} is not a rate")
+        raise ParameterError(f"{what}: {_shown(text)} is not a rate")
     if isinstance(text, (int, float)):
         value = float(text)
     else:
         m = _RATE_RE.match(str(text))
         if not m:
-            raise ParameterError(f"{what}: {text!r} is not a rate (examples: 20M, 100Mbit/s, 1G)")
+            raise ParameterError(f"{what}: {_shown(text)} is not a rate (examples: 20M, 100Mbit/s, 1G)")
         sign, mantissa, exponent, prefix, unit = m.groups()
         if sign:
-            raise ParameterError(f"{what}: {text!r} must be a positive rate")
+            raise ParameterError(f"{what}: {_shown(text)} must be a positive rate")
         if unit in _RATE_BITS:
             scale = 1
         elif unit in _RATE_BYTES:
             scale = 8
         else:
-            raise ParameterError(f"{what}: unknown unit {prefix + unit!r} in {text!r} "
+            raise ParameterError(f"{what}: unknown unit {prefix + unit!r} in {_shown(text)} "
                                  "(use bit/s, bps, B/s with k, M, G)")
         value = _number(mantissa, exponent) * _RATE_PREFIX[prefix] * scale
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise ParameterError(f"{what}: {text!r} must be a positive rate")
+        raise ParameterError(f"{what}: {_shown(text)} must be a positive rate")
     bps = int(round(value))
     if bps == 0 and not allow_zero:
-        raise ParameterError(f"{what}: {text!r} is below 1 bit/s")
+        raise ParameterError(f"{what}: {_shown(text)} is below 1 bit/s")
     return bps
 
 
@@ -79,25 +106,25 @@ def parse_duration(text: str | int | float, *, what: str = "duration", default_u
                    allow_zero: bool = False) -> float:
     """`30`, `30s`, `1.5s`, `10min`, `2h`, `50ms` -> seconds (float)."""
     if isinstance(text, bool):
-        raise ParameterError(f"{what}: {text!r} is not a duration")
+        raise ParameterError(f"{what}: {_shown(text)} is not a duration")
     if isinstance(text, (int, float)):
         if default_unit is None:
-            raise ParameterError(f"{what}: {text!r} needs a unit (e.g. 50ms)")
+            raise ParameterError(f"{what}: {_shown(text)} needs a unit (e.g. {str(text).strip()[:20]}ms)")
         value = float(text) * _DURATION_UNITS[default_unit]
     else:
         m = _DURATION_RE.match(str(text))
         if not m:
-            raise ParameterError(f"{what}: {text!r} is not a duration (examples: 50ms, 30s, 2h)")
+            raise ParameterError(f"{what}: {_shown(text)} is not a duration (examples: 50ms, 30s, 2h)")
         mantissa, exponent, unit = m.groups()
         if unit == "":
             if default_unit is None:
-                raise ParameterError(f"{what}: {text!r} needs a unit (e.g. {text}ms)")
+                raise ParameterError(f"{what}: {_shown(text)} needs a unit (e.g. {str(text).strip()[:20]}ms)")
             unit = default_unit
         if unit not in _DURATION_UNITS:
-            raise ParameterError(f"{what}: unknown unit {unit!r} in {text!r} (use us, ms, s, min, h)")
+            raise ParameterError(f"{what}: unknown unit {unit!r} in {_shown(text)} (use us, ms, s, min, h)")
         value = _number(mantissa, exponent) * _DURATION_UNITS[unit]
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise ParameterError(f"{what}: {text!r} must be {'non-negative' if allow_zero else 'positive'}")
+        raise ParameterError(f"{what}: {_shown(text)} must be {'non-negative' if allow_zero else 'positive'}")
     return value
 
 
@@ -111,7 +138,7 @@ def parse_delay_us(text: str | int | float, *, what: str = "delay") -> int:
     us = seconds * 1e6
     rounded = int(round(us))
     if abs(us - rounded) > 1e-6 * max(1.0, us):
-        raise ParameterError(f"{what}: {text!r} is finer than 1 microsecond")
+        raise ParameterError(f"{what}: {_shown(text)} is finer than 1 microsecond")
     return rounded
 
 
@@ -121,19 +148,19 @@ _PROB_RE = re.compile(r"^\s*" + _NUMBER + r"\s*(%?)\s*$")
 def parse_probability(text: str | int | float, *, what: str = "loss") -> float:
     """`0.01%` -> 0.0001, `1%` -> 0.01, `0.05` -> 0.05 (a fraction), `0` -> 0."""
     if isinstance(text, bool):
-        raise ParameterError(f"{what}: {text!r} is not a probability")
+        raise ParameterError(f"{what}: {_shown(text)} is not a probability")
     if isinstance(text, (int, float)):
         value = float(text)
     else:
         m = _PROB_RE.match(str(text))
         if not m:
-            raise ParameterError(f"{what}: {text!r} is not a probability (examples: 0.01%, 1%, 0.05)")
+            raise ParameterError(f"{what}: {_shown(text)} is not a probability (examples: 0.01%, 1%, 0.05)")
         mantissa, exponent, percent = m.groups()
         value = _number(mantissa, exponent)
         if percent:
             value /= 100.0
     if not math.isfinite(value) or value < 0 or value > 1:
-        raise ParameterError(f"{what}: {text!r} is outside 0..1 (0%..100%)")
+        raise ParameterError(f"{what}: {_shown(text)} is outside 0..1 (0%..100%)")
     return value
 
 
@@ -149,21 +176,21 @@ _SIZE_RE = re.compile(r"^\s*" + _NUMBER + r"\s*([A-Za-z]*)\s*$")
 def parse_size(text: str | int, *, what: str = "size", allow_zero: bool = False) -> int:
     """`1500`, `1500B`, `64KB`, `64KiB`, `100MiB`, `1GB` -> bytes (binary multiples)."""
     if isinstance(text, bool):
-        raise ParameterError(f"{what}: {text!r} is not a size")
+        raise ParameterError(f"{what}: {_shown(text)} is not a size")
     if isinstance(text, int):
         value = float(text)
     else:
         m = _SIZE_RE.match(str(text))
         if not m:
-            raise ParameterError(f"{what}: {text!r} is not a size (examples: 1500B, 64KB, 100MiB)")
+            raise ParameterError(f"{what}: {_shown(text)} is not a size (examples: 1500B, 64KB, 100MiB)")
         mantissa, exponent, unit = m.groups()
         if unit not in _SIZE_UNITS:
-            raise ParameterError(f"{what}: unknown unit {unit!r} in {text!r} (use B, KB, MB, GB)")
+            raise ParameterError(f"{what}: unknown unit {unit!r} in {_shown(text)} (use B, KB, MB, GB)")
         value = _number(mantissa, exponent) * _SIZE_UNITS[unit]
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise ParameterError(f"{what}: {text!r} must be a positive size")
+        raise ParameterError(f"{what}: {_shown(text)} must be a positive size")
     if value != int(value):
-        raise ParameterError(f"{what}: {text!r} is not a whole number of bytes")
+        raise ParameterError(f"{what}: {_shown(text)} is not a whole number of bytes")
     return int(value)
 
 
@@ -199,18 +226,20 @@ _SLOTS_RE = re.compile(r"^\s*([0-9]+)\s*(?:slots?|sl\.?|pkts?|packets?)?\s*$")
 def parse_queue(text: str | int, *, what: str = "queue") -> Queue:
     """`50` or `50slots` -> 50 slots; `64KB`, `30000B` -> bytes."""
     if isinstance(text, bool):
-        raise ParameterError(f"{what}: {text!r} is not a queue size")
+        raise ParameterError(f"{what}: {_shown(text)} is not a queue size")
     if isinstance(text, int):
         return Queue(slots=text) if text > 0 else _bad_queue(what, text)
     m = _SLOTS_RE.match(str(text))
     if m:
+        if len(m.group(1)) > 18:
+            raise ParameterError(f"{what}: {_shown(text)} is not a queue size this side of 10^18")
         slots = int(m.group(1))
         return Queue(slots=slots) if slots > 0 else _bad_queue(what, text)
     return Queue(bytes=parse_size(text, what=what))
 
 
 def _bad_queue(what: str, text: object) -> Queue:
-    raise ParameterError(f"{what}: {text!r} must be a positive number of slots or a size like 64KB")
+    raise ParameterError(f"{what}: {_shown(text)} must be a positive number of slots or a size like 64KB")
 
 
 def bdp_bytes(rate_bps: int, rtt_us: int) -> int:

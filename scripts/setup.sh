@@ -6,7 +6,9 @@
 #   - a Python virtualenv in .venv with ctl and its dependencies (pyproject.toml);
 #   - InfluxDB 2.7.12 built from the Go module proxy into the state dir (cached);
 #   - the dnpipe forwarder (C) used by the virtual rack's bridges;
-#   - the Node.js BitTorrent tools used by the mptcp-bittorrent scenario (cached).
+#   - the Node.js BitTorrent tools used by the mptcp-bittorrent scenario (cached);
+#   - the papers' congestion controls (nodes/congestion) compiled as BPF against this kernel's
+#     BTF, when the kernel has BTF (cached by BTF and source digests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -22,6 +24,7 @@ APT_PACKAGES=(
     openssh-server openssh-client iperf3 mptcpize ethtool iproute2 procps iputils-ping
     snmpd snmp python3 python3-venv gcc make nodejs nftables
     chromium
+    clang bpftool libbpf-dev linux-libc-dev   # BPF congestion controls (nodes/congestion)
     postgresql    # the lab database's tests start their own server (initdb + pg_ctl); no service is enabled
 )
 missing=()
@@ -76,6 +79,13 @@ if [ -f nodes/bittorrent/package.json ]; then
         (cd nodes/bittorrent && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
         touch nodes/bittorrent/node_modules
     fi
+fi
+
+if [ -r /sys/kernel/btf/vmlinux ]; then
+    say "building the BPF congestion controls for this kernel"
+    CTL_STATE_DIR=$STATE .venv/bin/python -m nodes.congestion.build >/dev/null
+else
+    say "this kernel has no BTF (/sys/kernel/btf/vmlinux): runs asking for lia/olia/balia/wvegas/mcubic will be refused"
 fi
 
 say "ready (state dir: $STATE)"

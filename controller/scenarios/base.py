@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from bridges.base import PipeConfig, PipeKey
-from controller.argutil import join_negative_values
+from controller.argutil import argv_value, join_negative_values, name_value
 from controller.errors import ParameterError, ScenarioError, UsageError
 from controller.inventory import Inventory, Role
 from controller.traffic.iperf3 import FlowSpec
@@ -24,6 +24,7 @@ from controller.units import (
     format_size,
     parse_delay_us,
     parse_duration,
+    parse_int,
     parse_probability,
     parse_queue,
     parse_rate,
@@ -34,7 +35,6 @@ from nodes.mptcp import EndpointConfig
 ParamType = Literal["rate", "duration", "delay", "probability", "size", "queue", "int", "choice", "name", "host",
                     "path"]
 
-CC_NAME = r"^[a-z0-9_]{2,16}$"
 
 
 @dataclass(frozen=True)
@@ -70,13 +70,10 @@ class Param:
         elif t == "queue":
             return parse_queue(raw, what=what)
         elif t == "int":
-            try:
-                v = int(str(raw), 10)
-            except ValueError:
-                raise ParameterError(f"{what}: {raw!r} is not a whole number") from None
+            v = parse_int(raw, what=what)
         elif t == "path":
-            v = str(raw)
-            if not v.startswith("/") or any(c in v for c in "\0\n"):
+            v = argv_value(raw, what)      # it becomes an argument of a remote command
+            if not v.startswith("/"):
                 raise ParameterError(f"{what}: {raw!r} is not an absolute path")
             return v.rstrip("/") or "/"
         elif t in ("choice", "name", "host"):
@@ -84,9 +81,7 @@ class Param:
             if self.choices is not None and v not in self.choices:
                 raise ParameterError(f"{what}: {raw!r} is not one of {', '.join(self.choices)}")
             if t == "name":
-                import re
-                if not re.fullmatch(CC_NAME, v):
-                    raise ParameterError(f"{what}: {raw!r} is not a valid name")
+                name_value(v, "cc", what)
             return v
         else:  # pragma: no cover - a programming error in a scenario definition
             raise AssertionError(t)

@@ -64,7 +64,7 @@ def test_every_value_the_campaigns_sweep_is_accepted(sc, invs, path):
     (["--loss", "1.5"], "--loss: '1.5' is outside 0..1 (0%..100%)"),
     (["--loss", "60%"], "--loss: 60% is above the maximum 0.5"),
     (["--loss", "a lot"], "--loss: 'a lot' is not a probability (examples: 0.01%, 1%, 0.05)"),
-    (["--cc", "BBR v3"], "--cc: 'BBR v3' is not a valid name"),
+    (["--cc", "BBR v3"], "--cc: 'BBR v3' is not a valid name (cc names match [a-z0-9_]{2,16})"),
     (["--bw", "20G"], "--bw: 20G is above the maximum 10G"),
 ])
 def test_bad_parameters_are_one_line_errors(sc, argv, message):

@@ -46,7 +46,7 @@ def recorded(sc):
     (["--delay2", "0.1us"], "--delay2: '0.1us' is finer than 1 microsecond"),
     (["--bw", "100k"], "--bw: 100k is below the minimum 1M"),
     (["--queue", "0"], "--queue: '0' must be a positive number of slots or a size like 64KB"),
-    (["--cc", "LIA!"], "--cc: 'LIA!' is not a valid name"),
+    (["--cc", "LIA!"], "--cc: 'LIA!' is not a valid name (cc names match [a-z0-9_]{2,16})"),
     (["--port-base", "80"], "--port-base: 80 is below the minimum 1024"),
 ])
 def test_bad_parameters_are_one_line_errors(sc, argv, message):
