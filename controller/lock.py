@@ -66,6 +66,11 @@ class FileLock:
         finally:
             os.close(fd)
 
+    def last_holder(self) -> dict | None:
+        """The owner record as the file holds it, whether its holder lives or not: a holder
+        killed with -9 leaves its record behind, a clean release empties it (None)."""
+        return self._record()
+
     def owner(self) -> dict | None:
         """The recorded holder, or None when nobody holds it (a dead holder does not count)."""
         o = self._record()

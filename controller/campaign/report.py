@@ -272,7 +272,9 @@ def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
         row.append((str(len(cd.records)), None))
         for m in shown:
             st = mean_ci(cd.values.get(m, []))
-            row.append((f"{_fmt(st.mean)} ± {_fmt(st.ci95, 3)}" if st.ci95 is not None else _fmt(st.mean), None))
+            # No interval from one repetition (Student's t needs n >= 2): the mean alone, said so.
+            row.append((f"{_fmt(st.mean)} ± {_fmt(st.ci95, 3)}" if st.ci95 is not None else
+                        f"{_fmt(st.mean)} (n = 1, no CI)" if st.n == 1 else _fmt(st.mean), None))
         for rep, d in sorted(cd.records):
             link, where = _link(d, out)
             row.append((f"rep {rep}{where}", link))

@@ -11,11 +11,12 @@ from typing import Any, TextIO
 
 from controller.campaign.backends import open_store, store_exists, store_location
 from controller.campaign.plan import draw_seed, order_runs, rack_inventories, validate_cases
-from controller.campaign.progress import progress_of
+from controller.campaign.progress import QueueEntry, progress_of, queue_entries, queue_schedule
 from controller.campaign.report import export_records, write_report
 from controller.campaign.scheduler import (Scheduler, SchedulerLock, SchedulerOptions, scheduler_owner,
                                            settle_for_cancel)
 from controller.campaign.spec import CampaignError, CampaignFileError, load_campaign
+from controller.campaign.status import SchedulerView, interruption, scheduler_view
 from controller.campaign.store import campaign_dir
 from controller.campaign.timing import estimate_finish, format_span, learned_overhead, local, parse_at, progress_bar
 from controller.cli.commands import add_command
@@ -69,14 +70,28 @@ def _columns(stream: TextIO) -> int:
         return 100
 
 
-def progress_line(c: Any, p: Any, now: float | None = None) -> str:
-    now = time.time() if now is None else now
+def progress_line(c: Any, p: Any, interrupted: str | None = None) -> str:
+    """One line per campaign; an interrupted one (its scheduler gone) says so instead of an ETA."""
     eta = ""
-    if p.finish_at is not None and p.eta_s is not None:
+    if p.finish_at is not None and p.eta_s is not None and interrupted is None:
         eta = f"  ETA {local(p.finish_at):%a %H:%M} (in {format_span(p.eta_s)})"
     extra = f", {p.failed} failed" if p.failed else ""
     return (f"#{c.num} {c.name} {progress_bar(p.done, p.failed, p.total)} {p.done}/{p.total} done{extra}"
-            f"  {c.state}{eta}")
+            f"  {interrupted or c.state}{eta}")
+
+
+def view_of(c: Any) -> SchedulerView:
+    """The scheduler serving campaign `c`'s rack; a campaign on several racks is served by
+    each rack's daemon through claims with leases (a dead daemon's claim runs out): none."""
+    return SchedulerView(scheduler_owner(None), None) if c.multi_rack else scheduler_view(c.inventory_name)
+
+
+def interrupted_text(c: Any, p: Any) -> str | None:
+    """Stored `running` with no live scheduler for it (never for a multi-rack campaign, whose
+    runs another rack's daemon takes back when their claim runs out)."""
+    if c.multi_rack:
+        return None
+    return interruption(c.state, p.running > 0, c.num, view_of(c))
 
 
 # ---- plan and submit -------------------------------------------------------------------------
@@ -122,6 +137,18 @@ def _planned(args: argparse.Namespace) -> dict:
     # Several racks take runs in turn: the campaign ends with the busiest rack.
     finish = max(estimate_finish(now, per_run[i::n_racks], spec.pause_s, spec.window_obj(), not_before)
                  for i in range(n_racks))
+    queued_ahead = 0
+    if store_exists() and n_racks == 1:
+        # The campaigns already queued run first: this one finishes after them.
+        store = open_store()
+        try:
+            ahead = queue_entries(store, now)
+        finally:
+            store.close()
+        queued_ahead = sum(1 for e in ahead if e.runs_s)
+        if queued_ahead:
+            me = QueueEntry(max(e.num for e in ahead) + 1, tuple(per_run), spec.pause_s, spec.window_obj(), not_before)
+            finish = queue_schedule(ahead + [me], now).get(me.num, (now, finish))[1]
     if finish - now > MAX_HORIZON_S and not getattr(args, "force", False):
         raise CampaignError(f"{path}: the campaign would finish on {local(finish):%Y-%m-%d} "
                             f"(in {(finish - now) / 86400 / 365.25:.1f} years: {len(planned)} runs, "
@@ -132,7 +159,8 @@ def _planned(args: argparse.Namespace) -> dict:
             "inventory_path": inventory_path,
             "validated": validated, "seed": seed, "planned": planned, "overhead_s": overhead,
             "overhead_learned_from": learned, "rack_s": rack_s, "finish": finish, "not_before": not_before,
-            "durations": durations, "traffic_s": sum(durations[p.case] for p in planned)}
+            "durations": durations, "traffic_s": sum(durations[p.case] for p in planned),
+            "queued_ahead": queued_ahead}
 
 
 def _racks_text(pl: dict) -> str:
@@ -155,7 +183,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "racks": pl["racks"] or [pl["inv"].name], "rack_group": spec.rack_group,
             "order": spec.order, "seed": pl["seed"], "pause_s": spec.pause_s, "window": spec.window,
             "overhead_s": pl["overhead_s"], "estimated_rack_s": pl["rack_s"], "traffic_s": pl["traffic_s"],
-            "not_before": pl["not_before"], "estimated_finish": pl["finish"],
+            "not_before": pl["not_before"], "estimated_finish": pl["finish"], "queued_ahead": pl["queued_ahead"],
             "estimated_finish_local": f"{local(pl['finish']):%Y-%m-%d %H:%M:%S}"})
         return 0
     keys = list(validated[0].case.varied) if validated else []
@@ -186,7 +214,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     start = f"at {local(pl['not_before']):%Y-%m-%d %H:%M}" if pl["not_before"] else "now"
     win = f", only inside the window {spec.window}" if spec.window else ""
     spread = f" with the runs spread over {len(pl['racks'])} racks" if len(pl["racks"]) > 1 else ""
-    print(f"estimated finish:    {local(pl['finish']):%Y-%m-%d %H:%M} if started {start}{win}{spread}")
+    ahead = (f", after the {pl['queued_ahead']} campaign{'s' if pl['queued_ahead'] != 1 else ''} queued ahead of it"
+             if pl["queued_ahead"] else "")
+    print(f"estimated finish:    {local(pl['finish']):%Y-%m-%d %H:%M} if started {start}{win}{spread}{ahead}")
     print("nothing was submitted or changed (`ctl campaign submit FILE` queues it)")
     return 0
 
@@ -203,6 +233,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
                          runs_root=root, seed=pl["seed"], not_before=pl["not_before"],
                          cases=[v.case for v in pl["validated"]], planned=pl["planned"], durations=pl["durations"],
                          racks=pl["racks"] or None, rack_group=spec.rack_group, owner=f"{me['user']}@{me['host']}")
+        if not c.multi_rack:
+            queued = progress_of(store, c)
+            if queued.finish_at is not None:
+                pl["finish"] = queued.finish_at      # in queue order, behind the campaigns already queued
     finally:
         store.close()
     d = campaign_dir(c.id)
@@ -231,6 +265,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def status_json(store: Any, c: Any) -> dict:
     p = progress_of(store, c)
+    view = view_of(c)
+    stopped = interrupted_text(c, p)
     spec = c.spec()
     attempts: dict[int, list] = {}
     classes: dict[str, int] = {}
@@ -250,8 +286,11 @@ def status_json(store: Any, c: Any) -> dict:
         "pause_s": spec.pause_s, "not_before": c.not_before, "submitted": c.submitted, "started": c.started,
         "finished": c.finished,
         "progress": {"total": p.total, "done": p.done, "failed": p.failed, "pending": p.pending, "running": p.running,
-                     "cancelled": p.cancelled, "eta_s": p.eta_s, "finish_at": p.finish_at},
-        "scheduler": scheduler_owner(),
+                     "cancelled": p.cancelled, "eta_s": None if stopped else p.eta_s,
+                     "finish_at": None if stopped else p.finish_at},
+        "scheduler": view.owner,
+        # Stored state `running` with no scheduler running it (killed, or stopped between runs).
+        "interrupted": ({"message": stopped, "scheduler_pid": (view.last or {}).get("pid")} if stopped else None),
         "failures_by_class": classes,
         "health": {"checks": len(health), "failed": sum(1 for h in health if not h.ok),
                    "last": ({"t": health[-1].t, "ok": bool(health[-1].ok), "reasons": health[-1].reasons,
@@ -266,25 +305,30 @@ def status_json(store: Any, c: Any) -> dict:
 def _print_status(store: Any, c: Any) -> None:
     p = progress_of(store, c)
     spec = c.spec()
+    view = view_of(c)
+    stopped = interrupted_text(c, p)
     print(f"campaign #{c.num} {c.id}")
     racks = (f"racks of group {c.rack_group}" if c.rack_group else
              ("racks " + ", ".join(c.racks) if c.multi_rack else f"rack {c.inventory_name}"))
     print(f"  scenario {c.scenario}; file {c.file_path}; {racks}")
-    print(f"  state    {c.state}" + (f": {c.reason}" if c.reason else ""))
+    if stopped:
+        print(f"  state    {stopped}")
+    else:
+        print(f"  state    {c.state}" + (f": {c.reason}" if c.reason else ""))
     if c.activity and c.state in ("queued", "running"):
-        print(f"  now      {c.activity}")
-    owner = scheduler_owner(None if c.multi_rack else c.inventory_name)
+        print(f"  {'last' if stopped else 'now':<8} {c.activity}")
+    owner = view.owner
     if c.multi_rack:
         for r in store.runs(c.num):
             if r.state == "running" or (r.claimed_by and r.state == "pending"):
                 print(f"  run {r.seq}  {r.state} on {r.claim_rack} by {r.claimed_by} (lease until "
                       f"{local(r.claim_until or 0):%H:%M:%S})")
-    elif c.state in ("queued", "running"):
+    elif c.state in ("queued", "running") and not stopped:
         print("  scheduler " + (f"pid {owner.get('pid')} ({owner.get('purpose')})" if owner else
                                 f"none running: `ctl campaign resume {c.num}` or start the daemon"))
-    print(f"  runs     {p.done}/{p.total} done, {p.failed} failed, {p.pending} pending, {p.running} running"
-          + (f", {p.cancelled} cancelled" if p.cancelled else ""))
-    if p.finish_at is not None and p.eta_s is not None:
+    print(f"  runs     {p.done}/{p.total} done, {p.failed} failed, {p.pending} pending, {p.running} "
+          + ("interrupted" if stopped else "running") + (f", {p.cancelled} cancelled" if p.cancelled else ""))
+    if p.finish_at is not None and p.eta_s is not None and not stopped:
         print(f"  ETA      {local(p.finish_at):%Y-%m-%d %H:%M} (in {format_span(p.eta_s)})")
     print(f"  order    {spec.order}" + (f", seed {c.seed}" if c.seed is not None else "")
           + (f"; window {spec.window}" if spec.window else "") + (f"; pause {spec.pause}" if spec.pause_s else ""))
@@ -319,7 +363,9 @@ def cmd_status(args: argparse.Namespace) -> int:
             if not cs:
                 print("no campaigns yet")
             for c in cs:
-                print(progress_line(c, progress_of(store, c)) + f"  {c.id}" + (f"  ({c.reason})" if c.reason else ""))
+                p = progress_of(store, c)
+                print(progress_line(c, p, interrupted=interrupted_text(c, p)) + f"  {c.id}"
+                      + (f"  ({c.reason})" if c.reason else ""))
             return 0
         c = store.find(args.id)
         if args.json:
@@ -338,8 +384,12 @@ def _watch(store: Any, num: int) -> int:
     try:
         while True:
             c = store.campaign(num)
-            line = progress_line(c, progress_of(store, c))
-            if c.activity and c.state in ("queued", "running"):
+            p = progress_of(store, c)
+            # An interrupted campaign is shown as such; watching goes on (a restarted daemon or
+            # a `resume` in another terminal takes it up again).
+            stopped = interrupted_text(c, p)
+            line = progress_line(c, p, interrupted=stopped)
+            if c.activity and c.state in ("queued", "running") and not stopped:
                 line += f"  | {c.activity}"
             if out.isatty():
                 out.write("\r\x1b[K" + line[: _columns(out) - 1])

@@ -1,13 +1,21 @@
-"""`ctl link set | show | measure`: one link's shaping, on any rack."""
+"""`ctl link set | reset | show | measure`: a link's shaping, on any rack.
+
+Each action is its own subcommand with only its own options (`ctl link set --pings` is an
+error, not an ignored flag).
+"""
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from controller.cli.commands import add_command
+from controller.cli.commands import Parser, add_command
 from controller.cli.common import inventory_of, print_json
+from controller.cli.console import Console
+from controller.errors import UsageError
 from controller.lab.ops import ensure_lab
 from controller.rack import links as linkops
 from controller.rack.lease import hold_rack, parse_wait
@@ -18,42 +26,70 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def cmd_link(args: argparse.Namespace) -> int:
+@contextmanager
+def _hold(inv, args: argparse.Namespace, what: str, busy_s: float) -> Iterator[None]:
+    """The rack (machine lock, then the lease that lives with the rack), waiting if asked; and
+    no change during or into somebody else's reservation."""
+    with hold_rack(inv, what, wait_s=parse_wait(args.wait), say=_say, prepare=lambda: ensure_lab(inv)):
+        check_free(inv, time.time(), busy_s, what)
+        yield
+
+
+def cmd_set(args: argparse.Namespace) -> int:
     inv = inventory_of(args)
-    if args.action == "set":
-        if not args.link:
-            raise linkops.ParameterError("link set: which link? (ctl link set LINK --bw ...)")
-        dirs = linkops.directions(args.dir)
-        linkops.check_set(inv, args.link, dirs, args.bw, args.delay, args.plr, args.queue)
-        with hold_rack(inv, f"ctl link set {args.link}", wait_s=parse_wait(args.wait), say=_say,
-                       prepare=lambda: ensure_lab(inv)):
-            check_free(inv, time.time(), 10.0, f"ctl link set {args.link}")
-            entry = asyncio.run(linkops.link_set(inv, args.link, dirs, args.bw, args.delay, args.plr, args.queue))
-        if args.json:
-            print_json({k: v for k, v in entry.items() if k != "commands"})
-        else:
-            print(linkops.render_show({args.link: _as_show(entry)}))
-        return 0
-    if args.action == "show":
-        links = [args.link] if args.link else sorted(inv.links)
-        ensure_lab(inv)
-        data = asyncio.run(linkops.link_show(inv, links))
-        if args.json:
-            print_json(data)
-        else:
-            print(linkops.render_show(data))
-        return 0
-    if not args.link:
-        raise linkops.ParameterError("link measure: which link?")
+    dirs = linkops.directions(args.dir)
+    linkops.check_set(inv, args.link, dirs, args.bw, args.delay, args.plr, args.queue)
+    with _hold(inv, args, f"ctl link set {args.link}", 10.0):
+        entry = asyncio.run(linkops.link_set(inv, args.link, dirs, args.bw, args.delay, args.plr, args.queue))
+    if args.json:
+        print_json({k: v for k, v in entry.items() if k != "commands"})
+    else:
+        print(linkops.render_show({args.link: _as_show(entry)}))
+    return 0
+
+
+def cmd_reset(args: argparse.Namespace) -> int:
+    inv = inventory_of(args)
+    if bool(args.link) == bool(args.all):
+        raise UsageError("ctl link reset: give one LINK or --all")
+    links = sorted(inv.links) if args.all else [args.link]
+    if not links:
+        raise UsageError(f"ctl link reset: inventory {inv.name} has no links")
+    linkops.reset_plan(inv, links)      # refuses an unknown link before the lock or any connection
+    with _hold(inv, args, f"ctl link reset {args.link or '--all'}", 10.0):
+        entries = asyncio.run(linkops.link_reset(inv, links))
+    if args.json:
+        print_json([{k: v for k, v in e.items() if k != "commands"} for e in entries])
+    else:
+        print(linkops.render_reset(entries))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    inv = inventory_of(args)
+    links = [args.link] if args.link else sorted(inv.links)
+    ensure_lab(inv)
+    data = asyncio.run(linkops.link_show(inv, links))
+    if args.json:
+        print_json(data)
+    else:
+        print(linkops.render_show(data))
+    return 0
+
+
+def cmd_measure(args: argparse.Namespace) -> int:
+    inv = inventory_of(args)
     linkops.measure_plan(inv, args.link)
-    with hold_rack(inv, f"ctl link measure {args.link}", wait_s=parse_wait(args.wait), say=_say,
-                   prepare=lambda: ensure_lab(inv)):
-        check_free(inv, time.time(), args.pings * 0.2 + args.tcp_seconds + args.udp_seconds + 20.0,
-                   f"ctl link measure {args.link}")
-        m = asyncio.run(linkops.link_measure(inv, args.link, pings=args.pings, tcp_s=args.tcp_seconds,
-                                             udp_s=args.udp_seconds, streams=args.streams,
-                                             progress=(lambda s: None) if args.json else
-                                             (lambda s: print(s, file=sys.stderr, flush=True))))
+    # Steps on stderr (numbered, with their expected length; on a terminal a ticking line).
+    console = Console(quiet=args.json)
+    try:
+        with _hold(inv, args, f"ctl link measure {args.link}",
+                   args.pings * 0.2 + args.tcp_seconds + args.udp_seconds + 20.0):
+            m = asyncio.run(linkops.link_measure(inv, args.link, pings=args.pings, tcp_s=args.tcp_seconds,
+                                                 udp_s=args.udp_seconds, streams=args.streams,
+                                                 progress=console.log))
+    finally:
+        console.end()
     if args.json:
         print_json(m)
     else:
@@ -71,19 +107,40 @@ def _as_show(entry: dict) -> dict:
 
 
 def register(sub) -> None:
-    p = add_command(sub, "link", allow_abbrev=False)
-    p.add_argument("action", choices=["set", "show", "measure"])
-    p.add_argument("link", nargs="?")
-    p.add_argument("--bw", help="bandwidth, e.g. 20M, 100Mbit/s, 1G (0 = unlimited)")
-    p.add_argument("--delay", help="one-way delay per direction, e.g. 50ms")
-    p.add_argument("--plr", help="random loss on arrival, e.g. 0.01%%")
-    p.add_argument("--queue", help="drop-tail queue: slots (50) or bytes (64KB)")
-    p.add_argument("--dir", default="both", help="forward (a->b), reverse (b->a) or both (default)")
-    p.add_argument("--pings", type=int, default=20, help="measure: ping count (0.2 s apart)")
-    p.add_argument("--tcp-seconds", type=float, default=8.0)
-    p.add_argument("--streams", type=int, default=4, help="measure: parallel TCP streams (saturate shallow queues)")
-    p.add_argument("--udp-seconds", type=float, default=5.0)
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--wait", nargs="?", const="forever", default=None, metavar="DURATION",
-                   help="set/measure: wait for the rack when another controller holds it (or up to DURATION)")
-    p.set_defaults(func=cmd_link)
+    p = add_command(sub, "link", allow_abbrev=False, description="A link's shaping: set, reset, show, measure.")
+    ls = p.add_subparsers(dest="link_command", required=True, parser_class=Parser, metavar="ACTION")
+
+    def add(name: str, func, help_: str) -> argparse.ArgumentParser:
+        sp = ls.add_parser(name, help=help_, description=help_, allow_abbrev=False)
+        sp.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help="rack description (YAML)")
+        sp.set_defaults(func=func)
+        if name != "show":
+            sp.add_argument("--wait", nargs="?", const="forever", default=None, metavar="DURATION",
+                            help="wait for the rack when another controller holds it (or up to DURATION)")
+        return sp
+
+    sp = add("set", cmd_set, "change a link's shaping and leave it so (runs restore to it)")
+    sp.add_argument("link")
+    sp.add_argument("--bw", help="bandwidth, e.g. 20M, 100Mbit/s, 1G (0 = unlimited)")
+    sp.add_argument("--delay", help="one-way delay per direction, e.g. 50ms")
+    sp.add_argument("--plr", help="random loss on arrival, e.g. 0.01%%")
+    sp.add_argument("--queue", help="drop-tail queue: slots (50) or bytes (64KB)")
+    sp.add_argument("--dir", default="both", help="forward (a->b), reverse (b->a) or both (default)")
+    sp.add_argument("--json", action="store_true")
+
+    sp = add("reset", cmd_reset, "return links to the inventory's baseline (unshaped where it has none)")
+    sp.add_argument("link", nargs="?")
+    sp.add_argument("--all", action="store_true", help="every link of the inventory")
+    sp.add_argument("--json", action="store_true")
+
+    sp = add("show", cmd_show, "shaping and counters of every pipe (or of one link)")
+    sp.add_argument("link", nargs="?")
+    sp.add_argument("--json", action="store_true")
+
+    sp = add("measure", cmd_measure, "RTT/jitter (ping), throughput (iperf3), loss (counted UDP) vs configured")
+    sp.add_argument("link")
+    sp.add_argument("--pings", type=int, default=20, help="ping count (0.2 s apart)")
+    sp.add_argument("--tcp-seconds", type=float, default=8.0)
+    sp.add_argument("--streams", type=int, default=4, help="parallel TCP streams (saturate shallow queues)")
+    sp.add_argument("--udp-seconds", type=float, default=5.0)
+    sp.add_argument("--json", action="store_true")

@@ -9,13 +9,15 @@ import time
 
 from controller.cli.commands import add_command
 from controller.cli.common import inventory_of, print_json
+from controller.cli.console import Console
 from controller.errors import CtlError
 from controller.lab.ops import ensure_lab
 from controller.rack.lease import hold_rack, parse_wait
 from controller.rack.reservations import check_free
 from controller.run.prepare import prepare_run
+from controller.run.partial import partial_line
 from controller.run.recovery import recover_all
-from controller.run.runner import execute
+from controller.run.runner import RunOutcome, execute
 from controller.settings import runs_dir
 from controller.telemetry.hosts import SAMPLER_SOURCE
 from controller.telemetry.influx import influx_target, push_pending
@@ -25,19 +27,12 @@ from controller.telemetry.influx import influx_target, push_pending
 ADHOC_OVERHEAD_S = 20.0
 
 
-def _progress(quiet: bool):
-    t0 = time.monotonic()
-
-    def say(msg: str) -> None:
-        if not quiet:
-            print(f"[{time.monotonic() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
-    return say
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     inv = inventory_of(args)
     scenario, params, given, plan = prepare_run(args.scenario, args.params, inv)
-    say = _progress(args.quiet)
+    # Progress lines on stderr; on a terminal also the live block while traffic runs.
+    console = Console(quiet=args.quiet, block=not (args.json or args.dry_run))
+    say = console.log
     if args.dry_run:
         outcome = asyncio.run(execute(scenario, params, given, inv, plan, runs_root=runs_dir(args.runs_dir),
                                       dry_run=True, progress=say))
@@ -62,26 +57,49 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CtlError("the rack could not be restored after an interrupted run: " + "; ".join(problems))
         push_pending(inv, runs_dir(args.runs_dir), say)
         target = influx_target(inv, say)
-        outcome = asyncio.run(execute(scenario, params, given, inv, plan, runs_root=runs_dir(args.runs_dir),
-                                      influx=target, progress=say, campaign=args.campaign))
+        try:
+            outcome = asyncio.run(execute(scenario, params, given, inv, plan, runs_root=runs_dir(args.runs_dir),
+                                          influx=target, progress=say, campaign=args.campaign,
+                                          live=console.live_sink))
+        finally:
+            console.end()
     if outcome.exit_code == 2:
         # Refused after reading the hosts, before any change (e.g. a congestion control the kernel lacks).
         print(f"ctl: error: {' '.join((outcome.error or '').split())}", file=sys.stderr)
         print(f"record: {outcome.record_dir}", file=sys.stderr)
         return 2
+    partial = bool(outcome.summary and outcome.summary.get("partial"))
     if args.json:
         print_json({"run_id": outcome.run_id, "status": outcome.status, "record": str(outcome.record_dir),
                      "error": outcome.error, "summary": outcome.summary})
     else:
-        if outcome.summary is not None:
+        if outcome.summary is not None and (not partial or
+                                            (outcome.summary.get("partial_run") or {}).get("summarized") == "scenario"):
             print(scenario.render(outcome.summary))
             print()
+        if partial:
+            print(partial_line(outcome.summary or {}))
         _print_fidelity(outcome.record_dir)
         print(f"run {outcome.run_id}: {outcome.status}" + (f" ({outcome.error})" if outcome.error else ""))
         print(f"record: {outcome.record_dir}")
         if outcome.influx_pending:
             print(f"InfluxDB: {outcome.influx_pending} points not sent yet; `ctl metrics push {outcome.run_id}`")
+    _say_why(outcome)
     return outcome.exit_code
+
+
+def _say_why(outcome: RunOutcome) -> None:
+    """A run that did not complete says why on stderr too (scripts read stderr, not the table),
+    one line, whether or not the summary went to stdout as JSON."""
+    if outcome.status == "completed":
+        return
+    why = " ".join((outcome.error or "no reason recorded").split())
+    line = f"ctl: run {outcome.run_id} {outcome.status}: {why}"
+    if outcome.summary and outcome.summary.get("partial"):
+        p = outcome.summary.get("partial_run") or {}
+        line += f" (partial summary: {p.get('completed', 0)} of {p.get('planned', 0)} {p.get('unit', 'flows')} " \
+                "completed)"
+    print(line + f"; record: {outcome.record_dir}", file=sys.stderr, flush=True)
 
 
 def _print_fidelity(record_dir) -> None:

@@ -1,9 +1,13 @@
-"""Link operations on any rack: set a link's shaping, show it, measure it end to end.
+"""Link operations on any rack: set a link's shaping, reset it, show it, measure it end to end.
 
 `set` changes the pipes of one link (both directions unless told otherwise) through its
 bridge's driver, verifies the read-back, and logs before/after to the state dir. Fields
-not given keep their current value. The change stays until the next `set` (a run
-restores to whatever it found, so a `set` is the baseline runs return to).
+not given keep their current value. The change stays until the next `set` or `reset` (a
+run restores to whatever it found, so a `set` is the state runs return to, and a
+campaign's health check, which expects the inventory's baseline, pauses on it).
+
+`reset` returns links to the inventory's baseline (`links.<name>.baseline`; unshaped
+when the link has none), through the same driver path, verified and logged the same way.
 
 `measure` calibrates a link from its endpoints: RTT and jitter by ping, throughput by one
 iperf3 TCP flow, loss by a counted UDP stream below the link's rate, each next to the
@@ -26,6 +30,7 @@ from controller.parsers import iperf3, ping
 from controller.settings import state_dir
 from controller.ssh import CommandLog, SSHPool
 from controller.traffic.iperf3 import FlowSpec, TrafficRunner, iperf3_supports_mptcp
+from controller.traffic.progress import StepNote
 from controller.units import format_delay, format_probability, format_rate
 
 
@@ -70,18 +75,93 @@ async def link_set(inv: Inventory, link: str, dirs: list[Direction], bw: str | N
         _b, after = await apply(shaper, session, desired, before)
     finally:
         await pool.close()
-    entry = {"t": time.time(), "inventory": inv.name, "link": link, "bridge": bridge, "kind": shaper.kind,
-             "directions": [d.value for d in dirs],
-             "before": {f"{k[0]}.{k[1].value}": (v.to_json() if v else None) for k, v in before.pipes.items()
-                        if k[0] == link},
-             "after": {f"{k[0]}.{k[1].value}": (v.to_json() if v else None) for k, v in after.pipes.items()
-                       if k[0] == link},
-             "commands": [r.to_json() for r in log.entries]}
+    entry = _change_entry("set", inv, [link], bridge, shaper.kind, dirs, before, after, log)
+    _log_change(entry)
+    return entry
+
+
+def _change_entry(action: str, inv: Inventory, links: list[str], bridge: str, kind: str, dirs: list[Direction],
+                  before: Any, after: Any, log: Any) -> dict:
+    """One line of the state dir's link-changes.jsonl (`set` keeps its one-link form: `link`)."""
+    def pipes(st: Any) -> dict:
+        return {f"{k[0]}.{k[1].value}": (v.to_json() if v else None) for k, v in st.pipes.items() if k[0] in links}
+    entry: dict[str, Any] = {"t": time.time(), "action": action, "inventory": inv.name}
+    entry.update({"link": links[0]} if len(links) == 1 else {"links": links})
+    entry.update({"bridge": bridge, "kind": kind, "directions": [d.value for d in dirs],
+                  "before": pipes(before), "after": pipes(after), "commands": [r.to_json() for r in log.entries]})
+    return entry
+
+
+def _log_change(entry: dict) -> None:
     path = state_dir() / "link-changes.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
         f.write(json.dumps(entry) + "\n")
-    return entry
+
+
+# ---- reset -----------------------------------------------------------------------------
+
+def baseline_config(inv: Inventory, link: str) -> PipeConfig:
+    """The state a link returns to between runs: its inventory baseline, fields it does not
+    set at their defaults (unlimited, no delay, no loss, the default queue)."""
+    base = inv.links[link].baseline
+    if base is None:
+        return PipeConfig()
+    return PipeConfig.from_args(base.bw, base.delay, base.plr, base.queue)
+
+
+def reset_plan(inv: Inventory, links: list[str]) -> dict[str, dict[PipeKey, PipeConfig]]:
+    """Per bridge, the baseline of every direction of the given links (pure; refuses an
+    unknown link and what a back-end cannot do, before anything is touched)."""
+    out: dict[str, dict[PipeKey, PipeConfig]] = {}
+    for link in links:
+        bridge, shaper = _shaper(inv, link)
+        want = {(link, d): baseline_config(inv, link) for d in Direction}
+        shaper.validate(want)
+        out.setdefault(bridge, {}).update(want)
+    return out
+
+
+async def link_reset(inv: Inventory, links: list[str]) -> list[dict]:
+    """Return `links` to the inventory baseline; one logged entry per bridge (read back, verified)."""
+    plan = reset_plan(inv, links)
+    log = CommandLog()
+    pool = SSHPool(inv, log, list(plan))
+    entries = []
+    try:
+        (await pool.connect_all()).raise_on_error()
+
+        async def one(bridge: str) -> dict:
+            shaper = shaper_class(inv.hosts[bridge].shaper.kind)(inv, bridge)  # type: ignore[union-attr]
+            before, after = await apply(shaper, pool[bridge], plan[bridge])
+            mine = sorted({k[0] for k in plan[bridge]})
+            return _change_entry("reset", inv, mine, bridge, shaper.kind, list(Direction), before, after,
+                                 _BridgeLog(log, bridge))
+        entries = list(await asyncio.gather(*(one(b) for b in sorted(plan))))
+    finally:
+        await pool.close()
+    for e in entries:
+        _log_change(e)
+    return entries
+
+
+class _BridgeLog:
+    """The commands of one bridge out of a shared CommandLog (for its link-changes entry)."""
+
+    def __init__(self, log: CommandLog, host: str):
+        self.entries = [r for r in log.entries if r.host == host]
+
+
+def render_reset(entries: list[dict]) -> str:
+    lines = []
+    for e in entries:
+        for key, cfg in sorted(e["after"].items()):
+            was = e["before"].get(key)
+            now = PipeConfig.from_json(cfg).describe() if cfg else "unshaped"
+            before = PipeConfig.from_json(was).describe() if was else "unshaped"
+            same = " (unchanged)" if was == cfg else f" (was {before})"
+            lines.append(f"{key:<16} {e['bridge']:<7} {now}{same}")
+    return "\n".join(lines)
 
 
 async def link_show(inv: Inventory, links: list[str]) -> dict:
@@ -187,7 +267,7 @@ async def link_measure(inv: Inventory, link: str, *, pings: int = 20, tcp_s: flo
         # one 200 ms reply). Calibration measures the link, not the resolver.
         w = await pool[mp.client].run(Command(("ping", "-c", "2", "-i", "0.2", "-W", "5", mp.server_addr),
                                               timeout=40, check=False, note="warm-up (neighbour resolution)"))
-        progress(f"ping {mp.server_addr} from {mp.client} ({pings} x 0.2 s)")
+        progress(StepNote(1, 3, f"RTT: {pings} pings {mp.client} -> {mp.server_addr}, 0.2 s apart", pings * 0.2))
         r = await pool[mp.client].run(Command(("ping", "-c", str(pings), "-i", "0.2", "-W", "5", mp.server_addr),
                                               timeout=pings * 0.2 + 30, check=False, note="RTT and jitter"))
         pr = ping.parse(r.stdout)
@@ -198,7 +278,8 @@ async def link_measure(inv: Inventory, link: str, *, pings: int = 20, tcp_s: flo
                          "warmup_ms": [t for _, t in ping.parse(w.stdout).replies] if w.ok else []}
         native = iperf3_supports_mptcp((await pool[mp.client].run(Command(("iperf3", "--version"),
                                                                             check=False))).stdout)
-        progress(f"TCP throughput {mp.client} -> {mp.server}, {streams} streams for {tcp_s:g} s")
+        progress(StepNote(2, 3, f"throughput: {streams} TCP streams {mp.client} -> {mp.server} for {tcp_s:g} s",
+                          tcp_s + 1.0))
         tcp = FlowSpec("measure-tcp", "tcp", mp.client, mp.server, mp.server_addr, port, client_addr=mp.client_addr,
                        duration_s=tcp_s, streams=streams)
         tr = TrafficRunner(pool, [tcp], {mp.client: native, mp.server: native})
@@ -220,7 +301,8 @@ async def link_measure(inv: Inventory, link: str, *, pings: int = 20, tcp_s: flo
                                 "retransmits": res.end.sum_sent.retransmits if res.end and res.end.sum_sent else None}
         # Loss: a UDP stream well below the rate, so the queue never drops: what is lost is plr.
         rate = int(min((fwd.bw_bps or 10**9) * 0.5, 50_000_000))
-        progress(f"UDP loss count at {format_rate(rate)} for {udp_s:g} s")
+        progress(StepNote(3, 3, f"loss: UDP at {format_rate(rate)} {mp.client} -> {mp.server} for {udp_s:g} s",
+                          udp_s + 1.0))
         udp = FlowSpec("measure-udp", "udp", mp.client, mp.server, mp.server_addr, port + 1,
                        client_addr=mp.client_addr, duration_s=udp_s, udp_rate_bps=rate)
         tu = TrafficRunner(pool, [udp], {mp.client: native, mp.server: native})

@@ -79,30 +79,49 @@ def heatmap_figures(cases: Sequence[CaseData], metric: str, axes: tuple[str, str
 
 
 def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str) -> list[tuple[Path, str]]:
-    """Box plot per case over repetitions, every repetition as a dot, mean with its 95 % CI."""
+    """Box plot per case over repetitions, every repetition as a dot, mean with its 95 % CI
+    (a case with one repetition: its mean alone, no interval)."""
     plt = plots.pyplot()
     data = [(cd, [v for v in cd.values.get(metric, [])]) for cd in cases]
     data = [(cd, vs) for cd, vs in data if vs]
     if not data:
         return []
-    labels = [" ".join(f"{k}={v}" for k, v in cd.varied.items()) or "(fixed)" for cd, _ in data]
     height = max(2.5, 0.38 * len(data) + 1.2)
     fig, ax = plt.subplots(figsize=(8.5, height), layout="constrained")
-    pos = list(range(1, len(data) + 1))
-    try:  # matplotlib >= 3.10 names it `orientation`; `vert` goes away in 3.13
-        ax.boxplot([vs for _, vs in data], positions=pos, orientation="horizontal", widths=0.6, showfliers=False)
-    except TypeError:
-        ax.boxplot([vs for _, vs in data], positions=pos, vert=False, widths=0.6, showfliers=False)
-    for p, (_cd, vs) in zip(pos, data, strict=True):
-        ax.plot(vs, [p] * len(vs), "o", color="tab:blue", alpha=0.5, markersize=4)
-        st = mean_ci(vs)
-        if st.mean is not None:
-            ax.errorbar([st.mean], [p], xerr=[[st.ci95 or 0.0], [st.ci95 or 0.0]], fmt="D", color="tab:red",
-                        markersize=5, capsize=4, label="mean, 95% CI" if p == 1 else None)
-    ax.set_yticks(pos, labels, fontsize=8)
+    single = draw_boxes(ax, data)
     ax.set_xlabel(metric)
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     ax.set_title(title, fontsize=11)
     path = plots.save(fig, out / "boxplot.png")
-    return [(path, f"{metric} per case over repetitions (box: quartiles; red: mean and 95% CI)")]
+    note = f"; {single} case{'s' if single != 1 else ''} with one repetition: mean only, no CI" if single else ""
+    return [(path, f"{metric} per case over repetitions (box: quartiles; red: mean and 95% CI{note})")]
+
+
+def draw_boxes(ax: Any, data: Sequence[tuple[CaseData, list[float]]]) -> int:
+    """Draw the boxes, dots and means on `ax`; returns how many cases had one value (no CI drawn)."""
+    labels = [" ".join(f"{k}={v}" for k, v in cd.varied.items()) or "(fixed)" for cd, _ in data]
+    pos = list(range(1, len(data) + 1))
+    try:  # matplotlib >= 3.10 names it `orientation`; `vert` goes away in 3.13
+        ax.boxplot([vs for _, vs in data], positions=pos, orientation="horizontal", widths=0.6, showfliers=False)
+    except TypeError:
+        ax.boxplot([vs for _, vs in data], positions=pos, vert=False, widths=0.6, showfliers=False)
+    labelled: set[str] = set()
+    single = 0
+    for p, (_cd, vs) in zip(pos, data, strict=True):
+        ax.plot(vs, [p] * len(vs), "o", color="tab:blue", alpha=0.5, markersize=4)
+        st = mean_ci(vs)
+        if st.mean is None:
+            continue
+        if st.ci95 is None:
+            # One repetition has no confidence interval: the mean alone, never a zero-width bar.
+            single += 1
+            key = "mean (n = 1: no CI)"
+            ax.plot([st.mean], [p], "D", color="tab:gray", markersize=5, label=key if key not in labelled else None)
+        else:
+            key = "mean, 95% CI"
+            ax.errorbar([st.mean], [p], xerr=[[st.ci95], [st.ci95]], fmt="D", color="tab:red",
+                        markersize=5, capsize=4, label=key if key not in labelled else None)
+        labelled.add(key)
+    ax.set_yticks(pos, labels, fontsize=8)
+    return single

@@ -24,6 +24,8 @@ from controller.inventory import Inventory, Role, source_of
 from controller.results.records import RunRecord, make_run_id
 from controller.results.summary import data_local_ports
 from controller.run.congestion import CongestionStage, congestion_problems, subflow_congestion
+from controller.run.live import LIVE_INTERVAL_S, LiveFeed, LiveSink
+from controller.run.partial import partial_summary, traffic_window
 from controller.run.recovery import process_record
 from controller.scenarios.base import RunData, RunPlan, Scenario
 from controller.perhost import MultiResult, gather_hosts
@@ -55,7 +57,8 @@ class RunOutcome:
 class Run:
     def __init__(self, scenario: Scenario, params: dict[str, Any], given: dict[str, str], inv: Inventory,
                  plan: RunPlan, record: RunRecord, *, dry_run: bool = False, campaign: str | None = None,
-                 influx: InfluxTarget | None = None, progress: Callable[[str], None] | None = None):
+                 influx: InfluxTarget | None = None, progress: Callable[[str], None] | None = None,
+                 live: LiveSink | None = None):
         self.scenario = scenario
         self.params = params
         self.given = given
@@ -66,6 +69,7 @@ class Run:
         self.campaign = campaign
         self.influx = influx
         self.progress = progress or (lambda msg: None)
+        self.live = live
         self.log = CommandLog(None if dry_run else record.dir / "commands.jsonl")
         # Every remote process is in the record the moment it starts: if this controller dies,
         # recovery ends exactly these, by PID.
@@ -91,6 +95,8 @@ class Run:
         self.nstat: dict[str, list[str]] = {}
         self.monitor_text: dict[str, str] = {}
         self.window = (0.0, 0.0)
+        self.traffic_t0: float | None = None   # the clients' start, also when the run is cut short
+        self.traffic_t1: float | None = None
 
     def _hosts(self) -> list[str]:
         hosts = set(self.plan.endpoints) | set(self.plan.sample_ifaces)
@@ -226,13 +232,39 @@ class Run:
         await self._nstat("before")
         await self._warm_neighbours()
         span = max((f.start_delay_s + (f.duration_s or self.plan.duration_s) for f in self.plan.flows), default=0.0)
-        if span > self.plan.duration_s + 0.5:
+        if hasattr(self.traffic, "on_event"):
+            self.traffic.on_event = self.progress
+        if self.plan.traffic_factory is not None and hasattr(self.traffic, "describe"):
+            # e.g. "20 BitTorrent downloads of 20MiB (...), each up to 10m00s": what the step really does
+            self.progress(f"traffic: {self.traffic.describe()}")
+        elif span > self.plan.duration_s + 0.5:
             self.progress(f"traffic: {len(self.plan.flows)} flows of {self.plan.duration_s:g} s, staggered over "
                           f"{span:g} s")
         else:
             self.progress(f"traffic: {len(self.plan.flows)} flows for {self.plan.duration_s:g} s")
+        view = self._start_live()
+        try:
+            await self._traffic()
+        finally:
+            await self._stop_live(view)
+        t0, t1 = self.traffic_t0 or 0.0, self.traffic_t1 or 0.0
+        self.window = (t0, t1)
+
+        await self.traffic.collect_servers()
+        for r in self.traffic.runs:
+            self.telemetry.emit(flow_points(r))
+        await self._nstat("after")
+        self.record.manifest["flows"] = [r.to_json() for r in self.traffic.runs]
+        self.record.manifest["traffic_window"] = {"start": t0, "end": t1}
+        self._check_congestion()
+        failed = [r for r in self.traffic.runs if r.error]
+        if failed and not self.dry_run:
+            raise TrafficError("; ".join(f"{r.spec.name}: {r.error}" for r in failed))
+
+    async def _traffic(self) -> None:
+        assert self.traffic is not None and self.telemetry is not None
         await self.traffic.start_servers()
-        t0 = time.time()
+        self.traffic_t0 = time.time()
         timeout = self.plan.duration_s + max((f.start_delay_s for f in self.plan.flows), default=0.0) + 30
         # A host lost while traffic runs (its sampler stream ends) aborts the run at once.
         clients = asyncio.ensure_future(self.traffic.run_clients(timeout))
@@ -249,19 +281,39 @@ class Run:
             raise SSHError(host, f"lost during traffic: {why}")
         lost.cancel()
         clients.result()
-        t1 = time.time()
-        self.window = (t0, t1)
+        self.traffic_t1 = time.time()
 
-        await self.traffic.collect_servers()
-        for r in self.traffic.runs:
-            self.telemetry.emit(flow_points(r))
-        await self._nstat("after")
-        self.record.manifest["flows"] = [r.to_json() for r in self.traffic.runs]
-        self.record.manifest["traffic_window"] = {"start": t0, "end": t1}
-        self._check_congestion()
-        failed = [r for r in self.traffic.runs if r.error]
-        if failed and not self.dry_run:
-            raise TrafficError("; ".join(f"{r.spec.name}: {r.error}" for r in failed))
+    # ---- the live view (a terminal's redrawn block; nothing here prints) -------------------
+
+    def _start_live(self) -> "asyncio.Task | None":
+        if self.live is None or self.dry_run or self.telemetry is None or self.traffic is None:
+            return None
+        feed = LiveFeed(self.record.id, self.inv, self.plan, self.traffic, self.telemetry.points)
+        sink = self.live
+
+        async def loop() -> None:
+            while True:
+                try:
+                    sink(feed.status())
+                except Exception as exc:  # a display must never end a run: the block stops, the run goes on
+                    self.record.manifest["errors"].append({"t": time.time(), "error": f"live view: {exc!r}"[:300]})
+                    return
+                await asyncio.sleep(LIVE_INTERVAL_S)
+        return asyncio.ensure_future(loop())
+
+    async def _stop_live(self, view: "asyncio.Task | None") -> None:
+        if view is None:
+            return
+        view.cancel()
+        try:
+            await view
+        except (asyncio.CancelledError, Exception):
+            pass
+        try:
+            assert self.live is not None
+            self.live(None)
+        except Exception:
+            pass
 
     def _check_congestion(self) -> None:
         """Every sampled subflow of a flow that asked for a congestion control ran exactly it."""
@@ -425,8 +477,9 @@ class Run:
     def run_data(self) -> RunData:
         points = self.telemetry.points if self.telemetry is not None else []
         nst = {h: (v[0], v[-1]) for h, v in self.nstat.items() if len(v) >= 2}
+        window = self.window if self.window[1] else traffic_window(self.traffic_t0, self.traffic_t1)
         return RunData(self.inv, self.params, self.plan, self.traffic.runs if self.traffic else [], points, nst,
-                       self.monitor_text, self.window, self.record.dir)
+                       self.monitor_text, window, self.record.dir)
 
     def _record_spawn(self, p: Any) -> None:
         self.record.manifest["processes"].append(process_record(p))
@@ -451,7 +504,10 @@ class _DryPool:
 async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, str], inv: Inventory, plan: RunPlan,
                   *, runs_root: Path, dry_run: bool = False, campaign: str | None = None,
                   influx: InfluxTarget | None = None, progress: Callable[[str], None] | None = None,
-                  run_id: str | None = None) -> RunOutcome:
+                  run_id: str | None = None, live: LiveSink | None = None) -> RunOutcome:
+    """Run `plan` on the rack and write its record. `progress` gets one line per step; `live`
+    (a terminal's redrawn block) gets a LiveStatus about once a second while traffic runs,
+    then None."""
     rid = run_id or make_run_id(scenario.name, scenario.run_id_parts(given, params))
     tmp = None
     if dry_run:
@@ -465,7 +521,7 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
                  inventory=inv.snapshot(), inventory_file=str(source_of(inv) or ""), campaign=campaign,
                  dry_run=dry_run)
     run = Run(scenario, params, given, inv, plan, record, dry_run=dry_run, campaign=campaign, influx=influx,
-              progress=progress)
+              progress=progress, live=live)
     status, error, exit_code = "completed", None, 0
     error_type: str | None = None
     bug: BaseException | None = None
@@ -536,13 +592,16 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
             except CtlError as exc:
                 status, error, exit_code, error_type = "invalid", exc.one_line(), 4, type(exc).__name__
         elif not dry_run:
-            # Aborted / failed: keep and summarize what was measured, clearly marked partial.
+            # Aborted / failed: keep and summarize what was measured, clearly marked partial
+            # (the units that ran to their end, for scenarios whose units are independent).
             try:
-                data = run.run_data()
-                partial = {"partial": True, "status": status, "points": len(data.points)}
-                record.write_json("summary.json", partial)
-            except Exception:
-                pass
+                summary, figs = partial_summary(scenario, run.run_data(), status, error, record.dir,
+                                                unit=getattr(run.traffic, "unit_name", "flows"))
+                record.write_json("summary.json", summary)
+                if figs:
+                    record.manifest["figures"] = figs
+            except Exception as exc:  # the record must still be closed
+                record.manifest["errors"].append({"t": time.time(), "error": f"partial summary failed: {exc!r}"})
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:

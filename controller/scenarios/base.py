@@ -193,6 +193,10 @@ class Scenario:
     summarize: Callable[[Any], dict]
     render: Callable[[dict], str]
     figures: Callable[[Any, dict, Any], list[str]] = lambda data, summary, out: []
+    # A run cut short (signal, lost host) is summarized with this over the traffic units that
+    # ran to their own end, when they are independent of each other (tests or downloads one
+    # after the other); None: concurrent flows cut short are not summarized (controller/run/partial.py).
+    summarize_partial: Callable[[Any], dict] | None = None
     # Groups of parameters whose values must all differ (hosts in different roles, links of
     # different paths): the same host as MPTCP client and server is another experiment.
     distinct: tuple[tuple[str, ...], ...] = ()

@@ -532,5 +532,8 @@ SCENARIO = Scenario(
     summarize=summarize,
     render=render,
     figures=figures,
+    # Downloads and iperf3 tests run one after the other and do not depend on each other: the
+    # ones that ended before an interruption are summarized (marked partial by the runner).
+    summarize_partial=summarize,
     distinct=(("seeder", "leecher", "tracker_host"), ("local1", "local2", "seeder_wan", "leecher_wan")),
 )

@@ -22,12 +22,14 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from controller.commands import Command, DryRunSession
 from controller.errors import SSHError, TrafficError
 from controller.parsers import webtorrent
 from controller.traffic.iperf3 import FlowSpec
+from controller.traffic.progress import TrafficProgress, Unit, counted_progress, format_seconds
+from controller.units import format_size
 
 PAYLOAD = "payload.bin"
 
@@ -106,6 +108,26 @@ def downloads(s: BtSettings) -> list[tuple[str, int]]:
     return [(proto, rep) for rep in range(1, s.repetitions + 1) for proto in s.protocols]
 
 
+# Rate of a running download from the client's own `Downloaded:` counter: over at least this
+# long (its sizes are rounded, `12 MB` is +-0.5 MB, so a rate over one frame would jump).
+RATE_SPAN_S = 3.0
+
+
+def download_status(stamped: Sequence[tuple[float, str]], size_bytes: int) -> tuple[int, float | None]:
+    """(bytes downloaded as the client last printed them, bit/s over the last RATE_SPAN_S or more)."""
+    prog = webtorrent.progress(list(stamped))
+    if not prog:
+        return 0, None
+    t1, b1 = prog[-1]
+    older = [(t, b) for t, b in prog if t <= t1 - RATE_SPAN_S]
+    rate = None
+    if older:
+        t0, b0 = older[-1]
+        if t1 > t0 and b1 >= b0:
+            rate = (b1 - b0) * 8 / (t1 - t0)
+    return min(b1, size_bytes), rate
+
+
 # ---- what a download produced ---------------------------------------------------------------------
 
 @dataclass
@@ -122,6 +144,7 @@ class BtDownload:
     first_output: float | None = None       # first line the leecher printed
     done_at: float | None = None            # its "torrent downloaded successfully" line
     exited: float | None = None
+    ended_at: float | None = None           # this download's turn was over (it was not cut short)
     lines: list[tuple[float, str]] = field(default_factory=list)
     seeder_lines: list[tuple[float, str]] = field(default_factory=list)
     client_status: int | None = None
@@ -140,6 +163,17 @@ class BtDownload:
         return self.error is None and self.sha256 is not None and self.sha256 == self.expected_sha256
 
     @property
+    def ended(self) -> bool:
+        """The download ran to its own end (completed or failed), not cut short by an abort."""
+        return self.ended_at is not None
+
+    @property
+    def state(self) -> str:
+        if self.ended_at is not None:
+            return "done" if self.complete else "failed"
+        return "running" if self.seeder_started is not None else "waiting"
+
+    @property
     def download_s(self) -> float | None:
         if self.done_at is None or self.first_output is None:
             return None
@@ -154,6 +188,7 @@ class BtDownload:
                 "leecher_argv": list(self.leecher_argv), "seeder_started": self.seeder_started,
                 "seeder_ready": self.seeder_ready, "client_started": self.client_started,
                 "first_output": self.first_output, "done_at": self.done_at, "exited": self.exited,
+                "ended_at": self.ended_at,
                 "client_status": self.client_status, "sha256": self.sha256, "expected_sha256": self.expected_sha256,
                 "size_bytes": self.size_bytes, "error": self.error, "client_pid": self.client_pid,
                 "server_pid": self.server_pid, "download_s": self.download_s,
@@ -164,7 +199,7 @@ class BtDownload:
         """A download as the manifest recorded it (summaries re-computed from a record)."""
         spec = FlowSpec(**d["spec"])
         out = cls(spec, d["name"], d["protocol"], d["repetition"])
-        for k in ("seeder_started", "seeder_ready", "client_started", "first_output", "done_at", "exited",
+        for k in ("seeder_started", "seeder_ready", "client_started", "first_output", "done_at", "exited", "ended_at",
                   "client_status", "sha256", "expected_sha256", "size_bytes", "error", "client_pid", "server_pid"):
             setattr(out, k, d.get(k))
         out.seeder_argv, out.leecher_argv = tuple(d.get("seeder_argv", ())), tuple(d.get("leecher_argv", ()))
@@ -230,6 +265,53 @@ class BitTorrentRunner:
         self.seed_dir = self.leech_dir = ""
         # Raw outputs go into the run record as they are produced (a dry run has none).
         self.record = record
+        # What the step is blocked on now (the live view says it), and one progress line per
+        # download started or ended (the run's progress lines on stderr; the runner sets it).
+        self.waiting_for = ""
+        self.on_event: Callable[[str], None] = lambda msg: None
+        self.t0: float | None = None
+
+    unit_name = "BitTorrent downloads"
+
+    def describe(self) -> str:
+        n = len(self.runs)
+        return (f"{n} BitTorrent downloads of {format_size(self.s.size_bytes)} ("
+                + " and ".join(p.upper() for p in self.s.protocols) + " alternating), each up to "
+                + f"{format_seconds(self.s.download_timeout_s)}")
+
+    def progress(self, now: float) -> TrafficProgress:
+        units = []
+        cur_frac, cur_left = 0.0, None
+        waiting = self.waiting_for
+        for d in self.runs:
+            detail = ""
+            if d.state == "running":
+                got, rate = download_status(d.lines, self.s.size_bytes)
+                cur_frac = got / self.s.size_bytes if self.s.size_bytes else 0.0
+                done_at = next((t for t, l in d.lines if l.startswith("torrent downloaded successfully")), None)
+                if done_at is not None:
+                    # Complete; the client takes a while to close its connections and exit.
+                    cur_frac, cur_left = 1.0, 0.0
+                    first = next((t for t, l in d.lines if l.strip()), done_at)   # as download_s counts it
+                    detail = f"downloaded in {done_at - first:.1f} s"
+                    waiting = waiting or f"the {d.name} leecher to exit (its download is complete)"
+                elif d.client_started is not None:
+                    detail = f"{got / 2**20:.1f} MiB of {self.s.size_bytes / 2**20:.1f} MiB"
+                    if rate:
+                        cur_left = (self.s.size_bytes - got) * 8 / rate
+                        detail += f", ETA {format_seconds(cur_left)}"
+                    detail += f" ({format_seconds(now - d.client_started)} so far)"
+            elif d.state in ("done", "failed") and d.download_s is not None:
+                detail = f"{d.download_s:.1f} s" if d.complete else (d.error or "")
+            elif d.state == "failed":
+                detail = d.error or ""
+            units.append(Unit(d.name, d.state, d.spec.name, detail))
+        finished = [d.ended_at - d.seeder_started for d in self.runs
+                    if d.complete and d.ended_at is not None and d.seeder_started is not None]
+        return counted_progress("BitTorrent downloads", units, now - self.t0 if self.t0 else 0.0,
+                                current_fraction=cur_frac, current_remaining_s=cur_left,
+                                finished_durations=finished, waiting_for=waiting,
+                                limit=f"each up to {format_seconds(self.s.download_timeout_s)}")
 
     def _dry(self, host: str) -> bool:
         return isinstance(self.pool[host], DryRunSession)
@@ -250,6 +332,7 @@ class BitTorrentRunner:
 
     async def start_servers(self) -> None:
         s = self.s
+        self.waiting_for = "the hosts to confirm the BitTorrent tools are installed"
         for host, tool in ((s.seeder, "webtorrent"), (s.leecher, "webtorrent"), (s.tracker_host, "bittorrent-tracker")):
             r = await self.pool[host].run(Command(("test", "-x", s.tool(tool)), timeout=10, check=False,
                                                   note=f"is {tool} installed?"))
@@ -263,12 +346,14 @@ class BitTorrentRunner:
                                           "leecher work dir", assume="/tmp/ctl-bt-leech.DRYRUN")).strip()
         self.dirs.append((s.leecher, self.leech_dir))
         payload = f"{self.seed_dir}/{PAYLOAD}"
+        self.waiting_for = f"{s.seeder} to generate the {format_size(s.size_bytes)} payload and hash it"
         await self._run(s.seeder, generate_argv(payload, s.size_bytes), f"generate a {s.size_bytes}-byte payload",
                         timeout=300)
         out = await self._run(s.seeder, ("sha256sum", payload), "payload hash", timeout=120,
                               assume="0" * 64 + f"  {payload}")
         self.payload_sha256 = out.split()[0] if out.split() else ""
         # The tracker first: the torrent names it, and seeders announce to it at start.
+        self.waiting_for = f"the tracker on {s.tracker_host} to listen"
         self._tracker = await self.pool[s.tracker_host].spawn(tracker_argv(s), note="bittorrent tracker")
         self._live.append(self._tracker)
         self._tracker_reader = _Lines(self._tracker, self.tracker_lines)
@@ -277,6 +362,7 @@ class BitTorrentRunner:
             if not ok:
                 raise TrafficError(f"{s.tracker_host}: the tracker did not start listening on {s.announce}")
         torrent = f"{self.seed_dir}/payload.torrent"
+        self.waiting_for = f"{s.seeder} to make the .torrent"
         await self._run(s.seeder, create_argv(s, payload, torrent), "make the .torrent", timeout=300)
         info = await self._run(s.seeder, (s.tool("webtorrent"), "info", torrent), "read the .torrent", timeout=120,
                                assume=json.dumps({"name": PAYLOAD, "infoHash": "0" * 40, "length": s.size_bytes,
@@ -284,15 +370,25 @@ class BitTorrentRunner:
         self.torrent = webtorrent.parse_info(info)
         self.magnet = magnet(self.torrent["info_hash"], self.torrent["name"] or PAYLOAD, s.announce)
         self._raw(s.seeder, "webtorrent-info.json", info)
+        self.waiting_for = ""
 
     async def run_clients(self, timeout_s: float) -> None:
-        for d in self.runs:
+        self.t0 = time.time()
+        for k, d in enumerate(self.runs, 1):
+            self.on_event(f"BitTorrent download {k}/{len(self.runs)} ({d.name}): starting its seeder")
             try:
                 await self._one(d)
             except asyncio.TimeoutError:
                 d.error = d.error or f"did not finish within {self.s.download_timeout_s:g} s"
+            d.ended_at = time.time()
+            done = sum(1 for x in self.runs if x.complete)
+            how = (f"complete in {d.download_s:.1f} s ({self.s.size_bytes * 8 / d.download_s / 1e6:.2f} Mbit/s)"
+                   if d.complete and d.download_s else f"FAILED: {d.error or 'incomplete'}")
+            self.on_event(f"BitTorrent download {k}/{len(self.runs)} ({d.name}) {how}; {done} complete so far")
             if not self._dry(self.s.leecher):
+                self.waiting_for = "the last connections to close before the next download"
                 await asyncio.sleep(1.0)   # let the last connections close before the next pair starts
+            self.waiting_for = ""
 
     async def _one(self, d: BtDownload) -> None:
         s = self.s
@@ -319,12 +415,15 @@ class BitTorrentRunner:
                             return True
                     return False
                 assert self._tracker_reader is not None
+                self.waiting_for = (f"the {d.name} seeder (port {port}) to announce itself to the tracker "
+                                    f"(up to {format_seconds(s.seeder_ready_timeout_s)})")
                 ok = await self._tracker_reader.wait_for(announced, s.seeder_ready_timeout_s)
                 if not ok:
                     d.error = (f"seeder on port {port} not announced to the tracker within "
                                f"{s.seeder_ready_timeout_s:g} s" + (" (it exited)" if seeder_reader.ended else ""))
                     return
                 d.seeder_ready = time.time()
+            self.waiting_for = ""
             await self._run(s.leecher, ("mkdir", "--", out_dir), "leecher output dir")
             leecher = await self.pool[s.leecher].spawn(d.leecher_argv, note=f"leecher {d.name}")
             self._live.append(leecher)
@@ -348,6 +447,7 @@ class BitTorrentRunner:
                 d.error = "the leecher never reported completion"
             self._raw(s.leecher, f"webtorrent-leecher-{d.name}.txt",
                       "".join(f"{t:.6f} {l}\n" for t, l in d.lines))
+            self.waiting_for = f"{s.leecher} to hash {d.name}'s file (SHA-256)"
             path = f"{out_dir}/{self.torrent.get('name') or PAYLOAD}"
             got = await self._run(s.leecher, ("sha256sum", path), f"hash of {d.name}'s file", timeout=120,
                                   assume="0" * 64 + f"  {path}", check=False)
@@ -360,6 +460,7 @@ class BitTorrentRunner:
             # Each copy is as large as the payload: remove it now (exactly the directory this run made).
             await self._run(s.leecher, ("rm", "-r", "--", out_dir), f"remove {d.name}'s copy", check=False)
         finally:
+            self.waiting_for = f"the {d.name} seeder to stop"
             await seeder.terminate(grace=5)   # graceful: it sends the tracker its `stop`
             await seeder.wait(10, stdout="\n".join(l for _, l in d.seeder_lines))
             if seeder in self._live:

@@ -12,10 +12,12 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Sequence
+from typing import TYPE_CHECKING, Callable, Literal, Sequence
 
 from controller.commands import Command
 from controller.errors import SSHError, TrafficError
+from controller.parsers import iperf3 as iperf3_parser
+from controller.traffic.progress import TrafficProgress, Unit, format_seconds, timed_progress
 if TYPE_CHECKING:  # asyncssh is heavy to import; bad-input paths never need it
     from controller.ssh import SSHPool, SSHRemoteProcess
 
@@ -101,6 +103,17 @@ class FlowRun:
     server_pid: int | None = None
     client_lines: list[str] = field(default_factory=list)
 
+    @property
+    def ended(self) -> bool:
+        """The client ran to its own end (successfully or not), not cut short by an abort."""
+        return self.client_status is not None
+
+    @property
+    def state(self) -> str:
+        if self.client_status is not None:
+            return "done" if self.error is None else "failed"
+        return "running" if self.client_started is not None else "waiting"
+
     def to_json(self) -> dict:
         return {"name": self.spec.name, "spec": self.spec.to_json(), "client_argv": list(self.client_argv),
                 "server_argv": list(self.server_argv), "client_started": self.client_started,
@@ -118,6 +131,44 @@ class TrafficRunner:
         self._servers: dict[str, SSHRemoteProcess] = {}
         self._clients: dict[str, SSHRemoteProcess] = {}
         self.t0: float | None = None
+        # One line per finished test when the tests run one after the other (the run's
+        # progress lines on stderr); the run state machine sets it.
+        self.on_event: Callable[[str], None] = lambda msg: None
+
+    @property
+    def staggered(self) -> bool:
+        return len(self.runs) > 1 and any(r.spec.start_delay_s for r in self.runs)
+
+    @property
+    def unit_name(self) -> str:
+        return "iperf3 tests" if self.staggered else "iperf3 flows"
+
+    @property
+    def span_s(self) -> float:
+        """From the first client's start to the planned end of the last one."""
+        return max((r.spec.start_delay_s + (r.spec.duration_s or 0.0) for r in self.runs), default=0.0)
+
+    def describe(self) -> str:
+        n = len(self.runs)
+        if self.staggered:
+            lengths = sorted({r.spec.duration_s for r in self.runs if r.spec.duration_s})
+            each = f" of {lengths[0]:g} s" if len(lengths) == 1 else ""
+            return f"{n} iperf3 tests{each} one after the other, {format_seconds(self.span_s)} in all"
+        return f"{n} iperf3 flow{'s' if n != 1 else ''} for {format_seconds(self.span_s)}"
+
+    def progress(self, now: float) -> TrafficProgress:
+        units = [Unit(r.spec.name, r.state, r.spec.name) for r in self.runs]
+        if self.t0 is None:
+            return timed_progress(self.describe(), units, 0.0, self.span_s, waiting_for="the iperf3 servers to listen",
+                                  counted=self.staggered)
+        elapsed = now - self.t0
+        waiting = ""
+        if self.staggered and not any(u.state == "running" for u in units):
+            nxt = min((self.t0 + r.spec.start_delay_s for r in self.runs if r.state == "waiting"), default=None)
+            if nxt is not None:
+                waiting = f"the next test (in {format_seconds(nxt - now)})"
+        return timed_progress(self.describe(), units, elapsed, self.span_s, waiting_for=waiting,
+                              counted=self.staggered)
 
     async def start_servers(self) -> None:
         for r in self.runs:
@@ -156,6 +207,10 @@ class TrafficRunner:
             r.client_json, r.client_status = text, res.exit_status
             if res.exit_status != 0:
                 r.error = _iperf_error(text) or res.stderr.strip()[:300] or f"exit {res.exit_status}"
+            if self.staggered:
+                done = sum(1 for x in self.runs if x.client_status is not None)
+                self.on_event(f"iperf3 test {done}/{len(self.runs)} {r.spec.name}: "
+                              + (f"failed: {r.error}" if r.error else _receiver_rate_text(text)))
 
         results = await asyncio.gather(*(one(r) for r in self.runs), return_exceptions=True)
         for r, res in zip(self.runs, results):
@@ -203,6 +258,14 @@ class TrafficRunner:
 async def _collect(proc: SSHRemoteProcess, into: list[str]) -> None:
     async for line in proc.lines():
         into.append(line)
+
+
+def _receiver_rate_text(text: str) -> str:
+    try:
+        bps = iperf3_parser.receiver_throughput_bps(iperf3_parser.parse(text))
+    except Exception:  # a progress line must never fail the run
+        bps = None
+    return f"{bps / 1e6:.2f} Mbit/s at the receiver" if bps else "done"
 
 
 def _iperf_error(text: str) -> str | None:

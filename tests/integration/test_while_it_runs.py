@@ -1,0 +1,239 @@
+"""The operator's view while things run (issue 16, "While it runs"), on the virtual rack:
+
+- `ctl run` on a terminal redraws one live block about once a second (elapsed and remaining
+  with a bar, per-flow and per-link rates from the run's own samplers) and leaves the final
+  summary intact; on a pipe there is no block, only the progress lines;
+- an interrupted BitTorrent step summarizes the downloads that completed, marked partial
+  with the count, and says why it ended on stderr;
+- `ctl campaign status` after a kill -9 of the scheduler says interrupted with its pid and
+  the command that continues it, with no ETA;
+- `ctl link reset LINK|--all` returns links to the inventory's baseline; `ctl link measure`
+  numbers its steps.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.integration
+
+PROJECT = Path(__file__).resolve().parents[2]
+ESC = "\x1b"
+
+
+def run_on_pty(rack, *args: str, timeout: float = 240) -> tuple[int, str]:
+    """`ctl ARGS` with stdout and stderr on one pseudo-terminal, as a researcher sees it."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
+    env = rack.env(TERM="xterm-256color")
+    env.pop("NO_COLOR", None)
+    p = subprocess.Popen([sys.executable, "-m", "controller", *args], cwd=PROJECT, env=env,
+                         stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([master], [], [], 1.0)
+        if r:
+            try:
+                data = os.read(master, 65536)
+            except OSError:          # EIO: the other side closed
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif p.poll() is not None:
+            break
+    os.close(master)
+    rc = p.wait(30)
+    return rc, b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def test_live_progress_on_a_terminal_and_none_on_a_pipe(rack):
+    rc, tty = run_on_pty(rack, "run", "distinct-bottleneck", "--link2", "20M", "--duration", "6")
+    assert rc == 0, tty[-3000:]
+    # frames redrawn in place, about once a second, elapsed growing
+    elapsed = [int(x) for x in re.findall(r"(\d+) s elapsed, \d+ s left", tty)]
+    assert len(set(elapsed)) >= 4 and sorted(set(elapsed)) == list(dict.fromkeys(elapsed)), elapsed
+    assert "\x1b[1A" in tty and "\x1b[2K" in tty
+    assert "3 iperf3 flows for 6 s  " in tty
+    # the rates come from the run's samplers: every flow and link gets a real figure once running
+    rates = {name: [float(v) for v in re.findall(rf"\n  {re.escape(name)}\s+(\d+\.\d\d)\s", tty)]
+             for name in ("mptcp", "tcp-path1", "tcp-path2")}
+    assert all(vs and max(vs) > 1.0 for vs in rates.values()), rates
+    assert max(rates["tcp-path2"]) < 21.0                          # path2 is shaped to 20M
+    links = re.findall(r"\n  path2\s+(\d+\.\d\d)\s+(\d+\.\d\d)", tty)
+    assert links and max(float(f) for f, _r in links) > 10.0, links
+    # the final summary comes after the last frame, whole and untouched by it
+    tail = tty[tty.rindex(ESC):]
+    for part in ("flow ", "Jain's fairness index", "MPTCP negotiated: yes", ": completed", "record: "):
+        assert part in tail, (part, tail[-2000:])
+    assert "elapsed" not in tail
+
+    # on a pipe: the progress lines only, no block, no terminal control
+    p = rack.ctl("run", "distinct-bottleneck", "--link2", "20M", "--duration", "3")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert ESC not in p.stderr and ESC not in p.stdout and "elapsed" not in p.stderr
+    assert "] traffic: 3 flows for 3 s" in p.stderr and "Jain's fairness index" in p.stdout
+
+
+def test_an_interrupted_bittorrent_step_summarizes_what_completed(rack):
+    # 4 downloads of 4 MiB with a local tracker; SIGTERM while the third one runs
+    proc = rack.popen("run", "mptcp-bittorrent", "--step", "bittorrent", "--tracker", "local", "--size", "4MiB",
+                      "--repetitions", "2", "--timeout", "120s")
+    seen = []
+    deadline = time.monotonic() + 300
+    assert proc.stderr is not None
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        seen.append(line)
+        if "BitTorrent download 3/4 (tcp-2): starting its seeder" in line:
+            break
+        assert line or proc.poll() is None, "".join(seen)
+    else:
+        raise AssertionError("".join(seen))
+    text = "".join(seen)
+    # what the step really does, and how far along it is, on stderr (a pipe: lines, no block)
+    assert "] traffic: 4 BitTorrent downloads of 4MiB (TCP and MPTCP alternating), each up to 2m00s" in text
+    assert re.search(r"BitTorrent download 1/4 \(tcp-1\) complete in [\d.]+ s \([\d.]+ Mbit/s\); 1 complete so far",
+                     text), text
+    assert "BitTorrent download 2/4 (mptcp-1) complete in" in text
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-2000:]
+    rec = Path(out.split("record: ")[1].split()[0])
+    s = json.loads((rec / "summary.json").read_text())
+    p = s["partial_run"]
+    assert s["partial"] is True and s["status"] == "aborted" and s["valid"] is False
+    assert (p["planned"], p["completed"], p["completed_names"]) == (4, 2, ["tcp-1", "mptcp-1"])
+    assert p["not_ended"] == ["tcp-2", "mptcp-2"] and p["units_valid"] is True
+    assert [d["name"] for d in s["downloads"]] == ["tcp-1", "mptcp-1"] and all(d["complete"] for d in s["downloads"])
+    assert s["protocols"]["tcp"]["throughput_mbps"]["n"] == 1 and s["protocols"]["mptcp"]["throughput_mbps"]["n"] == 1
+    assert (rec / "bittorrent.png").exists()
+    # stdout: the scenario's table of those two and the PARTIAL line; stderr: why, in one line
+    assert "tcp-1" in out and "PARTIAL (aborted: interrupted by SIGTERM): 2 of 4 BitTorrent downloads completed" in out
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("ctl: run ") and "aborted: interrupted by SIGTERM (partial summary: 2 of 4 BitTorrent " \
+                                                "downloads completed); record: " in last, last
+    m = json.loads((rec / "manifest.json").read_text())
+    assert m["status"] == "aborted" and m["restore_problems"] == []
+
+
+CAMPAIGN = """
+version: 1
+name: kill-status
+scenario: distinct-bottleneck
+fixed: {duration: 4s}
+sweep:
+  link2: [10M, 20M]
+repetitions: 1
+order: sequential
+pause: 0s
+overhead: 10s
+"""
+
+
+def _wait_for(log: Path, pattern: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if re.search(pattern, log.read_text()):
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    raise AssertionError(f"{pattern!r} not seen:\n{log.read_text()[-3000:]}")
+
+
+def test_campaign_status_after_the_scheduler_is_killed(rack, tmp_path):
+    f = tmp_path / "kill-status.yaml"
+    f.write_text(CAMPAIGN)
+    p = rack.ctl("campaign", "submit", str(f), "--json")
+    assert p.returncode == 0, p.stderr
+    num = json.loads(p.stdout)["num"]
+    log = tmp_path / "daemon.log"
+    with open(log, "w") as fh:
+        d = subprocess.Popen([sys.executable, "-m", "controller", "campaign", "daemon"], cwd=PROJECT, env=rack.env(),
+                             stdout=fh, stderr=subprocess.STDOUT, text=True)
+    try:
+        _wait_for(log, r"\] traffic: 3 flows", d)
+        running = json.loads(rack.ctl("campaign", "status", str(num), "--json").stdout)
+        assert running["interrupted"] is None and running["progress"]["eta_s"] > 0
+        d.send_signal(signal.SIGKILL)
+        d.wait(10)
+        st = rack.ctl("campaign", "status", str(num), "--json")
+        assert st.returncode == 0, st.stderr
+        j = json.loads(st.stdout)
+        want = f"interrupted, scheduler pid {d.pid} gone, `ctl campaign resume {num}`"
+        assert j["state"] == "running" and j["scheduler"] is None
+        assert j["interrupted"] == {"message": want, "scheduler_pid": d.pid}
+        assert j["progress"]["eta_s"] is None and j["progress"]["finish_at"] is None
+        text = rack.ctl("campaign", "status", str(num)).stdout
+        assert f"  state    {want}" in text and "ETA" not in text and "1 interrupted" in text, text
+        listing = rack.ctl("campaign", "status").stdout
+        line = next(l for l in listing.splitlines() if l.startswith(f"#{num} "))
+        assert want in line and "ETA" not in line
+    finally:
+        if d.poll() is None:
+            d.kill()
+            d.wait(10)
+        # leave the rack as found: the cancel restores it from the interrupted run's record
+        c = rack.ctl("campaign", "cancel", str(num))
+        assert c.returncode == 0, c.stderr
+    assert rack.pipes_at_default()
+
+
+def test_link_reset_to_the_inventory_baseline(rack, tmp_path):
+    try:
+        for link in ("path1", "path2"):
+            p = rack.ctl("link", "set", link, "--bw", "20M", "--delay", "10ms")
+            assert p.returncode == 0, p.stderr
+        p = rack.ctl("link", "reset", "path2", "--json")
+        assert p.returncode == 0, p.stderr
+        (entry,) = json.loads(p.stdout)
+        assert entry["action"] == "reset" and entry["bridge"] == "br2" and entry["link"] == "path2"
+        assert entry["before"]["path2.forward"]["bw_bps"] == 20_000_000
+        assert rack.pipes_at_default(("path2",)) and not rack.pipes_at_default(("path1",))
+        # a baseline in the inventory: reset goes to it, not to unshaped
+        data = yaml.safe_load(rack.inventory_path.read_text())
+        data["links"]["path2"]["baseline"] = {"bw": "50M", "delay": "5ms"}
+        with_base = tmp_path / "with-baseline.yaml"
+        with_base.write_text(yaml.safe_dump(data, sort_keys=False))
+        p = rack.ctl("link", "reset", "--all", "--inventory", str(with_base))
+        assert p.returncode == 0, p.stderr
+        assert "path2.forward    br2     bw 50 Mbit/s, delay 5ms, plr 0%, queue 50 slots (unchanged)" not in p.stdout
+        assert "path2.forward    br2     bw 50 Mbit/s, delay 5ms, plr 0%, queue 50 slots (was " in p.stdout, p.stdout
+        cfg = rack.pipe("path2")
+        assert cfg["forward"]["bw_bps"] == cfg["reverse"]["bw_bps"] == 50_000_000
+        assert cfg["forward"]["delay_us"] == 5000 and rack.pipes_at_default(("path1",))
+        # logged like `set`: the two sets, the reset of path2, then one entry per bridge for --all
+        changes = [json.loads(l) for l in (rack.state_dir / "link-changes.jsonl").read_text().splitlines()]
+        last_set = max(i for i, c in enumerate(changes) if c["action"] == "set")
+        resets = changes[last_set + 1:]
+        assert [c["action"] for c in resets] == ["reset"] * len(resets) and len(resets) >= 2
+        covered = {l for c in resets[1:] for l in c.get("links", [c.get("link")])}
+        assert covered == set(rack.inventory.links)
+    finally:
+        p = rack.ctl("link", "reset", "--all")
+        assert p.returncode == 0, p.stderr
+    assert rack.pipes_at_default()
+    # a measurement numbers its steps on stderr, each with the time it should take
+    m = rack.ctl("link", "measure", "path1", "--pings", "5", "--tcp-seconds", "3", "--udp-seconds", "2")
+    assert m.returncode == 0, m.stderr
+    steps = re.findall(r"\] (\[\d/3\] [^\n]+)", m.stderr)
+    assert [s[:5] for s in steps] == ["[1/3]", "[2/3]", "[3/3]"], m.stderr
+    assert steps[0].endswith("(about 1 s)") and "throughput: 4 TCP streams a1 -> b1 for 3 s" in steps[1]

@@ -1,0 +1,144 @@
+"""The live block of `ctl run` and the ticking steps of `ctl link measure`: what they say
+(pure lines), and how they are drawn: redrawn in place on a pseudo-terminal (rich's Live),
+nothing but plain progress lines on a pipe or with --quiet."""
+from __future__ import annotations
+
+import io
+import os
+import pty
+import re
+import time
+
+from controller.cli.console import Console, bar, status_lines, step_line
+from controller.run.live import FlowLine, LiveStatus
+from controller.telemetry.live import LinkRate
+from controller.traffic.progress import StepNote, TrafficProgress, Unit
+
+
+def status(elapsed: float, mptcp_bps: float = 34.58e6) -> LiveStatus:
+    units = (Unit("mptcp", "running"), Unit("tcp-path1", "running"), Unit("tcp-path2", "running"))
+    prog = TrafficProgress("3 iperf3 flows for 30 s", 0, 3, elapsed / 30, elapsed, 30 - elapsed, units=units)
+    return LiveStatus("r1", prog, (FlowLine("mptcp", "running", mptcp_bps), FlowLine("tcp-path1", "running", 67.02e6),
+                                   FlowLine("tcp-path2", "running", None)), 0,
+                      (LinkRate("path1", 101.2e6, 2.1e6), LinkRate("path2", None, None)))
+
+
+def test_bar():
+    assert bar(0.5, 10) == "█████░░░░░" and bar(-1, 4) == "░░░░" and bar(2, 4) == "████"
+
+
+def test_status_lines_of_concurrent_flows():
+    lines = status_lines(status(12.0))
+    assert lines[0] == "3 iperf3 flows for 30 s  " + bar(0.4) + "  40% 12 s elapsed, 18 s left"
+    assert lines[1:5] == ["  flow            Mbit/s", "  mptcp            34.58", "  tcp-path1        67.02",
+                          "  tcp-path2            -"]
+    assert lines[5:] == ["  link          a->b Mbit/s  b->a Mbit/s", "  path1              101.20         2.10",
+                         "  path2                   -            -"]
+
+
+def test_status_lines_of_counted_downloads_say_what_they_wait_for():
+    units = tuple(Unit(f"d{k}", "done") for k in range(14)) + (Unit("tcp-8", "running", "bt-tcp", "9.5 MiB of 20.0 MiB"),)
+    prog = TrafficProgress("BitTorrent downloads", 14, 20, 0.72, 600.0, 230.0, "the tcp-8 seeder (port 6881) to "
+                           "announce itself to the tracker (up to 3m00s)", "each up to 10m00s", units, True)
+    s = LiveStatus("r", prog, (FlowLine("tcp-8", "running", 4.1e6, "9.5 MiB of 20.0 MiB"),), 0, ())
+    lines = status_lines(s)
+    assert lines[0].startswith("BitTorrent downloads  ") and "  14 of 20 done; 10m00s elapsed, about 3m50s left; " \
+                                                             "each up to 10m00s" in lines[0]
+    assert lines[1] == "  waiting for the tcp-8 seeder (port 6881) to announce itself to the tracker (up to 3m00s)"
+    assert lines[3] == "  tcp-8             4.10  9.5 MiB of 20.0 MiB"
+
+
+def test_step_line():
+    n = StepNote(1, 3, "RTT: 20 pings a1 -> 10.1.0.21, 0.2 s apart", 4.0)
+    assert step_line(n, 2.0) == "[1/3] RTT: 20 pings a1 -> 10.1.0.21, 0.2 s apart  " + bar(0.5) + " 2 s of about 4 s"
+    assert step_line(n, 9.0).endswith("9 s of about 4 s, taking longer than expected")
+
+
+def test_on_a_pipe_only_progress_lines():
+    out = io.StringIO()
+    c = Console(out)
+    assert c.live_sink is None and not c.block
+    c.log("traffic: 3 iperf3 flows for 30 s")
+    c.live(status(3.0))                            # no terminal: nothing drawn
+    c.log(StepNote(2, 3, "throughput", 9.0))
+    c.end()
+    text = out.getvalue()
+    assert "\x1b" not in text and "Mbit/s" not in text
+    assert re.fullmatch(r"\[\s+\d+\.\ds\] traffic: 3 iperf3 flows for 30 s\n"
+                        r"\[\s+\d+\.\ds\] \[2/3\] throughput \(about 9 s\)\n", text), text
+    q = io.StringIO()
+    Console(q, quiet=True).log("x")
+    assert q.getvalue() == ""
+
+
+def _pty_console(**kw) -> tuple[Console, int, object]:
+    master, slave = pty.openpty()
+    stream = os.fdopen(slave, "w", encoding="utf-8")
+    return Console(stream, **kw), master, stream
+
+
+def _read(master: int) -> str:
+    chunks = []
+    os.set_blocking(master, False)
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except BlockingIOError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def test_on_a_terminal_the_block_is_redrawn_in_place_and_taken_away(monkeypatch):
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    c, master, stream = _pty_console()
+    assert c.live_sink is not None
+    c.log("traffic: 3 iperf3 flows for 30 s")
+    for k in range(3):
+        c.live(status(1.0 + k, mptcp_bps=(30 + k) * 1e6))
+    c.log("iperf3 test 1/3 mptcp: 30.00 Mbit/s at the receiver")    # printed above the block
+    c.live(None)                                                      # traffic over: the block goes
+    c.log("restoring")
+    stream.flush()
+    text = _read(master)
+    stream.close()
+    os.close(master)
+    # three frames, each after cursor movement that erases the previous one (a line printed
+    # above the block and the end redraw the last frame once more)
+    assert list(dict.fromkeys(re.findall(r"(\d+) s elapsed", text))) == ["1", "2", "3"], text
+    assert list(dict.fromkeys(re.findall(r"mptcp\s+(\d+\.\d\d)", text))) == ["30.00", "31.00", "32.00"]
+    assert text.count("\x1b[2K") >= 3 and "\x1b[1A" in text
+    # after the block is taken away, the next lines are plain and whole
+    tail = text[text.rindex("\x1b"):]
+    assert "restoring" in tail and "Mbit/s" not in tail.split("restoring")[1]
+    assert "iperf3 test 1/3 mptcp: 30.00 Mbit/s at the receiver" in text
+
+
+def test_json_or_quiet_draw_no_block(monkeypatch):
+    monkeypatch.setenv("TERM", "xterm-256color")
+    for kw in ({"quiet": True}, {"block": False}):
+        c, master, stream = _pty_console(**kw)
+        assert c.live_sink is None
+        c.live(status(1.0))
+        stream.flush()
+        assert "elapsed" not in _read(master)
+        stream.close()
+        os.close(master)
+
+
+def test_a_step_ticks_on_a_terminal(monkeypatch):
+    monkeypatch.setenv("TERM", "xterm-256color")
+    c, master, stream = _pty_console()
+    c.log(StepNote(1, 3, "RTT: 5 pings", 1.0))
+    time.sleep(1.3)                                # the ticker redraws on its own (2 per second)
+    c.log(StepNote(2, 3, "throughput", 2.0))
+    c.end()
+    stream.flush()
+    text = _read(master)
+    stream.close()
+    os.close(master)
+    assert "[1/3] RTT: 5 pings (about 1 s)" in text and "[2/3] throughput (about 2 s)" in text
+    assert re.search(r"\[1/3\] RTT: 5 pings  [█░]+ 1 s of about 1 s", text), text
