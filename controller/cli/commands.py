@@ -27,6 +27,7 @@ for _name, _help in (
         ("parse", "parse saved raw tool output and print JSON"),
         ("run", "run a scenario on the rack"),
         ("scenarios", "list scenarios, or document one"),
+        ("cc", "congestion controls the rack can run (kernel built-ins, ctl's BPF programs)"),
         ("link", "set, reset, show or measure a link's shaping"),
         ("campaign", "unattended sweeps: plan, submit, status, pause, resume, cancel, report"),
         ("rack", "a shared rack: who holds its lease, reservations (reserve, list, cancel)"),

@@ -38,7 +38,8 @@ def inv(tmp_path_factory):
 def test_every_shipped_campaign_file_loads_and_expands(inv):
     files = sorted(CAMPAIGNS.glob("*.yaml"))
     assert {f.name for f in files} >= {"rtt-loss-sweep.yaml", "rtt-loss-sweep-short.yaml",
-                                       "distinct-bottleneck-link2.yaml"}
+                                       "distinct-bottleneck-link2.yaml", "mcubic-table1.yaml",
+                                       "mcubic-table2.yaml", "mcubic-table3.yaml"}
     from controller import scenarios
     for f in files:
         spec, lines, _ = load_campaign(f)
@@ -47,6 +48,22 @@ def test_every_shipped_campaign_file_loads_and_expands(inv):
         if spec.scenario in scenarios.available():
             # the scenario's own parser and planner accept every case on the shipped virtual rack
             assert len(validate_cases(spec, f, lines, inv)) == len(cases)
+
+
+def test_the_mcubic_tables_sweep_the_papers_columns_and_all_five_algorithms():
+    from controller.reproduce.papers import TABLE1
+    from controller.scenarios.shared_bottleneck import TABLE2, TABLE3
+    from nodes.congestion.catalog import ALGORITHMS
+    want_cc = set(ALGORITHMS) | {"cubic"}
+    for name, key, columns in (("mcubic-table1.yaml", "link2", TABLE1["columns"]),
+                               ("mcubic-table2.yaml", "delay", TABLE2["columns"]),
+                               ("mcubic-table3.yaml", "delay2", [c.split(":")[1] for c in TABLE3["columns"]])):
+        spec, _, _ = load_campaign(CAMPAIGNS / name)
+        cases = expand_cases(spec)
+        assert {c.varied["cc"] for c in cases} == want_cc, name
+        assert [str(v) for v in dict.fromkeys(c.varied[key] for c in cases)] == list(columns), name
+        assert spec.fixed["tcp-cc"] == "cubic", name                     # the single-path flows stay on Cubic
+        assert spec.repetitions >= 3, name                                # a confidence interval per cell
 
 
 def test_the_overnight_sweep_is_600_runs_of_60_s():

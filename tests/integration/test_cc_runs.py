@@ -1,0 +1,114 @@
+"""The papers' congestion controls through `ctl` itself, on a virtual rack of this test's own.
+
+`ctl cc list` names every algorithm and where it comes from; a run asking for one of ctl's
+BPF programs loads it on the senders, every data subflow is seen running it, the record names
+its source and the sha256 of the object that ran, and nothing stays registered afterwards:
+not after a completed run, not after a kill -9 of the controller (the next start recovers).
+BPF struct_ops registrations are kernel-wide: the fixture takes back anything a run of this
+test's rack still holds, so no later test sees it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nodes.congestion import hostctl
+from nodes.congestion.catalog import ALGORITHMS
+
+pytestmark = pytest.mark.integration
+
+AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+
+
+def available() -> set[str]:
+    return set(AVAILABLE.read_text().split())
+
+
+def holders() -> dict:
+    try:
+        return json.loads(Path(hostctl.HOLDERS).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+@pytest.fixture
+def cc_rack(rack):
+    before = available()
+    yield rack
+    runs = {p.name for p in rack.runs_dir.iterdir()} if rack.runs_dir.exists() else set()
+    for name, entry in holders().items():
+        for h in list(entry.get("holders", [])):
+            if h.startswith("run:") and h[4:] in runs:     # ours: never another rack's
+                subprocess.run([sys.executable, hostctl.__file__, "unload", name, h], capture_output=True)
+    assert available() <= before | set(), f"left registered: {sorted(available() - before)}"
+
+
+def _wait_for_traffic(proc: subprocess.Popen, timeout: float = 60) -> None:
+    assert proc.stderr is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if "traffic:" in line:
+            return
+        if not line and proc.poll() is not None:
+            break
+    raise AssertionError("traffic never started")
+
+
+def test_cc_list_names_every_algorithm_and_its_origin(cc_rack):
+    p = cc_rack.ctl("cc", "list", "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    rows = {r["name"]: r for r in doc["algorithms"]}
+    for name, alg in ALGORITHMS.items():
+        assert rows[name]["kind"] == "bpf" and rows[name]["runnable"], rows[name]
+        assert rows[name]["source"] == f"nodes/congestion/bpf/{alg.source}"
+    assert rows["cubic"]["kind"] == "kernel" and rows["cubic"]["runnable"]
+    text = cc_rack.ctl("cc", "list")
+    assert text.returncode == 0 and "olia" in text.stdout and "built into the kernel" in text.stdout
+    bad = cc_rack.ctl("cc", "lst")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_bpf_algorithm_runs_on_every_data_subflow_and_leaves_nothing(cc_rack):
+    before = available()
+    p = cc_rack.ctl("run", "shared-bottleneck", "--delay", "20ms", "--cc", "olia", "--duration", "8s", "--json",
+                    timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout)
+    m = json.loads((Path(out["record"]) / "manifest.json").read_text())
+    cong = m["congestion"]
+    alg = cong["algorithms"]["olia"]
+    assert alg["source"].endswith("olia.bpf.c") and len(alg["object_sha256"]) == 64
+    assert len(alg["source_sha256"]) == 64 and alg["reference"] == ALGORITHMS["olia"].reference
+    observed = cong["subflows"]["observed"]
+    assert cong["subflows"]["problems"] == []
+    assert len(observed["mptcp"]) == 2, observed                       # both subflows ...
+    assert all(names == ["olia"] for names in observed["mptcp"].values())  # ... on olia only
+    assert all(names == ["cubic"] for names in observed["tcp"].values())
+    assert "olia" not in available() and available() == before
+    assert not any(h.startswith(f"run:{out['run_id']}") for e in holders().values() for h in e["holders"])
+
+
+def test_a_killed_controller_leaves_the_program_until_the_next_start_recovers(cc_rack):
+    before = available()
+    proc = cc_rack.popen("run", "shared-bottleneck", "--delay", "20ms", "--cc", "balia", "--duration", "30s")
+    _wait_for_traffic(proc)
+    time.sleep(2)
+    assert "balia" in available()                         # loaded for the run
+    os.kill(proc.pid, signal.SIGKILL)                     # no clean-up at all
+    proc.wait(timeout=30)
+    assert "balia" in available()                         # the dead run still holds it
+    p = cc_rack.ctl("run", "shared-bottleneck", "--delay", "20ms", "--cc", "cubic", "--duration", "3s", timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "balia" not in available() and available() == before
+    killed = sorted(cc_rack.runs_dir.glob("*cc-balia*"))[-1]
+    m = json.loads((killed / "manifest.json").read_text())
+    assert m["status"] in ("aborted", "interrupted"), m["status"]
