@@ -18,7 +18,7 @@ and printed with the table. On this machine (2 cores shared with whatever else r
 those of the dnpipe forwarder, which the table's shaper-lateness column lets you judge.
 
 Usage (root, after scripts/setup.sh):
-    .venv/bin/python bench/cc_tables.py [--reps 3] [--duration 40s] [--tables 1,2,3]
+    .venv/bin/python bench/cc_tables.py [--reps 3] [--duration 40s] [--tables 1,2,3,2r]
                                         [--cc lia,olia,balia,wvegas,mcubic,cubic] [--out FILE]
 """
 from __future__ import annotations
@@ -46,7 +46,15 @@ TABLES = {
     "2": ("shared-bottleneck", ["--tcp-cc", "cubic"], "--delay", "100ms", "ratio", TABLE2, "100ms"),
     "3": ("shared-bottleneck", ["--tcp-cc", "cubic", "--delay1", "100ms"], "--delay2", "300ms", "ratio", TABLE3,
           "100:300ms"),
+    # "Do no harm" as RFC 6356 states it: against a regular (Reno) TCP flow on the shared
+    # bottleneck, a coupled connection should take about that flow's rate; two uncoupled Reno
+    # subflows take about twice it. Not a table of the paper (its single-path flow's algorithm
+    # is not given): no paper column.
+    "2r": ("shared-bottleneck", ["--tcp-cc", "reno"], "--delay", "100ms", "ratio", {"columns": [], "rows": {}},
+           None),
 }
+# The algorithms of the do-no-harm check: the three whose design goal it is, and uncoupled Reno.
+DO_NO_HARM = ["lia", "olia", "balia", "reno"]
 
 
 def one_run(ctl: list[str], table: str, cc: str, duration: str) -> dict:
@@ -81,7 +89,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--duration", default="40s")
-    ap.add_argument("--tables", default="1,2,3")
+    ap.add_argument("--tables", default="1,2,3,2r")
     ap.add_argument("--cc", default="lia,olia,balia,wvegas,mcubic,cubic")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--inventory", default=str(PROJECT / "inventory" / "virtual.yaml"))
@@ -91,7 +99,8 @@ def main() -> None:
     os.environ.setdefault("CTL_INVENTORY", a.inventory)
     tables = [t.strip() for t in a.tables.split(",") if t.strip()]
     ccs = [c.strip() for c in a.cc.split(",") if c.strip()]
-    order = [(t, c, r) for t in tables for c in ccs for r in range(a.reps)]
+    per_table = {t: (DO_NO_HARM if t == "2r" else ccs) for t in tables}
+    order = [(t, c, r) for t in tables for c in per_table[t] for r in range(a.reps)]
     random.Random(a.seed).shuffle(order)
     t0 = time.monotonic()
     rows = []
@@ -113,11 +122,11 @@ def main() -> None:
         extra = " link1 / link2 MPTCP subflow Mbit/s | link1 / link2 TCP Mbit/s |" if t == "1" else ""
         print(head + extra)
         print("|" + "---|" * (4 + (2 if t == "1" else 0)))
-        for c in ccs:
+        for c in per_table[t]:
             got = [r for r in rows if r["table"] == t and r["cc"] == c and r["ok"]]
             st = mean_ci([r["value"] for r in got if r["value"] is not None])
             label = row_label(c)
-            p = paper["rows"].get(label, [None] * len(paper["columns"]))[paper["columns"].index(col)]
+            p = paper["rows"][label][paper["columns"].index(col)] if label in paper["rows"] else None
             line = f"| {c} | {p if p is not None else '-'} | {fmt(st)} | {st.n} |"
             if t == "1":
                 def path(k: str, i: int) -> str:

@@ -88,6 +88,10 @@ class EndpointState:
 # lists change when BPF algorithms load (nodes.congestion.driver owns what it adds to them,
 # and another rack sharing the kernel may load its own meanwhile).
 UNMANAGED = ("net.ipv4.tcp_available_congestion_control", "net.ipv4.tcp_allowed_congestion_control")
+# What a dry run assumes it read where a host cannot be asked (Linux's defaults).
+DRY_RUN_SYSCTLS = {"net.ipv4.tcp_congestion_control": "cubic",
+                   "net.ipv4.tcp_available_congestion_control": "reno cubic",
+                   "net.ipv4.tcp_allowed_congestion_control": "reno cubic"}
 BASE_SYSCTLS = ("net.mptcp.enabled", "net.ipv4.tcp_available_congestion_control",
                 "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_congestion_control")
 
@@ -132,7 +136,7 @@ class MptcpEndpointDriver:  # implements nodes.base.EndpointDriver[EndpointConfi
             # check=False: a key this kernel lacks is reported on stderr and left out of stdout;
             # check() then says which (optional keys are simply skipped).
             Command(("sysctl", *self.sysctl_keys), timeout=10, check=False, note="sysctls",
-                    assume="\n".join(f"{k} = 1" for k in self.sysctl_keys)),
+                    assume="\n".join(f"{k} = {DRY_RUN_SYSCTLS.get(k, '1')}" for k in self.sysctl_keys)),
         ]
 
     def parse_state(self, results: list[CommandResult]) -> EndpointState:

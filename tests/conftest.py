@@ -12,7 +12,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 if str(PROJECT) not in sys.path:
     sys.path.insert(0, str(PROJECT))
 
-from tests.support.rack import (TestRack, free_mgmt_octet, make_state_dir, sweep_stale_test_racks,  # noqa: E402
+from tests.support.rack import (TestRack, free_mgmt_octet, make_state_dir, release_cc_holds, sweep_stale_test_racks,  # noqa: E402
                                 write_test_inventory)
 
 REQUIRED = ("ip", "tc", "sshd", "iperf3", "mptcpize", "ethtool", "ss", "nstat", "ssh-keygen")
@@ -51,7 +51,7 @@ def rack_b(tmp_path_factory: pytest.TempPathFactory, rack: TestRack) -> TestRack
     try:
         yield r
     finally:
-        _teardown(inv, r.prefix)
+        _teardown(inv, r.prefix, r.runs_dir)
         if saved is not None:
             os.environ["CTL_STATE_DIR"] = saved
 
@@ -113,8 +113,10 @@ def _build_rack(tmp_path_factory: pytest.TempPathFactory, letter: str, shaper: s
     return TestRack(inv_path, state, runs, prefix, inv), inv
 
 
-def _teardown(inv, prefix: str) -> None:
+def _teardown(inv, prefix: str, runs_dir: Path | None = None) -> None:
     from controller.lab.rack import lab_down
+    if runs_dir is not None:
+        release_cc_holds(runs_dir)      # kernel-wide: never left for the next test
     lab_down(inv)
     shutil.rmtree(Path("/run/ctl") / prefix, ignore_errors=True)
 
@@ -127,7 +129,7 @@ def rack(tmp_path_factory: pytest.TempPathFactory) -> TestRack:
     try:
         yield r
     finally:
-        _teardown(inv, r.prefix)
+        _teardown(inv, r.prefix, r.runs_dir)
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +141,6 @@ def tc_rack(tmp_path_factory: pytest.TempPathFactory, rack: TestRack) -> TestRac
     try:
         yield r
     finally:
-        _teardown(inv, r.prefix)
+        _teardown(inv, r.prefix, r.runs_dir)
         if saved is not None:
             os.environ["CTL_STATE_DIR"] = saved

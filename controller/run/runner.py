@@ -194,9 +194,13 @@ class Run:
                 raise VerifyError(h, "MPTCP endpoint configuration", diffs)
             self.record.manifest["endpoints"][h]["applied"] = st.to_json()
 
+        async def endpoints() -> None:
+            # Congestion controls first: an endpoint may make one its default (the BitTorrent step).
+            await self.congestion.configure()
+            await asyncio.gather(*(endpoint(h) for h in self.endpoint_drivers))
+
         self.changed += list(self.endpoint_drivers) + self.congestion.hosts
-        await asyncio.gather(*(shape(b) for b in self.shapers), *(endpoint(h) for h in self.endpoint_drivers),
-                             self.congestion.configure())
+        await asyncio.gather(*(shape(b) for b in self.shapers), endpoints())
         self.record.save()
 
     async def measure(self) -> None:

@@ -158,15 +158,21 @@ def _common(p: Mapping[str, Any], inv: Inventory) -> dict:
     for n in ("seeder_wan", "leecher_wan"):
         for d in Direction:
             links[(p[n], d)] = PipeConfig(bw_bps=p["global_bw"], delay_us=p["global_delay"], queue=p["queue"])
+    # The BitTorrent clients choose no congestion control per connection: in step 2 their
+    # connections run the host's default, so --cc becomes the seeder's and the leecher's default
+    # for the run (restored after it). iperf3 (step 1) asks per socket with -C.
+    default_cc = {"net.ipv4.tcp_congestion_control": p["cc"]} if p["step"] == "bittorrent" else {}
     endpoints = {
         # The seeder (the side that accepts connections) announces its two local addresses;
         # never its access-link address, so a connection made over the global path gains
         # exactly one subflow per local path.
         seeder: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset({p["cc"]}),
+                               sysctls=default_cc,
                                endpoints=tuple(MptcpEndpoint(s.ip, s.name, ("signal",)) for _, s in local.values())),
         # Host to host the global path crosses both access links: RTT = 4 x --global-delay.
         leecher: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset({p["cc"]}),
-                                sysctls=mptcp_long_path_sysctls(max(4 * p["global_delay"], 2 * p["local_delay"])),
+                                sysctls={**mptcp_long_path_sysctls(max(4 * p["global_delay"], 2 * p["local_delay"])),
+                                         **default_cc},
                                 optional_sysctls=frozenset(LONG_PATH_KEYS)),
     }
     all_links = [p["local1"], p["local2"], p["seeder_wan"], p["leecher_wan"]]

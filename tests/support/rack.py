@@ -176,3 +176,23 @@ def _is_pytest(pid: int) -> bool:
         return b"pytest" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
+
+
+def release_cc_holds(runs_dir: Path) -> list[str]:
+    """Take back the BPF congestion controls that runs of one test rack still hold (a run
+    killed in a test whose recovery never came): registrations are kernel-wide, and the next
+    test, or a researcher's run, must not find them. Holds of other racks' runs are left."""
+    import sys
+    from nodes.congestion import hostctl
+    try:
+        doc = json.loads(Path(hostctl.HOLDERS).read_text())
+    except (OSError, ValueError):
+        return []
+    ours = {p.name for p in runs_dir.iterdir()} if runs_dir.exists() else set()
+    released = []
+    for name, entry in doc.items():
+        for h in list(entry.get("holders", [])):
+            if h.startswith("run:") and h[4:] in ours:
+                subprocess.run([sys.executable, hostctl.__file__, "unload", name, h], capture_output=True)
+                released.append(f"{name} ({h})")
+    return released

@@ -166,4 +166,5 @@ struct tcp_congestion_ops balia = {
 	.undo_cwnd = (void *)balia_undo_cwnd,
 	.release = (void *)balia_release,
 	.name = CTL_OPS_NAME("balia"),
+	.flags = CTL_CONG_NON_RESTRICTED,
 };

@@ -114,6 +114,12 @@ static __always_inline struct ctl_trace_rec *ctl_trace_slot(void)
 
 enum { CTL_EV_INCREASE = 1, CTL_EV_SSTHRESH = 2, CTL_EV_ROUND = 3 };
 
+/* TCP_CONG_NON_RESTRICTED (include/net/tcp.h; a #define, so not in vmlinux.h): any socket may
+ * select the algorithm and a network namespace other than the initial one may make it its
+ * default (net.ipv4.tcp_congestion_control). A virtual rack's hosts are such namespaces, and
+ * the BitTorrent step's client picks no algorithm per connection: it runs the host's default. */
+#define CTL_CONG_NON_RESTRICTED 0x1
+
 /* The name the kernel registers: a test build is "<name>_trace", so it never meets a real
  * run's algorithm of the same name on a shared kernel. */
 #ifdef CTL_TRACE

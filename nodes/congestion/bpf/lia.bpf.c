@@ -112,4 +112,5 @@ struct tcp_congestion_ops lia = {
 	.undo_cwnd = (void *)lia_undo_cwnd,
 	.release = (void *)lia_release,
 	.name = CTL_OPS_NAME("lia"),
+	.flags = CTL_CONG_NON_RESTRICTED,
 };

@@ -230,4 +230,5 @@ struct tcp_congestion_ops mcubic = {
 	.undo_cwnd = (void *)mcubic_undo_cwnd,
 	.release = (void *)mcubic_release,
 	.name = CTL_OPS_NAME("mcubic"),
+	.flags = CTL_CONG_NON_RESTRICTED,
 };

@@ -216,4 +216,5 @@ struct tcp_congestion_ops olia = {
 	.undo_cwnd = (void *)olia_undo_cwnd,
 	.release = (void *)olia_release,
 	.name = CTL_OPS_NAME("olia"),
+	.flags = CTL_CONG_NON_RESTRICTED,
 };

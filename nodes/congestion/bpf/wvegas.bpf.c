@@ -251,4 +251,5 @@ struct tcp_congestion_ops wvegas = {
 	.undo_cwnd = (void *)wvegas_undo_cwnd,
 	.release = (void *)wvegas_release,
 	.name = CTL_OPS_NAME("wvegas"),
+	.flags = CTL_CONG_NON_RESTRICTED,
 };

@@ -316,7 +316,20 @@ def test_summary_json_carries_the_papers_tables(recorded):
 
 def test_long_global_path_keeps_mptcp_on_slow_syns(sc, invs):
     values, _ = sc.parse_args(["--global-delay", "150ms"])       # host to host: 4 x 150 ms = 600 ms RTT
+    default_cc = {"net.ipv4.tcp_congestion_control": "cubic"} if values["step"] == "bittorrent" else {}
     assert sc.plan(values, invs["virtual"]).endpoints["ns2"].sysctls == {
-        "net.mptcp.syn_retrans_before_tcp_fallback": "6", "net.mptcp.blackhole_timeout": "0"}
+        "net.mptcp.syn_retrans_before_tcp_fallback": "6", "net.mptcp.blackhole_timeout": "0", **default_cc}
     values, _ = sc.parse_args([])
-    assert sc.plan(values, invs["virtual"]).endpoints["ns2"].sysctls == {}
+    assert sc.plan(values, invs["virtual"]).endpoints["ns2"].sysctls == default_cc
+
+
+def test_the_bittorrent_step_runs_cc_as_the_hosts_default_and_iperf3_asks_per_socket(sc, invs):
+    values, _ = sc.parse_args(["--step", "bittorrent", "--cc", "lia"])
+    plan = sc.plan(values, invs["virtual"])
+    for h in ("ns1", "ns2"):       # the clients pick no algorithm: the run makes lia the default
+        assert plan.endpoints[h].sysctls["net.ipv4.tcp_congestion_control"] == "lia"
+        assert plan.endpoints[h].congestion_controls == frozenset({"lia"})
+    values, _ = sc.parse_args(["--step", "iperf3", "--cc", "lia"])
+    plan = sc.plan(values, invs["virtual"])
+    assert all("net.ipv4.tcp_congestion_control" not in plan.endpoints[h].sysctls for h in ("ns1", "ns2"))
+    assert {f.cc for f in plan.flows} == {"lia"}
