@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # Code that runs on modem hosts and endpoints on its own (shipped as files): standard
 # library only, never the controller.
-SHIPPED = ("nodes.fieldlog", "nodes.agent")
+SHIPPED = ("nodes.fieldlog", "nodes.agent", "nodes.congestion.hostctl")   # run on a host by themselves
 
 
 def _modules() -> dict[str, Path]:
