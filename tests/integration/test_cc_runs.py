@@ -131,3 +131,69 @@ def test_the_bittorrent_step_runs_a_bpf_algorithm_as_the_hosts_default(cc_rack):
         assert m["endpoints"][h]["restored"]["sysctls"]["net.ipv4.tcp_congestion_control"] == before[h]
     assert {h: default(h) for h in ("ns1", "ns2")} == before
     assert "lia" not in available()
+
+
+class ThisMachineAsAnEndpoint:
+    """A Session that runs each command on this machine: it stands in for a physical rack's
+    endpoint (we have none), so the physical path (the endpoint's BTF read over the session,
+    a build for it on the controller, the object shipped back and checked) runs for real
+    against a real kernel. Commands are argv lists; stdin is passed as the SSH channel would."""
+
+    host = "endpoint1"
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, ...]] = []
+
+    async def run(self, command):
+        from controller.commands import CommandResult
+        self.log.append(command.argv)
+        p = subprocess.run(list(command.argv), input=command.stdin, capture_output=True, text=True,
+                           timeout=command.timeout)
+        return CommandResult(self.host, command.argv, p.returncode, p.stdout, p.stderr, note=command.note)
+
+
+def test_the_physical_rack_path_builds_for_the_endpoints_btf_and_ships_the_object(tmp_path, monkeypatch):
+    """CongestionStage for a rack whose endpoints are other machines: nothing is built from the
+    controller's own BTF path, the object goes to the endpoint by `hostctl put` with its
+    sha256, loads there, and leaves on restore."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from controller.run.congestion import OBJECTS_ON_HOST, CongestionStage
+    from nodes.mptcp import EndpointConfig
+
+    monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path / "state"))
+    objects_before = set(os.listdir(OBJECTS_ON_HOST)) if os.path.isdir(OBJECTS_ON_HOST) else set()
+    before = available()
+    endpoint = ThisMachineAsAnEndpoint()
+    manifest: dict = {}
+    stage = CongestionStage("20261124T000000Z_physical-path-test", SimpleNamespace(kind="physical"),
+                            {"endpoint1": EndpointConfig(congestion_controls=frozenset({"mcubic"}))},
+                            {"endpoint1": endpoint}, manifest, dry_run=False, progress=lambda s: None)
+    shipped = []
+    try:
+        asyncio.run(stage.prepare())
+        asyncio.run(stage.configure())
+        assert "mcubic" in available()
+        alg = manifest["congestion"]["algorithms"]["mcubic"]
+        on_host = f"{OBJECTS_ON_HOST}/{alg['object_sha256']}.bpf.o"
+        shipped.append(on_host)
+        assert os.path.exists(on_host)
+        import hashlib
+        assert hashlib.sha256(Path(on_host).read_bytes()).hexdigest() == alg["object_sha256"]
+        argvs = [a for a in endpoint.log]
+        assert ("base64", "-w0", "/sys/kernel/btf/vmlinux") in argvs        # the endpoint's BTF, read remotely
+        assert any(a[-3:-1] == ("put", alg["object_sha256"]) for a in argvs if len(a) >= 3)
+        # the build is keyed by the BTF it was made for, kept in the controller's state dir
+        assert (tmp_path / "state" / "congestion" / "btf").is_dir()
+        problems: list[str] = []
+        asyncio.run(stage.restore_host("endpoint1", problems))
+        assert problems == []
+        assert "mcubic" not in available() and available() == before
+    finally:
+        for name in ("mcubic",):
+            subprocess.run([sys.executable, hostctl.__file__, "unload", name,
+                            "run:20261124T000000Z_physical-path-test"], capture_output=True)
+        for f in shipped:
+            if os.path.basename(f) not in objects_before:
+                Path(f).unlink(missing_ok=True)
