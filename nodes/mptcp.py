@@ -16,6 +16,7 @@ from typing import Iterable, Mapping
 from controller.commands import Command, CommandResult
 from controller.errors import ParameterError, ParseError
 from controller.parsers import ip_mptcp
+from nodes.congestion.catalog import ALGORITHMS
 
 FLAGS = ("signal", "subflow", "backup", "fullmesh")
 
@@ -179,6 +180,12 @@ class MptcpEndpointDriver:  # implements nodes.base.EndpointDriver[EndpointConfi
                 raise ParameterError(f"{self.host}: sysctl {k} does not exist on this host")
         if desired.subflows > 8 or desired.add_addr_accepted > 8:
             raise ParameterError(f"{self.host}: MPTCP limits above the kernel maximum of 8")
+        default = desired.sysctls.get("net.ipv4.tcp_congestion_control")
+        if default and default != observed.sysctls.get("net.ipv4.tcp_congestion_control") \
+                and default not in observed.cc_available and default not in ALGORITHMS:
+            # ctl's BPF programs are loaded before the endpoints are configured
+            raise ParameterError(f"{self.host}: {default} cannot be the default congestion control: the kernel "
+                                 f"has {' '.join(observed.cc_available) or 'none listed'}")
 
     def plan(self, desired: EndpointConfig, observed: EndpointState) -> list[Command]:
         out: list[Command] = []

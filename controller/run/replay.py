@@ -56,4 +56,7 @@ def load_run(record_dir: Any) -> Any:
         if text:
             mon[h] = text.rstrip("\n")
     tw = m.get("traffic_window") or {}
-    return RunData(inv, params, plan, flows, points, nst, mon, (tw.get("start", 0.0), tw.get("end", 0.0)), d)
+    host_sysctls = {h: dict(((e.get("before") or {}).get("sysctls") or {}))
+                    for h, e in (m.get("endpoints") or {}).items()}
+    return RunData(inv, params, plan, flows, points, nst, mon, (tw.get("start", 0.0), tw.get("end", 0.0)), d,
+                   host_sysctls)

@@ -483,7 +483,8 @@ class Run:
         nst = {h: (v[0], v[-1]) for h, v in self.nstat.items() if len(v) >= 2}
         window = self.window if self.window[1] else traffic_window(self.traffic_t0, self.traffic_t1)
         return RunData(self.inv, self.params, self.plan, self.traffic.runs if self.traffic else [], points, nst,
-                       self.monitor_text, window, self.record.dir)
+                       self.monitor_text, window, self.record.dir,
+                       {h: dict(st.sysctls) for h, st in self.endpoint_before.items()})
 
     def _record_spawn(self, p: Any) -> None:
         self.record.manifest["processes"].append(process_record(p))

@@ -180,6 +180,9 @@ class RunData:
     monitor: dict[str, str]
     window: tuple[float, float]
     record_dir: Path
+    # Each endpoint's sysctls as read before the run changed anything (e.g. the host's default
+    # congestion control, which connections that choose none run).
+    host_sysctls: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,9 @@ PARAMS = (
     Param("initial", "choice", "all", "step 1: initial path(s) to test", choices=("all",) + PATH_CHOICES),
     Param("duration", "duration", "10s", "step 1: length of each iperf3 test", min=1, max=3600, in_run_id=False),
     Param("timeout", "duration", "600s", "step 2: longest a download may take", min=10, max=86400, in_run_id=False),
-    cc_param("cc", "cubic", "congestion control"),
+    cc_param("cc", None, "congestion control: step 1's iperf3 asks for it per socket (default cubic); step 2's "
+                         "BitTorrent clients cannot choose one, so --cc becomes the seeder's and leecher's default "
+                         "for the run (default: the hosts' own default, left alone and recorded)"),
     Param("local_bw", "rate", "20M", "rate of each local path", min="100k", max="10G"),
     Param("local_delay", "delay", "5ms", "one-way delay of each local path", min="0", max="1s"),
     Param("global_bw", "rate", "5M", "rate of each access link of the global path", min="10k", max="10G"),
@@ -161,16 +163,17 @@ def _common(p: Mapping[str, Any], inv: Inventory) -> dict:
     # The BitTorrent clients choose no congestion control per connection: in step 2 their
     # connections run the host's default, so --cc becomes the seeder's and the leecher's default
     # for the run (restored after it). iperf3 (step 1) asks per socket with -C.
-    default_cc = {"net.ipv4.tcp_congestion_control": p["cc"]} if p["step"] == "bittorrent" else {}
+    default_cc = {"net.ipv4.tcp_congestion_control": p["cc"]} if p["step"] == "bittorrent" and p["cc"] else {}
+    ccs = frozenset({cc_of(p)}) if cc_of(p) else frozenset()
     endpoints = {
         # The seeder (the side that accepts connections) announces its two local addresses;
         # never its access-link address, so a connection made over the global path gains
         # exactly one subflow per local path.
-        seeder: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset({p["cc"]}),
+        seeder: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=ccs,
                                sysctls=default_cc,
                                endpoints=tuple(MptcpEndpoint(s.ip, s.name, ("signal",)) for _, s in local.values())),
         # Host to host the global path crosses both access links: RTT = 4 x --global-delay.
-        leecher: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset({p["cc"]}),
+        leecher: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=ccs,
                                 sysctls={**mptcp_long_path_sysctls(max(4 * p["global_delay"], 2 * p["local_delay"])),
                                          **default_cc},
                                 optional_sysctls=frozenset(LONG_PATH_KEYS)),
@@ -207,7 +210,7 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
                 ci, si = c["local"][path]
                 client_ip, server_ip, link = ci.ip, si.ip, p[path]
             flows.append(FlowSpec(f"{proto}-{path_label(p, path)}-{rep}", proto, leecher, seeder, server_ip, port,
-                                  client_addr=client_ip, cc=p["cc"], duration_s=p["duration"],
+                                  client_addr=client_ip, cc=cc_of(p), duration_s=p["duration"],
                                   start_delay_s=k * (p["duration"] + GAP_S), link=link))
         return RunPlan(links=c["links"], endpoints=c["endpoints"], flows=flows, sample_ifaces=c["sample"],
                        duration_s=p["duration"], mptcp_hosts=sorted({seeder, leecher}),
@@ -298,6 +301,21 @@ def _label_of_addr(inv: Inventory, p: Mapping[str, Any], addr: str, outside: str
     return inv.link_of_address(ip) or "?"
 
 
+def cc_of(p: Mapping[str, Any]) -> str | None:
+    """The congestion control the run asks for: step 1's iperf3 always asks (cubic unless
+    --cc); step 2 only when --cc is given (None: the hosts' default)."""
+    if p["step"] == "iperf3":
+        return p["cc"] or "cubic"
+    return p["cc"]
+
+
+def host_default_cc(data: Any) -> dict[str, str]:
+    """host -> its default congestion control as read before the run (what connections that
+    choose none run when the run does not set it)."""
+    return {h: s.get("net.ipv4.tcp_congestion_control", "?") for h, s in sorted(data.host_sysctls.items())
+            if h in (data.params["seeder"], data.params["leecher"])}
+
+
 def summarize(data: Any) -> dict:
     p = data.params
     if p["step"] == "iperf3":
@@ -306,7 +324,7 @@ def summarize(data: Any) -> dict:
 
 
 def _par(p: Mapping[str, Any]) -> dict:
-    return {"step": p["step"], "cc": p["cc"], "local_bw": format_rate_arg(p["local_bw"]),
+    return {"step": p["step"], "cc": cc_of(p) or "the hosts' default", "local_bw": format_rate_arg(p["local_bw"]),
             "local_delay_ms": p["local_delay"] / 1000, "global_bw": format_rate_arg(p["global_bw"]),
             "global_delay_ms": p["global_delay"] / 1000, "queue": str(p["queue"]), "repetitions": p["repetitions"],
             "local1": p["local1"], "local2": p["local2"]}
@@ -415,7 +433,8 @@ def summarize_bittorrent(data: Any) -> dict:
                           per_proto[proto]["download_s"]["mean"], per_proto[proto]["complete"]]
                          for proto in ("tcp", "mptcp")])
     return {"scenario": "mptcp-bittorrent", "step": "bittorrent", "paper_table": table,
-            "parameters": {**_par(p), "tracker": p["tracker"], "size_bytes": p["size"], "size": format_size(p["size"])},
+            "parameters": {**_par(p), "tracker": p["tracker"], "size_bytes": p["size"], "size": format_size(p["size"]),
+                           "host_default_cc": host_default_cc(data)},
             "protocols": per_proto, "downloads": rows,
             "tcp_mbps": t, "mptcp_mbps": m, "mptcp_over_tcp": round(m / t, 3) if m and t else None,
             "valid": not reasons, "invalid_reasons": reasons,
@@ -434,6 +453,8 @@ def render(s: dict) -> str:
     par = s["parameters"]
     paths = (f"local paths {par['local1']}, {par['local2']}: {par['local_bw']} {par['local_delay_ms']:g} ms; global: "
              f"{par['global_bw']} {par['global_delay_ms']:g} ms per access link; queue {par['queue']}; cc {par['cc']}")
+    if par.get("host_default_cc") and s["step"] != "iperf3" and par["cc"] == "the hosts' default":
+        paths += " (" + ", ".join(f"{h}: {cc}" for h, cc in par["host_default_cc"].items()) + ")"
     out = []
     if s["step"] == "iperf3":
         rows = []
