@@ -27,7 +27,7 @@ from pathlib import Path
 from nodes.congestion.catalog import ALGORITHMS, BPF_DIR
 
 LOCAL_BTF = Path("/sys/kernel/btf/vmlinux")
-FORMAT = 1
+FORMAT = 2          # 2: reproducible objects (path-independent debug information)
 ARCHES = {"x86_64": "x86", "amd64": "x86", "aarch64": "arm64", "arm64": "arm64", "s390x": "s390",
           "ppc64le": "powerpc", "riscv64": "riscv"}
 
@@ -78,9 +78,14 @@ def _run(argv: list[str], what: str) -> str:
 
 
 def compile_argv(clang: str, source: Path, out: Path, include: Path, arch: str, trace: bool) -> list[str]:
-    """The one clang command line of a program (pure)."""
+    """The one clang command line of a program (pure). The build is reproducible: the paths of
+    this checkout, of the temporary include directory and of the working directory are mapped
+    to constants in the debug information, so the same sources for the same BTF give the same
+    object (same sha256) on every controller and in every state dir; two racks on one kernel
+    can then share one registered program."""
     argv = [clang, "-g", "-O2", "-target", "bpf", "-mcpu=v3", f"-D__TARGET_ARCH_{arch}", "-I", str(include),
-            "-I", str(BPF_DIR)]
+            "-I", str(BPF_DIR), f"-ffile-prefix-map={include}=/ctl/include",
+            f"-ffile-prefix-map={BPF_DIR}=/ctl/nodes/congestion/bpf", "-fdebug-compilation-dir=/ctl"]
     if trace:
         argv.append("-DCTL_TRACE")
     return argv + ["-c", str(source), "-o", str(out)]

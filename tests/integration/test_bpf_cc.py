@@ -128,3 +128,19 @@ def test_nothing_stays_registered(paths, objects):
     assert not [a for a in available if a.endswith("_trace")]
     holders = _hostctl("probe")["holders"]
     assert not [n for n, e in holders.items() if HOLDER in e.get("holders", [])]
+
+
+def test_builds_are_reproducible(tmp_path):
+    """The same sources for the same BTF give the same objects wherever they are built (another
+    state dir, another working directory): records name an object sha256 anyone can rebuild,
+    and two racks on one kernel share one registered program instead of refusing each other."""
+    from nodes.congestion.build import LOCAL_BTF
+    here = build(LOCAL_BTF, tmp_path / "one")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        there = build(LOCAL_BTF, tmp_path / "elsewhere" / "two")
+    finally:
+        os.chdir(cwd)
+    assert here.directory != there.directory
+    assert {n: here.sha256_of(n) for n in ALGORITHMS} == {n: there.sha256_of(n) for n in ALGORITHMS}
