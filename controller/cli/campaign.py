@@ -401,7 +401,11 @@ def _watch(store: Any, num: int) -> int:
                 if out.isatty():
                     out.write("\n")
                 print(f"campaign #{c.num} is {c.state}" + (f": {c.reason}" if c.reason else ""), flush=True)
-                return 0
+                # Scripts wait with --watch: 0 only when the campaign finished with every run done;
+                # 1 when it stopped short (paused, cancelled) or some runs failed.
+                if c.state == "done" and p.failed:
+                    print(f"{p.failed} of {p.total} runs failed (`ctl campaign status {c.num}`)", flush=True)
+                return 0 if c.state == "done" and not p.failed else 1
             time.sleep(1.0)
     except KeyboardInterrupt:
         if out.isatty():
@@ -419,7 +423,10 @@ def cmd_pause(args: argparse.Namespace) -> int:
         c = store.set_state(c.num, "paused", reason, abort=args.now)
         when = "now: the current run is stopped and the rack restored" if args.now else \
             "after the current run (if one is running)"
-        print(f"campaign #{c.num} {c.id} paused {when}; `ctl campaign resume {c.num}` continues it")
+        if args.json:
+            print_json({"num": c.num, "id": c.id, "state": c.state, "reason": c.reason, "now": bool(args.now)})
+        else:
+            print(f"campaign #{c.num} {c.id} paused {when}; `ctl campaign resume {c.num}` continues it")
         return 0
     finally:
         store.close()
@@ -430,12 +437,18 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     try:
         c = store.find(args.id)
         c = store.set_state(c.num, "cancelled", args.reason or "cancelled by user", abort=True)
-        print(f"campaign #{c.num} {c.id} cancelled: no further runs")
+        say = (lambda m: None) if args.json else print
+        say(f"campaign #{c.num} {c.id} cancelled: no further runs")
+        current = None
         if any(r.state == "running" for r in store.runs(c.num)):
             if c.multi_rack or scheduler_owner(c.inventory_name):
-                print("the scheduler stops the current run and restores the rack")
-            elif asyncio.run(settle_for_cancel(store, c, Console().log)):
-                print("the interrupted run's record was closed and the rack restored")
+                current = "stopped by its scheduler"
+                say("the scheduler stops the current run and restores the rack")
+            elif asyncio.run(settle_for_cancel(store, c, Console(quiet=args.json).log)):
+                current = "closed here"
+                say("the interrupted run's record was closed and the rack restored")
+        if args.json:
+            print_json({"num": c.num, "id": c.id, "state": c.state, "reason": c.reason, "current_run": current})
         return 0
     finally:
         store.close()
@@ -448,10 +461,14 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if c.state == "paused":
             c = store.set_state(c.num, "running" if c.started else "queued", None)
             print(f"campaign #{c.num} {c.id} resumed", file=sys.stderr)
+            if args.json and args.no_wait:
+                print_json({"num": c.num, "id": c.id, "state": c.state, "resumed": True})
         elif c.state in ("done", "cancelled"):
             raise CampaignError(f"campaign #{c.num} is {c.state}: nothing to resume (submit the file again)")
         else:
             print(f"campaign #{c.num} {c.id} is {c.state}: continuing it", file=sys.stderr)
+            if args.json and args.no_wait:
+                print_json({"num": c.num, "id": c.id, "state": c.state, "resumed": False})
         if args.no_wait:
             return 0
         rack = None
@@ -598,22 +615,26 @@ def register(sub) -> None:
     sp = add("status", cmd_status, "campaigns and their progress")
     sp.add_argument("id", nargs="?")
     sp.add_argument("--json", action="store_true")
-    sp.add_argument("--watch", action="store_true", help="live progress bar with ETA until the campaign stops")
+    sp.add_argument("--watch", action="store_true", help="live progress bar with ETA until the campaign stops; "
+                                                          "exit 0 when it is done, 1 when it stopped short")
 
     sp = add("pause", cmd_pause, "pause after the current run (--now: stop it, restore, re-run later)")
     sp.add_argument("id", nargs="?")
     sp.add_argument("--now", action="store_true")
     sp.add_argument("--reason")
+    sp.add_argument("--json", action="store_true")
 
     sp = add("resume", cmd_resume, "continue a paused or interrupted campaign (in this terminal unless "
                                    "a scheduler is running)")
     sp.add_argument("id", nargs="?")
     sp.add_argument("--no-wait", action="store_true", help="only mark it resumed; the daemon runs it")
     sp.add_argument("--quiet", "-q", action="store_true")
+    sp.add_argument("--json", action="store_true", help="with --no-wait: the campaign's state as JSON")
 
     sp = add("cancel", cmd_cancel, "stop a campaign for good (the current run is stopped, the rack restored)")
     sp.add_argument("id", nargs="?")
     sp.add_argument("--reason")
+    sp.add_argument("--json", action="store_true")
 
     sp = add("report", cmd_report, "write the HTML + Markdown report")
     sp.add_argument("id", nargs="?")

@@ -15,7 +15,9 @@ class Parser(argparse.ArgumentParser):
     """argparse that reports bad usage as a UsageError (one line, exit 2)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        # "ctl: error: " is printed once by main(); the subcommand's words say where.
+        where = self.prog.removeprefix("ctl").strip()
+        raise UsageError(f"{where}: {message}" if where else message)
 
 
 # One entry per top-level command: "controller.cli.<module>:register" and the one-line help

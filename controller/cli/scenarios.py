@@ -6,11 +6,18 @@ import argparse
 from controller import scenarios
 from controller.cli.commands import add_command
 from controller.cli.common import print_json
+from controller.errors import UsageError
 
 
 def cmd_scenarios(args: argparse.Namespace) -> int:
+    if args.action == "show" and not args.name:
+        raise UsageError("scenarios show: which scenario? (`ctl scenarios` lists them)")
     if args.name:
-        print(scenarios.get(args.name).describe())
+        s = scenarios.get(args.name)
+        if args.json:
+            print_json(s.describe_json())
+        else:
+            print(s.describe())
         return 0
     rows = []
     for name in scenarios.available():

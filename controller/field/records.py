@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Sequence
 
 from controller.errors import RecordError
-from controller.inventory import Inventory, source_of
-from controller.results.records import CTL_VERSION, FORMAT_VERSION, RunRecord, make_run_id
-from controller.telemetry.spool import PushState
 from controller.field.options import FieldOptions, default_ping_target
-
+from controller.inventory import Inventory, source_of
+from controller.results.records import FORMAT_VERSION, RunRecord, make_run_id
+from controller.telemetry.spool import PushState
+from controller.version import commit, dependencies, version
 
 FETCH_FILES = ("run.json", "state.json", "metrics.jsonl", "metrics.influx.json", "logger.log",
                "raw/radio.jsonl", "raw/ping.log", "raw/workload.log", "raw/gps.jsonl")
@@ -32,7 +32,7 @@ def new_record(runs_root: Path, inv: Inventory, hosts: Sequence[str], opts: Fiel
     rec.manifest = {
         "format_version": FORMAT_VERSION, "run_id": rec.id, "scenario": "field", "campaign": None,
         "status": "logging", "dry_run": False, "created": time.time(), "finished": None,
-        "controller": {"host": socket.gethostname(), "pid": os.getpid(), "ctl_version": CTL_VERSION,
+        "controller": {"host": socket.gethostname(), "pid": os.getpid(), "ctl_version": version(), "commit": commit(), "dependencies": dependencies(),
                        "python": sys.version.split()[0], "argv": sys.argv},
         "parameters": {"hosts": list(hosts), "workload": opts.workload, "duration_s": opts.duration_s,
                        "server": opts.server, "rate": opts.rate, "torrent": opts.torrent,

@@ -28,9 +28,9 @@ from typing import Any, Callable
 
 from controller.errors import RecordError
 from controller.settings import state_dir
+from controller.version import commit, dependencies, version
 
 FORMAT_VERSION = 1
-CTL_VERSION = "0.1.0"
 _MIGRATIONS: dict[int, Callable[[dict], dict]] = {}  # from version N to N+1
 
 
@@ -85,7 +85,7 @@ class RunRecord:
             "dry_run": dry_run,
             "created": time.time(),
             "finished": None,
-            "controller": {"host": socket.gethostname(), "pid": os.getpid(), "ctl_version": CTL_VERSION,
+            "controller": {"host": socket.gethostname(), "pid": os.getpid(), "ctl_version": version(), "commit": commit(), "dependencies": dependencies(),
                            "python": sys.version.split()[0], "platform": platform.platform(),
                            "argv": sys.argv, "state_dir": str(state_dir().resolve())},
             "parameters": parameters,

@@ -229,6 +229,15 @@ class Scenario:
         by_name = {p.name: p for p in self.all_params()}
         return {k.replace("_", ""): by_name[k].show(values[k]) for k in given if by_name[k].in_run_id}
 
+    def describe_json(self) -> dict:
+        """What `describe` says, as data (`ctl scenarios show NAME --json`)."""
+        return {"name": self.name, "title": self.title, "reference": self.reference,
+                "description": self.description.strip(),
+                "parameters": [{"name": p.name, "flag": p.flag, "type": p.type, "default": p.default, "help": p.help,
+                                "choices": list(p.choices) if p.choices else None,
+                                "min": None if p.min is None else str(p.min),
+                                "max": None if p.max is None else str(p.max)} for p in self.all_params()]}
+
     def describe(self) -> str:
         lines = [f"{self.name}: {self.title}", f"  reference: {self.reference}", ""]
         lines += ["  " + l for l in self.description.strip().splitlines()]

@@ -23,7 +23,7 @@ MAX_LINES = 800
 # Highest first. A module may import modules of its own layer or of any layer below.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cli", ("controller.cli", "controller.__main__")),
-    ("apps", ("controller.campaign", "controller.field", "controller.reproduce")),
+    ("apps", ("controller.campaign", "controller.field", "controller.reproduce", "controller.schemas")),
     ("execution", ("controller.run", "controller.lab", "controller.rack")),
     ("scenarios", ("controller.scenarios",)),
     ("services", ("controller.results", "controller.telemetry", "controller.traffic")),

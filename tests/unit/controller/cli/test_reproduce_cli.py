@@ -34,7 +34,7 @@ def cli(tmp_path, monkeypatch, capsys):
     (["reproduce", "--window", "22:00"], "ctl: error: --window: '22:00' is not a time window (example: 22:00-07:00)"),
     (["reproduce", "status"], "ctl: error: no reproductions yet (`ctl reproduce --quick` starts one)"),
     (["reproduce", "report", "x"], "ctl: error: no reproductions yet (`ctl reproduce --quick` starts one)"),
-    (["reproduce", "compare", "a"], "ctl: error: ctl reproduce compare: the following arguments are required: b"),
+    (["reproduce", "compare", "a"], "ctl: error: reproduce compare: the following arguments are required: b"),
 ])
 def test_bad_input_is_one_line_and_nothing_is_written(cli, tmp_path, argv, message):
     rc, out, err = cli(*argv)
