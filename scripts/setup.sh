@@ -24,6 +24,7 @@ APT_PACKAGES=(
     openssh-server openssh-client iperf3 mptcpize ethtool iproute2 procps iputils-ping
     snmpd snmp python3 python3-venv gcc make nodejs nftables
     chromium
+    systemd       # systemd-analyze: the shipped unit files are verified by the tests
     clang bpftool libbpf-dev linux-libc-dev   # BPF congestion controls (nodes/congestion)
     postgresql    # the lab database's tests start their own server (initdb + pg_ctl); no service is enabled
 )

@@ -1,0 +1,97 @@
+"""The campaign daemon as a systemd service: the unit files ctl ships (controller/systemd/),
+filled in for one rack and one installation, and put in place by `ctl service install`.
+
+Pure part: `render_units` turns the templates into unit texts (the ctl executable, the account,
+the rack's inventory, the evening start time). I/O part: `install_units` writes them (atomic
+rename, mode 0644, never through a symlink) into a directory, /etc/systemd/system by default.
+It does not start anything: the caller prints the `systemctl` commands, or runs them with
+--enable. The units use StateDirectory=ctl (/var/lib/ctl: the campaign store, locks, builds,
+runs) and ConfigurationDirectory=ctl (/etc/ctl: secrets.env), and the dedicated account the
+rack allows (`--user ctl` for a physical rack reached over SSH; a virtual rack needs root).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from controller.errors import UsageError
+
+TEMPLATES = Path(__file__).resolve().parent / "systemd"
+DEFAULT_DEST = Path("/etc/systemd/system")
+ALWAYS = ("ctl-campaign.service",)
+NIGHTLY = ("ctl-campaign-nightly.service", "ctl-campaign-nightly.timer")
+_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+_AT = re.compile(r"([01]\d|2[0-3]):[0-5]\d")
+
+
+@dataclass(frozen=True)
+class UnitSettings:
+    ctl: str               # absolute path of the ctl executable the service runs
+    user: str
+    inventory: str         # absolute path of the rack's inventory
+    rack: str
+    at: str = "21:25"      # the nightly timer's start time
+    nightly: bool = False
+    no_new_privileges: bool = True
+
+    def check(self) -> None:
+        if not _USER.fullmatch(self.user):
+            raise UsageError(f"service install: --user {self.user!r} is not a login name")
+        if not _AT.fullmatch(self.at):
+            raise UsageError(f"service install: --at {self.at!r} is not HH:MM")
+        for what, path in (("ctl executable", self.ctl), ("inventory", self.inventory)):
+            if not os.path.isabs(path) or any(c.isspace() or c in "%$\\\"'" for c in path):
+                raise UsageError(f"service install: the {what} path {path!r} must be absolute, without blanks, "
+                                 "quotes, % or $ (systemd would read them)")
+
+
+def render_units(s: UnitSettings) -> dict[str, str]:
+    """file name -> unit text (pure, apart from reading the shipped templates)."""
+    s.check()
+    values = {"@CTL@": s.ctl, "@USER@": s.user, "@INVENTORY@": s.inventory, "@RACK@": s.rack, "@AT@": s.at,
+              "@DOCS@": str(TEMPLATES.parent.parent / "README.md"),
+              "@NO_NEW_PRIVILEGES@": "yes" if s.no_new_privileges else "no"}
+    out = {}
+    for name in ALWAYS + (NIGHTLY if s.nightly else ()):
+        text = (TEMPLATES / name).read_text()
+        for k, v in values.items():
+            text = text.replace(k, v)
+        left = sorted(set(re.findall(r"@[A-Z_]+@", text)))
+        if left:   # a template names a value nobody fills in: a bug in the shipped files
+            raise AssertionError(f"{name}: unfilled {', '.join(left)}")
+        out[name] = text
+    return out
+
+
+def install_units(units: dict[str, str], dest: Path = DEFAULT_DEST) -> list[Path]:
+    """Write each unit into `dest` (atomically; an existing file is replaced, a symlink refused)."""
+    if not dest.is_dir():
+        raise UsageError(f"service install: {dest} is not a directory")
+    written = []
+    for name, text in units.items():
+        path = dest / name
+        if path.is_symlink():
+            raise UsageError(f"service install: {path} is a symlink; not replaced")
+        tmp = dest / f".{name}.ctl-new"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+        written.append(path)
+    return written
+
+
+def ctl_executable() -> str:
+    """The `ctl` this process runs as: the console script next to the interpreter, else on PATH."""
+    here = Path(sys.executable).parent / "ctl"
+    if here.exists():
+        return str(here)
+    found = shutil.which("ctl")
+    if found:
+        return os.path.abspath(found)
+    raise UsageError("service install: no `ctl` executable found next to this Python or on PATH "
+                     "(install ctl with pip, or give --ctl PATH)")
