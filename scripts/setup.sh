@@ -3,7 +3,8 @@
 # only checks and takes a few seconds.
 #   - Debian packages: the tools the virtual rack's hosts run (sshd, iperf3, mptcpize,
 #     snmpd, ethtool, ...) and the build tools;
-#   - a Python virtualenv in .venv with ctl and its dependencies (pyproject.toml);
+#   - a Python virtualenv in .venv with ctl and its dependencies (pyproject.toml), at the
+#     versions pinned in constraints.txt;
 #   - InfluxDB 2.7.12 built from the Go module proxy into the state dir (cached);
 #   - the dnpipe forwarder (C) used by the virtual rack's bridges;
 #   - the Node.js BitTorrent tools used by the mptcp-bittorrent scenario (cached);
@@ -49,7 +50,7 @@ fi
 # Python: the system interpreter (3.11 on bookworm), isolated in .venv.
 PY=/usr/bin/python3
 stamp=.venv/.ctl-installed
-want="$(sha256sum pyproject.toml | cut -c1-16)"
+want="$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)"
 base="$(sed -n 's/^executable = //p' .venv/pyvenv.cfg 2>/dev/null || true)"
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
         || [ "$base" != "$(readlink -f "$PY")" ]; then
@@ -60,7 +61,8 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
         "$PY" -m venv .venv
     fi
     .venv/bin/pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-    .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+    # constraints.txt: the exact dependency versions the test suite passed with
+    .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
     echo "$want" > "$stamp"
 fi
 
