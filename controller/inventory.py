@@ -9,16 +9,18 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from urllib.parse import urlsplit
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from controller.argutil import NAME_PATTERNS, argv_value
 from controller.errors import InventoryError, ParameterError
 from controller.inventory_fields import MAC, AbsPath, GpsdAddress, IfName, UserName, XPath, first_line
+from controller.settings import packaged_inventory
+from controller.settings import resolve as resolve_setting
 from controller.units import parse_delay_us, parse_probability, parse_queue, parse_rate
 from controller.yamlload import load_yaml_with_lines
 
@@ -709,20 +711,14 @@ def load_inventory(path: str | Path) -> Inventory:
     return inv
 
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_INVENTORY = PROJECT_ROOT / "inventory" / "virtual.yaml"
+DEFAULT_INVENTORY = packaged_inventory()
 
 
 def resolve_inventory_path(flag: str | None) -> Path:
-    """CLI flag > $CTL_INVENTORY > inventory/virtual.yaml."""
-    if flag is not None:
-        if not flag:
-            raise InventoryError("--inventory: empty path")
-        return Path(flag)
-    env = os.environ.get("CTL_INVENTORY")
-    if env:
-        return Path(env)
-    return DEFAULT_INVENTORY
+    """CLI flag > $CTL_INVENTORY > config file > the shipped virtual rack (controller.settings)."""
+    if flag is not None and not flag:
+        raise InventoryError("--inventory: empty path")
+    return Path(resolve_setting("inventory", flag).value)
 
 
 def source_of(inv: Inventory) -> Path | None:

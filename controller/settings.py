@@ -1,31 +1,149 @@
 """Where ctl keeps its state, and the one resolution order for settings.
 
-Settings resolve as: CLI flag > environment > config file > default.
+Every setting resolves as: command-line flag > environment variable > config file > default,
+and `resolve_all()` says which of them gave each value (`ctl config show`).
+
+Defaults follow where ctl runs:
+- from a checkout (this package sits next to the repository's `pyproject.toml`): the
+  checkout's `.state/`, `runs/` and `inventory/virtual.yaml`, as always;
+- installed for a user: XDG, `$XDG_STATE_HOME/ctl` (~/.local/state/ctl) for state and
+  `$XDG_DATA_HOME/ctl/runs` (~/.local/share/ctl/runs) for run records;
+- as the campaign service (systemd sets STATE_DIRECTORY / CONFIGURATION_DIRECTORY):
+  /var/lib/ctl and /etc/ctl.
+The config file is $CTL_CONFIG, else the first of `$XDG_CONFIG_HOME/ctl/config.yaml`
+(~/.config/ctl/config.yaml) and `/etc/ctl/config.yaml` that exists: a YAML mapping with any of
+`state_dir`, `runs_dir`, `inventory`, `database_url` (never secrets: those stay references).
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SETTINGS = ("state_dir", "runs_dir", "inventory", "database_url")
+ENV = {"state_dir": "CTL_STATE_DIR", "runs_dir": "CTL_RUNS_DIR", "inventory": "CTL_INVENTORY",
+       "database_url": "CTL_DATABASE_URL"}
+
+
+def in_checkout() -> bool:
+    """ctl runs from its repository (not from an installed package)."""
+    return (PROJECT_ROOT / "pyproject.toml").exists() and (PROJECT_ROOT / "controller").is_dir() \
+        and (PROJECT_ROOT / "inventory").is_dir()
+
+
+def config_path() -> Path | None:
+    if os.environ.get("CTL_CONFIG"):
+        return Path(os.environ["CTL_CONFIG"])
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "ctl" / "config.yaml"
+    service = Path(os.environ["CONFIGURATION_DIRECTORY"].split(":")[0]) / "config.yaml" \
+        if os.environ.get("CONFIGURATION_DIRECTORY") else None
+    for p in (service, xdg, Path("/etc/ctl/config.yaml")):
+        if p is not None and p.is_file():
+            return p
+    return None
+
+
+def _config() -> tuple[dict, Path | None]:
+    path = config_path()
+    if path is None:
+        return {}, None
+    from controller.errors import UsageError
+    from controller.yamlload import load_yaml_with_lines
+    data, _lines = load_yaml_with_lines(path)
+    if data is None:
+        return {}, path
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: the config file must be a mapping of {', '.join(SETTINGS)}")
+    unknown = sorted(set(data) - set(SETTINGS))
+    if unknown:
+        raise UsageError(f"{path}: unknown setting {unknown[0]!r} (known: {', '.join(SETTINGS)})")
+    if data.get("database_url") and "@" in str(data["database_url"]).split("//", 1)[-1].split("/", 1)[0] \
+            and ":" in str(data["database_url"]).split("//", 1)[-1].split("@", 1)[0]:
+        raise UsageError(f"{path}: database_url holds a password; put it in ~/.pgpass instead")
+    return {k: str(v) for k, v in data.items() if v is not None}, path
+
+
+def _defaults() -> dict[str, tuple[str, str]]:
+    """setting -> (value, where the default comes from)."""
+    if in_checkout():
+        return {"state_dir": (str(PROJECT_ROOT / ".state"), "default: the checkout's .state"),
+                "runs_dir": (str(PROJECT_ROOT / "runs"), "default: the checkout's runs/"),
+                "inventory": (str(PROJECT_ROOT / "inventory" / "virtual.yaml"), "default: the virtual rack"),
+                "database_url": ("", "default: none (SQLite in the state dir)")}
+    if os.environ.get("STATE_DIRECTORY"):     # systemd's StateDirectory= (the campaign service)
+        state = Path(os.environ["STATE_DIRECTORY"].split(":")[0])
+        return {"state_dir": (str(state), "default: systemd StateDirectory"),
+                "runs_dir": (str(state / "runs"), "default: systemd StateDirectory/runs"),
+                "inventory": (str(packaged_inventory()), "default: the virtual rack"),
+                "database_url": ("", "default: none (SQLite in the state dir)")}
+    home = Path.home()
+    state = Path(os.environ.get("XDG_STATE_HOME") or home / ".local" / "state") / "ctl"
+    data = Path(os.environ.get("XDG_DATA_HOME") or home / ".local" / "share") / "ctl"
+    return {"state_dir": (str(state), "default: XDG_STATE_HOME/ctl"),
+            "runs_dir": (str(data / "runs"), "default: XDG_DATA_HOME/ctl/runs"),
+            "inventory": (str(packaged_inventory()), "default: the virtual rack"),
+            "database_url": ("", "default: none (SQLite in the state dir)")}
+
+
+def packaged_inventory() -> Path:
+    """The shipped virtual rack's inventory: the checkout's, else the installed package data."""
+    here = PROJECT_ROOT / "inventory" / "virtual.yaml"
+    if here.exists():
+        return here
+    return Path(__file__).resolve().parent / "shipped" / "inventory" / "virtual.yaml"
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    value: str
+    source: str          # "flag", "environment (CTL_...)", "config file (PATH)" or "default: ..."
+
+
+# What export_state_dir() put into the environment itself, with where it really came from.
+_EXPORTED: dict[str, Setting] = {}
+
+
+def resolve(name: str, flag: str | None = None) -> Setting:
+    if flag:
+        return Setting(name, str(flag), "command-line flag")
+    env = os.environ.get(ENV[name])
+    if env:
+        mine = _EXPORTED.get(name)
+        if mine is not None and mine.value == env:
+            return mine
+        return Setting(name, env, f"environment ({ENV[name]})")
+    cfg, path = _config()
+    if cfg.get(name):
+        v = os.path.expanduser(cfg[name]) if name != "database_url" else cfg[name]
+        return Setting(name, v, f"config file ({path})")
+    value, where = _defaults()[name]
+    return Setting(name, value, where)
+
+
+def resolve_all() -> list[Setting]:
+    return [resolve(n) for n in SETTINGS]
 
 
 def state_dir() -> Path:
-    """$CTL_STATE_DIR, else `.state/` in the project (git-ignored)."""
-    d = Path(os.environ.get("CTL_STATE_DIR") or PROJECT_ROOT / ".state")
-    return d
+    """$CTL_STATE_DIR > config file > default (the checkout's `.state/`, XDG or systemd's)."""
+    return Path(resolve("state_dir").value)
 
 
 def export_state_dir() -> Path:
-    """Make `${CTL_STATE_DIR}` usable in inventory paths (and in child processes)."""
-    d = state_dir()
-    os.environ["CTL_STATE_DIR"] = str(d)
-    return d
+    """Make `${CTL_STATE_DIR}` usable in inventory paths (and in child processes); the other
+    settings a config file gives are exported the same way, so every module and child sees one
+    resolution."""
+    for name in SETTINGS:
+        s = resolve(name)
+        if name == "state_dir" or (s.value and s.source.startswith("config file")):
+            if not s.source.startswith("environment"):
+                _EXPORTED[name] = s
+            os.environ[ENV[name]] = s.value
+    return Path(os.environ["CTL_STATE_DIR"])
 
 
 def runs_dir(flag: str | None = None) -> Path:
-    """--runs-dir > $CTL_RUNS_DIR > runs/ in the project."""
-    if flag:
-        return Path(flag)
-    env = os.environ.get("CTL_RUNS_DIR")
-    return Path(env) if env else PROJECT_ROOT / "runs"
+    """--runs-dir > $CTL_RUNS_DIR > config file > default (the checkout's runs/ or XDG data)."""
+    return Path(resolve("runs_dir", flag).value)

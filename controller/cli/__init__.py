@@ -92,8 +92,8 @@ def configure_logging(verbose: int, quiet: bool = False) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    export_state_dir()
     try:
+        export_state_dir()
         args_in = join_negative_values(list(sys.argv[1:] if argv is None else argv))
         if args_in[:1] == ["--version"] or (args_in and command_word(args_in) is None and "--version" in args_in):
             from controller.version import version_line

@@ -32,6 +32,7 @@ for _name, _help in (
         ("cc", "congestion controls the rack can run (kernel built-ins, ctl's BPF programs)"),
         ("link", "set, reset, show or measure a link's shaping"),
         ("campaign", "unattended sweeps: plan, submit, status, pause, resume, cancel, report"),
+        ("config", "the settings in force and where each came from"),
         ("service", "the campaign daemon as a systemd service: install its unit files"),
         ("rack", "a shared rack: who holds its lease, reservations (reserve, list, cancel)"),
         ("field", "field tests on modem hosts: start, status, stop, report"),
