@@ -2,7 +2,8 @@
 
 `to_json(text)` auto-detects what it was given -- one reply, several replies, a whole serial log, or
 mmcli's `response: '...'` wrapper -- by the information-text prefix of each line (+CSQ:, +CESQ:, +QENG:,
-!GSTATUS:, ^HCSQ:, ^SYSINFOEX:, +COPS:, +CEREG:, +QNWINFO:, +QCAINFO:, +QSPN:). The prefix table
+!GSTATUS:, ^HCSQ:, ^SYSINFOEX:, +COPS:, +CREG:/+CGREG:/+CEREG:/+C5GREG:, +QNWINFO:, +QCAINFO:,
++QSPN:). The prefix table
 `RECORDS` is the only dispatch: no branching on a modem family name.
 
 Conversions follow the recorded notes in tests/fixtures/recorded/02c_at_commands_cellular.md (vendor
@@ -15,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from nodes.modem import registration
 from nodes.modem.radio import (
     LTE_BW_MHZ, NR_BW_MHZ, NR_SCS_KHZ, ParseError, RadioSample, cell_identity, integer, lte_band,
     merge_samples, nr_band, number, split_plmn,
@@ -572,37 +574,50 @@ COPS_ACT = {0: "gsm", 1: "gsm", 2: "umts", 3: "gsm", 4: "umts", 5: "umts", 6: "u
 
 
 def parse_cops(payloads: list[str]) -> tuple[dict, RadioSample | None]:
-    vals = _vals(payloads[-1])
-    mode = integer(vals[0]) if vals else None
-    fmt = integer(vals[1]) if len(vals) > 1 else None
-    oper = vals[2] if len(vals) > 2 else None
-    act = integer(vals[3]) if len(vals) > 3 else None
-    f = {"mode": mode, "format": fmt, "operator": oper, "act": act}
-    if oper is None:
+    """+COPS? read responses: <mode>[,<format>,<oper>[,<AcT>]]. A reply may hold several lines
+    (the usual AT+COPS=3,0;+COPS?;+COPS=3,2;+COPS? chain prints the operator by name, then by
+    numeric PLMN): each is kept, and the sample combines them (name from format 0/1, MCC/MNC
+    from format 2, the access technology from any)."""
+    entries = []
+    for payload in payloads:
+        vals = _vals(payload)
+        entries.append({"mode": integer(vals[0]) if vals else None,
+                        "format": integer(vals[1]) if len(vals) > 1 else None,
+                        "operator": vals[2] if len(vals) > 2 and vals[2] else None,
+                        "act": integer(vals[3]) if len(vals) > 3 else None})
+    f = dict(entries[-1])
+    if len(entries) > 1:
+        f["lines"] = entries
+    name = next((e["operator"] for e in reversed(entries) if e["format"] in (0, 1) and e["operator"]), None)
+    plmn = next((e["operator"] for e in reversed(entries) if e["format"] == 2 and e["operator"]), None)
+    act = next((e["act"] for e in reversed(entries) if e["act"] is not None), None)
+    if name is None and plmn is None and act is None:
         return f, RadioSample(source="at:+COPS")
-    mcc, mnc = split_plmn(oper) if fmt == 2 else (None, None)
-    return f, RadioSample(operator_name=oper if fmt in (0, 1) else None, mcc=mcc, mnc=mnc,
+    mcc, mnc = split_plmn(plmn)
+    return f, RadioSample(operator_name=name, mcc=mcc, mnc=mnc,
                           technology=COPS_ACT.get(act) if act is not None else None, source="at:+COPS")
 
 
-CEREG_STAT = {0: "not-registered", 1: "home", 2: "searching", 3: "denied", 4: "unknown", 5: "roaming",
-              6: "home", 7: "roaming", 8: "limited"}
-
-
-def parse_cereg(payloads: list[str]) -> tuple[dict, RadioSample | None]:
-    cells = csv_fields(payloads[-1])
-    # Solicited: <n>,<stat>[,<tac>,<ci>[,<AcT>]]; unsolicited: <stat>[,<tac>,<ci>[,<AcT>]] (tac quoted).
-    if len(cells) >= 2 and not cells[1][1]:
-        n, rest = integer(cells[0][0]), cells[1:]
-    else:
-        n, rest = None, cells
-    vals = [v for v, _ in rest] + [""] * 4
-    stat, tac, ci, act = integer(vals[0]), vals[1] or None, vals[2] or None, integer(vals[3])
-    f = {"n": n, "stat": stat, "tac": tac, "ci": ci, "act": act}
-    tech = COPS_ACT.get(act) if act is not None else None
-    return f, RadioSample(registration=CEREG_STAT.get(stat) if stat is not None else None,  # type: ignore[arg-type]
-                          tac=integer(tac, base=16), **cell_identity(ci, base=16, technology=tech or "lte"),
-                          technology=tech, source="at:+CEREG")
+def parse_registration(prefix: str) -> "Parser":
+    """+CREG / +CGREG / +CEREG / +C5GREG (nodes.modem.registration: every <n> form, solicited and
+    unsolicited, <stat> 0..11). The last line of the reply gives the sample; every line is kept."""
+    def parse(payloads: list[str]) -> tuple[dict, RadioSample | None]:
+        lines = [registration.parse_line(prefix, p) for p in payloads]
+        f = dict(lines[-1])
+        if len(lines) > 1:
+            f["lines"] = lines
+        act = f.get("act")
+        tech = COPS_ACT.get(act) if act is not None else None
+        area = f.get("tac") if "tac" in registration.AFTER_STAT[prefix] else f.get("lac")
+        if tech is None:
+            tech = {"+CEREG": "lte", "+C5GREG": "nr5g-sa"}.get(prefix) if f.get("ci") else None
+        area_int = integer(area, base=16) if area else None
+        return f, RadioSample(registration=f.get("registration"),  # type: ignore[arg-type]
+                              tac=area_int if "tac" in f else None, lac=area_int if "lac" in f else None,
+                              **cell_identity(f.get("ci"), base=16, technology=tech), technology=tech,
+                              source=f"at:{prefix}")
+    parse.__name__ = "parse_" + prefix.lstrip("+").lower()
+    return parse
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -618,14 +633,17 @@ RECORDS: dict[str, tuple[str, Parser]] = {
     "^HCSQ": ("hcsq", parse_hcsq),
     "^SYSINFOEX": ("sysinfoex", parse_sysinfoex),
     "+COPS": ("cops", parse_cops),
-    "+CEREG": ("cereg", parse_cereg),
+    "+CREG": ("creg", parse_registration("+CREG")),
+    "+CGREG": ("cgreg", parse_registration("+CGREG")),
+    "+CEREG": ("cereg", parse_registration("+CEREG")),
+    "+C5GREG": ("c5greg", parse_registration("+C5GREG")),
     "+QNWINFO": ("qnwinfo", parse_qnwinfo),
     "+QCAINFO": ("qcainfo", parse_qcainfo),
     "+QSPN": ("qspn", parse_qspn),
 }
 # Which record wins a field when one transcript holds several (most specific first).
-PRIORITY = ("qeng-servingcell", "gstatus", "hcsq", "cesq", "csq", "qnwinfo", "qspn", "cops", "cereg",
-            "sysinfoex")
+PRIORITY = ("qeng-servingcell", "gstatus", "hcsq", "cesq", "csq", "qnwinfo", "qspn", "cops", "c5greg", "cereg",
+            "cgreg", "creg", "sysinfoex")
 
 
 @dataclass(frozen=True)
@@ -709,8 +727,8 @@ def parse_sample(text: str) -> RadioSample | None:
 def to_json(text: str) -> dict[str, Any]:
     records, urcs, unparsed = parse_records(text)
     if not records and not urcs and unparsed:
-        raise ParseError("at: no recognised AT reply (+CSQ, +CESQ, +QENG, !GSTATUS, ^HCSQ, ^SYSINFOEX, "
-                         f"+COPS, +CEREG, +QNWINFO, +QCAINFO, +QSPN) in input; first line: {unparsed[0]!r}")
+        raise ParseError("at: no recognised AT reply (" + ", ".join(sorted(RECORDS)) +
+                         f") in input; first line: {unparsed[0]!r}")
     sample = merged_sample(records)
     return {"tool": "at", "responses": [r.to_json() for r in records], "urcs": urcs, "unparsed": unparsed,
             "sample": None if sample is None else sample.to_json()}
