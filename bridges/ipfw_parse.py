@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
+from bridges import ipfw_classic
 from bridges.ipfw_records import (
     BW_UNITS,
     HEADER_V4,
@@ -350,8 +351,12 @@ def _listing_json(kind: str, listing: DnListing) -> dict[str, Any]:
 
 
 def pipe_show_to_json(text: str) -> dict[str, Any]:
-    """`ctl parse ipfw-pipe-show`: the parsed listing as JSON-able data."""
-    return _listing_json("ipfw-pipe-show", parse_pipe_show(text))
+    """`ctl parse ipfw-pipe-show`: the parsed listing as JSON-able data, in either format: the
+    modern listing (FreeBSD >= 8's dummynet) or the classic one (older FreeBSD, macOS `dnctl`,
+    Emulab/GENI; bridges.ipfw_classic). `format` says which was seen."""
+    if ipfw_classic.looks_classic(text):
+        return {"kind": "ipfw-pipe-show", **ipfw_classic.to_json(text)}
+    return {**_listing_json("ipfw-pipe-show", parse_pipe_show(text)), "format": "modern"}
 
 
 def queue_show_to_json(text: str) -> dict[str, Any]:
