@@ -9,13 +9,15 @@ from controller.parsers import kinds, parse_input
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
-    print_json(parse_input(args.kind, args.file))
+    print_json(parse_input(args.kind, args.file, partial=args.partial))
     return 0
-
 
 
 def register(sub) -> None:
     parse_p = add_command(sub, "parse")
     parse_p.add_argument("kind", choices=kinds())
     parse_p.add_argument("file", help="file with the tool's output ('-' for stdin)")
+    parse_p.add_argument("--partial", action="store_true",
+                         help="return what was recognised plus the lines that were not (each with the reason), "
+                              "instead of refusing the input at its first unknown line")
     parse_p.set_defaults(func=cmd_parse)

@@ -6,6 +6,7 @@ import problem stays local. Parsers are pure: text in, typed objects out; they a
 """
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any, Callable
 
@@ -90,13 +91,45 @@ def read_input(source: str, limit: int = MAX_INPUT) -> str:
     return text
 
 
-def parse_input(kind: str, source: str) -> Any:
-    """`ctl parse KIND SOURCE`: read, parse, and refuse what no parser recognises (exit 2)."""
+def parse_input(kind: str, source: str, partial: bool = False) -> Any:
+    """`ctl parse KIND SOURCE [--partial]`: read, parse, and refuse what no parser recognises
+    (exit 2). With `partial`, what the parser recognised comes back with the lines it did not
+    (see parse_partial); it still refuses input of which nothing is recognised."""
     text = read_input(source)
     try:
+        if partial:
+            return parse_partial(kind, text)
         return parse(kind, text)
     except ParseError as exc:
         raise UnparsableInput(exc.one_line()) from None
+
+
+_LINE = re.compile(r"\bline (\d+)\b")
+MAX_SKIPPED = 1000
+
+
+def parse_partial(kind: str, text: str) -> dict[str, Any]:
+    """Parse what can be parsed: each time the parser refuses a line it names ("line N", the
+    convention of every line-oriented parser here), that line is set aside (blanked, so the
+    others keep their numbers) and the rest parsed again. The result says which lines were set
+    aside and why. A parser that names no line (JSON input) or input with nothing recognisable
+    left is still an error (pure)."""
+    lines = text.split("\n")
+    skipped: list[dict[str, Any]] = []
+    while True:
+        try:
+            result = parse(kind, "\n".join(lines))
+            break
+        except ParseError as exc:
+            m = _LINE.search(str(exc))
+            n = int(m.group(1)) if m else 0
+            if not m or not 1 <= n <= len(lines) or not lines[n - 1].strip() or len(skipped) >= MAX_SKIPPED:
+                raise
+            skipped.append({"line": n, "text": lines[n - 1], "why": exc.one_line()})
+            lines[n - 1] = ""
+            if not any(line.strip() for line in lines):
+                raise ParseError(f"{kind}: no line of the input was recognised") from None
+    return {"partial": bool(skipped), "unrecognised": skipped, "result": result}
 
 
 def parse(kind: str, text: str) -> Any:
