@@ -34,6 +34,8 @@ HUMAN_KEYS: dict[tuple[str, str], str] = {
     ("Hardware", "manufacturer"): "generic.manufacturer",
     ("Hardware", "model"): "generic.model",
     ("Hardware", "firmware revision"): "generic.revision",
+    ("Hardware", "revision"): "generic.revision",          # mmcli <= 1.6
+    ("Hardware", "equipment id"): "generic.equipment-identifier",
     ("System", "device"): "generic.device",
     ("System", "drivers"): "generic.drivers",
     ("System", "plugin"): "generic.plugin",
@@ -253,6 +255,15 @@ def location_sample(loc: dict) -> RadioSample | None:
 
 SEPARATOR_RE = re.compile(r"^\s*-{3,}\s*$")
 KEY_RE = re.compile(r"^(\s*)(\S.*?): (.*)$|^(\s*)(\S.*?):$")
+# mmcli <= 1.6 quotes every value ('vodafone UK', '67' (recent)) and opens with the object's path:
+#   /org/freedesktop/ModemManager1/Modem/0 (device id '8f4e...')
+QUOTED_RE = re.compile(r"^'(.*)'(\s*\(.*\))?$")
+OLD_HEADER_RE = re.compile(r"^\s*(/org/freedesktop/ModemManager1/\S+)\s+\(device id '([^']*)'\)\s*$")
+
+
+def _unquote(value: str) -> str:
+    m = QUOTED_RE.match(value)
+    return (m.group(1) + (m.group(2) or "")) if m else value
 PROMPT_RE = re.compile(r"^\s*(?:[$#]\s+)?(?:sudo\s+)?mmcli\b|^\s*[$#]\s")
 
 
@@ -277,12 +288,12 @@ def human_sections(text: str) -> list[tuple[str, list[tuple[str, list[str]]]]]:
         m = KEY_RE.match(rest)
         if m and (value_col is None or lead < value_col):
             label = (m.group(2) or m.group(5)).strip()
-            value = (m.group(3) or "").strip()
+            value = _unquote((m.group(3) or "").strip())
             if m.group(2):
                 value_col = len(m.group(1)) + len(m.group(2)) + 2
             entries.append((label, [value] if value else []))
         elif entries and rest.strip():
-            entries[-1][1].append(rest.strip())
+            entries[-1][1].append(_unquote(rest.strip()))
     return sections
 
 
@@ -333,12 +344,19 @@ def human_to_nested(text: str) -> tuple[str, dict, dict]:
             if sec == "Signal":
                 kind = "signal"
             if key == "generic.signal-quality.value":
-                m = re.match(r"^(\d+)%\s*(?:\((recent|cached)\))?", " ".join(values))
+                m = re.match(r"^(\d+)%?\s*(?:\((recent|cached)\))?", " ".join(values))
                 if m:
                     _put(nested, "generic.signal-quality.value", m.group(1))
                     _put(nested, "generic.signal-quality.recent", "yes" if m.group(2) == "recent" else "no")
                 continue
             _put(nested, key, _join(values, as_list=key in LIST_KEYS))
+    for line in text.splitlines():
+        old = OLD_HEADER_RE.match(line)
+        if old:                       # mmcli <= 1.6: the path and device id head the output
+            _put(nested, "dbus-path", old.group(1))
+            _put(nested, "generic.device-identifier", old.group(2))
+            raw["layout"] = "quoted (mmcli <= 1.6)"
+            break
     path = _get(nested, "dbus-path") or ""
     if "/Bearer/" in str(path):
         kind = "bearer"
