@@ -471,7 +471,12 @@ _CAUSE_MCUBIC = (
     "implementations (nodes/congestion/bpf, from each algorithm's paper), not the authors' kernel 3.14 code. The "
     "Cubic row is uncoupled: each subflow runs plain Cubic, so at a shared bottleneck an MPTCP connection behaves "
     "like two TCP flows (expect a ratio near 2 where coupled algorithms give about 1). Queues are dummynet's "
-    "default 50 slots, as in the paper's dummynet bridges.")
+    "default 50 slots, as in the paper's dummynet bridges. The single-path TCP flow runs Cubic (`tcp-cc: cubic`; "
+    "the paper does not name its algorithm): at these bandwidth-delay products Cubic regrows its window after a "
+    "loss far faster than the Reno-style increase LIA, OLIA and BALIA couple (one segment per round trip over "
+    "all subflows), so against Cubic the coupled rows sit well below 1 at 100-200 ms, while against a Reno flow "
+    "they take about its rate (bench/cc_tables.py, its do-no-harm table). Short runs (10-20 s in --quick) end "
+    "before a 200-1600 ms round-trip path has left slow start and recovered from its first losses.")
 _CAUSE_BBR = (
     "`bbr` is whatever BBR the endpoints' kernel has: upstream Linux ships BBRv1 (the run records name the "
     "kernel); v1 ignores random loss while v3 backs off above about 2 % loss per round trip, so v1 keeps its "
