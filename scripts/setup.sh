@@ -26,6 +26,7 @@ APT_PACKAGES=(
     snmpd snmp python3 python3-venv gcc make nodejs nftables
     chromium
     systemd       # systemd-analyze: the shipped unit files are verified by the tests
+    groff-base    # ctl(1), generated from the parser, is checked with groff
     clang bpftool libbpf-dev linux-libc-dev   # BPF congestion controls (nodes/congestion)
     postgresql    # the lab database's tests start their own server (initdb + pg_ctl); no service is enabled
 )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from controller.argutil import join_negative_values
@@ -87,11 +88,22 @@ def configure_logging(verbose: int, quiet: bool = False) -> None:
     for name in _LIBRARY_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.WARNING if verbose < 2 else logging.DEBUG)
     if verbose >= 2:
-        import asyncssh   # its own debug level: packet-level detail only when asked
+        import asyncssh  # its own debug level: packet-level detail only when asked
         asyncssh.set_debug_level(1)
 
 
+def complete() -> None:
+    """Shell completion (argcomplete): when the shell asks (`_ARGCOMPLETE` set), the whole parser
+    is built, every command and option completes, and `ctl run SCENARIO --<TAB>` offers that
+    scenario's own parameters (controller.cli.run adds them in completion mode). Exits when done.
+    Enable with `eval "$(register-python-argcomplete ctl)"` (README: Shell completion)."""
+    import argcomplete
+    argcomplete.autocomplete(build_parser("*"), always_complete_options="long")
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and "_ARGCOMPLETE" in os.environ:
+        complete()
     try:
         export_state_dir()
         args_in = join_negative_values(list(sys.argv[1:] if argv is None else argv))

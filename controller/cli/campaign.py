@@ -13,20 +13,17 @@ from controller.campaign.backends import open_store, store_exists, store_locatio
 from controller.campaign.plan import draw_seed, order_runs, rack_inventories, validate_cases
 from controller.campaign.progress import QueueEntry, progress_of, queue_entries, queue_schedule
 from controller.campaign.report import export_records, write_report
-from controller.campaign.scheduler import (Scheduler, SchedulerLock, SchedulerOptions, scheduler_owner,
-                                           settle_for_cancel)
+from controller.campaign.scheduler import Scheduler, SchedulerLock, SchedulerOptions, scheduler_owner, settle_for_cancel
 from controller.campaign.spec import CampaignError, CampaignFileError, load_campaign
 from controller.campaign.status import SchedulerView, interruption, scheduler_view
 from controller.campaign.store import campaign_dir
 from controller.campaign.timing import estimate_finish, format_span, learned_overhead, local, parse_at, progress_bar
-from controller.cli.commands import add_command
-from controller.cli.commands import Parser
+from controller.cli.commands import Parser, add_command
 from controller.cli.common import inventory_of, print_json
 from controller.inventory import load_inventory, resolve_inventory_path
 from controller.labdb import whoami
 from controller.settings import runs_dir
 from controller.units import parse_duration
-
 
 # ---- terminal output -------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from nodes.congestion.catalog import ALGORITHMS
 
 
 def cmd_cc(args: argparse.Namespace) -> int:
-    from controller.reproduce import algorithms as algs      # SSH and the build: only when run
+    from controller.reproduce import algorithms as algs  # SSH and the build: only when run
 
     inv = inventory_of(args)
     probe = (lambda i, hosts: algs.probe_local(hosts)) if inv.kind == "virtual" else None

@@ -11,7 +11,7 @@ from controller.settings import config_path, in_checkout, resolve_all
 
 def _shown(name: str, value: str) -> str:
     if name == "database_url" and value:
-        from controller.labdb import redact          # never a password (none is allowed anyway)
+        from controller.labdb import redact  # never a password (none is allowed anyway)
         return redact(value)
     return value
 

@@ -6,8 +6,8 @@ import argparse
 from controller.cli.commands import add_command
 from controller.cli.common import inventory_of, print_json
 from controller.errors import RackBusy
-from controller.lab.rack import lab_down, topology_intact
 from controller.lab.ops import lab_status, lab_up_cli
+from controller.lab.rack import lab_down, topology_intact
 from controller.lock import RackLock
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 
@@ -14,14 +15,13 @@ from controller.errors import CtlError
 from controller.lab.ops import ensure_lab
 from controller.rack.lease import hold_rack, parse_wait
 from controller.rack.reservations import check_free
-from controller.run.prepare import prepare_run
 from controller.run.partial import partial_line
+from controller.run.prepare import prepare_run
 from controller.run.recovery import recover_all
 from controller.run.runner import RunOutcome, execute
 from controller.settings import runs_dir
 from controller.telemetry.hosts import SAMPLER_SOURCE
 from controller.telemetry.influx import influx_target, push_pending
-
 
 # Set-up and restore around the traffic, for the reservation check (a campaign learns its own).
 ADHOC_OVERHEAD_S = 20.0
@@ -138,10 +138,29 @@ def _show_argv(argv) -> str:
                     (f"<{len(a)}-byte constant script>" if len(a) > 400 else shlex.quote(a)) for a in argv)
 
 
+def _add_scenario_params_for_completion(p: argparse.ArgumentParser) -> None:
+    """Completion only: the scenario named on the line being completed contributes its own
+    parameters (with their help), so `ctl run shared-bottleneck --d<TAB>` offers --delay,
+    --delay1, --delay2, --duration. A real run parses them with the scenario's own parser."""
+    from controller import scenarios
+    words = os.environ.get("COMP_LINE", "").split()
+    name = next((w for w in words[words.index("run") + 1:] if not w.startswith("-")), None) \
+        if "run" in words else None
+    if name not in scenarios.available():
+        return
+    for param in scenarios.get(name).all_params():
+        if param.flag not in p._option_string_actions:
+            p.add_argument(param.flag, help=param.help, metavar=param.type.upper(),
+                           choices=list(param.choices) if param.choices else None)
+
+
 def register(sub) -> None:
     p = add_command(sub, "run", allow_abbrev=False,
                        description="Run SCENARIO; its own parameters follow (see `ctl scenarios show NAME`).")
-    p.add_argument("scenario")
+    scenario_arg = p.add_argument("scenario")
+    scenario_arg.completer = lambda **_kw: __import__("controller.scenarios", fromlist=["available"]).available()
+    if "_ARGCOMPLETE" in os.environ:
+        _add_scenario_params_for_completion(p)
     p.add_argument("--dry-run", action="store_true", help="print every command for every host; change nothing")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from tests.support.shipped import ROOT
 
 INV = str(ROOT / "inventory" / "virtual.yaml")

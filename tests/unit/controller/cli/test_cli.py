@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from tests.support.shipped import ROOT
 
 IPERF3_JSON = ROOT / "tests" / "fixtures" / "recorded" / "generated" / "iperf3_mptcp.client.json"

@@ -1,0 +1,33 @@
+"""ctl(1) is generated from the parser: every command and subcommand is in it, the exit status
+table is `ctl --help`'s, and groff formats it without a warning."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+from controller.cli import EXIT_CODES
+from controller.cli.commands import COMMANDS
+from controller.cli.manpage import render
+
+
+def test_every_command_and_exit_status_is_documented():
+    page = render()
+    assert page.startswith(".TH CTL 1 ")
+    for name in COMMANDS.names():
+        assert f".SS ctl {name}\n" in page, name
+    for sub in ("ctl campaign status", "ctl link reset", "ctl service install", "ctl config show", "ctl cc list"):
+        assert f".SS {sub}\n" in page, sub
+    for code, _what in EXIT_CODES:
+        assert f".TP\n.B {code}\n" in page
+    assert "\\-\\-watch" in page and "CTL_STATE_DIR" in page
+
+
+def test_groff_formats_it_without_warnings(tmp_path):
+    assert shutil.which("groff"), "groff missing (scripts/setup.sh installs groff-base)"
+    page = tmp_path / "ctl.1"
+    page.write_text(subprocess.run([sys.executable, "-m", "controller.cli.manpage"], capture_output=True, text=True,
+                                   check=True).stdout)
+    p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-P-cbou", str(page)], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert "EXIT STATUS" in p.stdout and "campaign" in p.stdout
