@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from nodes.modem import registration
+from nodes.modem import registration, vendors
 from nodes.modem.radio import (
     LTE_BW_MHZ, NR_BW_MHZ, NR_SCS_KHZ, ParseError, RadioSample, cell_identity, integer, lte_band,
     merge_samples, nr_band, number, split_plmn,
@@ -632,6 +632,7 @@ RECORDS: dict[str, tuple[str, Parser]] = {
     "!GSTATUS": ("gstatus", parse_gstatus),
     "^HCSQ": ("hcsq", parse_hcsq),
     "^SYSINFOEX": ("sysinfoex", parse_sysinfoex),
+    "^SMONI": ("smoni", vendors.parse_smoni),
     "+COPS": ("cops", parse_cops),
     "+CREG": ("creg", parse_registration("+CREG")),
     "+CGREG": ("cgreg", parse_registration("+CGREG")),
@@ -642,7 +643,7 @@ RECORDS: dict[str, tuple[str, Parser]] = {
     "+QSPN": ("qspn", parse_qspn),
 }
 # Which record wins a field when one transcript holds several (most specific first).
-PRIORITY = ("qeng-servingcell", "gstatus", "hcsq", "cesq", "csq", "qnwinfo", "qspn", "cops", "c5greg", "cereg",
+PRIORITY = ("qeng-servingcell", "gstatus", "smoni", "hcsq", "cesq", "csq", "qnwinfo", "qspn", "cops", "c5greg", "cereg",
             "cgreg", "creg", "sysinfoex")
 
 
