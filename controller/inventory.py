@@ -20,6 +20,7 @@ from controller.argutil import NAME_PATTERNS, argv_value
 from controller.errors import InventoryError, ParameterError
 from controller.inventory_fields import MAC, AbsPath, GpsdAddress, IfName, UserName, XPath, first_line
 from controller.settings import packaged_inventory
+from controller.sshconfig import parse_proxy_jump
 from controller.settings import resolve as resolve_setting
 from controller.units import parse_delay_us, parse_probability, parse_queue, parse_rate
 from controller.yamlload import load_yaml_with_lines
@@ -93,13 +94,34 @@ _CONNECT_TIMEOUT = Field(10.0, gt=0, le=600, description="seconds to wait for an
 _COMMAND_TIMEOUT = Field(60.0, gt=0, le=86400, description="seconds a remote command may take at most")
 
 
+_SUDO = Field(False, description=(
+    "run every command through `sudo -n` (an account that is not root): checked at connect, "
+    "refused with the host and command named when the account cannot"))
+_PROXY_JUMP = Field(None, description=(
+    "bastion hosts, OpenSSH ProxyJump syntax `[user@]host[:port][,...]`; every hop's host key is "
+    "checked against known_hosts; 'none' overrides a ProxyJump of the ssh config"))
+_AGENT = Field(False, description="also use the keys of the ssh-agent at $SSH_AUTH_SOCK (never forwarded)")
+_CONFIG_FILE = Field(None, description=(
+    "an OpenSSH client config (e.g. ~/.ssh/config) to take HostName, User, Port, IdentityFile and "
+    "ProxyJump from; values set here win"))
+_PASSPHRASE = Field(None, description="where the passphrase of an encrypted key_file is (a secret reference)")
+
+
 class SSH(Strict):
+    """One host's SSH settings, merged from the inventory's defaults and the host's own."""
+
     user: UserName = "root"
     port: int = Field(22, ge=1, le=65535)
-    key_file: AbsPath
+    key_file: AbsPath | None = None
     known_hosts: AbsPath
     connect_timeout: float = _CONNECT_TIMEOUT
     command_timeout: float = _COMMAND_TIMEOUT
+    sudo: bool = _SUDO
+    proxy_jump: str | None = _PROXY_JUMP
+    agent: bool = _AGENT
+    config_file: AbsPath | None = _CONFIG_FILE
+    key_passphrase: SecretRef | None = _PASSPHRASE
+    explicit: frozenset[str] = Field(frozenset(), description="the fields the inventory set (not defaults)")
 
 
 class SSHDefaults(Strict):
@@ -109,6 +131,21 @@ class SSHDefaults(Strict):
     known_hosts: AbsPath | None = None
     connect_timeout: float = _CONNECT_TIMEOUT
     command_timeout: float = _COMMAND_TIMEOUT
+    sudo: bool = _SUDO
+    proxy_jump: str | None = _PROXY_JUMP
+    agent: bool = _AGENT
+    config_file: AbsPath | None = _CONFIG_FILE
+    key_passphrase: SecretRef | None = _PASSPHRASE
+
+    @field_validator("proxy_jump")
+    @classmethod
+    def _jump(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                parse_proxy_jump(v)
+            except ParameterError as exc:
+                raise ValueError(str(exc)) from None
+        return v
 
 
 class SNMP(Strict):
@@ -441,6 +478,9 @@ class Virtual(Strict):
     mgmt_address: str
     runtime_dir: AbsPath
     influxdb_port: int = Field(8086, ge=1, le=65535)
+    bastion: str | None = Field(None, description=(
+        "management address of a jump host the virtual rack builds (namespace <prefix>-bastion, sshd "
+        "only); hosts whose ssh names a proxy_jump refuse SSH from the controller's address"))
 
     @field_validator("mgmt_address")
     @classmethod
@@ -450,6 +490,18 @@ class Virtual(Strict):
         except ValueError:
             raise ValueError(f"{v!r} is not an address with prefix length") from None
         return v
+
+    @model_validator(mode="after")
+    def _bastion(self) -> "Virtual":
+        if self.bastion is not None:
+            net = ipaddress.ip_interface(self.mgmt_address)
+            try:
+                addr = ipaddress.ip_address(self.bastion)
+            except ValueError:
+                raise ValueError(f"bastion {self.bastion!r} is not an IP address") from None
+            if addr not in net.network or addr == net.ip:
+                raise ValueError(f"bastion {addr} is not another address of the management network {net.network}")
+        return self
 
 
 class Inventory(Strict):
@@ -532,7 +584,8 @@ class Inventory(Strict):
             if host.role is not Role.SWITCH:
                 ssh = self.ssh_for(hname)
                 if ssh is None:
-                    raise ValueError(f"host {hname}: no SSH key_file/known_hosts (set them under `ssh`)")
+                    raise ValueError(f"host {hname}: no SSH known_hosts, or no key_file, agent or config_file to log in with "
+                                     "(set them under `ssh`)")
         pipes: dict[tuple[str, int], str] = {}
         for lname, link in self.links.items():
             for d in ("forward", "reverse"):
@@ -623,13 +676,17 @@ class Inventory(Strict):
 
 
     def ssh_for(self, host: str) -> SSH | None:
+        """The host's SSH settings (None: no known_hosts, or no key, agent or ssh config to log in with)."""
         h = self.hosts[host]
-        merged: dict[str, Any] = self.ssh.model_dump()
+        merged: dict[str, Any] = dict(self.ssh)
+        explicit = set(self.ssh.model_fields_set)
         if h.ssh is not None:
-            merged.update({k: v for k, v in h.ssh.model_dump().items() if k in h.ssh.model_fields_set})
-        if merged.get("key_file") is None or merged.get("known_hosts") is None:
+            merged.update({k: v for k, v in h.ssh if k in h.ssh.model_fields_set})
+            explicit |= h.ssh.model_fields_set
+        if merged.get("known_hosts") is None or not (merged.get("key_file") or merged.get("agent")
+                                                     or merged.get("config_file")):
             return None
-        return SSH(**merged)
+        return SSH(**merged, explicit=frozenset(explicit))
 
     def by_role(self, role: Role) -> list[str]:
         return sorted(n for n, h in self.hosts.items() if h.role is role)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -23,9 +24,10 @@ from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 import asyncssh
 
 from controller.commands import Command, CommandResult
-from controller.errors import CommandFailed, SSHError
+from controller.errors import CommandFailed, ParameterError, SSHError
 from controller.inventory import Inventory, Role, SSH
 from controller.perhost import MultiResult, gather_hosts
+from controller.sshconfig import Hop, connection_plan, load_openssh_config
 
 # A constant script: data only ever arrives as positional arguments ("$@"). It prints the PID
 # and the process's start time (`ps -o lstart=`, unchanged by exec; Linux and FreeBSD), which
@@ -54,7 +56,7 @@ def remote_command_line(argv: Sequence[str], timeout: float | None, sudo: bool =
     """The exact string sent to the remote shell (pure; the only place argv meets a shell)."""
     full: list[str] = []
     if sudo:
-        full += ["sudo", "-n"]
+        full += ["sudo", "-n", "--"]     # outermost: the locale and the deadline hold under sudo too
     full += list(_ENV_PREFIX)
     if timeout is not None:
         full += ["timeout", "-k", str(_TIMEOUT_GRACE), f"{max(timeout, 0.1):g}"]
@@ -89,12 +91,33 @@ class CommandLog:
             self._fh = None
 
 
+# What ctl runs as root on a host, by role (and shaper): named when an account cannot.
+_ROOT_COMMANDS: dict[str, tuple[str, ...]] = {
+    "endpoint": ("ip mptcp", "ip link", "sysctl -w", "tc", "ethtool"),
+    "router": ("nft", "sysctl -w", "ip link"),
+    "bridge:dummynet": ("ipfw", "sysctl -w"),
+    "bridge:tc": ("tc", "ip link"),
+    "bridge:dnpipe": ("dnpipe", "ip link"),
+}
+
+
+def root_commands(inventory: Inventory, host: str) -> tuple[str, ...]:
+    """The commands ctl runs as root on `host` (pure)."""
+    h = inventory.hosts[host]
+    key = h.role.value + (f":{h.shaper.kind}" if h.role is Role.BRIDGE and h.shaper is not None else "")
+    return _ROOT_COMMANDS.get(key, ())
+
+
 @dataclass
 class HostTarget:
     name: str
     address: str
     ssh: SSH
-    sudo: bool = False
+    root_commands: tuple[str, ...] = ()
+
+    @property
+    def sudo(self) -> bool:
+        return self.ssh.sudo
 
 
 def targets(inventory: Inventory, hosts: Iterable[str] | None = None) -> list[HostTarget]:
@@ -103,8 +126,34 @@ def targets(inventory: Inventory, hosts: Iterable[str] | None = None) -> list[Ho
         ssh = inventory.ssh_for(name)
         if ssh is None or inventory.hosts[name].role is Role.SWITCH:
             continue  # switches are SNMP-only
-        out.append(HostTarget(name, inventory.hosts[name].mgmt.address, ssh))
+        out.append(HostTarget(name, inventory.hosts[name].mgmt.address, ssh, root_commands(inventory, name)))
     return out
+
+
+def _reason(exc: BaseException) -> str:
+    return str(getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc or type(exc).__name__)
+
+
+def _client_keys(ssh: SSH, hop: Hop, host: str) -> list | None:
+    """The hop's private keys, loaded here so an encrypted one is a clear error, never a prompt."""
+    keys = []
+    passphrase = ssh.key_passphrase.resolve(f"{host}: ssh key_passphrase") if ssh.key_passphrase else None
+    for path in hop.key_files:
+        if not path.exists():
+            if ssh.agent:
+                continue
+            raise SSHError(host, f"key file {path} does not exist")
+        try:
+            keys.append(asyncssh.read_private_key(str(path), passphrase))
+        except asyncssh.KeyImportError as exc:
+            if "passphrase" in str(exc).lower() or "encrypted" in str(exc).lower():
+                hint = ("the key_passphrase given does not open it" if passphrase is not None else
+                        "load it into ssh-agent and set `agent: true`, or give `key_passphrase` (a secret reference)")
+                raise SSHError(host, f"key file {path} is protected by a passphrase: {hint}") from None
+            raise SSHError(host, f"key file {path}: {exc}") from None
+        except OSError as exc:
+            raise SSHError(host, f"key file {path}: {exc.strerror or exc}") from None
+    return keys or None
 
 
 class SSHSession:
@@ -115,41 +164,113 @@ class SSHSession:
         self.target = target
         self.log = log
         self._conn: asyncssh.SSHClientConnection | None = None
+        self._tunnels: list[asyncssh.SSHClientConnection] = []
         self._lock = asyncio.Lock()
         self._procs: list["SSHRemoteProcess"] = []
         self.lost: str | None = None
+        self.route: list[str] = []        # the hops of the last connection, bastions first
+
+    def _plan(self) -> list[Hop]:
+        t = self.target
+        try:
+            return connection_plan(t.ssh, t.address, load_openssh_config(t.ssh.config_file))
+        except ParameterError as exc:
+            raise SSHError(self.host, str(exc)) from None
+
+    async def _open(self, hop: Hop, tunnel: asyncssh.SSHClientConnection | None,
+                    what: str) -> asyncssh.SSHClientConnection:
+        t = self.target
+        agent_path = None
+        if t.ssh.agent:
+            agent_path = os.environ.get("SSH_AUTH_SOCK")
+            if not agent_path:
+                raise SSHError(self.host, "ssh `agent: true` but SSH_AUTH_SOCK is not set (no ssh-agent)")
+        keys = _client_keys(t.ssh, hop, self.host) or []
+        agent = None
+        if agent_path is not None:
+            # The agent's keys are handed to asyncssh as keys (agent first, as OpenSSH does), so no
+            # default key file of this machine is ever tried and nothing can forward the agent.
+            try:
+                agent = await asyncssh.connect_agent(agent_path)
+                keys = list(await agent.get_keys()) + keys if agent is not None else keys
+            except (OSError, asyncssh.Error, ValueError) as exc:
+                raise SSHError(self.host, f"ssh-agent at $SSH_AUTH_SOCK: {_reason(exc)}") from None
+        if not keys:
+            if agent is not None:
+                agent.close()
+            raise SSHError(self.host, f"{what} {hop}: no key to log in with"
+                                      + (" (the ssh-agent holds none)" if agent_path else ""))
+        try:
+            return await asyncio.wait_for(asyncssh.connect(
+                hop.host, port=hop.port, username=hop.user, tunnel=tunnel,
+                client_keys=keys, known_hosts=str(t.ssh.known_hosts),
+                agent_path=None, agent_forwarding=False, config=[], ignore_encrypted=True,
+                password=None, kbdint_auth=False, gss_host=None, preferred_auth="publickey",
+                keepalive_interval=5, keepalive_count_max=3,
+                connect_timeout=t.ssh.connect_timeout), t.ssh.connect_timeout + 1)
+        except asyncssh.HostKeyNotVerifiable as exc:
+            raise SSHError(self.host, f"{what}: host key of {hop.host} not verifiable with "
+                                      f"{t.ssh.known_hosts}: {exc.reason}") from None
+        except asyncssh.PermissionDenied:
+            how = ", ".join(x for x in ((f"key {', '.join(map(str, hop.key_files))}" if hop.key_files else ""),
+                                        "ssh-agent" if agent_path else "") if x)
+            raise SSHError(self.host, f"{what} {hop.user}@{hop.host}: permission denied ({how})") from None
+        except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
+            raise SSHError(self.host, f"cannot connect to {what} {hop.host}:{hop.port}: {_reason(exc)}") from None
+        finally:
+            if agent is not None:
+                agent.close()
 
     async def connect(self) -> None:
         async with self._lock:
             if self._conn is not None:
                 return
             t = self.target
-            if not t.ssh.key_file.exists():
-                raise SSHError(self.host, f"key file {t.ssh.key_file} does not exist")
             if not t.ssh.known_hosts.exists():
                 raise SSHError(self.host, f"known_hosts file {t.ssh.known_hosts} does not exist")
+            hops = self._plan()
+            tunnel = None
             try:
-                self._conn = await asyncio.wait_for(asyncssh.connect(
-                    t.address, port=t.ssh.port, username=t.ssh.user,
-                    client_keys=[str(t.ssh.key_file)], known_hosts=str(t.ssh.known_hosts),
-                    agent_path=None, config=[], keepalive_interval=5, keepalive_count_max=3,
-                    connect_timeout=t.ssh.connect_timeout), t.ssh.connect_timeout + 1)
-            except asyncssh.HostKeyNotVerifiable as exc:
-                raise SSHError(self.host, f"host key of {t.address} not verifiable with "
-                                          f"{t.ssh.known_hosts}: {exc.reason}") from None
-            except asyncssh.PermissionDenied:
-                raise SSHError(self.host, f"{t.ssh.user}@{t.address}: permission denied "
-                                          f"(key {t.ssh.key_file})") from None
-            except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
-                reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or type(exc).__name__
-                raise SSHError(self.host, f"cannot connect to {t.address}:{t.ssh.port}: {reason}") from None
-            try:
+                for i, hop in enumerate(hops[:-1]):
+                    tunnel = await self._open(hop, tunnel, f"bastion {i + 1}")
+                    self._tunnels.append(tunnel)
+                self._conn = await self._open(hops[-1], tunnel, "host" if not tunnel else "host (via bastion)")
                 await self._check_shell()
+                await self._check_privileges()
             except BaseException:
-                self._conn.abort()
-                self._conn = None
+                self._abort()
                 raise
+            self.route = [str(h) for h in hops]
             self.lost = None
+
+    def _abort(self) -> None:
+        for c in ([self._conn] if self._conn is not None else []) + self._tunnels[::-1]:
+            c.abort()
+        self._conn = None
+        self._tunnels = []
+
+    async def _check_privileges(self) -> None:
+        """The account can run what ctl runs on this host: through `sudo -n` when the inventory
+        says so (a password prompt, a missing rule or requiretty refused here), or as root."""
+        t = self.target
+        if not t.ssh.sudo and t.ssh.user == "root":
+            return
+        assert self._conn is not None
+        try:
+            r = await asyncio.wait_for(self._conn.run(remote_command_line(("id", "-u"), 10, t.ssh.sudo)), 15)
+        except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
+            raise SSHError(self.host, f"cannot run a command: {_reason(exc)}") from None
+        uid = _text(r.stdout).strip()
+        said = " ".join(_text(r.stderr).split())[:160]
+        needs = ", ".join(t.root_commands) or "its commands"
+        who = f"{t.ssh.user}@{t.address}"
+        if t.ssh.sudo and (r.exit_status != 0 or uid != "0"):
+            raise SSHError(self.host, f"{who}: `sudo -n` cannot run {needs} as root "
+                                      f"({said or f'exit {r.exit_status}, uid {uid!r}'}); give the account "
+                                      "passwordless sudo (see the README's non-root accounts)")
+        if not t.ssh.sudo and uid != "0" and t.root_commands:
+            raise SSHError(self.host, f"{who} is uid {uid or '?'}, not root, and `sudo` is off: ctl runs {needs} "
+                                      "as root here; set `ssh: {sudo: true}` for this host or log in as root")
 
     async def _check_shell(self) -> None:
         """Remote commands are POSIX sh command lines (quoted by `shlex.quote`): refuse an account
@@ -245,18 +366,17 @@ class SSHSession:
 
     def mark_lost(self, exc: BaseException) -> None:
         self.lost = str(exc) or type(exc).__name__
-        if self._conn is not None:
-            self._conn.abort()
-        self._conn = None
+        self._abort()
 
     async def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
+        for c in ([self._conn] if self._conn is not None else []) + self._tunnels[::-1]:
+            c.close()
             try:
-                await asyncio.wait_for(self._conn.wait_closed(), 2)
+                await asyncio.wait_for(c.wait_closed(), 2)
             except (asyncio.TimeoutError, asyncssh.Error, OSError):
                 pass
-            self._conn = None
+        self._conn = None
+        self._tunnels = []
 
 
 def _text(data: Any) -> str:

@@ -29,6 +29,7 @@ APT_PACKAGES=(
     groff-base    # ctl(1), generated from the parser, is checked with groff
     clang bpftool libbpf-dev linux-libc-dev   # BPF congestion controls (nodes/congestion)
     postgresql    # the lab database's tests start their own server (initdb + pg_ctl); no service is enabled
+    sudo          # a virtual host may log in as a non-root account that runs ctl's commands with sudo -n
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -85,7 +85,7 @@ def lab_status(inv: Inventory) -> dict:
         status["owner_problem"] = exc.one_line()
     procs = {f"{p['name']}@{p['host']}": proc_alive(p["pid"], p.get("start_time")) for p in st.processes}
     status["processes"] = procs
-    hosts = sorted(st.ssh_hosts)
+    hosts = sorted(h for h in st.ssh_hosts if h in inv.hosts)   # not the bastion: it has no lab role
     status["hosts"] = asyncio.run(_ssh_check(inv, hosts)) if hosts else {}
     server = managed_influx(inv)
     if server is not None:

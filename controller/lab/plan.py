@@ -11,6 +11,7 @@ from pathlib import Path
 
 from controller.errors import LabError
 from controller.inventory import Inventory, Role
+from controller.lab.access import ACCOUNT_BOOT, BASTION, accounts, behind_bastion, block_direct_ssh
 from controller.lab.snmpd_conf import snmpd_argv, snmpd_env
 from controller.settings import PROJECT_ROOT
 
@@ -47,6 +48,8 @@ class LabPlan:
     daemons: list[Daemon] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)   # path -> content
     ssh_hosts: dict[str, str] = field(default_factory=dict)  # host -> mgmt address
+    accounts: dict[str, tuple[str, bool]] = field(default_factory=dict)  # host -> (user, sudo), not root
+    after_start: list[tuple[str, ...]] = field(default_factory=list)  # once every sshd answers
 
 
 def ns_name(inv: Inventory, host: str) -> str:
@@ -59,7 +62,8 @@ def host_dir(inv: Inventory, host: str) -> Path:
     return inv.virtual.runtime_dir / "hosts" / host
 
 
-def render_sshd_config(inv: Inventory, host: str, address: str) -> str:
+def render_sshd_config(inv: Inventory, host: str, address: str, account: bool = False) -> str:
+    """`account`: the host logs in as an account that is not root (its key is in its home)."""
     assert inv.virtual is not None
     d = host_dir(inv, host)
     rt = inv.virtual.runtime_dir
@@ -69,7 +73,7 @@ def render_sshd_config(inv: Inventory, host: str, address: str) -> str:
         "Port 22",
         f"HostKey {d / 'ssh_host_ed25519_key'}",
         f"PidFile {d / 'sshd.pid'}",
-        f"AuthorizedKeysFile {rt / 'authorized_keys'}",
+        "AuthorizedKeysFile .ssh/authorized_keys" if account else f"AuthorizedKeysFile {rt / 'authorized_keys'}",
         "PermitRootLogin prohibit-password",
         "PubkeyAuthentication yes",
         "PasswordAuthentication no",
@@ -137,6 +141,23 @@ def plan_lab(inv: Inventory, *, dnpipe_binary: str | None = None) -> LabPlan:
         c.append(("ip", "-n", ns, "link", "set", "mgmt0", "up"))
         if inv.ssh_for(h) is not None and host.role is not Role.SWITCH:
             plan.ssh_hosts[h] = str(addr)
+    if v.bastion is not None:
+        if BASTION in inv.hosts:
+            raise LabError(f"host name {BASTION!r} is taken by the virtual rack's bastion (virtual.bastion)")
+        ns = f"{v.netns_prefix}-{BASTION}"
+        plan.namespaces.append(ns)
+        c.append(("ip", "netns", "add", ns))
+        c.append(("ip", "-n", ns, "link", "set", "lo", "up"))
+        c.append(("ip", "link", "add", f"{v.netns_prefix}mb", "type", "veth", "peer", "name", "mgmt0", "netns", ns))
+        plan.root_links.append(f"{v.netns_prefix}mb")
+        c.append(("ip", "link", "set", f"{v.netns_prefix}mb", "master", v.mgmt_bridge, "up"))
+        c.append(("ip", "-n", ns, "addr", "add", f"{v.bastion}/{mgmt_net.prefixlen}", "dev", "mgmt0"))
+        c.append(("ip", "-n", ns, "link", "set", "mgmt0", "up"))
+        plan.ssh_hosts[BASTION] = v.bastion
+        controller_ip = str(ipaddress.ip_interface(v.mgmt_address).ip)
+        for h in behind_bastion(inv):
+            plan.after_start += block_direct_ssh(ns_name(inv, h), controller_ip)
+    plan.accounts = accounts(inv)
 
     # Data paths: every L2 segment (each link side, each named segment) is a Linux bridge in
     # its switch host; hosts' data interfaces and bridge ports are veths into it.
@@ -218,10 +239,12 @@ def plan_lab(inv: Inventory, *, dnpipe_binary: str | None = None) -> LabPlan:
 
     for h, addr in plan.ssh_hosts.items():
         d = host_dir(inv, h)
-        plan.files[str(d / "sshd_config")] = render_sshd_config(inv, h, addr)
+        plan.files[str(d / "sshd_config")] = render_sshd_config(inv, h, addr, account=h in plan.accounts)
+        account = ("sh", "-c", ACCOUNT_BOOT, "ctl-account", str(d / "account"), plan.accounts[h][0]) \
+            if h in plan.accounts else ()
         plan.daemons.append(Daemon("sshd", h, (
             "ip", "netns", "exec", ns_name(inv, h), "unshare", "--mount", "--uts", "--propagation", "private",
-            "sh", "-c", _SSHD_BOOT, "ctl-sshd", str(v.runtime_dir / "shellrc"),
+            *account, "sh", "-c", _SSHD_BOOT, "ctl-sshd", str(v.runtime_dir / "shellrc"),
             h, "/usr/sbin/sshd", "-D", "-e", "-f", str(d / "sshd_config")), str(d / "sshd.log")))
     plan.daemons += modem_test_doubles(inv)
     plan.files[str(v.runtime_dir / "shellrc")] = _CLEAN_SHELL_RC

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from controller.errors import LabError, ParameterError
 from controller.inventory import Inventory, source_of
+from controller.lab.access import account_files
 from controller.lab.influxd import InfluxServer
 from controller.lab.snmpd_conf import render_snmpd_conf
 from controller.settings import state_dir
@@ -176,7 +177,10 @@ def check_prerequisites(inv: Inventory) -> None:
     if os.geteuid() != 0:
         raise LabError("the virtual rack needs root (network namespaces, veth, sshd)")
     tools = REQUIRED_TOOLS + (("nft",) if any(h.nat is not None for h in inv.hosts.values()) else ())
-    missing = [t for t in tools if shutil.which(t) is None and not Path("/usr/sbin", t).exists()]
+    plan = plan_lab(inv)
+    tools += (("sudo",) if any(sudo for _u, sudo in plan.accounts.values()) else ()) + \
+        (("nft",) if plan.after_start else ())
+    missing = [t for t in dict.fromkeys(tools) if shutil.which(t) is None and not Path("/usr/sbin", t).exists()]
     if missing:
         hint = " (Debian package nftables: the virtual NAT router needs it)" if "nft" in missing else ""
         raise LabError(f"missing tools for the virtual rack: {', '.join(missing)}{hint} (run scripts/setup.sh)")
@@ -204,6 +208,22 @@ def _ensure_keys(inv: Inventory, plan: LabPlan, log: list[dict]) -> None:
     known = ssh.known_hosts or rt / "known_hosts"
     known.parent.mkdir(parents=True, exist_ok=True)
     write_private(known, "\n".join(lines) + "\n", "known_hosts file", 0o644)
+
+
+def _write_accounts(inv: Inventory, plan: LabPlan) -> None:
+    """The files each non-root account's sshd namespace bind-mounts over /etc (see lab.access)."""
+    assert inv.virtual is not None
+    if not plan.accounts:
+        return
+    etc = {name: Path("/etc", name).read_text() for name in ("passwd", "group", "shadow", "hosts")}
+    keys = (inv.virtual.runtime_dir / "authorized_keys").read_text()
+    for h, (user, sudo) in plan.accounts.items():
+        d = private_dir(host_dir(inv, h) / "account", "account files", 0o700)
+        files = account_files(h, user, sudo, etc, with_sudoers=Path("/etc/sudoers").exists())
+        for name, text in files.items():
+            write_private(d / name, text, f"{h} account {name}",
+                          {"shadow": 0o600, "sudoers": 0o440}.get(name, 0o644))
+        write_private(d / "authorized_keys", keys, f"{h} account authorized_keys", 0o644)
 
 
 def _wait_tcp(addr: str, port: int, deadline: float) -> bool:
@@ -260,6 +280,7 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
             if host.shaper is not None and host.shaper.kind == "dnpipe":
                 host.shaper.control_dir.mkdir(parents=True, exist_ok=True)
         _write_snmpd_configs(inv)
+        _write_accounts(inv, plan)
         for d in list(plan.daemons) + list(extra_daemons or []):
             state.processes.append(_start_daemon(d))
             _save_state(inv, state)
@@ -270,6 +291,8 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
         for d in plan.daemons:
             if d.name.startswith("dnpipe-"):
                 _wait_dnpipe(inv, d, deadline)
+        for argv in plan.after_start:
+            _run_local(argv, log)
         server = managed_influx(inv)
         if server is not None:
             if not server.health():

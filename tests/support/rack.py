@@ -97,7 +97,9 @@ class TestRack:
 
 def write_test_inventory(dest: Path, *, prefix: str = "ctlt", mgmt_octet: int = 251, influx_port: int = 18086,
                          name: str = "vtest", source: Path = PROJECT / "inventory" / "virtual.yaml",
-                         shaper: str | None = None) -> Path:
+                         shaper: str | None = None, access: bool = False) -> Path:
+    """`access`: reached as many labs reach a rack (see controller/lab/access.py): a1 and br2 log in
+    as the account `ctl` with `sudo -n`, b2 only through the bastion at .2 of the management net."""
     data = yaml.safe_load(source.read_text())
     data["name"] = name
     v = data["virtual"]
@@ -118,6 +120,11 @@ def write_test_inventory(dest: Path, *, prefix: str = "ctlt", mgmt_octet: int = 
         sh = host.get("shaper") or {}
         if sh.get("kind") == "dnpipe":
             sh["control_dir"] = f"/run/ctl/{prefix}/dnpipe"
+    if access:
+        v["bastion"] = f"10.{mgmt_octet}.0.2"
+        for h in ("a1", "br2"):
+            data["hosts"][h]["ssh"] = {"user": "ctl", "sudo": True}
+        data["hosts"]["b2"]["ssh"] = {"proxy_jump": f"root@10.{mgmt_octet}.0.2"}
     text = yaml.safe_dump(data, sort_keys=False)
     # every other runtime path (e.g. the SNMP key files) moves to this rack's runtime dir
     text = text.replace("/run/ctl/ctlv/", f"/run/ctl/{prefix}/")

@@ -315,7 +315,7 @@ def test_state_dir_expansion_follows_the_environment(tmp_path, monkeypatch):
 
 def test_host_without_ssh_credentials(tmp_path):
     path, _ = variant(tmp_path, VIRTUAL, "  key_file: /run/ctl/ctlv/id_ed25519\n", "")
-    assert "no SSH key_file/known_hosts" in load_error(path)
+    assert "no SSH known_hosts, or no key_file, agent or config_file" in load_error(path)
 
 
 # ---- secrets --------------------------------------------------------------------------------
