@@ -145,7 +145,7 @@ def _client_keys(ssh: SSH, hop: Hop, host: str) -> list | None:
             raise SSHError(host, f"key file {path} does not exist")
         try:
             keys.append(asyncssh.read_private_key(str(path), passphrase))
-        except asyncssh.KeyImportError as exc:
+        except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
             if "passphrase" in str(exc).lower() or "encrypted" in str(exc).lower():
                 hint = ("the key_passphrase given does not open it" if passphrase is not None else
                         "load it into ssh-agent and set `agent: true`, or give `key_passphrase` (a secret reference)")

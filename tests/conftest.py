@@ -45,9 +45,10 @@ def _session_lock_dir(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="module")
 def rack_b(tmp_path_factory: pytest.TempPathFactory, rack: TestRack) -> TestRack:
     """A second rack (its own name `vtestb`, prefix wNNNNN, subnet, InfluxDB and state dir) for the
-    shared-lab tests: two racks, one campaign."""
+    shared-lab tests: two racks, one campaign. It is reached as many labs reach theirs: a1 and br2
+    log in as the account `ctl` with `sudo -n`, b2 only through a bastion (support/rack.py)."""
     saved = os.environ.get("CTL_STATE_DIR")
-    r, inv = _build_rack(tmp_path_factory, "w", name="vtestb")
+    r, inv = _build_rack(tmp_path_factory, "w", name="vtestb", access=True)
     try:
         yield r
     finally:
@@ -89,7 +90,7 @@ def _integration_prerequisites() -> list[str]:
 
 
 def _build_rack(tmp_path_factory: pytest.TempPathFactory, letter: str, shaper: str | None = None,
-                name: str = "vtest"):
+                name: str = "vtest", access: bool = False):
     problems = _integration_prerequisites()
     if problems:
         # Not a skip: these tests are part of the suite; scripts/setup.sh provides all of it.
@@ -105,7 +106,7 @@ def _build_rack(tmp_path_factory: pytest.TempPathFactory, letter: str, shaper: s
     prefix = f"{letter}{os.getpid() % 100000:05d}"
     octet = free_mgmt_octet()
     inv_path = write_test_inventory(base / f"{name}.yaml", prefix=prefix, mgmt_octet=octet,
-                                    influx_port=18000 + octet, shaper=shaper, name=name)
+                                    influx_port=18000 + octet, shaper=shaper, name=name, access=access)
     inv = load_inventory(inv_path)
     lab_up_cli(inv)
     runs = base / "runs"

@@ -11,6 +11,12 @@ named, and waits with --wait.
 
 Without a lab database, the lease lives on the rack's first host: a holder killed -9 releases it
 (its SSH connection closes and with it the remote lock); a reservation refuses an ad-hoc run.
+
+Rack B is reached as many labs reach theirs (so the campaign above runs through it too): two of
+its hosts log in as an account that is not root and run ctl's commands with `sudo -n`, one only
+through a bastion. The tests at the end show each way in (and the user's OpenSSH config and an
+ssh-agent instead of the key file), and that an account that cannot run what ctl needs is
+refused with the host and the commands named before anything on the rack changes.
 """
 from __future__ import annotations
 
@@ -249,3 +255,123 @@ def test_a_reservation_refuses_somebody_elses_ad_hoc_run(rack, tmp_path):
         assert p.returncode == 3 and "would run into alice@" in p.stderr, p.stderr
     finally:
         assert ctl(alice, "rack", "cancel", str(rid)).returncode == 0
+
+
+# ---- reaching a rack as a lab does: rack B has a bastion and a sudo account ------------------------
+
+PROBE = textwrap.dedent("""
+    import asyncio, json, sys
+    from controller.commands import Command
+    from controller.inventory import load_inventory
+    from controller.ssh import CommandLog, SSHSession, targets
+    inv = load_inventory(sys.argv[1])
+    async def main():
+        out = {}
+        for t in targets(inv, sys.argv[2].split(",")):
+            s = SSHSession(t, CommandLog(None))
+            try:
+                r = await s.run(Command(("sh", "-c", 'echo "$(id -un) ${SUDO_USER:-} ${SSH_AUTH_SOCK:-}|'
+                                                     '${SSH_CONNECTION:-}"')))
+                out[t.name] = {"route": s.route, "said": r.stdout.strip(), "exit": r.exit_status}
+            except Exception as exc:
+                out[t.name] = {"error": str(exc)}
+            finally:
+                await s.close()
+        print(json.dumps(out))
+    asyncio.run(main())
+""")
+
+
+def probe(rack, inventory: Path, hosts: str, **env: str) -> dict:
+    p = subprocess.run([sys.executable, "-c", PROBE, str(inventory), hosts], cwd=PROJECT,
+                       env=rack.env(**env), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def variant(rack, tmp_path: Path, name: str, *replacements: tuple[str, str]) -> Path:
+    text = rack.inventory_path.read_text()
+    for old, new in replacements:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_rack_b_is_reached_through_its_bastion_and_as_a_sudo_account(rack_b, tmp_path):
+    import socket
+    octet = rack_b.inventory.virtual.bastion.split(".")[1]
+    bastion, b2 = f"10.{octet}.0.2", rack_b.inventory.hosts["b2"].mgmt.address
+    seen = probe(rack_b, rack_b.inventory_path, "a1,br2,b1,b2")
+    for h in ("a1", "br2"):            # the account ctl, its commands run as root through sudo -n
+        assert seen[h]["said"].split("|")[0].split() == ["root", "ctl"], seen[h]
+        assert seen[h]["route"] == [f"ctl@{rack_b.inventory.hosts[h].mgmt.address}:22"]
+    assert seen["b1"]["said"].split("|")[0].split() == ["root"]
+    # b2 saw the connection come from the bastion; the controller's own address is refused there
+    assert seen["b2"]["route"] == [f"root@{bastion}:22", f"root@{b2}:22"]
+    assert seen["b2"]["said"].split("|")[1].split()[0] == bastion
+    with pytest.raises(OSError):
+        socket.create_connection((b2, 22), timeout=5).recv(4)
+
+    # the user's OpenSSH config instead: its ProxyJump, User and IdentityFile are taken
+    key = rack_b.inventory.ssh.key_file
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host {b2}\n    ProxyJump root@{bastion}\n    ForwardAgent yes\n"
+                   f"Host *\n    User root\n    IdentityFile {key}\n    StrictHostKeyChecking no\n")
+    inv = variant(rack_b, tmp_path, "config.yaml", (f"  key_file: {key}\n", f"  config_file: {cfg}\n"),
+                  (f"      proxy_jump: root@{bastion}\n", f"      config_file: {cfg}\n"))
+    seen = probe(rack_b, inv, "b1,b2")
+    assert seen["b2"]["route"] == [f"root@{bastion}:22", f"root@{b2}:22"], seen
+    assert seen["b1"]["said"].split("|")[0].split() == ["root"]
+
+    # ssh-agent keys on opt-in (no key file at all), never forwarded even when the config asks
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        subprocess.run(["ssh-add", "-q", str(key)], env={"SSH_AUTH_SOCK": str(sock)}, check=True)
+        inv = variant(rack_b, tmp_path, "agent.yaml", (f"  key_file: {key}\n", "  agent: true\n"))
+        seen = probe(rack_b, inv, "b1,b2,a1", SSH_AUTH_SOCK=str(sock))
+        assert all("error" not in v for v in seen.values()), seen
+        assert seen["b1"]["said"].split("|")[0].split() == ["root"]      # no SSH_AUTH_SOCK on the host
+        seen = probe(rack_b, inv, "b1", SSH_AUTH_SOCK=str(tmp_path / "no-agent"))
+        assert "ssh-agent" in seen["b1"]["error"], seen
+    finally:
+        agent.kill()
+        agent.wait(10)
+
+
+def test_an_account_that_cannot_run_as_root_is_refused_before_anything_changes(rack_b, tmp_path):
+    before = baseline(rack_b)
+    nosudo = variant(rack_b, tmp_path, "nosudo.yaml", ("sudo: true", "sudo: false"))
+    p = rack_b.ctl("run", "distinct-bottleneck", "--duration", "3s", "--inventory", str(nosudo))
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 1 and len(err) == 1, p.stdout + p.stderr
+    assert "a1: ctl@" in err[0] and "not root, and `sudo` is off" in err[0] and "ip mptcp" in err[0]
+    assert baseline(rack_b) == before
+
+    # sudo on, but the host's sudoers has no rule for the account: sudo -n's own words, one line
+    sudoers = Path(f"/run/ctl/{rack_b.prefix}/hosts/a1/account/sudoers")
+    saved = sudoers.read_text()
+    try:
+        sudoers.write_text("".join(l for l in saved.splitlines(True) if "NOPASSWD" not in l))
+        p = rack_b.ctl("run", "distinct-bottleneck", "--duration", "3s")
+        err = p.stderr.strip().splitlines()
+        assert p.returncode == 1 and len(err) == 1, p.stdout + p.stderr
+        assert "`sudo -n` cannot run ip mptcp" in err[0] and "a password is required" in err[0]
+    finally:
+        sudoers.write_text(saved)
+    assert baseline(rack_b) == before
+
+    # a key protected by a passphrase: one line, never a prompt or a traceback
+    enc = tmp_path / "enc_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "pass phrase", "-f", str(enc)], check=True)
+    inv = variant(rack_b, tmp_path, "enc.yaml", (f"  key_file: {rack_b.inventory.ssh.key_file}\n",
+                                                 f"  key_file: {enc}\n"))
+    p = rack_b.ctl("run", "distinct-bottleneck", "--duration", "3s", "--inventory", str(inv))
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 1 and len(err) == 1 and "is protected by a passphrase" in err[0], p.stderr
+    assert baseline(rack_b) == before
