@@ -561,9 +561,11 @@ def parse_registration(prefix: str) -> "Parser":
 
 # ---------------------------------------------------------------------------------------------------------
 # Dispatch table: information-text prefix -> (record type, parser). The parser receives the payloads
-# (text after "PREFIX:") of all lines with that prefix in one reply; !GSTATUS gets its whole block.
+# (text after "PREFIX:") of all lines with that prefix in one reply; a BLOCK reply (its body lines carry
+# no prefix) gets the text after its prefix followed by those lines.
 
 Parser = Callable[[list[str]], "tuple[dict, RadioSample | None]"]
+BLOCKS = ("!GSTATUS", "+GTCCINFO", "+UCGED")
 RECORDS: dict[str, tuple[str, Parser]] = {
     "+CSQ": ("csq", parse_csq),
     "+CESQ": ("cesq", parse_cesq),
@@ -572,6 +574,10 @@ RECORDS: dict[str, tuple[str, Parser]] = {
     "^HCSQ": ("hcsq", parse_hcsq),
     "^SYSINFOEX": ("sysinfoex", parse_sysinfoex),
     "^SMONI": ("smoni", vendors.parse_smoni),
+    "#RFSTS": ("rfsts", vendors.parse_rfsts),
+    "+CPSI": ("cpsi", vendors.parse_cpsi),
+    "+GTCCINFO": ("gtccinfo", vendors.parse_gtccinfo),
+    "+UCGED": ("ucged", vendors.parse_ucged),
     "+COPS": ("cops", parse_cops),
     "+CREG": ("creg", parse_registration("+CREG")),
     "+CGREG": ("cgreg", parse_registration("+CGREG")),
@@ -582,7 +588,8 @@ RECORDS: dict[str, tuple[str, Parser]] = {
     "+QSPN": ("qspn", parse_qspn),
 }
 # Which record wins a field when one transcript holds several (most specific first).
-PRIORITY = ("qeng-servingcell", "gstatus", "smoni", "hcsq", "cesq", "csq", "qnwinfo", "qspn", "cops", "c5greg", "cereg",
+PRIORITY = ("qeng-servingcell", "gstatus", "smoni", "rfsts", "cpsi", "gtccinfo", "ucged", "hcsq", "cesq", "csq",
+            "qnwinfo", "qspn", "cops", "c5greg", "cereg",
             "cgreg", "creg", "sysinfoex")
 
 
@@ -622,7 +629,7 @@ def parse_records(text: str) -> tuple[list[AtRecord], list[str], list[str]]:
                 if prefix == "+QENG":
                     first = _vals(m.group(2))[0].lower() if m.group(2) else ""  # type: ignore[union-attr]
                     key = "+QENG:neighbour" if first.startswith("neighbourcell") else "+QENG"
-                if prefix == "!GSTATUS":
+                if prefix in BLOCKS:
                     gstatus = [m.group(2)]  # type: ignore[union-attr]
                     groups[key] = gstatus
                 else:
@@ -631,7 +638,7 @@ def parse_records(text: str) -> tuple[list[AtRecord], list[str], list[str]]:
                 if key not in order:
                     order.append(key)
             elif gstatus is not None:
-                gstatus.append(raw)          # !GSTATUS body lines carry no prefix
+                gstatus.append(raw)          # a block's body lines carry no prefix
             elif s and (s.split(":")[0].strip().upper() in URC_PREFIXES or s.upper() in URC_PREFIXES):
                 urcs.append(s)
             elif s:
