@@ -4,7 +4,8 @@
 mmcli's `response: '...'` wrapper -- by the information-text prefix of each line (+CSQ:, +CESQ:, +QENG:,
 !GSTATUS:, ^HCSQ:, ^SYSINFOEX:, +COPS:, +CREG:/+CGREG:/+CEREG:/+C5GREG:, +QNWINFO:, +QCAINFO:,
 +QSPN:). The prefix table
-`RECORDS` is the only dispatch: no branching on a modem family name.
+`RECORDS` is the only dispatch: no branching on a modem family name. Vendor dialects live as data in
+their own modules (nodes/modem/vendors*.py: Huawei ^HCSQ/^SYSINFOEX, Cinterion ^SMONI, ...).
 
 Conversions follow the recorded notes in tests/fixtures/recorded/02c_at_commands_cellular.md (vendor
 documentation and ModemManager's helpers); the choices that the fixtures do not settle are marked
@@ -18,9 +19,10 @@ from typing import Any, Callable
 
 from nodes.modem import registration, vendors
 from nodes.modem.radio import (
-    LTE_BW_MHZ, NR_BW_MHZ, NR_SCS_KHZ, ParseError, RadioSample, cell_identity, integer, lte_band,
+    LTE_BW_MHZ, NR_BW_MHZ, NR_SCS_KHZ, ParseError, RadioSample, cell_identity, index_level, integer, lte_band,
     merge_samples, nr_band, number, split_plmn,
 )
+from nodes.modem.vendors_huawei import parse_hcsq, parse_sysinfoex
 
 # ---------------------------------------------------------------------------------------------------------
 # Framing
@@ -156,12 +158,6 @@ def parse_csq(payloads: list[str]) -> tuple[dict, RadioSample | None]:
     return fields_, RadioSample(rssi_dbm=csq_rssi_dbm(rssi), source="at:+CSQ")
 
 
-def _level(v: int | None, valid_max: int, unknown: int, scale: float, offset: float) -> float | None:
-    if v is None or v == unknown or not 0 <= v <= valid_max:
-        return None
-    return offset + scale * v
-
-
 def parse_cesq(payloads: list[str]) -> tuple[dict, RadioSample | None]:
     vals = [integer(v) for v in _vals(payloads[-1])]
     vals += [None] * (6 - len(vals))
@@ -169,11 +165,11 @@ def parse_cesq(payloads: list[str]) -> tuple[dict, RadioSample | None]:
     fields_ = {"rxlev": rxlev, "ber": ber, "rscp": rscp, "ecno": ecno, "rsrq": rsrq, "rsrp": rsrp}
     # ModemManager's conversions (02c §4); 99 (GERAN) / 255 (UTRA, E-UTRA) = not known.
     s = {
-        "rssi_dbm": _level(rxlev, 63, 99, 1.0, -111.0),
-        "rscp_dbm": _level(rscp, 96, 255, 1.0, -121.0),
-        "ecio_db": _level(ecno, 49, 255, 0.5, -24.5),
-        "rsrq_db": _level(rsrq, 34, 255, 0.5, -20.0),
-        "rsrp_dbm": _level(rsrp, 97, 255, 1.0, -141.0),
+        "rssi_dbm": index_level(rxlev, 63, 99, 1.0, -111.0),
+        "rscp_dbm": index_level(rscp, 96, 255, 1.0, -121.0),
+        "ecio_db": index_level(ecno, 49, 255, 0.5, -24.5),
+        "rsrq_db": index_level(rsrq, 34, 255, 0.5, -20.0),
+        "rsrp_dbm": index_level(rsrp, 97, 255, 1.0, -141.0),
     }
     tech = "lte" if s["rsrp_dbm"] is not None or s["rsrq_db"] is not None else \
         "umts" if s["rscp_dbm"] is not None else "gsm" if s["rssi_dbm"] is not None else None
@@ -509,63 +505,6 @@ def parse_gstatus(lines: list[str]) -> tuple[dict, RadioSample | None]:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Huawei ^HCSQ / ^SYSINFOEX
-
-def parse_hcsq(payloads: list[str]) -> tuple[dict, RadioSample | None]:
-    """^HCSQ: "<sysmode>",<v1>... with ModemManager's conversions (02c); 255 = unknown."""
-    vals = _vals(payloads[-1])
-    # Some firmwares prefix the report-config pair: ^HCSQ: 2,0,"LTE",... (semi-real, 02c): skip leading numbers.
-    while vals and re.fullmatch(r"\d+", vals[0]) and any(not re.fullmatch(r"\d*", v) for v in vals[1:]):
-        vals = vals[1:]
-    sysmode = vals[0].upper() if vals else ""
-    nums = [integer(v) for v in vals[1:]]
-    nums += [None] * (5 - len(nums))
-    f: dict[str, Any] = {"sysmode": sysmode, "values": [integer(v) for v in vals[1:]]}
-    rssi = _level(nums[0], 96, 255, 1.0, -121.0)
-    if sysmode == "LTE":
-        s = RadioSample(technology="lte", rssi_dbm=rssi, rsrp_dbm=_level(nums[1], 97, 255, 1.0, -141.0),
-                        sinr_db=_round(_level(nums[2], 251, 255, 0.2, -20.2)),
-                        rsrq_db=_level(nums[3], 34, 255, 0.5, -20.0), source="at:^HCSQ")
-    elif sysmode in ("WCDMA", "TD-SCDMA"):
-        s = RadioSample(technology="umts", rssi_dbm=rssi, rscp_dbm=_level(nums[1], 96, 255, 1.0, -121.0),
-                        ecio_db=_level(nums[2], 65, 255, 0.5, -32.5), source="at:^HCSQ")
-    elif sysmode == "GSM":
-        s = RadioSample(technology="gsm", rssi_dbm=rssi, source="at:^HCSQ")
-    elif sysmode == "NOSERVICE":
-        s = RadioSample(registration="not-registered", source="at:^HCSQ")
-    else:
-        # e.g. "NR" on newer 5G firmwares: layout unverified in our fixtures, kept raw only.
-        s = None
-    return f, s
-
-
-def _round(v: float | None) -> float | None:
-    return None if v is None else round(v, 2)
-
-
-SYSINFOEX_MODE = {1: "gsm", 2: "cdma", 3: "umts", 4: "umts", 5: "wimax", 6: "lte"}
-
-
-def parse_sysinfoex(payloads: list[str]) -> tuple[dict, RadioSample | None]:
-    vals = _vals(payloads[-1]) + [""] * 9
-    names = ("srv_status", "srv_domain", "roam_status", "sim_state", "reserved", "sysmode", "sysmode_name",
-             "submode", "submode_name")
-    f = dict(zip(names, vals[:9]))
-    srv, roam, mode = integer(f["srv_status"]), integer(f["roam_status"]), integer(f["sysmode"])
-    if srv == 2:
-        # roam_status 0 = home, 1 = roaming; other values (MM's test string has 5) say nothing either way.
-        registration = {0: "home", 1: "roaming"}.get(roam, "registered")  # type: ignore[arg-type]
-    elif srv in (1, 3):
-        registration = "limited"
-    elif srv == 0:
-        registration = "not-registered"
-    else:
-        registration = None
-    return f, RadioSample(technology=SYSINFOEX_MODE.get(mode) if srv != 0 else None,  # type: ignore[arg-type]
-                          registration=registration, source="at:^SYSINFOEX")
-
-
-# ---------------------------------------------------------------------------------------------------------
 # +COPS? / +CEREG? (3GPP TS 27.007; not in the recorded fixtures except "+cops: 0,0,"3 UK Things Mobile",7"
 # seen in a public transcript -- ASSUMPTION: AcT table from TS 27.007, verify on a device)
 
@@ -622,9 +561,11 @@ def parse_registration(prefix: str) -> "Parser":
 
 # ---------------------------------------------------------------------------------------------------------
 # Dispatch table: information-text prefix -> (record type, parser). The parser receives the payloads
-# (text after "PREFIX:") of all lines with that prefix in one reply; !GSTATUS gets its whole block.
+# (text after "PREFIX:") of all lines with that prefix in one reply; a BLOCK reply (its body lines carry
+# no prefix) gets the text after its prefix followed by those lines.
 
 Parser = Callable[[list[str]], "tuple[dict, RadioSample | None]"]
+BLOCKS = ("!GSTATUS", "+GTCCINFO", "+UCGED")
 RECORDS: dict[str, tuple[str, Parser]] = {
     "+CSQ": ("csq", parse_csq),
     "+CESQ": ("cesq", parse_cesq),
@@ -633,6 +574,10 @@ RECORDS: dict[str, tuple[str, Parser]] = {
     "^HCSQ": ("hcsq", parse_hcsq),
     "^SYSINFOEX": ("sysinfoex", parse_sysinfoex),
     "^SMONI": ("smoni", vendors.parse_smoni),
+    "#RFSTS": ("rfsts", vendors.parse_rfsts),
+    "+CPSI": ("cpsi", vendors.parse_cpsi),
+    "+GTCCINFO": ("gtccinfo", vendors.parse_gtccinfo),
+    "+UCGED": ("ucged", vendors.parse_ucged),
     "+COPS": ("cops", parse_cops),
     "+CREG": ("creg", parse_registration("+CREG")),
     "+CGREG": ("cgreg", parse_registration("+CGREG")),
@@ -643,7 +588,8 @@ RECORDS: dict[str, tuple[str, Parser]] = {
     "+QSPN": ("qspn", parse_qspn),
 }
 # Which record wins a field when one transcript holds several (most specific first).
-PRIORITY = ("qeng-servingcell", "gstatus", "smoni", "hcsq", "cesq", "csq", "qnwinfo", "qspn", "cops", "c5greg", "cereg",
+PRIORITY = ("qeng-servingcell", "gstatus", "smoni", "rfsts", "cpsi", "gtccinfo", "ucged", "hcsq", "cesq", "csq",
+            "qnwinfo", "qspn", "cops", "c5greg", "cereg",
             "cgreg", "creg", "sysinfoex")
 
 
@@ -683,7 +629,7 @@ def parse_records(text: str) -> tuple[list[AtRecord], list[str], list[str]]:
                 if prefix == "+QENG":
                     first = _vals(m.group(2))[0].lower() if m.group(2) else ""  # type: ignore[union-attr]
                     key = "+QENG:neighbour" if first.startswith("neighbourcell") else "+QENG"
-                if prefix == "!GSTATUS":
+                if prefix in BLOCKS:
                     gstatus = [m.group(2)]  # type: ignore[union-attr]
                     groups[key] = gstatus
                 else:
@@ -692,7 +638,7 @@ def parse_records(text: str) -> tuple[list[AtRecord], list[str], list[str]]:
                 if key not in order:
                     order.append(key)
             elif gstatus is not None:
-                gstatus.append(raw)          # !GSTATUS body lines carry no prefix
+                gstatus.append(raw)          # a block's body lines carry no prefix
             elif s and (s.split(":")[0].strip().upper() in URC_PREFIXES or s.upper() in URC_PREFIXES):
                 urcs.append(s)
             elif s:

@@ -3,7 +3,10 @@
 
 `to_json(text)` splits a transcript at the "[/dev/cdc-wdm0] Successfully got ..." headers (or shell
 prompts), recognises each command by its header -- or, when the header was not pasted, by its structure --
-and normalizes it through the table `COMMANDS`.
+and normalizes it through the table `COMMANDS`. Lines that are not the tool's output (shell prompts, GLib
+warnings, libqmi's verbose log, a serial console's echo, stray text ahead of a headerless body) are set
+aside by shape (`NOISE`) and listed in the result's "skipped" with their line numbers; only input with
+nothing recognisable left is an error (naming its first line).
 
 Format facts that shape the parser (02b): qmicli indents with TABs, which pasted copies turned into 2 or 8
 spaces, so nesting is tracked by *relative* indentation; values are single-quoted, but the unit sits inside
@@ -23,7 +26,6 @@ from nodes.modem.radio import (
 
 MISSING = ("n/a", "N/A", "", "unavailable", "unknown")
 HEADER_RE = re.compile(r"^\[\s*([^\]]+?)\s*\]\s+(.*)$")
-PROMPT_RE = re.compile(r"^\s*[$#]\s|^\s*(?:sudo\s+)?qmicli\s")
 KV_QUOTED_RE = re.compile(r"^(?P<key>.+?):\s+'(?P<val>[^']*)'(?P<extra>.*)$")
 KV_PLAIN_RE = re.compile(r"^(?P<key>[^:]+?):\s+(?P<val>.+)$")
 
@@ -266,33 +268,126 @@ COMMANDS: tuple[Command, ...] = (
 PRIORITY = ("signal-info", "serving-system", "cell-location-info", "signal-strength")
 
 
-def _split(text: str) -> list[tuple[str | None, str | None, list[str], list[str]]]:
-    """[(device, header text, body lines, error lines)] per command output."""
-    outs: list[tuple[str | None, str | None, list[str], list[str]]] = []
-    cur: list[Any] | None = None
-    for line in text.splitlines():
+# ---------------------------------------------------------------------------------------------------------
+# Noise: what a capture from the field holds besides qmicli's own output. Each kind is recognised by
+# its shape and set aside with its line number (the result's "skipped"), never parsed as a value.
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")     # colours in a pasted prompt
+# A shell prompt, with or without the command typed after it: "$ ", "# ", "root@OpenWrt:~# ",
+# "user@host:~/x$ qmicli ...", "~ # " (busybox ash), "PS C:\\> ", or the command echoed alone.
+PROMPT_RE = re.compile(r"^\s*(?:[$#>]\s|[$#>]$|\S*@\S*\s?[$#>](?:\s|$)|~[^\s:]*\s?[$#](?:\s|$)|PS [A-Z]:\\\S*>)"
+                       r"|^\s*(?:sudo\s+)?qmicli\s")
+NOISE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # GLib's log lines on stderr: "(qmicli:1234): GLib-WARNING **: ..." or "** (qmicli:1234): WARNING **: ..."
+    ("glib-log", re.compile(r"^(?:\*\*\s*)?\([\w.-]+:\d+\):\s*[\w-]*(?:WARNING|CRITICAL|ERROR|Message|INFO|DEBUG)\b"
+                            r"|^\*\*\s*(?:[\w-]*-)?(?:WARNING|CRITICAL|ERROR|Message|INFO|DEBUG)\b"
+                            r"|^[\w-]+-(?:WARNING|CRITICAL|ERROR|Message|INFO|DEBUG)\s*\*\*")),
+    # qmicli --verbose / libqmi debug lines: "[19 Jun 2017, 12:34:56] [Debug] ..." or "[...] -Warning ** ..."
+    ("qmi-log", re.compile(r"^\[\d{1,2} \w{3} \d{4},? [\d:]+\]\s")),
+    # an AT command typed into the wrong tty and echoed, or a modem's unsolicited result
+    ("serial-echo", re.compile(r"^(?:AT[+^$!#%&\w]*\S*|[+^][A-Z]{2,}\d*:.*|RDY|OK|ERROR)$", re.I)),
+    ("sudo", re.compile(r"^\[sudo\] password for ")),
+    # script(1)'s typescript header and trailer
+    ("typescript", re.compile(r"^Script (?:started|done) on ")),
+)
+# The success line's device: a device node or a qrtr/mbim URI ("[qrtr://0] Successfully got ...").
+DEVICE_RE = re.compile(r"^(?:/dev/\S+|[a-z]+://\S*|\S*cdc-wdm\d+)$")
+
+
+def _noise(line: str) -> str | None:
+    """The kind of noise a line is, or None when it may be qmicli's output."""
+    s = line.strip()
+    if PROMPT_RE.match(line):
+        return "shell-prompt"
+    for kind, rx in NOISE:
+        if rx.match(s):
+            return kind
+    return None
+
+
+@dataclass
+class _Chunk:
+    device: str | None
+    header: str | None
+    header_line: int | None
+    body: list[tuple[int, str]] = field(default_factory=list)     # (line number, text)
+    errors: list[str] = field(default_factory=list)
+
+
+def _split(text: str) -> tuple[list[_Chunk], list[dict[str, Any]]]:
+    """Cut a transcript into one chunk per command output, and the noise lines set aside
+    ({"line", "text", "why"}, 1-based line numbers)."""
+    outs: list[_Chunk] = []
+    skipped: list[dict[str, Any]] = []
+    cur: _Chunk | None = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = ANSI_RE.sub("", raw)
         s = line.strip()
-        if PROMPT_RE.match(line):
-            cur = None
+        kind = _noise(line) if s else None
+        if kind == "shell-prompt":
+            skipped.append({"line": n, "text": raw, "why": kind})
+            cur = None                              # a prompt ends the previous command's output
             continue
         m = HEADER_RE.match(s)
-        if m:
-            cur = [m.group(1), m.group(2).rstrip(":").strip(), [], []]
-            outs.append(cur)  # type: ignore[arg-type]
+        if m and DEVICE_RE.match(m.group(1)):
+            cur = _Chunk(m.group(1), m.group(2).rstrip(":").strip(), n)
+            outs.append(cur)
+            continue
+        if kind is not None:
+            skipped.append({"line": n, "text": raw, "why": kind})
             continue
         if s.startswith("error:"):
             if cur is None:
-                cur = [None, None, [], []]
-                outs.append(cur)  # type: ignore[arg-type]
-            cur[3].append(s)
+                cur = _Chunk(None, None, None)
+                outs.append(cur)
+            cur.errors.append(s)
             continue
         if cur is None:
             if not s:
                 continue
-            cur = [None, None, [], []]
-            outs.append(cur)  # type: ignore[arg-type]
-        cur[2].append(line)
-    return [tuple(o) for o in outs]  # type: ignore[misc]
+            cur = _Chunk(None, None, None)
+            outs.append(cur)
+        cur.body.append((n, line))
+    return outs, skipped
+
+
+def _recognise(chunk: _Chunk) -> tuple[Command | None, Node, list[tuple[int, str]]]:
+    """Which command printed the chunk, its tree, and the leading lines that are not its output.
+
+    A chunk under a success header is that command's output whole. A chunk without one (the header
+    was not pasted, or stray text came first) is recognised by its structure; stray lines ahead of
+    the structure are found by dropping leading lines until what is left is recognised."""
+    lone = _lone_words(chunk.body)
+    body = [x for x in chunk.body if x not in lone]
+    if chunk.header:
+        root = build_tree([t for _, t in body])
+        cmd = next((c for c in COMMANDS if chunk.header.startswith(c.header)), None)
+        return cmd or next((c for c in COMMANDS if c.looks_like(root)), None), root, lone
+    for start in range(len(body)):
+        if start and not body[start][1].strip():
+            continue
+        root = build_tree([t for _, t in body[start:]])
+        cmd = next((c for c in COMMANDS if c.looks_like(root)), None)
+        if cmd is not None:
+            return cmd, root, sorted(lone + [x for x in body[:start] if x[1].strip()])
+    return None, build_tree([t for _, t in body]), sorted(lone + [x for x in body if x[1].strip()])
+
+
+def _indent(text: str) -> int:
+    expanded = text.expandtabs(8)
+    return len(expanded) - len(expanded.lstrip())
+
+
+def _lone_words(body: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Lines that cannot be qmicli's: every line it prints has a colon ("Key: 'value'", "Section:")
+    except a section name such as "Intrafrequency LTE Info", which is followed by its indented members."""
+    out = []
+    filled = [x for x in body if x[1].strip()]
+    for i, (n, text) in enumerate(filled):
+        nxt = filled[i + 1][1] if i + 1 < len(filled) else None
+        if ":" not in text and (nxt is None or _indent(nxt) <= _indent(text)):
+            out.append((n, text))
+    return out
 
 
 def _walk(node: Node) -> list[Node]:
@@ -303,26 +398,37 @@ def _walk(node: Node) -> list[Node]:
     return out
 
 
-def parse_outputs(text: str) -> list[dict[str, Any]]:
+def parse_outputs(text: str, skipped: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Every command output in `text`. Lines that are not qmicli's output are appended to `skipped`
+    (when given); ParseError (naming a line) when a success header names a command this parser does
+    not know, or when nothing in the input is recognisable."""
+    chunks, noise = _split(text)
+    aside: list[dict[str, Any]] = list(noise)
     outputs: list[dict[str, Any]] = []
-    for device, header, body, errors in _split(text):
-        root = build_tree(body)
-        cmd = None
-        if header:
-            cmd = next((c for c in COMMANDS if header.startswith(c.header)), None)
-        if cmd is None:
-            cmd = next((c for c in COMMANDS if c.looks_like(root)), None)
-        if errors and not root.children:
-            outputs.append({"type": "error", "device": device, "fields": {"errors": errors}, "sample": None})
+    for chunk in chunks:
+        cmd, root, stray = _recognise(chunk)
+        aside.extend({"line": n, "text": t, "why": "not qmicli output"} for n, t in stray)
+        if chunk.errors and cmd is None:
+            outputs.append({"type": "error", "device": chunk.device, "fields": {"errors": chunk.errors},
+                            "sample": None})
             continue
         if cmd is None:
-            raise ParseError(f"qmicli: unrecognised output (header {header!r})")
+            if chunk.header is not None:
+                raise ParseError(f"qmicli: line {chunk.header_line}: unknown output {chunk.header!r} "
+                                 f"(known: {', '.join(c.header for c in COMMANDS)})")
+            continue                                   # stray text only: set aside above
         if cmd.name == "wds-current-settings":
             # Keys are right-aligned ("   IP Family: IPv4"): indentation means nothing here, so flatten.
             fields_ = {c.key: c.value for c in _walk(root)}
         else:
             fields_ = root.to_json() if root.children else {}
-        outputs.append({"type": cmd.name, "device": device, "fields": fields_, "sample": cmd.sample(root)})
+        outputs.append({"type": cmd.name, "device": chunk.device, "fields": fields_, "sample": cmd.sample(root)})
+    if not outputs and aside:
+        first = min(aside, key=lambda x: x["line"])
+        raise ParseError(f"qmicli: line {first['line']}: no qmicli output recognised "
+                         f"(first line {first['text'].strip()!r}: {first['why']})")
+    if skipped is not None:
+        skipped.extend(sorted(aside, key=lambda x: x["line"]))
     return outputs
 
 
@@ -332,10 +438,13 @@ def parse_sample(text: str) -> RadioSample | None:
 
 
 def to_json(text: str) -> dict[str, Any]:
-    outs = parse_outputs(text)
+    """All outputs, the merged sample, and `skipped`: the lines set aside as not qmicli's output
+    (line number, text, and why: shell-prompt, glib-log, qmi-log, serial-echo, sudo, not qmicli output)."""
+    skipped: list[dict[str, Any]] = []
+    outs = parse_outputs(text, skipped)
     if not outs:
         raise ParseError("qmicli: empty input")
     merged = merge_samples([o["sample"] for t in PRIORITY for o in outs if o["type"] == t])
     return {"tool": "qmicli",
             "outputs": [{**o, "sample": None if o["sample"] is None else o["sample"].to_json()} for o in outs],
-            "sample": None if merged is None else merged.to_json()}
+            "sample": None if merged is None else merged.to_json(), "skipped": skipped}

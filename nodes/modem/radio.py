@@ -168,6 +168,14 @@ def integer(text: Any, *, missing: Iterable[str] = (), base: int = 10) -> int | 
         return None
 
 
+def index_level(v: int | None, valid_max: int, unknown: int, scale: float, offset: float) -> float | None:
+    """A 3GPP-style reporting index to its level: offset + scale * v for 0 <= v <= valid_max; None for
+    the "not known" value or anything outside the range (+CESQ, ^HCSQ and the like)."""
+    if v is None or v == unknown or not 0 <= v <= valid_max:
+        return None
+    return offset + scale * v
+
+
 def lte_cell(eci: int | None) -> tuple[int | None, int | None]:
     """28-bit E-UTRAN cell identity = 20-bit eNB id << 8 | 8-bit local cell id (TS 36.413)."""
     if eci is None:
@@ -216,7 +224,7 @@ NR_SCS_KHZ = {0: 15, 1: 30, 2: 60, 3: 120, 4: 240}
 
 
 __all__ = [
-    "RadioSample", "ParseError", "merge_samples", "number", "integer", "lte_cell", "cell_identity",
+    "RadioSample", "ParseError", "merge_samples", "number", "integer", "index_level", "lte_cell", "cell_identity",
     "split_plmn", "lte_band", "nr_band", "LTE_BW_MHZ", "NR_BW_MHZ", "NR_SCS_KHZ", "TECHNOLOGIES",
     "REGISTRATION",
 ]
