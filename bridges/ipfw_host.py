@@ -4,7 +4,7 @@ Pure: text in, frozen dataclasses out; anything unrecognised raises ParseError n
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from bridges.ipfw_parse import parse_pipe_show
@@ -100,8 +100,9 @@ class SampleStreamParser:
     the sampler was stopped) and are never returned as a sample.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, parse: Callable[[str], DnListing] = parse_pipe_show) -> None:
         self._pending: list[str] = []
+        self._parse = parse          # the listing's parser (bridges.dummynet.listing reads both formats)
 
     def feed(self, line: str) -> PipeSample | None:
         m = SAMPLE_MARK_RE.match(line.rstrip("\r\n").rstrip())
@@ -111,7 +112,7 @@ class SampleStreamParser:
         text = "\n".join(self._pending)
         self._pending = []
         try:
-            listing = parse_pipe_show(text)
+            listing = self._parse(text)
         except ParseError as exc:
             raise ParseError(f"sampler sample {m['seq']}: {exc}") from None
         return PipeSample(int(m["seq"]), int(m["epoch"]), listing)

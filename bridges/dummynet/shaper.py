@@ -88,27 +88,13 @@ from bridges.dummynet.values import (
     printed_queue,
 )
 from bridges.ipfw_host import IpfwRule, parse_freebsd_version, parse_ipfw_list, parse_sysctl
-from bridges.ipfw_parse import parse_pipe_show
+from bridges.dummynet.listing import MODERN, HostSnapshot, parse_listing, queues_on
 from bridges.ipfw_records import DnListing, DnObject
 from controller.commands import Command, CommandResult
 from controller.errors import InventoryError, ParameterError, ParseError, UnsupportedShaping
 from controller.inventory import DummynetShaper as DummynetSpec
 from controller.inventory import Inventory, Link, Role
 from controller.units import Queue, format_delay, format_probability, format_rate
-
-# ---- host snapshot ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class HostSnapshot:
-    """Everything parse_state read, typed. Rebuilt from ShaperState.raw (pure and lossless)."""
-
-    os_release: str | None
-    major: int | None
-    sysctl: Mapping[str, str]
-    pipes: Mapping[int, DnObject]
-    rules: tuple[IpfwRule, ...]
-    sysctl_stderr: str = ""
-
 
 @dataclass(frozen=True)
 class _KeyState:
@@ -301,8 +287,8 @@ class DummynetShaper(ShaperBase):
         """Release, sysctls, the whole pipe listing and the whole rule list (all read-only)."""
         rel = self.facts.get("os_release", "")
         return [
-            Command(("freebsd-version", "-u"), note="userland release: ipfw or dnctl, bw limit",
-                    assume=rel + "\n" if rel else ""),
+            Command(("freebsd-version", "-u"), check=False, assume=rel + "\n" if rel else "",
+                    note="userland release: ipfw or dnctl, bw limit (none before FreeBSD 10: set shaper.tool)"),
             Command(("sysctl",) + SYSCTL_NAMES, check=False,
                     note="dummynet limits, kern.hz, bridge/ipfw layer-2 switches (unknown oids exit 1)",
                     assume=self._assumed_sysctl_text(SYSCTL_NAMES)),
@@ -338,10 +324,11 @@ class DummynetShaper(ShaperBase):
         os_release = major = None
         if ver_text.strip():
             os_release, major, _ = parse_freebsd_version(ver_text)
-        listing = parse_pipe_show(pipes_text)
+        listing, fmt = parse_listing(pipes_text)
         return HostSnapshot(os_release=os_release, major=major, sysctl=parse_sysctl(sysctl_text),
                             pipes=listing.by_number(), rules=parse_ipfw_list(rules_text),
-                            sysctl_stderr=state.raw.get(cmds[1].text() + " (stderr)", ""))
+                            sysctl_stderr=state.raw.get(cmds[1].text() + " (stderr)", ""),
+                            listing_format=fmt, queues_on=queues_on(pipes_text))
 
     def _rules_in_range(self, snap: HostSnapshot) -> list[IpfwRule]:
         return [r for r in snap.rules if self._in_rule_range(r.number)]
@@ -400,6 +387,7 @@ class DummynetShaper(ShaperBase):
         pipes_in_range = {str(n): o.to_json() for n, o in sorted(snap.pipes.items()) if self._in_pipe_range(n)}
         return {
             "os_release": snap.os_release,
+            "listing_format": snap.listing_format,      # modern (FreeBSD >= 8) or classic (see listing.py)
             "tool": self.tool_for(snap.major) if (snap.major is not None or self.spec.tool != "auto") else None,
             "sysctl": dict(snap.sysctl),
             "rule_range": list(self.spec.rule_range),
@@ -440,6 +428,10 @@ class DummynetShaper(ShaperBase):
         hz = s.get("kern.hz")
         if hz is not None and hz != "1000":
             out.append(f"kern.hz={hz}: delays are multiples of {1000 / int(hz):g} ms (truncated)")
+        for pipe, queues in sorted(snap.queues_on.items()):
+            if pipe in self.pipe_of.values():
+                out.append(f"pipe {pipe} is fed by WF2Q+ queue(s) {', '.join(map(str, queues))} too: traffic "
+                           "outside ctl's rules shares its bandwidth")
         lo = self.spec.rule_range[0]
         ports = {p for link in self.links.values() for p in (link.a_port, link.b_port)}
         for r in snap.rules:
@@ -557,7 +549,7 @@ class DummynetShaper(ShaperBase):
         for key, p in desired.items():
             self._check_pipe(key, p, limits)
         self._check_foreign_rules(snap)
-        gbit = snap.major is None or snap.major >= BW_UINT_SINCE_MAJOR
+        gbit = snap.listing_format == MODERN and (snap.major is None or snap.major >= BW_UINT_SINCE_MAJOR)
 
         # rules: the range must hold exactly the desired rules
         target: dict[int, list[tuple[int, tuple[str, ...]]]] = defaultdict(list)
@@ -599,7 +591,7 @@ class DummynetShaper(ShaperBase):
         prints them: bw with 3 decimals of its unit, delay in ms, plr with 6 decimals, queue in
         slots / B / whole KB; rules by their tokens (option order ignored)."""
         snap = self.snapshot(observed)
-        gbit = snap.major is None or snap.major >= BW_UINT_SINCE_MAJOR
+        gbit = snap.listing_format == MODERN and (snap.major is None or snap.major >= BW_UINT_SINCE_MAJOR)
         states = self._key_states(snap)
         out: list[str] = []
         if any(v is not None for v in desired.values()):

@@ -150,6 +150,8 @@ class FakeDummynetHost:
     def _dispatch(self, argv: tuple[str, ...]) -> str:
         prog = argv[0]
         if prog == "freebsd-version" and argv[1:] == ("-u",):
+            if self.major < 10:                     # freebsd-version(1) appeared in FreeBSD 10.0
+                raise _Exit(127, "freebsd-version: not found\n")
             return self.release + "\n"
         if prog == "uname":
             if argv[1:] == ("-r",):
@@ -278,7 +280,42 @@ class FakeDummynetHost:
         self.pipes[n] = FakePipe(bw=bw, delay_ticks=delay * self.hz // 1000, burst_scaled=burst * 8 * self.hz,
                                  qsize=qsize, qbytes=qbytes, plr=plr, flows=old.flows if old else [])
 
+    def _pipe_show_classic(self, only: int | None = None) -> str:
+        """FreeBSD <= 7 (ipfw2.c list_pipes, print_flowset_parms, list_queues; the format macOS
+        dnctl and Emulab delay nodes still print): one line per pipe, then, for a pipe with flows,
+        its mask and the header before them."""
+        out: list[str] = []
+        for n in sorted(self.pipes):
+            if only is not None and n != only:
+                continue
+            p = self.pipes[n]
+            b = float(p.bw)
+            if b == 0:
+                buf = "unlimited"
+            elif b >= 1000000:
+                buf = "%7.3f Mbit/s" % (b / 1000000)
+            elif b >= 1000:
+                buf = "%7.3f Kbit/s" % (b / 1000)
+            else:
+                buf = "%7.3f bit/s " % b
+            prefix = "%05d: %s %4d ms " % (n, buf, p.delay_ticks * 1000 // self.hz)
+            if p.qbytes:
+                qs = "%d KB" % (p.qsize // 1024) if p.qsize >= 8192 else "%d B" % p.qsize
+            else:
+                qs = "%3d sl." % p.qsize
+            plr = "plr %f" % (1.0 * p.plr / float(PLR_SCALE)) if p.plr else ""
+            out.append("%s %s%s %d queues (%d buckets) %s" % (prefix, qs, plr, len(p.flows), 1, "droptail"))
+            if p.flows:
+                out.append("    mask: 0x%02x 0x%08x/0x%04x -> 0x%08x/0x%04x" % (0, 0, 0, 0, 0))
+                out.append("BKT Prot ___Source IP/port____ ____Dest. IP/port____ Tot_pkt/bytes Pkt/Byte Drp")
+            for (tp, tb, qp, qb, dr) in p.flows:
+                out.append("%3d " % 0 + "%-4s " % "ip" + "%15s/%-5d " % ("0.0.0.0", 0) + "%15s/%-5d " % ("0.0.0.0", 0)
+                           + "%4d %8d %2u %4u %3u" % (tp, tb, qp, qb, dr))
+        return "".join(line + "\n" for line in out)
+
     def _pipe_show(self, only: int | None = None) -> str:
+        if self.major <= 7:
+            return self._pipe_show_classic(only)
         out: list[str] = []
         header_done = False
         for n in sorted(self.pipes):

@@ -380,6 +380,52 @@ def test_apply_then_restore_brings_back_exactly_what_was_there(inv, host, releas
     assert all(lo_r <= int(m[2]) <= hi_r for m in fake.mutations if m[1] in ("add", "delete"))
 
 
+def test_an_old_freebsd_with_the_classic_listing_is_shaped_verified_and_restored(inv):
+    """FreeBSD 7 (and Emulab/GENI delay nodes): the classic listing, no freebsd-version(1), so the
+    inventory names the tool. The simulated host prints the ipfw2.c formats of that code."""
+    def old(data):
+        data["hosts"]["dn2"]["shaper"]["tool"] = "ipfw"
+    shaper = DummynetShaper(inventory_with(old), "dn2")
+    fake = _preloaded("7.4-RELEASE", "dn2")
+    assert "burst" not in fake._pipe_show() and "queues (1 buckets) droptail" in fake._pipe_show()
+    pipes0, rules0 = copy.deepcopy(fake.pipes), list(fake.rules)
+    desired = {("path2", F): PipeConfig(bw_bps=100_000_000, delay_us=40_000, plr=0.001, queue=Queue(bytes=65536)),
+               ("path2", R): PipeConfig(bw_bps=2_000_000_000, delay_us=40_000, queue=Queue(slots=50))}
+    before, after = run(apply(shaper, fake, desired))
+    assert before.details["listing_format"] == after.details["listing_format"] == "classic"
+    assert shaper.verify(desired, after) == [] and after.pipes == desired
+    assert "2000.000 Mbit/s" in fake._pipe_show()              # no Gbit/s in the old code
+    # traffic: flows with the (all-zero) mask line and the header; counters and the sampler read them
+    fake.pipes[10201].flows = [(10, 15000, 1, 1500, 2)]
+    state = run(read_state(shaper, fake))
+    assert state.counters[("path2", F)]["tot_bytes"] == 15000 and state.counters[("path2", F)]["drops"] == 2
+    assert shaper.verify(desired, state) == []                 # a zero mask is no mask
+    [stream] = shaper.counter_streams(0.1)
+    proc = run(fake.spawn(stream.argv))
+    samples = [s for line in run(_collect(proc)) for s in stream.parse_line(line)]
+    assert [s.counters["tot_bytes"] for s in samples if s.key == ("path2", F)] == [15000, 30000, 45000]
+    fake.pipes[10201].flows = []                               # the flows expire once traffic ends
+    now = run(restore(shaper, fake, before))
+    assert fake.pipes == pipes0 and fake.rules == rules0
+    assert shaper.verify_restore(before, now) == []
+
+
+async def _collect(proc) -> list[str]:
+    return [line async for line in proc.lines()]
+
+
+def test_a_classic_wf2q_queue_on_a_pipe_of_ctl_is_a_warning(inv):
+    def old(data):
+        data["hosts"]["dn2"]["shaper"]["tool"] = "ipfw"
+    shaper = DummynetShaper(inventory_with(old), "dn2")
+    listing = ("10201:  20.000 Mbit/s    5 ms  50 sl. 0 queues (1 buckets) droptail\n"
+               "q00007: weight 10 pipe 10201  50 sl. 0 queues (64 buckets) droptail\n"
+               "    mask: 0x00 0xffffffff/0x0000 -> 0x00000000/0x0000\n")
+    state = state_from(shaper, release="", pipes=listing)
+    assert state.details["listing_format"] == "classic"
+    assert any("WF2Q+ queue(s) 7" in w for w in state.details["warnings"])
+
+
 def test_restore_plan_is_exact(inv):
     shaper = DummynetShaper(inv, "dn2")
     before = state_from(shaper, pipes=pipe_text(10201, bw="  1.234 Mbit/s", delay=7, q="30 KB", plr="plr 0.020000"),
