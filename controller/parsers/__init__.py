@@ -43,7 +43,10 @@ PARSERS.lazy("mmcli", "nodes.modem.mmcli:to_json",
 PARSERS.lazy("qmicli", "nodes.modem.qmicli:to_json",
              "qmicli --nas-get-* output")
 PARSERS.lazy("at", "nodes.modem.at:to_json",
-             "AT command responses (+CSQ, +CESQ, +QENG, !GSTATUS?, ^HCSQ, ^SYSINFOEX, +COPS, +CEREG, +QNWINFO, +QCAINFO, +QSPN)")
+             "AT command responses: +CSQ, +CESQ, +COPS, the 27.007 registration family "
+             "(+CREG, +CGREG, +CEREG, +C5GREG), and vendor dialects: Quectel +QENG/+QNWINFO/+QCAINFO/+QSPN, "
+             "Sierra !GSTATUS, Huawei ^HCSQ (incl. NR)/^SYSINFOEX, Cinterion ^SMONI, Telit #RFSTS, SIMCom +CPSI, "
+             "Fibocom +GTCCINFO, u-blox +UCGED")
 PARSERS.lazy("wimax", "nodes.modem.wimax:to_json",
              "wimaxcu status link/connect, madwimax log (SOURCE/RECON formats)")
 PARSERS.lazy("gpsd", "nodes.modem.gps:to_json",

@@ -64,6 +64,17 @@ LOCATION_LABELS = {"operator code": "mcc", "operator name": "mnc", "location are
                    "tracking area code": "tac", "cell id": "cid"}
 GPS_LABELS = {"utc": "utc", "longitude": "longitude", "latitude": "latitude", "altitude": "altitude",
               "nmea": "nmea"}
+# mmcli <= 1.6 (cli/mmcli-modem-location.c) named its location sections differently and printed LAC and
+# cell id in DECIMAL ('%lu'), not hex: section -> (nested prefix, lower-cased label -> key). The NMEA
+# section has no label: its lines are the section's own (unlabelled) value.
+OLD_LOCATION_SECTIONS: dict[str, tuple[str, dict[str, str]]] = {
+    "3GPP location": ("location.3gpp", {"mobile country code": "mcc", "mobile network code": "mnc",
+                                        "location area code": "lac", "tracking area code": "tac",
+                                        "cell id": "cid"}),
+    "Raw GPS": ("location.gps", {"utc time": "utc", "longitude": "longitude", "latitude": "latitude",
+                                 "altitude": "altitude"}),
+    "GPS NMEA traces": ("location.gps", {"": "nmea"}),
+}
 LIST_KEYS = {"generic.access-technologies", "generic.ports", "generic.drivers"}
 
 # ModemManager registration states -> shared vocabulary (radio.REGISTRATION)
@@ -228,16 +239,18 @@ def location_fields(loc: dict) -> dict[str, Any]:
     return {
         "mcc": _val(g3.get("mcc")), "mnc": _val(g3.get("mnc")), "lac": _val(g3.get("lac")),
         "tac": _val(g3.get("tac")), "cid": _val(g3.get("cid")),
+        "numbering": "decimal" if g3.get("decimal") else "hex",
         "gps": {k: (_val(v) if not isinstance(v, list) else v) for k, v in gps.items()},
     }
 
 
 def location_sample(loc: dict) -> RadioSample | None:
     f = location_fields(loc)
+    base = 10 if f["numbering"] == "decimal" else 16
     cid = f["cid"]
-    tac = integer(f["tac"], base=16)
-    lac = integer(f["lac"], base=16)
-    cid_int = integer(cid, base=16)
+    tac = integer(f["tac"], base=base)
+    lac = integer(f["lac"], base=base)
+    cid_int = integer(cid, base=base)
     if cid_int == 0:      # mm_location_3gpp_get_cell_id(): "0 if unknown"
         cid = None
     tac = None if tac == 0 else tac
@@ -246,7 +259,7 @@ def location_sample(loc: dict) -> RadioSample | None:
     tech = "lte" if tac is not None and cid_int is not None and cid_int <= 0xFFFFFFF else None
     mcc = integer(f["mcc"])
     s = RadioSample(mcc=None if not mcc else f"{mcc:03d}", mnc=f["mnc"] if mcc else None, tac=tac, lac=lac,
-                    **cell_identity(cid, base=16, technology=tech), source="mmcli:location")
+                    **cell_identity(cid, base=base, technology=tech), source="mmcli:location")
     return None if s.is_empty() else s
 
 
@@ -294,6 +307,8 @@ def human_sections(text: str) -> list[tuple[str, list[tuple[str, list[str]]]]]:
             entries.append((label, [value] if value else []))
         elif entries and rest.strip():
             entries[-1][1].append(_unquote(rest.strip()))
+        elif rest.strip():           # a section whose value has no label (mmcli <= 1.6 "GPS NMEA traces")
+            entries.append(("", [_unquote(rest.strip())]))
     return sections
 
 
@@ -324,6 +339,16 @@ def human_to_nested(text: str) -> tuple[str, dict, dict]:
             for label, values in entries:
                 if label in LOCATION_LABELS:
                     _put(nested, f"location.3gpp.{LOCATION_LABELS[label]}", _join(values, as_list=False))
+            continue
+        if sec in OLD_LOCATION_SECTIONS:
+            prefix, table = OLD_LOCATION_SECTIONS[sec]
+            for label, values in entries:
+                key = table.get(label.lower())
+                if key is not None:       # "Not available" is an unlabelled value: nothing to keep
+                    kind = "location"
+                    _put(nested, f"{prefix}.{key}", values if key == "nmea" else _join(values, as_list=False))
+                    if prefix.endswith("3gpp"):
+                        _put(nested, "location.3gpp.decimal", True)
             continue
         if sec == "GPS" and labels & set(GPS_LABELS):
             kind = "location"
