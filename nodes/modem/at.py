@@ -20,7 +20,7 @@ from typing import Any, Callable
 from nodes.modem import registration, vendors
 from nodes.modem.radio import (
     LTE_BW_MHZ, NR_BW_MHZ, NR_SCS_KHZ, ParseError, RadioSample, cell_identity, index_level, integer, lte_band,
-    merge_samples, nr_band, number, split_plmn,
+    csv_fields, merge_samples, nr_band, number, split_plmn,
 )
 from nodes.modem.vendors_huawei import parse_hcsq, parse_sysinfoex
 
@@ -94,27 +94,6 @@ def split_chunks(text: str) -> list[_Chunk]:
             chunks.append(cur)
         cur.lines.append(raw)
     return chunks
-
-
-def csv_fields(text: str) -> list[tuple[str, bool]]:
-    """Split an AT parameter list on commas outside quotes -> [(value, was_quoted)].
-
-    Quoting matters: +CEREG's solicited and unsolicited forms differ only in whether field 2 is quoted.
-    """
-    out: list[tuple[str, bool]] = []
-    buf: list[str] = []
-    quoted = in_q = False
-    for ch in text:
-        if ch == '"':
-            in_q = not in_q
-            quoted = True
-        elif ch == "," and not in_q:
-            out.append(("".join(buf).strip(), quoted))
-            buf, quoted = [], False
-        else:
-            buf.append(ch)
-    out.append(("".join(buf).strip(), quoted))
-    return out
 
 
 def _vals(text: str) -> list[str]:

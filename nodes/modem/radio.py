@@ -228,3 +228,24 @@ __all__ = [
     "split_plmn", "lte_band", "nr_band", "LTE_BW_MHZ", "NR_BW_MHZ", "NR_SCS_KHZ", "TECHNOLOGIES",
     "REGISTRATION",
 ]
+
+
+def csv_fields(text: str) -> list[tuple[str, bool]]:
+    """Split an AT parameter list on commas outside quotes -> [(value, was_quoted)].
+
+    Quoting matters: +CEREG's solicited and unsolicited forms differ only in whether field 2 is quoted.
+    """
+    out: list[tuple[str, bool]] = []
+    buf: list[str] = []
+    quoted = in_q = False
+    for ch in text:
+        if ch == '"':
+            in_q = not in_q
+            quoted = True
+        elif ch == "," and not in_q:
+            out.append(("".join(buf).strip(), quoted))
+            buf, quoted = [], False
+        else:
+            buf.append(ch)
+    out.append(("".join(buf).strip(), quoted))
+    return out

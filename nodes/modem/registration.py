@@ -27,6 +27,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from nodes.modem.radio import csv_fields
+
 # <stat> values (TS 27.007 7.2 / 10.1.22): the spec's meaning, and the normalized registration.
 STAT = {
     0: ("not registered, not searching", "not-registered"),
@@ -54,21 +56,6 @@ DOMAIN = {"+CREG": "cs", "+CGREG": "gprs", "+CEREG": "eps", "+C5GREG": "5gs"}
 _HEX = re.compile(r"[0-9A-Fa-f]+")
 
 
-def _split(text: str) -> list[tuple[str, bool]]:
-    """Comma-separated values outside quotes -> [(value, was_quoted)], blanks stripped."""
-    out, buf, quoted, in_q = [], [], False, False
-    for ch in text:
-        if ch == '"':
-            in_q, quoted = not in_q, True
-        elif ch == "," and not in_q:
-            out.append(("".join(buf).strip(), quoted))
-            buf, quoted = [], False
-        else:
-            buf.append(ch)
-    out.append(("".join(buf).strip(), quoted))
-    return out
-
-
 def _small_int(v: str, top: int) -> bool:
     return v.isdigit() and len(v) <= 2 and int(v) <= top
 
@@ -89,7 +76,7 @@ def parse_line(prefix: str, payload: str) -> dict[str, Any]:
     """One +CxREG line (the text after the prefix's colon) -> its fields, raw strings kept."""
     prefix = prefix.upper()
     names = AFTER_STAT[prefix]
-    cells = _split(payload)
+    cells = csv_fields(payload)
     sol = solicited(cells)
     n = int(cells[0][0]) if sol and cells[0][0].isdigit() else None
     rest = [v for v, _q in (cells[1:] if sol else cells)]

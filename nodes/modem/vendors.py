@@ -20,7 +20,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from nodes.modem.radio import RadioSample, cell_identity, index_level, integer, lte_band, nr_band, number
+from nodes.modem.radio import (
+    RadioSample, cell_identity, csv_fields, index_level, integer, lte_band, nr_band, number,
+)
 
 MISSING = ("-", "--", "---", "----", "")
 
@@ -90,20 +92,6 @@ def parse_smoni(payloads: list[str]) -> tuple[dict, RadioSample | None]:
 # Shared pieces of the tables below: a field kind says how the printed text becomes a value. Every parser
 # keeps the printed fields (raw strings) next to the converted ones, so a conversion can be redone.
 
-def _split(text: str) -> list[tuple[str, bool]]:
-    """Comma-separated values outside quotes -> [(value, was_quoted)]."""
-    out, buf, quoted, in_q = [], [], False, False
-    for ch in text:
-        if ch == '"':
-            in_q, quoted = not in_q, True
-        elif ch == "," and not in_q:
-            out.append(("".join(buf).strip(), quoted))
-            buf, quoted = [], False
-        else:
-            buf.append(ch)
-    out.append(("".join(buf).strip(), quoted))
-    return out
-
 
 def _num(text: str | None) -> float | None:
     return None if text is None or text.strip() in MISSING else number(text)
@@ -165,7 +153,7 @@ def _rfsts_rat(vals: list[str]) -> str:
 
 
 def parse_rfsts(payloads: list[str]) -> tuple[dict, RadioSample | None]:
-    cells = _split(payloads[-1])
+    cells = csv_fields(payloads[-1])
     vals = [v for v, _ in cells]
     rat = _rfsts_rat(vals)
     quoted = [i for i, (_v, q) in enumerate(cells) if q]
@@ -254,7 +242,7 @@ def _tenths(text: str | None) -> float | None:
 
 
 def _cpsi_line(payload: str) -> tuple[dict, RadioSample | None]:
-    vals = [v for v, _ in _split(payload)]
+    vals = [v for v, _ in csv_fields(payload)]
     mode = vals[0].upper() if vals else ""
     mode = CPSI_ALIASES.get(mode, mode)
     if mode == "NR5G_NSA":
@@ -367,7 +355,7 @@ def parse_gtccinfo(lines: list[str]) -> tuple[dict, RadioSample | None]:
         if t.endswith(":"):
             title = t[:-1]
             continue
-        f, s = _gtcc_row([v for v, _ in _split(t)])
+        f, s = _gtcc_row([v for v, _ in csv_fields(t)])
         rows.append(({"title": title, **f}, s))
     serving = [(f, s) for f, s in rows if f.get("type") == "1" and s is not None]
     lte = next((s for f, s in serving if f["rat"] == "4"), None)
@@ -409,7 +397,7 @@ UCGED_RAT = {"6": "lte"}
 
 def parse_ucged(lines: list[str]) -> tuple[dict, RadioSample | None]:
     mode = lines[0].strip() if lines else ""
-    body = [[v for v, _ in _split(t.strip())] for t in lines[1:] if t.strip()]
+    body = [[v for v, _ in csv_fields(t.strip())] for t in lines[1:] if t.strip()]
     f: dict[str, Any] = {"mode": mode}
     if mode != "2" or len(body) < 2:
         f["lines"] = body

@@ -86,6 +86,15 @@ class _Exit(Exception):
         self.status, self.stderr = status, stderr
 
 
+def _queue_and_plr(p: "FakePipe") -> tuple[str, str]:
+    """print_flowset_parms() of both the old and the new dummynet.c: queue size, then plr glued to it."""
+    if p.qbytes:
+        qs = "%d KB" % (p.qsize // 1024) if p.qsize >= 8192 else "%d B" % p.qsize
+    else:
+        qs = "%3d sl." % p.qsize
+    return qs, "plr %f" % (1.0 * p.plr / float(PLR_SCALE)) if p.plr else ""
+
+
 class FakeDummynetHost:
     """In-memory FreeBSD bridge answering ipfw/dnctl/sysctl like the real one (see module doc)."""
 
@@ -299,11 +308,7 @@ class FakeDummynetHost:
             else:
                 buf = "%7.3f bit/s " % b
             prefix = "%05d: %s %4d ms " % (n, buf, p.delay_ticks * 1000 // self.hz)
-            if p.qbytes:
-                qs = "%d KB" % (p.qsize // 1024) if p.qsize >= 8192 else "%d B" % p.qsize
-            else:
-                qs = "%3d sl." % p.qsize
-            plr = "plr %f" % (1.0 * p.plr / float(PLR_SCALE)) if p.plr else ""
+            qs, plr = _queue_and_plr(p)
             out.append("%s %s%s %d queues (%d buckets) %s" % (prefix, qs, plr, len(p.flows), 1, "droptail"))
             if p.flows:
                 out.append("    mask: 0x%02x 0x%08x/0x%04x -> 0x%08x/0x%04x" % (0, 0, 0, 0, 0))
@@ -335,11 +340,7 @@ class FakeDummynetHost:
                 bwbuf = "%7.3f bit/s " % b
             burst = humanize_number(p.burst_scaled // (8 * self.hz))
             out.append("%05d: %s %4d ms burst %s" % (n % DN_MAX_ID, bwbuf, p.delay_ticks * 1000 // self.hz, burst))
-            if p.qbytes:
-                qs = "%d KB" % (p.qsize // 1024) if p.qsize >= 8192 else "%d B" % p.qsize
-            else:
-                qs = "%3d sl." % p.qsize
-            plr = "plr %f" % (1.0 * p.plr / float(PLR_SCALE)) if p.plr else ""
+            qs, plr = _queue_and_plr(p)
             out.append("q%05d %s%s %d flows (%d buckets) sched %d weight %d lmax %d pri %d %s"
                        % (n + 2 * DN_MAX_ID, qs, plr, len(p.flows), 1, n + DN_MAX_ID, 0, 0, 0, "droptail"))
             out.append(" sched %d type %s flags 0x%x %d buckets %d active" % (n + DN_MAX_ID, "FIFO", 0, 0, len(p.flows)))
