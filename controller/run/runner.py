@@ -166,7 +166,11 @@ class Run:
                 r = await self.sessions[h].run(Command(c.argv, timeout=c.timeout, check=False, note=c.note,
                                                        assume=c.assume))
                 meta[" ".join(c.argv)] = {"exit_status": r.exit_status, "stdout": r.stdout, "stderr": r.stderr}
-            self.record.manifest["hosts"][h] = {"role": host.role.value, "os": host.os, "metadata": meta}
+            session = self.sessions[h]
+            target = getattr(session, "target", None)        # an SSH session (not a dry run)
+            access = {"route": session.route, "sudo": target.sudo} if target is not None else None
+            self.record.manifest["hosts"][h] = {"role": host.role.value, "os": host.os, "metadata": meta,
+                                                "access": access}   # how ctl reached it: hops, sudo
         await asyncio.gather(*(one(h) for h in sorted(self.sessions)))
 
     async def configure(self) -> None:

@@ -173,6 +173,10 @@ def test_one_campaign_on_two_racks_survives_a_killed_daemon(rack, rack_b, pg_url
     assert p.returncode == 0, p.stderr
     summaries = sorted(out.glob("*/summary.json"))
     assert len(summaries) == 12 and all("jain_index" in json.loads(s.read_text()) for s in summaries)
+    # rack B's records say how each host was reached: a1 as the account ctl with sudo, b2 via the bastion
+    m = json.loads(next(rack_b.runs_dir.glob("*/manifest.json")).read_text())
+    a1, b2 = m["hosts"]["a1"]["access"], m["hosts"]["b2"]["access"]
+    assert a1["sudo"] is True and a1["route"][0].startswith("ctl@") and len(b2["route"]) == 2, m["hosts"]
     print(f"\ntwo-rack campaign of 12 runs with one daemon killed: {wall:.1f} s wall-clock")
 
 
