@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import shlex
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +135,28 @@ def _reason(exc: BaseException) -> str:
     return str(getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc or type(exc).__name__)
 
 
+def _ack_at_once(conn: asyncssh.SSHClientConnection) -> None:
+    """Acknowledge what a bastion sends at once (TCP_QUICKACK after every read, Linux).
+
+    sshd leaves Nagle's algorithm on for a connection without an interactive session, which a
+    jump connection is: the bastion holds back its next small packet until our ACK, which the
+    kernel delays by up to 40 ms. Measured on the virtual rack (bench/ssh_access_bench.py): a
+    command through the bastion took 44 ms against 5.7 ms directly; this brings it back."""
+    sock = conn.get_extra_info("socket")
+    quickack = getattr(socket, "TCP_QUICKACK", None)
+    if sock is None or quickack is None:
+        return
+    received = conn.data_received
+
+    def data_received(data: bytes, datatype: Any = None) -> None:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, quickack, 1)
+        except OSError:
+            pass
+        received(data, datatype)
+    conn.data_received = data_received  # type: ignore[method-assign]
+
+
 def _client_keys(ssh: SSH, hop: Hop, host: str) -> list | None:
     """The hop's private keys, loaded here so an encrypted one is a clear error, never a prompt."""
     keys = []
@@ -233,6 +256,7 @@ class SSHSession:
             try:
                 for i, hop in enumerate(hops[:-1]):
                     tunnel = await self._open(hop, tunnel, f"bastion {i + 1}")
+                    _ack_at_once(tunnel)
                     self._tunnels.append(tunnel)
                 self._conn = await self._open(hops[-1], tunnel, "host" if not tunnel else "host (via bastion)")
                 await self._check_shell()

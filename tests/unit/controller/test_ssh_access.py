@@ -185,3 +185,29 @@ def test_a_missing_key_file_is_skipped_only_when_the_agent_is_on(tmp_path):
     with pytest.raises(SSHError, match="does not exist"):
         _client_keys(s, hop, "a1")
     assert _client_keys(s.model_copy(update={"agent": True}), hop, "a1") is None
+
+
+def test_a_bastion_connection_acknowledges_every_read_at_once():
+    """TCP_QUICKACK is set before each read is handled (the timing is bench/ssh_access_bench.py's)."""
+    import socket
+    from controller.ssh import _ack_at_once
+    server = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(server.getsockname())
+    peer, _ = server.accept()
+    got = []
+
+    class Conn:
+        def get_extra_info(self, name):
+            return client if name == "socket" else None
+
+        def data_received(self, data, datatype=None):
+            got.append((data, datatype, client.getsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK)))
+    conn = Conn()
+    try:
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 0)
+        _ack_at_once(conn)
+        conn.data_received(b"x", 1)
+        assert got == [(b"x", 1, 1)]
+    finally:
+        for s in (client, peer, server):
+            s.close()
