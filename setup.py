@@ -35,6 +35,8 @@ def _commit() -> str | None:
 class BuildPyWithShipped(build_py):
     def run(self) -> None:
         super().run()
+        if getattr(self, "editable_mode", False):
+            return          # `pip install -e .`: the checkout itself is the package, nothing to ship
         build_info = Path(self.build_lib) / "controller" / "_build.json"
         build_info.write_text(json.dumps({"commit": _commit()}) + "\n")
         for src, dest in SHIPPED.items():
