@@ -190,6 +190,7 @@ def racks_bench() -> None:
     finally:
         for _r, inv in racks:
             lab_down(inv)
+            shutil.rmtree(inv.virtual.runtime_dir, ignore_errors=True)     # keys, lease files
         server.stop()
         shutil.rmtree(base, ignore_errors=True)
 

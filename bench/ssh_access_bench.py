@@ -160,6 +160,7 @@ def main() -> None:
         for inv, env in racks:
             os.environ["CTL_STATE_DIR"] = env["CTL_STATE_DIR"]
             lab_down(inv)
+            shutil.rmtree(inv.virtual.runtime_dir, ignore_errors=True)     # keys, account files
         shutil.rmtree(base, ignore_errors=True)
 
 
