@@ -92,45 +92,39 @@ class Hop:
         return f"{self.user}@{host}:{self.port}"
 
 
-def _identity_files(options: dict[str, Any]) -> tuple[Path, ...]:
-    files = options.get("IdentityFile") or ()
+def _paths(files: Any) -> tuple[Path, ...]:
+    """Key files as given (a path, or IdentityFile's list of them), `~` expanded."""
     if isinstance(files, (str, Path)):
         files = (files,)
     return tuple(Path(str(f)).expanduser() for f in files)
 
 
-def _hop(ssh: SSHSettings, host: str, user: str | None, port: int | None, lookup: ConfigLookup | None,
-         explicit: bool) -> tuple[Hop, dict[str, Any]]:
-    """One hop: explicit values (the inventory for the target, the ProxyJump spec for a bastion)
-    win over the config file, which wins over the inventory's defaults."""
-    options = lookup(host, user if explicit else None, port if explicit else None) if lookup else {}
+def _hop(ssh: SSHSettings, host: str, user: str | None, port: int | None,
+         lookup: ConfigLookup | None) -> tuple[Hop, dict[str, Any]]:
+    """One hop: the values given (the inventory's explicit ones for the target, the ProxyJump spec's
+    for a bastion) win over the config file, which wins over the inventory's defaults."""
+    options = lookup(host, user, port) if lookup else {}
     if "ProxyCommand" in options:
         raise ParameterError(f"ssh config: ProxyCommand for {host} is not supported (a shell command line); "
                              "use ProxyJump, or `proxy_jump` in the inventory")
-    used = []
+    used: list[str] = []
+
+    def pick(given: Any, option: str, default: Any) -> Any:
+        if given:
+            return given
+        if options.get(option):
+            used.append(option)
+            return options[option]
+        return default
     real_host = str(options.get("Hostname") or host)
     if real_host != host:
         used.append("HostName")
-    if explicit and user:
-        final_user = user
-    elif options.get("User"):
-        final_user, _ = str(options["User"]), used.append("User")
-    else:
-        final_user = user or ssh.user
-    if explicit and port:
-        final_port = port
-    elif options.get("Port"):
-        final_port, _ = int(options["Port"]), used.append("Port")
-    else:
-        final_port = port or ssh.port
-    keys: tuple[Path, ...] = ()
+    final_user = str(pick(user, "User", ssh.user))
+    final_port = int(pick(port, "Port", ssh.port))
     if ssh.key_file is not None and "key_file" in ssh.explicit:
-        keys = (ssh.key_file,)
-    elif _identity_files(options):
-        keys = _identity_files(options)
-        used.append("IdentityFile")
-    elif ssh.key_file is not None:
-        keys = (ssh.key_file,)
+        keys: tuple[Path, ...] = (ssh.key_file,)
+    else:
+        keys = _paths(pick((), "IdentityFile", ())) or ((ssh.key_file,) if ssh.key_file else ())
     if not re.fullmatch(NAME_PATTERNS["user"], final_user):
         raise ParameterError(f"ssh config: user {final_user[:40]!r} for {host} is not a valid login name")
     return Hop(real_host, final_port, final_user, keys, tuple(used)), options
@@ -139,12 +133,12 @@ def _hop(ssh: SSHSettings, host: str, user: str | None, port: int | None, lookup
 def connection_plan(ssh: SSHSettings, address: str, lookup: ConfigLookup | None = None) -> list[Hop]:
     """The hops to `address`: every bastion in order, the host last (pure, given `lookup`)."""
     target, options = _hop(ssh, address, ssh.user if "user" in ssh.explicit else None,
-                           ssh.port if "port" in ssh.explicit else None, lookup, explicit=True)
+                           ssh.port if "port" in ssh.explicit else None, lookup)
     jump_text = ssh.proxy_jump if ssh.proxy_jump is not None else options.get("ProxyJump")
     if ssh.proxy_jump is None and jump_text:
         target = Hop(target.host, target.port, target.user, target.key_files, target.via_config + ("ProxyJump",))
     jumps = parse_proxy_jump(str(jump_text), f"proxy_jump of {address}") if jump_text else []
-    hops = [_hop(ssh, j.host, j.user, j.port, lookup, explicit=True)[0] for j in jumps]
+    hops = [_hop(ssh, j.host, j.user, j.port, lookup)[0] for j in jumps]
     for h in hops + [target]:
         if not h.key_files and not ssh.agent:
             raise ParameterError(f"ssh to {h}: no key (set `key_file`, an IdentityFile in the ssh config, "
