@@ -218,12 +218,10 @@ class SSHSession:
                 keys = list(await agent.get_keys()) + keys if agent is not None else keys
             except (OSError, asyncssh.Error, ValueError) as exc:
                 raise SSHError(self.host, f"ssh-agent at $SSH_AUTH_SOCK: {_reason(exc)}") from None
-        if not keys:
-            if agent is not None:
-                agent.close()
-            raise SSHError(self.host, f"{what} {hop}: no key to log in with"
-                                      + (" (the ssh-agent holds none)" if agent_path else ""))
         try:
+            if not keys:
+                raise SSHError(self.host, f"{what} {hop}: no key to log in with"
+                                          + (" (the ssh-agent holds none)" if agent_path else ""))
             return await asyncio.wait_for(asyncssh.connect(
                 hop.host, port=hop.port, username=hop.user, tunnel=tunnel,
                 client_keys=keys, known_hosts=str(t.ssh.known_hosts),
@@ -267,8 +265,12 @@ class SSHSession:
             self.route = [str(h) for h in hops]
             self.lost = None
 
+    def _connections(self) -> list[asyncssh.SSHClientConnection]:
+        """The host's connection, then the bastions' in reverse order (the way they are torn down)."""
+        return ([self._conn] if self._conn is not None else []) + self._tunnels[::-1]
+
     def _abort(self) -> None:
-        for c in ([self._conn] if self._conn is not None else []) + self._tunnels[::-1]:
+        for c in self._connections():
             c.abort()
         self._conn = None
         self._tunnels = []
@@ -393,7 +395,7 @@ class SSHSession:
         self._abort()
 
     async def close(self) -> None:
-        for c in ([self._conn] if self._conn is not None else []) + self._tunnels[::-1]:
+        for c in self._connections():
             c.close()
             try:
                 await asyncio.wait_for(c.wait_closed(), 2)
