@@ -132,27 +132,17 @@ def plan_lab(inv: Inventory, *, dnpipe_binary: str | None = None) -> LabPlan:
         addr = ipaddress.ip_address(host.mgmt.address)
         if addr not in mgmt_net:
             raise LabError(f"host {h}: management address {addr} is outside {mgmt_net}")
-        ns = ns_name(inv, h)
-        root_if = f"{v.netns_prefix}m{index[h]}"
-        plan.root_links.append(root_if)
-        c.append(("ip", "link", "add", root_if, "type", "veth", "peer", "name", "mgmt0", "netns", ns))
-        c.append(("ip", "link", "set", root_if, "master", v.mgmt_bridge, "up"))
-        c.append(("ip", "-n", ns, "addr", "add", f"{addr}/{mgmt_net.prefixlen}", "dev", "mgmt0"))
-        c.append(("ip", "-n", ns, "link", "set", "mgmt0", "up"))
+        _mgmt_port(plan, inv, ns_name(inv, h), f"{v.netns_prefix}m{index[h]}", f"{addr}/{mgmt_net.prefixlen}")
         if inv.ssh_for(h) is not None and host.role is not Role.SWITCH:
             plan.ssh_hosts[h] = str(addr)
     if v.bastion is not None:
         if BASTION in inv.hosts:
             raise LabError(f"host name {BASTION!r} is taken by the virtual rack's bastion (virtual.bastion)")
-        ns = f"{v.netns_prefix}-{BASTION}"
+        ns = ns_name(inv, BASTION)
         plan.namespaces.append(ns)
         c.append(("ip", "netns", "add", ns))
         c.append(("ip", "-n", ns, "link", "set", "lo", "up"))
-        c.append(("ip", "link", "add", f"{v.netns_prefix}mb", "type", "veth", "peer", "name", "mgmt0", "netns", ns))
-        plan.root_links.append(f"{v.netns_prefix}mb")
-        c.append(("ip", "link", "set", f"{v.netns_prefix}mb", "master", v.mgmt_bridge, "up"))
-        c.append(("ip", "-n", ns, "addr", "add", f"{v.bastion}/{mgmt_net.prefixlen}", "dev", "mgmt0"))
-        c.append(("ip", "-n", ns, "link", "set", "mgmt0", "up"))
+        _mgmt_port(plan, inv, ns, f"{v.netns_prefix}mb", f"{v.bastion}/{mgmt_net.prefixlen}")
         plan.ssh_hosts[BASTION] = v.bastion
         controller_ip = str(ipaddress.ip_interface(v.mgmt_address).ip)
         for h in behind_bastion(inv):
@@ -250,6 +240,16 @@ def plan_lab(inv: Inventory, *, dnpipe_binary: str | None = None) -> LabPlan:
     plan.files[str(v.runtime_dir / "shellrc")] = _CLEAN_SHELL_RC
     plan.daemons += _snmp_agents(inv)
     return plan
+
+
+def _mgmt_port(plan: LabPlan, inv: Inventory, ns: str, root_if: str, address: str) -> None:
+    """A namespace's port on the management bridge: a veth, `mgmt0` inside with `address`."""
+    assert inv.virtual is not None
+    plan.root_links.append(root_if)
+    plan.commands += [("ip", "link", "add", root_if, "type", "veth", "peer", "name", "mgmt0", "netns", ns),
+                      ("ip", "link", "set", root_if, "master", inv.virtual.mgmt_bridge, "up"),
+                      ("ip", "-n", ns, "addr", "add", address, "dev", "mgmt0"),
+                      ("ip", "-n", ns, "link", "set", "mgmt0", "up")]
 
 
 def _tc_bridges(inv: Inventory, host: str) -> dict:

@@ -176,11 +176,10 @@ def _list_netns() -> list[str]:
 def check_prerequisites(inv: Inventory) -> None:
     if os.geteuid() != 0:
         raise LabError("the virtual rack needs root (network namespaces, veth, sshd)")
-    tools = REQUIRED_TOOLS + (("nft",) if any(h.nat is not None for h in inv.hosts.values()) else ())
     plan = plan_lab(inv)
-    tools += (("sudo",) if any(sudo for _u, sudo in plan.accounts.values()) else ()) + \
-        (("nft",) if plan.after_start else ())
-    missing = [t for t in dict.fromkeys(tools) if shutil.which(t) is None and not Path("/usr/sbin", t).exists()]
+    tools = REQUIRED_TOOLS + (("nft",) if any(h.nat is not None for h in inv.hosts.values()) or plan.after_start
+                              else ()) + (("sudo",) if any(sudo for _u, sudo in plan.accounts.values()) else ())
+    missing = [t for t in tools if shutil.which(t) is None and not Path("/usr/sbin", t).exists()]
     if missing:
         hint = " (Debian package nftables: the virtual NAT router needs it)" if "nft" in missing else ""
         raise LabError(f"missing tools for the virtual rack: {', '.join(missing)}{hint} (run scripts/setup.sh)")
