@@ -549,7 +549,7 @@ class DummynetShaper(ShaperBase):
         for key, p in desired.items():
             self._check_pipe(key, p, limits)
         self._check_foreign_rules(snap)
-        gbit = snap.listing_format == MODERN and (snap.major is None or snap.major >= BW_UINT_SINCE_MAJOR)
+        gbit = _prints_gbit(snap)
 
         # rules: the range must hold exactly the desired rules
         target: dict[int, list[tuple[int, tuple[str, ...]]]] = defaultdict(list)
@@ -591,7 +591,7 @@ class DummynetShaper(ShaperBase):
         prints them: bw with 3 decimals of its unit, delay in ms, plr with 6 decimals, queue in
         slots / B / whole KB; rules by their tokens (option order ignored)."""
         snap = self.snapshot(observed)
-        gbit = snap.listing_format == MODERN and (snap.major is None or snap.major >= BW_UINT_SINCE_MAJOR)
+        gbit = _prints_gbit(snap)
         states = self._key_states(snap)
         out: list[str] = []
         if any(v is not None for v in desired.values()):
@@ -779,6 +779,11 @@ class DummynetShaper(ShaperBase):
 
 def _key_order(key: PipeKey) -> tuple[str, int]:
     return (key[0], 0 if key[1] is Direction.FORWARD else 1)
+
+
+def _prints_gbit(snap: HostSnapshot) -> bool:
+    """Whether the host's ipfw prints Gbit/s (FreeBSD 13 and later; never the classic code)."""
+    return snap.listing_format == MODERN and (snap.major is None or snap.major >= BW_UINT_SINCE_MAJOR)
 
 
 def _listing_of(snap: HostSnapshot) -> DnListing:

@@ -86,6 +86,19 @@ class _Exit(Exception):
         self.status, self.stderr = status, stderr
 
 
+def _bw_text(b: float, *, gbit: bool, unlimited: str) -> str:
+    """The bandwidth as dummynet.c / ipfw2.c print it (%7.3f of the largest unit that fits)."""
+    if b == 0:
+        return unlimited
+    if gbit and b >= 1000000000:
+        return "%7.3f Gbit/s" % (b / 1000000000)
+    if b >= 1000000:
+        return "%7.3f Mbit/s" % (b / 1000000)
+    if b >= 1000:
+        return "%7.3f Kbit/s" % (b / 1000)
+    return "%7.3f bit/s " % b
+
+
 def _queue_and_plr(p: "FakePipe") -> tuple[str, str]:
     """print_flowset_parms() of both the old and the new dummynet.c: queue size, then plr glued to it."""
     if p.qbytes:
@@ -298,15 +311,7 @@ class FakeDummynetHost:
             if only is not None and n != only:
                 continue
             p = self.pipes[n]
-            b = float(p.bw)
-            if b == 0:
-                buf = "unlimited"
-            elif b >= 1000000:
-                buf = "%7.3f Mbit/s" % (b / 1000000)
-            elif b >= 1000:
-                buf = "%7.3f Kbit/s" % (b / 1000)
-            else:
-                buf = "%7.3f bit/s " % b
+            buf = _bw_text(float(p.bw), gbit=False, unlimited="unlimited")     # the old code: no Gbit branch
             prefix = "%05d: %s %4d ms " % (n, buf, p.delay_ticks * 1000 // self.hz)
             qs, plr = _queue_and_plr(p)
             out.append("%s %s%s %d queues (%d buckets) %s" % (prefix, qs, plr, len(p.flows), 1, "droptail"))
@@ -327,17 +332,7 @@ class FakeDummynetHost:
             if only is not None and n != only:
                 continue
             p = self.pipes[n]
-            b = float(p.bw)
-            if b == 0:
-                bwbuf = "unlimited     "
-            elif self.major >= 13 and b >= 1000000000:
-                bwbuf = "%7.3f Gbit/s" % (b / 1000000000)
-            elif b >= 1000000:
-                bwbuf = "%7.3f Mbit/s" % (b / 1000000)
-            elif b >= 1000:
-                bwbuf = "%7.3f Kbit/s" % (b / 1000)
-            else:
-                bwbuf = "%7.3f bit/s " % b
+            bwbuf = _bw_text(float(p.bw), gbit=self.major >= 13, unlimited="unlimited     ")
             burst = humanize_number(p.burst_scaled // (8 * self.hz))
             out.append("%05d: %s %4d ms burst %s" % (n % DN_MAX_ID, bwbuf, p.delay_ticks * 1000 // self.hz, burst))
             qs, plr = _queue_and_plr(p)
