@@ -8,13 +8,13 @@ A bridge answers `ipfw pipe show` (or `dnctl pipe show`) in one of two formats:
   `NNNNN: <bw> <delay> ms <queue>[ plr x] N queues (B buckets) droptail`, then its mask and
   flows (bridges.ipfw_classic).
 
-`parse_listing` tells them apart by the first object line and carries a classic pipe into the
+`read_pipes` tells them apart by the first object line and carries a classic pipe into the
 same records the modern parser gives (LinkLine, FlowsetLine, MaskLine, FlowRow), so planning,
 verification, restore and the counters work unchanged on either; the format seen is recorded
 with the bridge's state. What the classic format does not print is set to what it means
 there: no burst (the old code had none), the pipe's own flowset and FIFO scheduler. Classic
 WF2Q+ queues (`qNNNNN: weight W pipe N ...`, separate flowsets feeding a pipe) are kept apart
-in `queues_on`: a pipe ctl uses that has one attached is reported, never silently shaped.
+in `PipeListing.queues_on`: a pipe ctl uses that has one attached is reported, never silently shaped.
 """
 from __future__ import annotations
 
@@ -45,22 +45,25 @@ class HostSnapshot:
     queues_on: Mapping[int, list[int]] = field(default_factory=dict)   # classic WF2Q+ queues per pipe
 
 
-def parse_listing(text: str) -> tuple[DnListing, str]:
-    """The listing and its format ("modern" or "classic"); a ParseError names an unknown line."""
-    if ipfw_classic.looks_classic(text):
-        return classic_listing(text), CLASSIC
-    return parse_pipe_show(text), MODERN
+@dataclass(frozen=True)
+class PipeListing:
+    """A `pipe show` listing as the driver reads it, whichever its format."""
+
+    listing: DnListing
+    format: str                                    # MODERN or CLASSIC
+    queues_on: Mapping[int, list[int]]             # classic: pipe -> the WF2Q+ queues feeding it
 
 
-def queues_on(text: str) -> dict[int, list[int]]:
-    """Classic listing: pipe number -> the WF2Q+ queues attached to it ({} for a modern one)."""
+def read_pipes(text: str) -> PipeListing:
+    """Tell the format by the first object line and parse it once; a ParseError names an unknown line."""
     if not ipfw_classic.looks_classic(text):
-        return {}
-    out: dict[int, list[int]] = {}
-    for o in ipfw_classic.parse(text):
+        return PipeListing(parse_pipe_show(text), MODERN, {})
+    objs = ipfw_classic.parse(text)
+    queues: dict[int, list[int]] = {}
+    for o in objs:
         if o.kind == "queue" and o.parent_pipe is not None:
-            out.setdefault(o.parent_pipe, []).append(o.number)
-    return out
+            queues.setdefault(o.parent_pipe, []).append(o.number)
+    return PipeListing(_classic_listing(objs), CLASSIC, queues)
 
 
 def _link(o: ipfw_classic.ClassicObject) -> LinkLine:
@@ -97,10 +100,10 @@ def _mask(o: ipfw_classic.ClassicObject) -> MaskLine | None:
                     dst=m["dst"] if v6 else f"0x{m['dst']}", dst_port=m["dst_port"], flow_id=m.get("flow_id"))
 
 
-def classic_listing(text: str) -> DnListing:
-    """A classic listing's pipes as the records the driver reads (queues: see `queues_on`)."""
+def _classic_listing(objs: list[ipfw_classic.ClassicObject]) -> DnListing:
+    """A classic listing's pipes as the records the driver reads (its queues: PipeListing.queues_on)."""
     objects = []
-    for o in ipfw_classic.parse(text):
+    for o in objs:
         if o.kind != "pipe":
             continue
         flows = tuple(FlowRow(line_no=f.line_no, bucket=f.bucket, extra=False, proto=f.proto,

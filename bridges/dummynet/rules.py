@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from bridges.base import CounterSample, CounterStream, PipeKey
 from bridges.ipfw_host import IpfwRule, SampleStreamParser
-from bridges.dummynet.listing import parse_listing
+from bridges.dummynet.listing import read_pipes
 from bridges.ipfw_records import DnListing, DnObject
 
 
@@ -75,7 +75,7 @@ TERMINATING = {"allow", "accept", "pass", "permit", "deny", "drop", "reject", "r
 def listing_stream(name: str, argv: tuple[str, ...], counters_of: Callable[[DnListing], Mapping[PipeKey, dict[str, int]]]
                    ) -> CounterStream:
     """A counter stream over a sampler that prints `pipe show` listings between marker lines."""
-    parser = SampleStreamParser(lambda text: parse_listing(text)[0])   # modern or classic
+    parser = SampleStreamParser(lambda text: read_pipes(text).listing)   # modern or classic
 
     def parse_line(line: str) -> list[CounterSample]:
         sample = parser.feed(line)

@@ -88,7 +88,7 @@ from bridges.dummynet.values import (
     printed_queue,
 )
 from bridges.ipfw_host import IpfwRule, parse_freebsd_version, parse_ipfw_list, parse_sysctl
-from bridges.dummynet.listing import MODERN, HostSnapshot, parse_listing, queues_on
+from bridges.dummynet.listing import MODERN, HostSnapshot, read_pipes
 from bridges.ipfw_records import DnListing, DnObject
 from controller.commands import Command, CommandResult
 from controller.errors import InventoryError, ParameterError, ParseError, UnsupportedShaping
@@ -324,11 +324,11 @@ class DummynetShaper(ShaperBase):
         os_release = major = None
         if ver_text.strip():
             os_release, major, _ = parse_freebsd_version(ver_text)
-        listing, fmt = parse_listing(pipes_text)
+        pipes = read_pipes(pipes_text)
         return HostSnapshot(os_release=os_release, major=major, sysctl=parse_sysctl(sysctl_text),
-                            pipes=listing.by_number(), rules=parse_ipfw_list(rules_text),
+                            pipes=pipes.listing.by_number(), rules=parse_ipfw_list(rules_text),
                             sysctl_stderr=state.raw.get(cmds[1].text() + " (stderr)", ""),
-                            listing_format=fmt, queues_on=queues_on(pipes_text))
+                            listing_format=pipes.format, queues_on=pipes.queues_on)
 
     def _rules_in_range(self, snap: HostSnapshot) -> list[IpfwRule]:
         return [r for r in snap.rules if self._in_rule_range(r.number)]
