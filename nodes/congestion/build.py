@@ -24,6 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from nodes.congestion.btfcheck import UnsafeBTF, check_file, shown_diagnostics
 from nodes.congestion.catalog import ALGORITHMS, BPF_DIR
 
 LOCAL_BTF = Path("/sys/kernel/btf/vmlinux")
@@ -72,7 +73,7 @@ def _tool(name: str) -> str:
 def _run(argv: list[str], what: str) -> str:
     p = subprocess.run(argv, capture_output=True, text=True)
     if p.returncode != 0:
-        detail = " ".join((p.stderr or p.stdout).split())[-800:]
+        detail = " ".join(shown_diagnostics(p.stderr or p.stdout).split())[-800:]   # never another file's text
         raise BuildError(f"{what} failed (exit {p.returncode}): {detail}")
     return p.stdout
 
@@ -104,6 +105,10 @@ def build(btf: Path = LOCAL_BTF, dest: Path | None = None, *, trace: bool = Fals
     if not btf.exists():
         raise BuildError(f"{btf}: no BTF: this kernel cannot load BPF congestion controls "
                          "(CONFIG_DEBUG_INFO_BTF is off)")
+    try:
+        check_file(btf)     # an endpoint's BTF is data: its names become C (nodes/congestion/btfcheck.py)
+    except UnsafeBTF as exc:
+        raise BuildError(str(exc)) from None
     if dest is None:
         dest = Path(os.environ.get("CTL_STATE_DIR", ".state")) / "congestion"
     arch = arch or ARCHES.get(os.uname().machine, "x86")
