@@ -5,7 +5,9 @@ Conventions (stated once, used everywhere):
   lowercase `b` means bits and an uppercase `B` means bytes (`10MB/s` = 80 Mbit/s);
 - durations and delays are given with a unit (`50ms`, `2s`, `250us`, `10min`, `2h`);
   delays are kept as integer microseconds, durations as float seconds;
-- probabilities are fractions in [0, 1] or percentages (`0.01%` = 0.0001);
+- probabilities (loss) are percentages (`0.01%` = 0.0001) or fractions in [0, 1] written in
+  scientific notation (`1e-4`, `2.5E-3`); a bare number other than 0 (`0.01`) is refused as
+  ambiguous: papers give loss in percent, so `0.01` is 0.01 % to one reader and 1 % to another;
 - sizes are bytes, and K/M/G with a byte unit are binary (`64KB` = 65536 bytes), which is
   how dummynet reads `queue 64KBytes`; `KiB`/`MiB` are accepted and mean the same;
 - a queue is either a number of slots (`50`) or a byte size (`64KB`).
@@ -14,7 +16,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from decimal import Decimal, InvalidOperation
 
 from controller.errors import ParameterError
 
@@ -143,25 +146,68 @@ def parse_delay_us(text: str | int | float, *, what: str = "delay") -> int:
 
 
 _PROB_RE = re.compile(r"^\s*" + _NUMBER + r"\s*(%?)\s*$")
+PROBABILITY_FORMS = "a percentage (0.01%) or a fraction in scientific notation (1e-4)"
 
 
 def parse_probability(text: str | int | float, *, what: str = "loss") -> float:
-    """`0.01%` -> 0.0001, `1%` -> 0.01, `0.05` -> 0.05 (a fraction), `0` -> 0."""
+    """`0.01%` -> 0.0001, `1%` -> 0.01, `1e-4` -> 0.0001 (a fraction), `0` -> 0.
+
+    A bare number other than zero (`0.01`, `1`, or a YAML number such as `plr: 0.01`) is refused:
+    whether it is a fraction or a percentage is exactly what a researcher copying a paper's
+    table gets wrong by a factor of 100. The error names both spellings of both readings."""
     if isinstance(text, bool):
         raise ParameterError(f"{what}: {_shown(text)} is not a probability")
     if isinstance(text, (int, float)):
-        value = float(text)
-    else:
-        m = _PROB_RE.match(str(text))
-        if not m:
-            raise ParameterError(f"{what}: {_shown(text)} is not a probability (examples: 0.01%, 1%, 0.05)")
-        mantissa, exponent, percent = m.groups()
-        value = _number(mantissa, exponent)
-        if percent:
-            value /= 100.0
+        if text == 0:
+            return 0.0
+        # A number from a YAML file: its spelling is gone, only the ambiguous value is left.
+        raise ParameterError(_ambiguous(what, repr(text) if isinstance(text, float) else str(text), number=True))
+    m = _PROB_RE.match(str(text))
+    if not m:
+        raise ParameterError(f"{what}: {_shown(text)} is not a probability (examples: 0.01%, 1%, 1e-4)")
+    mantissa, exponent, percent = m.groups()
+    value = _number(mantissa, exponent)
+    if percent:
+        value /= 100.0
+    elif not exponent and mantissa.strip("0."):   # any non-zero digit (a float may underflow to 0)
+        raise ParameterError(_ambiguous(what, str(text).strip()))
     if not math.isfinite(value) or value < 0 or value > 1:
         raise ParameterError(f"{what}: {_shown(text)} is outside 0..1 (0%..100%)")
     return value
+
+
+def _ambiguous(what: str, text: str, number: bool = False) -> str:
+    """The refusal of a bare loss value, with the accepted spellings of both readings."""
+    shown = _shown(text) if len(text) > 40 else text
+    try:
+        d = Decimal(text)
+    except InvalidOperation:
+        return f"{what}: {shown} is ambiguous: write {PROBABILITY_FORMS}"
+    if not d.is_finite() or abs(d.adjusted()) > 30:
+        return f"{what}: {shown} is ambiguous: write {PROBABILITY_FORMS}"
+    plain = _plain_decimal(d)
+    if d > 100:
+        return f"{what}: {shown} is above 100 % as a percentage and above 1 as a fraction: write {PROBABILITY_FORMS}"
+    out = (f"{what}: {'the number ' if number else ''}{shown} is ambiguous: write {plain}% or "
+           f"{_scientific(d.scaleb(-2))} for {plain} percent")
+    if d <= 1:
+        out += f", {_plain_decimal(d.scaleb(2))}% or {_scientific(d)} for a fraction of {plain}"
+    return out
+
+
+def _plain_decimal(d: Decimal) -> str:
+    """`Decimal('0.0100')` -> `0.01`, `Decimal('1E+2')` -> `100` (no exponent, no trailing zeros)."""
+    return format(d.normalize(), "f")
+
+
+def _scientific(d: Decimal) -> str:
+    """Shortest scientific spelling: 0.0001 -> `1e-4`, 0.000046 -> `4.6e-5`, 0.25 -> `2.5e-1`."""
+    d = d.normalize()
+    if d == 0:
+        return "0"
+    digits = "".join(str(x) for x in d.as_tuple().digits).rstrip("0") or "0"
+    mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{'-' if d < 0 else ''}{mant}e{d.adjusted()}"
 
 
 _SIZE_UNITS = {
@@ -279,3 +325,44 @@ def format_size(n: int) -> str:
 
 def format_probability(p: float) -> str:
     return f"{p * 100:.6g}%"
+
+
+def format_percent(p: float) -> str:
+    """A probability for people, with its unit: 0.000046 -> `0.0046 %`."""
+    return f"{p * 100:.6g} %"
+
+
+def format_bytes(n: int) -> str:
+    """A byte count for people: `5,000,000 B (4.77 MiB)`, `1 MiB (1,048,576 B)`, `1,500 B`."""
+    for scale, unit in ((1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB")):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale:,} {unit} ({n:,} B)"
+    for scale, unit in ((1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB")):
+        if n >= 8 * scale or (unit != "KiB" and n >= scale):
+            return f"{n:,} B ({n / scale:.3g} {unit})"
+    return f"{n:,} B"
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """A value changed on its way to the rack: what was asked for, what is applied, and why.
+
+    Every place that rounds, caps or converts a parameter (a queue in bytes held as slots, a
+    queue capped by a bridge's limit, a rate or a loss rounded to what a shaper can hold, host
+    settings raised for the experiment) returns one of these; `ctl run` prints `warning()` on
+    stderr, lists them in the dry run and records them in the run's manifest (`conversions`)."""
+
+    what: str       # the parameter and where: "bottleneck queue of path1 (both directions)"
+    asked: str      # with units: "1 BDP = 5,000,000 B (4.77 MiB)"
+    applied: str    # with units: "1000 slots (1,500,000 B of 1500-byte packets)"
+    reason: str     # why, naming the limit: "above dn1's net.inet.ip.dummynet.pipe_byte_limit ..."
+
+    def warning(self) -> str:
+        return f"warning: {self.what}: {self.asked} -> {self.applied}: {self.reason}"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Conversion":
+        return cls(**{k: str(data.get(k, "")) for k in ("what", "asked", "applied", "reason")})

@@ -7,14 +7,18 @@ are float seconds; delays int microseconds with a mandatory unit; probabilities 
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller.errors import ParameterError, UsageError
 from controller.units import (
     Queue,
     bdp_bytes,
     format_delay,
+    format_percent,
     format_probability,
     format_rate,
     format_rate_arg,
@@ -206,16 +210,21 @@ def test_parse_delay_rejects(text, fragment):
     ("1%", 0.01),
     ("0.5 %", 0.005),
     ("100%", 1.0),
-    ("0.05", 0.05),                 # no % sign: a fraction
-    ("0", 0.0),
-    ("1", 1.0),
-    (0.3, 0.3),
+    ("1e-4", 0.0001),               # a fraction in scientific notation
+    ("2.5E-3", 0.0025),
+    ("4.6e-5", 0.000046),
+    ("1e0", 1.0),
+    ("0", 0.0),                     # zero is zero either way
+    ("0.0", 0.0),
+    ("0%", 0.0),
+    (0, 0.0),                       # a YAML 0
+    (0.0, 0.0),
 ])
 def test_parse_probability(text, p):
     assert parse_probability(text) == pytest.approx(p, rel=1e-12, abs=0)
 
 
-@pytest.mark.parametrize("text", ["101%", "1.5", 1.01, "-1%", "nan", "x%", True])
+@pytest.mark.parametrize("text", ["101%", "1.5e0", "2e0", "-1%", "nan", "x%", True, "1e-4 %%", "%"])
 def test_parse_probability_rejects(text):
     with pytest.raises(ParameterError):
         parse_probability(text)
@@ -224,6 +233,65 @@ def test_parse_probability_rejects(text):
 def test_probability_over_100_percent_message():
     with pytest.raises(ParameterError, match=r"outside 0\.\.1 \(0%\.\.100%\)"):
         parse_probability("101%", what="--plr")
+
+
+@pytest.mark.parametrize("text, message", [
+    # the issue's case: the paper's "0.01" (percent) as a bare number would have been 1 %
+    ("0.01", "--loss: 0.01 is ambiguous: write 0.01% or 1e-4 for 0.01 percent, 1% or 1e-2 for a fraction of 0.01"),
+    ("0.0046", "--loss: 0.0046 is ambiguous: write 0.0046% or 4.6e-5 for 0.0046 percent, "
+               "0.46% or 4.6e-3 for a fraction of 0.0046"),
+    ("1", "--loss: 1 is ambiguous: write 1% or 1e-2 for 1 percent, 100% or 1e0 for a fraction of 1"),
+    ("0.05", "--loss: 0.05 is ambiguous: write 0.05% or 5e-4 for 0.05 percent, 5% or 5e-2 for a fraction of 0.05"),
+    ("1.5", "--loss: 1.5 is ambiguous: write 1.5% or 1.5e-2 for 1.5 percent"),   # not a fraction at all
+    ("200", "--loss: 200 is above 100 % as a percentage and above 1 as a fraction: write a percentage (0.01%) or "
+            "a fraction in scientific notation (1e-4)"),
+    (" 0.25 ", "--loss: 0.25 is ambiguous: write 0.25% or 2.5e-3 for 0.25 percent, 25% or 2.5e-1 for a fraction "
+               "of 0.25"),
+    # a YAML number: its spelling is gone, the message says it was a number
+    (0.01, "--loss: the number 0.01 is ambiguous: write 0.01% or 1e-4 for 0.01 percent, 1% or 1e-2 for a "
+           "fraction of 0.01"),
+    (1, "--loss: the number 1 is ambiguous: write 1% or 1e-2 for 1 percent, 100% or 1e0 for a fraction of 1"),
+])
+def test_a_bare_loss_is_refused_naming_the_accepted_forms(text, message):
+    with pytest.raises(UsageError) as ei:
+        parse_probability(text, what="--loss")
+    assert str(ei.value) == message and ei.value.exit_code == 2
+
+
+def test_every_spelling_the_refusal_suggests_parses_to_its_reading():
+    """The two spellings offered for each reading of a bare number mean the same value."""
+    for bare in ("0.01", "0.0046", "0.025", "0.1", "1", "0.5", "0.000001", "12.5", "100"):
+        with pytest.raises(ParameterError) as ei:
+            parse_probability(bare)
+        readings = re.findall(r"write (\S+) or (\S+) for|, (\S+) or (\S+) for", str(ei.value))
+        pairs = [tuple(x for x in r if x) for r in readings]
+        assert pairs and float(bare) / 100 == pytest.approx(parse_probability(pairs[0][0]), rel=1e-12)
+        for a, b in pairs:
+            assert parse_probability(a) == pytest.approx(parse_probability(b), rel=1e-12)
+        if float(bare) <= 1:
+            assert parse_probability(pairs[1][1]) == pytest.approx(float(bare), rel=1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.decimals(min_value=0, max_value=100, allow_nan=False, allow_infinity=False, places=8))
+def test_any_bare_number_but_zero_is_refused_and_its_unit_forms_are_not(d):
+    """Fuzzed: a bare decimal is refused unless it is zero; with `%` it is a percentage, and the
+    scientific spelling the refusal offers for that reading is the same fraction."""
+    text = format(d, "f")
+    if d == 0:
+        assert parse_probability(text) == 0.0
+        return
+    with pytest.raises(ParameterError, match="is ambiguous"):
+        parse_probability(text)
+    assert parse_probability(text + "%") == pytest.approx(float(d) / 100, rel=1e-12)
+    sci = re.search(r"% or (\S+) for", str(pytest.raises(ParameterError, parse_probability, text).value)).group(1)
+    assert parse_probability(sci) == pytest.approx(float(d) / 100, rel=1e-12)
+
+
+def test_a_long_bare_number_is_refused_in_one_short_line():
+    with pytest.raises(ParameterError) as ei:
+        parse_probability("0." + "0" * 5000 + "1")
+    assert "ambiguous" in str(ei.value) and len(str(ei.value)) < 300
 
 
 # ---- sizes and queues ----------------------------------------------------------------------
@@ -334,3 +402,4 @@ def test_human_formatters():
     assert parse_size(format_size(65536)) == 65536
     assert format_probability(0.0001) == "0.01%"
     assert math.isclose(parse_probability(format_probability(0.0001)), 0.0001)
+    assert format_percent(0.000046) == "0.0046 %"
