@@ -24,13 +24,19 @@ import math
 import os
 import statistics
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from controller.campaign.boundary import local_record_dir
 from controller.campaign.progress import progress_of
 from controller.campaign.timing import format_span
+from controller.errors import RecordError
 from controller.results.figures import CaseData, box_figure, heatmap_figures, varied_values
+from controller.results.records import load_manifest
 from controller.results.stats import mean_ci
+from controller.safefs import open_dir, replace_file_at, sub_dir
+from controller.textsafe import shown_lines
 
 # Headline metric per scenario (a key of its summary; dotted paths reach into nested ones).
 PRIMARY_METRIC = {"distinct-bottleneck": "jain_index", "rtt-loss-sweep": "throughput_mbps"}
@@ -104,11 +110,14 @@ def heatmap_axes(scenario: str, configured: Any, varied_values: Mapping[str, Seq
 # ---- gathering ---------------------------------------------------------------------------------
 
 
-def _load_summary(record_dir: str) -> dict | None:
+def _load_summary(record_dir: Path | None) -> dict | None:
+    if record_dir is None:
+        return None
     try:
-        return json.loads((Path(record_dir) / "summary.json").read_text())
+        s = json.loads((record_dir / "summary.json").read_text())
     except (OSError, ValueError):
         return None
+    return s if isinstance(s, dict) else None
 
 
 def gather(store: Any, c: Any) -> dict:
@@ -132,7 +141,7 @@ def gather(store: Any, c: Any) -> dict:
         a = ok[-1]
         rack = a.rack or c.inventory_name
         run_rack[r.seq] = rack
-        s = _load_summary(a.record_dir)
+        s = _load_summary(local_record_dir(a.record_dir, shared=_shared(store)))
         if s is None:
             uploaded = store.record(a.run_id)
             s = uploaded.get("summary") if uploaded else None
@@ -154,10 +163,16 @@ def gather(store: Any, c: Any) -> dict:
             "racks": racks or [c.inventory_name]}
 
 
-def _link(record_dir: str, base: Path, controller: str | None = None) -> tuple[str | None, str]:
-    """(relative link, or None when the record is not on this machine; a note naming where it is)."""
-    if Path(record_dir).exists():
-        return _rel(record_dir, base), ""
+def _shared(store: Any) -> bool:
+    return bool(getattr(store, "shared", False))
+
+
+def _link(record_dir: str, base: Path, controller: str | None = None, shared: bool = False) -> tuple[str | None, str]:
+    """(relative link, or None when the record is not on this machine; a note naming where it
+    is). From a shared store, only a record under this controller's runs dir is linked."""
+    local = local_record_dir(record_dir, shared=shared)
+    if local is not None and local.exists():
+        return _rel(local, base), ""
     host = (controller or "").split("@")[-1].split(":")[0]
     return None, f" (on {host})" if host else " (not on this controller)"
 
@@ -188,20 +203,65 @@ def rack_table(cases: list[CaseData], racks: list[str], rack_values: dict, metri
     return head, rows
 
 
-def export_records(store: Any, c: Any, out: Path) -> int:
-    """Write each completed run's uploaded manifest and summary as `out/<run id>/` (what
-    `ctl report` and other record readers need); returns how many were written."""
-    n = 0
-    for rec in store.records(c.num):
-        if rec["status"] != "completed":
+@dataclass(frozen=True)
+class Export:
+    """What `export_records` did: records written (uploaded to the store, or copied from this
+    controller's own record directory), and the completed runs whose record is in neither."""
+
+    written: int
+    completed: int                                   # runs of the campaign that are done
+    copied_local: int                                # of `written`, read from this controller's runs dir
+    missing: list[tuple[int, str, str]] = field(default_factory=list)   # (seq, run id, where it is)
+
+
+def export_records(store: Any, c: Any, out: Path) -> Export:
+    """Write each completed run's manifest and summary as `out/<run id>/` (what `ctl report`
+    and other record readers need): the copy its scheduler uploaded to the lab database, else
+    the record itself when it is on this controller (a local store uploads nothing).
+
+    Every row is checked before anything is written (a run id is one safe file name, see
+    `controller.campaign.boundary`), and the files are written relative to `out` without
+    following a link (`controller.safefs`): a symlink or FIFO in `out` is refused, never written
+    through."""
+    uploaded = [r for r in store.records(c.num) if r["status"] == "completed"]
+    by_id = {r["run_id"]: r for r in uploaded}
+    done = [r for r in store.runs(c.num) if r.state == "done"]
+    completed = {a.seq: a for a in store.attempts(c.num) if a.status == "completed"}
+    local: list[tuple[str, dict, dict | None]] = []
+    missing: list[tuple[int, str, str]] = []
+    for r in done:
+        a = completed.get(r.seq)
+        if a is None or a.run_id in by_id:
             continue
-        d = out / rec["run_id"]
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "manifest.json").write_text(json.dumps(rec["manifest"], indent=1, default=str))
-        if rec["summary"] is not None:
-            (d / "summary.json").write_text(json.dumps(rec["summary"], indent=1))
-        n += 1
-    return n
+        d = local_record_dir(a.record_dir, shared=_shared(store))
+        manifest = None
+        if d is not None:
+            try:
+                manifest = load_manifest(d)
+            except RecordError:
+                manifest = None
+        if manifest is None:
+            host = (a.controller or "").split("@")[-1].split(":")[0].split("/")[0]
+            missing.append((r.seq, a.run_id, f"{a.record_dir}" + (f" on {host}" if host else "")))
+            continue
+        local.append((a.run_id, manifest, _load_summary(d)))
+    items = [(r["run_id"], r["manifest"], r["summary"]) for r in uploaded] + local
+    out_fd = open_dir(out, "export directory")
+    try:
+        for run_id, manifest, summary in items:
+            shown = f"{out}/{run_id}"
+            d_fd = sub_dir(out_fd, run_id, "record directory", shown)
+            try:
+                replace_file_at(d_fd, "manifest.json", json.dumps(manifest, indent=1, default=str), "record file",
+                                f"{shown}/manifest.json")
+                if summary is not None:
+                    replace_file_at(d_fd, "summary.json", json.dumps(summary, indent=1), "record file",
+                                    f"{shown}/summary.json")
+            finally:
+                os.close(d_fd)
+    finally:
+        os.close(out_fd)
+    return Export(len(items), len(done), len(local), missing)
 
 
 # ---- figures -----------------------------------------------------------------------------------
@@ -224,7 +284,11 @@ def _rel(target: str | Path, base: Path) -> str:
 
 
 def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
-    out.mkdir(parents=True, exist_ok=True)
+    """report.html and report.md (and the figures) in `out`; text from the store is escaped
+    (HTML) and its control characters shown as escapes (`controller.textsafe`) in both."""
+    out_fd = open_dir(out, "report directory")
+    os.close(out_fd)
+    shared = _shared(store)
     spec = c.spec()
     g = gather(store, c)
     cases: list[CaseData] = g["cases"]
@@ -276,7 +340,7 @@ def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
             row.append((f"{_fmt(st.mean)} ± {_fmt(st.ci95, 3)}" if st.ci95 is not None else
                         f"{_fmt(st.mean)} (n = 1, no CI)" if st.n == 1 else _fmt(st.mean), None))
         for rep, d in sorted(cd.records):
-            link, where = _link(d, out)
+            link, where = _link(d, out, shared=shared)
             row.append((f"rep {rep}{where}", link))
         case_rows.append(row)
     fail_rows = []
@@ -285,12 +349,13 @@ def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
         fail_rows.append([(str(a.seq), None), (" ".join(f"{k}={v}" for k, v in (r.varied if r else {}).items()), None),
                           (str(r.repetition if r else ""), None), (str(a.attempt), None), (a.klass or "", None),
                           (a.action or "", None), ((a.error or "")[:400], None),
-                          (a.run_id + _link(a.record_dir, out, a.controller)[1], _link(a.record_dir, out)[0])])
+                          (a.run_id + _link(a.record_dir, out, a.controller, shared)[1],
+                           _link(a.record_dir, out, shared=shared)[0])])
     run_rows = []
     for r in g["runs"]:
         links = []
         for a in g["by_seq"].get(r.seq, []):
-            link, where = _link(a.record_dir, out, a.controller)
+            link, where = _link(a.record_dir, out, a.controller, shared)
             links.append((f"#{a.attempt} {a.status}" + (f" on {a.rack}" if a.rack else "") + where, link))
         run_rows.append([(str(r.seq), None), (str(r.case_index + 1), None),
                          (" ".join(f"{k}={v}" for k, v in r.varied.items()), None), (str(r.repetition), None),
@@ -306,13 +371,17 @@ def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
     racks = g["racks"] if len(g["racks"]) > 1 else []
     rack_head, rack_rows = rack_table(cases, racks, g["rack_values"], metric) if racks else ([], [])
 
-    html_path = out / "report.html"
-    html_path.write_text(_html(c, overview, figures, case_head, case_rows, fail_rows, run_rows, health_lines, events,
-                               metric, p, rack_head, rack_rows))
-    md_path = out / "report.md"
-    md_path.write_text(_markdown(c, overview, figures, case_head, case_rows, fail_rows, run_rows, health_lines, events,
-                                 metric, out, rack_head, rack_rows))
-    return html_path, md_path
+    html_text = _html(c, overview, figures, case_head, case_rows, fail_rows, run_rows, health_lines, events,
+                      metric, p, rack_head, rack_rows)
+    md_text = _markdown(c, overview, figures, case_head, case_rows, fail_rows, run_rows, health_lines, events,
+                        metric, out, rack_head, rack_rows)
+    out_fd = open_dir(out, "report directory", create=False)
+    try:
+        for name, text in (("report.html", html_text), ("report.md", md_text)):
+            replace_file_at(out_fd, name, shown_lines(text), "report file", str(out / name))
+    finally:
+        os.close(out_fd)
+    return out / "report.html", out / "report.md"
 
 
 _CSS = """

@@ -235,6 +235,7 @@ def load_campaign(path: Path) -> tuple[CampaignSpec, dict[tuple, int], str]:
     except ValidationError as exc:
         raise CampaignFileError(format_validation_error(path, exc, lines)) from None
     if spec.name is None:
-        stem = re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower()).strip("-") or "campaign"
-        spec = spec.model_copy(update={"name": stem[:60]})
+        # the name _NAME allows: it starts with a letter or digit (a stem `.x` or `_x` does not)
+        stem = re.sub(r"[^a-z0-9._-]+", "-", path.stem.lower()).lstrip("._-")[:60].rstrip("-") or "campaign"
+        spec = spec.model_copy(update={"name": stem})
     return spec, lines, path.read_text()

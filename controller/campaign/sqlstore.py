@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from controller.campaign.boundary import (UntrustedRow, attempt_row, campaign_row, event_row, finite_times, health_row,
+                                          record_row, run_row)
 from controller.campaign.plan import Case, PlannedRun
 from controller.campaign.policy import Decision
 from controller.campaign.spec import CampaignError, CampaignSpec
@@ -68,11 +70,28 @@ class SQLStore:
         r = self._one("SELECT * FROM campaigns WHERE num=?", (num,))
         if r is None:
             raise CampaignError(f"no campaign #{num}")
-        return CampaignRow(**r)
+        return campaign_row(r)
 
     def campaigns(self, states: Sequence[str] | None = None) -> list[CampaignRow]:
-        out = [CampaignRow(**r) for r in self._all("SELECT * FROM campaigns ORDER BY num")]
+        """Every campaign whose row passes the checks of `controller.campaign.boundary`; a row
+        that fails them is left out and its reason kept in `refused` (by number)."""
+        out = [c for c in self._checked(campaign_row, self._all("SELECT * FROM campaigns ORDER BY num"), "num")]
         return [c for c in out if states is None or c.state in states]
+
+    def _checked(self, check: Callable[[Mapping[str, Any]], Any], rows: Sequence[Mapping[str, Any]],
+                 key: str) -> Iterator[Any]:
+        """Rows of a listing across campaigns, checked; one that fails is skipped and remembered
+        in `refused` (so one member's bad row never stops every scheduler and status)."""
+        for r in rows:
+            try:
+                yield check(r)
+            except UntrustedRow as exc:
+                self.refused[r.get(key) if key == "num" else r.get("campaign")] = exc.one_line()
+
+    @property
+    def refused(self) -> dict[Any, str]:
+        """Campaign number -> why a row of it was left out of a listing (see `_checked`)."""
+        return self.__dict__.setdefault("_refused", {})
 
     def find(self, ref: str | None) -> CampaignRow:
         """By number (`3`, `#3`), full id, or a unique part of the id; none: the only active one."""
@@ -90,6 +109,8 @@ class SQLStore:
             for c in all_:
                 if c.num == int(r):
                     return c
+            if int(r) in self.refused:
+                raise UntrustedRow(self.refused[int(r)])
             raise CampaignError(f"no campaign {ref!r}")
         exact = [c for c in all_ if c.id == ref]
         if exact:
@@ -102,25 +123,25 @@ class SQLStore:
         raise CampaignError(f"no campaign {ref!r}")
 
     def runs(self, num: int) -> list[RunRow]:
-        return [RunRow(**r) for r in self._all("SELECT * FROM runs WHERE campaign=? ORDER BY seq", (num,))]
+        return [run_row(r) for r in self._all("SELECT * FROM runs WHERE campaign=? ORDER BY seq", (num,))]
 
     def run(self, num: int, seq: int) -> RunRow:
         r = self._one("SELECT * FROM runs WHERE campaign=? AND seq=?", (num, seq))
         if r is None:
             raise CampaignError(f"campaign #{num} has no run {seq}")
-        return RunRow(**r)
+        return run_row(r)
 
     def attempts(self, num: int) -> list[AttemptRow]:
         rows = self._all("SELECT * FROM attempts WHERE campaign=? ORDER BY id", (num,))
-        return [AttemptRow(**{("klass" if k == "class" else k): v for k, v in r.items()}) for r in rows]
+        return [attempt_row(r) for r in rows]
 
     def health_checks(self, num: int) -> list[HealthRow]:
         rows = self._all("SELECT * FROM health WHERE campaign=? ORDER BY id", (num,))
-        return [HealthRow(r["id"], r["campaign"], r["t"], r["ok"], json.loads(r["reasons_json"]),
-                          json.loads(r["details_json"])) for r in rows]
+        return [health_row(r) for r in rows]
 
     def events(self, num: int) -> list[dict]:
-        return self._all("SELECT t, kind, message FROM events WHERE campaign=? ORDER BY id", (num,))
+        return [event_row(r, num) for r in self._all("SELECT t, kind, message FROM events WHERE campaign=? ORDER BY id",
+                                                     (num,))]
 
     def running_runs(self, inventory_name: str | None = None) -> list[RunRow]:
         """Runs marked running (on rack `inventory_name`: the rack its claim names, else the campaign's)."""
@@ -129,20 +150,21 @@ class SQLStore:
         if inventory_name is not None:
             q += " AND COALESCE(runs.claim_rack, campaigns.inventory_name)=?"
             args = (inventory_name,)
-        return [RunRow(**r) for r in self._all(q + " ORDER BY runs.campaign, runs.seq", args)]
+        return list(self._checked(run_row, self._all(q + " ORDER BY runs.campaign, runs.seq", args), "campaign"))
 
     def expired_running(self, now: float) -> list[RunRow]:
         """Runs marked running whose claim's lease ran out: their scheduler died (or lost the database)."""
-        return [RunRow(**r) for r in self._all(
+        return list(self._checked(run_row, self._all(
             "SELECT * FROM runs WHERE state='running' AND claim_until IS NOT NULL AND claim_until < ? "
-            "ORDER BY campaign, seq", (now,))]
+            "ORDER BY campaign, seq", (now,)), "campaign"))
 
     def last_finished(self, num: int, rack: str | None = None) -> float | None:
         if rack is None:
             r = self._one("SELECT MAX(finished) AS f FROM attempts WHERE campaign=?", (num,))
         else:
             r = self._one("SELECT MAX(finished) AS f FROM attempts WHERE campaign=? AND rack=?", (num, rack))
-        return None if r is None else r["f"]
+        got = finite_times([r["f"]] if r is not None else [])
+        return got[0] if got else None
 
     def overhead_samples(self, scenario: str, inventory_name: str, limit: int = 50) -> list[float]:
         """Wall time minus traffic time of recent completed attempts of this scenario on this rack."""
@@ -153,15 +175,15 @@ class SQLStore:
             "WHERE attempts.status='completed' AND campaigns.scenario=? "
             "AND COALESCE(attempts.rack, campaigns.inventory_name)=? "
             "ORDER BY attempts.id DESC LIMIT ?", (scenario, inventory_name, limit))
-        return [r["o"] for r in rows if r["o"] is not None]
+        return [o for o in finite_times(r["o"] for r in rows) if 0 <= o <= 86400]
 
     def record(self, run_id: str) -> dict | None:
         """An uploaded record (manifest and summary as dicts), or None."""
         r = self._one("SELECT * FROM records WHERE run_id=?", (run_id,))
-        return None if r is None else _record_row(r)
+        return None if r is None else record_row(r)
 
     def records(self, num: int) -> list[dict]:
-        return [_record_row(r) for r in self._all("SELECT * FROM records WHERE campaign=? ORDER BY seq, attempt",
+        return [record_row(r) for r in self._all("SELECT * FROM records WHERE campaign=? ORDER BY seq, attempt",
                                                   (num,))]
 
     # ---- writes (each one transaction) ---------------------------------------------------------
@@ -223,7 +245,7 @@ class SQLStore:
     def set_state(self, num: int, new: str, reason: str | None = None, *, abort: bool = False) -> CampaignRow:
         now = time.time()
         with self.tx():
-            c = CampaignRow(**self._lock_campaign(num))
+            c = campaign_row(self._lock_campaign(num))
             if c.state == new:
                 return c
             if new not in TRANSITIONS[c.state]:
@@ -284,7 +306,7 @@ class SQLStore:
             self._x("UPDATE runs SET claimed_by=?, claim_rack=?, claim_until=? WHERE campaign=? AND seq=?",
                     (holder, rack, now + lease_s, num, pick["seq"]))
             pick.update(claimed_by=holder, claim_rack=rack, claim_until=now + lease_s)
-        return RunRow(**pick)
+        return run_row(pick)
 
     def renew_claim(self, num: int, seq: int, holder: str, lease_s: float) -> bool:
         """Extend `holder`'s lease on a run it claimed; False when the claim is no longer its own."""
@@ -402,9 +424,3 @@ class SQLStore:
                      json.dumps(manifest, default=str), json.dumps(summary) if summary is not None else None,
                      time.time()))
 
-
-def _record_row(r: Mapping[str, Any]) -> dict:
-    out = {k: v for k, v in r.items() if k not in ("manifest_json", "summary_json")}
-    out["manifest"] = json.loads(r["manifest_json"])
-    out["summary"] = json.loads(r["summary_json"]) if r["summary_json"] else None
-    return out

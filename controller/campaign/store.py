@@ -22,6 +22,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 from controller.campaign.plan import Case, PlannedRun
 from controller.campaign.policy import Decision, RunView
 from controller.campaign.spec import CampaignSpec
+from controller.safefs import component
 from controller.settings import state_dir
 
 CAMPAIGN_STATES = ("queued", "running", "paused", "done", "cancelled")
@@ -147,13 +148,20 @@ class HealthRow:
 
 
 def campaign_dir(campaign_id: str) -> Path:
-    """Per campaign: the submitted file, the progress spool (metrics.jsonl), health command logs, reports."""
-    return state_dir() / "campaigns" / campaign_id
+    """Per campaign: the submitted file, the progress spool (metrics.jsonl), health command logs, reports.
+    The id is one file name (the store's rows are checked against the id grammar; this is the
+    last guard: an id with a `/` or `..` never names a directory)."""
+    return state_dir() / "campaigns" / component(campaign_id, "campaign id")
 
 
 class CampaignStore(Protocol):
     """What the scheduler, the CLI and the report need of a store. Reads return rows; every
     write is one transaction. `find` resolves a user's reference (number, id, part of an id)."""
+
+    @property
+    def refused(self) -> dict[int, str]:
+        """Campaign number -> why a row of it was left out of a listing (controller.campaign.boundary)."""
+        ...
 
     # reads
     def campaign(self, num: int) -> CampaignRow: ...

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from controller.campaign.backends import open_store, store_exists, store_location
+from controller.campaign.boundary import UntrustedRow
 from controller.campaign.plan import draw_seed, order_runs, rack_inventories, validate_cases
 from controller.campaign.progress import QueueEntry, progress_of, queue_entries, queue_schedule
 from controller.campaign.report import export_records, write_report
@@ -23,9 +24,16 @@ from controller.cli.common import inventory_of, print_json
 from controller.inventory import load_inventory, resolve_inventory_path
 from controller.labdb import whoami
 from controller.settings import runs_dir
+from controller.textsafe import shown
 from controller.units import parse_duration
 
 # ---- terminal output -------------------------------------------------------------------------
+
+def say(line: str = "", file: TextIO | None = None, flush: bool = False) -> None:
+    """Print one line whose values may come from the lab database: every control character
+    (ESC, C1, bidi controls, line breaks inside a value) is shown escaped (controller.textsafe)."""
+    print(shown(line), file=file if file is not None else sys.stdout, flush=flush)
+
 
 class Console:
     """Log lines on stderr; on a TTY one progress bar line kept at the bottom."""
@@ -39,7 +47,7 @@ class Console:
     def log(self, msg: str) -> None:
         if self.quiet:
             return
-        line = f"{time.strftime('%H:%M:%S')} {msg}"
+        line = f"{time.strftime('%H:%M:%S')} {shown(msg)}"
         if self.tty and self._bar:
             self.stream.write("\r\x1b[K" + line + "\n" + self._bar)
         else:
@@ -49,7 +57,7 @@ class Console:
     def bar(self, text: str) -> None:
         if not self.tty:
             return
-        self._bar = text[: max(20, _columns(self.stream) - 1)]
+        self._bar = shown(text)[: max(20, _columns(self.stream) - 1)]
         self.stream.write("\r\x1b[K" + self._bar)
         self.stream.flush()
 
@@ -184,28 +192,28 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "estimated_finish_local": f"{local(pl['finish']):%Y-%m-%d %H:%M:%S}"})
         return 0
     keys = list(validated[0].case.varied) if validated else []
-    print(f"campaign {spec.name}: scenario {spec.scenario}, {len(validated)} cases x {spec.repetitions} "
+    say(f"campaign {spec.name}: scenario {spec.scenario}, {len(validated)} cases x {spec.repetitions} "
           f"repetitions = {len(planned)} runs")
-    print(f"racks: {_racks_text(pl)}")
-    print(f"order: {spec.order}" + (f" (seed {pl['seed']}" + ("" if spec.seed is not None else
+    say(f"racks: {_racks_text(pl)}")
+    say(f"order: {spec.order}" + (f" (seed {pl['seed']}" + ("" if spec.seed is not None else
                                                                    ", drawn now; submit draws its own and records it")
                                      + ")" if spec.order == "random" else ""))
     fixed = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in spec.fixed.items())
     if fixed:
-        print(f"fixed: {fixed}")
-    print()
+        say(f"fixed: {fixed}")
+    say()
     widths = [max(len(k), *(len(cases[p.case].varied.get(k, "")) for p in planned)) for k in keys]
     head = f"{'seq':>5} {'case':>4} {'rep':>3}  " + "  ".join(
         f"{k:<{w}}" for k, w in zip(keys, widths, strict=True)) + "  duration"
-    print(head)
+    say(head)
     for p in planned:
         vals = "  ".join(f"{cases[p.case].varied.get(k, ''):<{w}}" for k, w in zip(keys, widths, strict=True))
-        print(f"{p.seq:>5} {p.case + 1:>4} {p.repetition:>3}  {vals}  {pl['durations'][p.case]:g} s")
-    print()
+        say(f"{p.seq:>5} {p.case + 1:>4} {p.repetition:>3}  {vals}  {pl['durations'][p.case]:g} s")
+    say()
     learned = (f", learned from {pl['overhead_learned_from']} earlier runs" if pl["overhead_learned_from"]
                else " (the file's `overhead`)")
-    print(f"traffic time:        {format_span(pl['traffic_s'])}")
-    print(f"estimated rack time: {format_span(pl['rack_s'])} ({len(planned)} runs x (traffic + "
+    say(f"traffic time:        {format_span(pl['traffic_s'])}")
+    say(f"estimated rack time: {format_span(pl['rack_s'])} ({len(planned)} runs x (traffic + "
           f"{pl['overhead_s']:.0f} s set-up/restore{learned})" +
           (f" + {len(planned) - 1} pauses of {spec.pause_s:g} s" if spec.pause_s and len(planned) > 1 else "") + ")")
     start = f"at {local(pl['not_before']):%Y-%m-%d %H:%M}" if pl["not_before"] else "now"
@@ -213,8 +221,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     spread = f" with the runs spread over {len(pl['racks'])} racks" if len(pl["racks"]) > 1 else ""
     ahead = (f", after the {pl['queued_ahead']} campaign{'s' if pl['queued_ahead'] != 1 else ''} queued ahead of it"
              if pl["queued_ahead"] else "")
-    print(f"estimated finish:    {local(pl['finish']):%Y-%m-%d %H:%M} if started {start}{win}{spread}{ahead}")
-    print("nothing was submitted or changed (`ctl campaign submit FILE` queues it)")
+    say(f"estimated finish:    {local(pl['finish']):%Y-%m-%d %H:%M} if started {start}{win}{spread}{ahead}")
+    say("nothing was submitted or changed (`ctl campaign submit FILE` queues it)")
     return 0
 
 
@@ -244,16 +252,16 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print_json({"num": c.num, "id": c.id, "runs": len(pl["planned"]), "seed": pl["seed"],
                      "not_before": pl["not_before"], "estimated_finish": pl["finish"], "scheduler": owner})
         return 0
-    print(f"submitted campaign #{c.num} {c.id}: {len(pl['planned'])} runs"
+    say(f"submitted campaign #{c.num} {c.id}: {len(pl['planned'])} runs"
           + (f", seed {pl['seed']}" if pl["seed"] is not None else "")
           + f"; estimated rack time {format_span(pl['rack_s'])}, finish {local(pl['finish']):%Y-%m-%d %H:%M}")
     if c.multi_rack:
-        print(f"racks: {_racks_text(pl)}; start one `ctl campaign daemon --inventory RACK` per rack "
+        say(f"racks: {_racks_text(pl)}; start one `ctl campaign daemon --inventory RACK` per rack "
               f"(on any controller with the lab database {store_location()})")
     elif owner:
-        print(f"the campaign scheduler (pid {owner.get('pid')}, {owner.get('purpose')}) will run it")
+        say(f"the campaign scheduler (pid {owner.get('pid')}, {owner.get('purpose')}) will run it")
     else:
-        print("no campaign scheduler is running: start `ctl campaign daemon` (or its systemd unit), "
+        say("no campaign scheduler is running: start `ctl campaign daemon` (or its systemd unit), "
               f"or `ctl campaign resume {c.num}` to run it in this terminal")
     return 0
 
@@ -304,39 +312,39 @@ def _print_status(store: Any, c: Any) -> None:
     spec = c.spec()
     view = view_of(c)
     stopped = interrupted_text(c, p)
-    print(f"campaign #{c.num} {c.id}")
+    say(f"campaign #{c.num} {c.id}")
     racks = (f"racks of group {c.rack_group}" if c.rack_group else
              ("racks " + ", ".join(c.racks) if c.multi_rack else f"rack {c.inventory_name}"))
-    print(f"  scenario {c.scenario}; file {c.file_path}; {racks}")
+    say(f"  scenario {c.scenario}; file {c.file_path}; {racks}")
     if stopped:
-        print(f"  state    {stopped}")
+        say(f"  state    {stopped}")
     else:
-        print(f"  state    {c.state}" + (f": {c.reason}" if c.reason else ""))
+        say(f"  state    {c.state}" + (f": {c.reason}" if c.reason else ""))
     if c.activity and c.state in ("queued", "running"):
-        print(f"  {'last' if stopped else 'now':<8} {c.activity}")
+        say(f"  {'last' if stopped else 'now':<8} {c.activity}")
     owner = view.owner
     if c.multi_rack:
         for r in store.runs(c.num):
             if r.state == "running" or (r.claimed_by and r.state == "pending"):
-                print(f"  run {r.seq}  {r.state} on {r.claim_rack} by {r.claimed_by} (lease until "
+                say(f"  run {r.seq}  {r.state} on {r.claim_rack} by {r.claimed_by} (lease until "
                       f"{local(r.claim_until or 0):%H:%M:%S})")
     elif c.state in ("queued", "running") and not stopped:
-        print("  scheduler " + (f"pid {owner.get('pid')} ({owner.get('purpose')})" if owner else
+        say("  scheduler " + (f"pid {owner.get('pid')} ({owner.get('purpose')})" if owner else
                                 f"none running: `ctl campaign resume {c.num}` or start the daemon"))
-    print(f"  runs     {p.done}/{p.total} done, {p.failed} failed, {p.pending} pending, {p.running} "
+    say(f"  runs     {p.done}/{p.total} done, {p.failed} failed, {p.pending} pending, {p.running} "
           + ("interrupted" if stopped else "running") + (f", {p.cancelled} cancelled" if p.cancelled else ""))
     if p.finish_at is not None and p.eta_s is not None and not stopped:
-        print(f"  ETA      {local(p.finish_at):%Y-%m-%d %H:%M} (in {format_span(p.eta_s)})")
-    print(f"  order    {spec.order}" + (f", seed {c.seed}" if c.seed is not None else "")
+        say(f"  ETA      {local(p.finish_at):%Y-%m-%d %H:%M} (in {format_span(p.eta_s)})")
+    say(f"  order    {spec.order}" + (f", seed {c.seed}" if c.seed is not None else "")
           + (f"; window {spec.window}" if spec.window else "") + (f"; pause {spec.pause}" if spec.pause_s else ""))
     fails = [a for a in store.attempts(c.num) if a.klass and a.klass != "ok"]
     if fails:
-        print("  problems:")
+        say("  problems:")
         for a in fails[-10:]:
-            print(f"    run {a.seq} attempt {a.attempt}: {a.klass} -> {a.action}: {(a.error or '')[:160]}")
+            say(f"    run {a.seq} attempt {a.attempt}: {a.klass} -> {a.action}: {(a.error or '')[:160]}")
     health = store.health_checks(c.num)
     if health and not health[-1].ok:
-        print("  last health check FAILED: " + "; ".join(health[-1].reasons))
+        say("  last health check FAILED: " + "; ".join(health[-1].reasons))
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -346,7 +354,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             return 0 if args.id is None else 2
         if args.id is not None:
             raise CampaignError("no campaigns yet")
-        print("no campaigns yet")
+        say("no campaigns yet")
         return 0
     store = open_store()
     try:
@@ -354,15 +362,25 @@ def cmd_status(args: argparse.Namespace) -> int:
             return _watch(store, store.find(args.id).num)
         if args.id is None and not args.watch:
             cs = store.campaigns()
-            if args.json:
-                print_json([status_json(store, c) for c in cs])
-                return 0
-            if not cs:
-                print("no campaigns yet")
+            shown_json: list[dict] = []
+            if not cs and not args.json:
+                say("no campaigns yet")
             for c in cs:
-                p = progress_of(store, c)
-                print(progress_line(c, p, interrupted=interrupted_text(c, p)) + f"  {c.id}"
-                      + (f"  ({c.reason})" if c.reason else ""))
+                # A row of the lab database that fails the checks (controller.campaign.boundary) is
+                # named on stderr; the other campaigns are listed.
+                try:
+                    if args.json:
+                        shown_json.append(status_json(store, c))
+                        continue
+                    p = progress_of(store, c)
+                    say(progress_line(c, p, interrupted=interrupted_text(c, p)) + f"  {c.id}"
+                        + (f"  ({c.reason})" if c.reason else ""))
+                except UntrustedRow as exc:
+                    store.refused[c.num] = exc.one_line()
+            for num in sorted(store.refused):
+                say(f"campaign #{num} not shown: {store.refused[num]}", file=sys.stderr)
+            if args.json:
+                print_json(shown_json)
             return 0
         c = store.find(args.id)
         if args.json:
@@ -388,20 +406,21 @@ def _watch(store: Any, num: int) -> int:
             line = progress_line(c, p, interrupted=stopped)
             if c.activity and c.state in ("queued", "running") and not stopped:
                 line += f"  | {c.activity}"
+            line = shown(line)
             if out.isatty():
                 out.write("\r\x1b[K" + line[: _columns(out) - 1])
                 out.flush()
             elif line != last:
-                print(line, flush=True)
+                say(line, flush=True)
             last = line
             if c.state not in ("queued", "running"):
                 if out.isatty():
                     out.write("\n")
-                print(f"campaign #{c.num} is {c.state}" + (f": {c.reason}" if c.reason else ""), flush=True)
+                say(f"campaign #{c.num} is {c.state}" + (f": {c.reason}" if c.reason else ""), flush=True)
                 # Scripts wait with --watch: 0 only when the campaign finished with every run done;
                 # 1 when it stopped short (paused, cancelled) or some runs failed.
                 if c.state == "done" and p.failed:
-                    print(f"{p.failed} of {p.total} runs failed (`ctl campaign status {c.num}`)", flush=True)
+                    say(f"{p.failed} of {p.total} runs failed (`ctl campaign status {c.num}`)", flush=True)
                 return 0 if c.state == "done" and not p.failed else 1
             time.sleep(1.0)
     except KeyboardInterrupt:
@@ -423,7 +442,7 @@ def cmd_pause(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"num": c.num, "id": c.id, "state": c.state, "reason": c.reason, "now": bool(args.now)})
         else:
-            print(f"campaign #{c.num} {c.id} paused {when}; `ctl campaign resume {c.num}` continues it")
+            say(f"campaign #{c.num} {c.id} paused {when}; `ctl campaign resume {c.num}` continues it")
         return 0
     finally:
         store.close()
@@ -434,16 +453,16 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     try:
         c = store.find(args.id)
         c = store.set_state(c.num, "cancelled", args.reason or "cancelled by user", abort=True)
-        say = (lambda m: None) if args.json else print
-        say(f"campaign #{c.num} {c.id} cancelled: no further runs")
+        tell = (lambda m: None) if args.json else say
+        tell(f"campaign #{c.num} {c.id} cancelled: no further runs")
         current = None
         if any(r.state == "running" for r in store.runs(c.num)):
             if c.multi_rack or scheduler_owner(c.inventory_name):
                 current = "stopped by its scheduler"
-                say("the scheduler stops the current run and restores the rack")
+                tell("the scheduler stops the current run and restores the rack")
             elif asyncio.run(settle_for_cancel(store, c, Console(quiet=args.json).log)):
                 current = "closed here"
-                say("the interrupted run's record was closed and the rack restored")
+                tell("the interrupted run's record was closed and the rack restored")
         if args.json:
             print_json({"num": c.num, "id": c.id, "state": c.state, "reason": c.reason, "current_run": current})
         return 0
@@ -457,13 +476,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
         c = store.find(args.id)
         if c.state == "paused":
             c = store.set_state(c.num, "running" if c.started else "queued", None)
-            print(f"campaign #{c.num} {c.id} resumed", file=sys.stderr)
+            say(f"campaign #{c.num} {c.id} resumed", file=sys.stderr)
             if args.json and args.no_wait:
                 print_json({"num": c.num, "id": c.id, "state": c.state, "resumed": True})
         elif c.state in ("done", "cancelled"):
             raise CampaignError(f"campaign #{c.num} is {c.state}: nothing to resume (submit the file again)")
         else:
-            print(f"campaign #{c.num} {c.id} is {c.state}: continuing it", file=sys.stderr)
+            say(f"campaign #{c.num} {c.id} is {c.state}: continuing it", file=sys.stderr)
             if args.json and args.no_wait:
                 print_json({"num": c.num, "id": c.id, "state": c.state, "resumed": False})
         if args.no_wait:
@@ -479,7 +498,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         lock = SchedulerLock(f"ctl campaign resume #{c.num}", rack_name)
         if not lock.try_acquire():
             o = scheduler_owner(rack_name) or {}
-            print(f"the campaign scheduler (pid {o.get('pid', '?')}, {o.get('purpose', '?')}) continues it",
+            say(f"the campaign scheduler (pid {o.get('pid', '?')}, {o.get('purpose', '?')}) continues it",
                   file=sys.stderr)
             return 0
         try:
@@ -545,7 +564,7 @@ def _serve(store: Any, only: set[int] | None, *, exit_when_idle: bool, quiet: bo
         return 0
     if watch is not None:
         c = store.campaign(watch)
-        print(f"campaign #{c.num} {c.id}: {c.state}" + (f" ({c.reason})" if c.reason else ""))
+        say(f"campaign #{c.num} {c.id}: {c.state}" + (f" ({c.reason})" if c.reason else ""))
         if c.state == "paused":
             return 1
     return 0
@@ -564,8 +583,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"html": str(html), "markdown": str(md)})
     else:
-        print(f"report: {html}")
-        print(f"markdown: {md}")
+        say(f"report: {html}")
+        say(f"markdown: {md}")
     return 0
 
 
@@ -576,10 +595,21 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         c = store.find(args.id)
         out = Path(args.out)
-        n = export_records(store, c, out)
+        ex = export_records(store, c, out)
+        where = store_location()
     finally:
         store.close()
-    print(f"{n} records of campaign #{c.num} written under {out}")
+    local = f" ({ex.copied_local} from this controller's own records)" if ex.copied_local else ""
+    say(f"{ex.written} records of campaign #{c.num} written under {out}{local}; "
+        f"{ex.completed} runs of the campaign are done")
+    if ex.missing:
+        # Issue 25: never a silent "0 records written" for a campaign whose runs are done.
+        first = ", ".join(f"run {seq} {rid} ({loc})" for seq, rid, loc in ex.missing[:3])
+        more = f" and {len(ex.missing) - 3} more" if len(ex.missing) > 3 else ""
+        say(f"{len(ex.missing)} completed runs have no record in the store ({where}) nor on this controller: "
+            f"{first}{more}; export them on the controller that ran them (their schedulers upload records only "
+            "to a lab database, $CTL_DATABASE_URL)", file=sys.stderr)
+        return 1
     return 0
 
 

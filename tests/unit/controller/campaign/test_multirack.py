@@ -69,15 +69,15 @@ def test_the_report_reads_uploaded_results_and_shows_the_rack_as_a_factor(tmp_pa
         rack = "vtest" if r.seq % 2 else "vtestb"
         got = store.claim_next(c.num, rack=rack, holder=rack, lease_s=60)
         assert got.seq == r.seq
-        a = store.start_attempt(c.num, r.seq, f"rid{r.seq}", Path(f"/elsewhere/{rack}/rid{r.seq}"), None,
+        rid = f"20260101T000000Z_rid{r.seq}"
+        a = store.start_attempt(c.num, r.seq, rid, Path(f"/elsewhere/{rack}/rid{r.seq}"), None,
                                 holder=rack, rack=rack, controller=f"bob@ctl-{rack}:1/{rack}")
         store.finish_attempt(c.num, r.seq, a, status="completed", exit_code=0, error=None, klass="ok",
                              decision=Decision("done", "done"), holder=rack)
         # the records are on the other controllers: only the uploads are here
-        store.put_record(run_id=f"rid{r.seq}", num=c.num, seq=r.seq, attempt=a, rack=rack, controller="x",
+        store.put_record(run_id=rid, num=c.num, seq=r.seq, attempt=a, rack=rack, controller="x",
                          record_dir=Path(f"/elsewhere/{rack}/rid{r.seq}"), status="completed",
-                         manifest={"status": "completed", "run_id": f"rid{r.seq}"},
-                         summary={"jain_index": jain[r.seq]})
+                         manifest={"status": "completed", "run_id": rid}, summary={"jain_index": jain[r.seq]})
     html, md = write_report(store, store.campaign(c.num), tmp_path / "report")
     text = html.read_text()
     assert "Rack as a factor" in text and "vtest: n, mean ± 95% CI" in text and "vtestb: n, mean ± 95% CI" in text
@@ -85,8 +85,10 @@ def test_the_report_reads_uploaded_results_and_shows_the_rack_as_a_factor(tmp_pa
     mdt = md.read_text()
     # case 1 (link2=10M) ran rep 1 on vtest (0.70) and rep 2 on vtestb (0.72)
     assert "| 1 | 10M | 1: 0.7 | 1: 0.72 |" in mdt and "| all |  | 2: 0.75 ± " in mdt
-    n = export_records(store, store.campaign(c.num), tmp_path / "exported")
-    assert n == 4 and json.loads((tmp_path / "exported" / "rid3" / "summary.json").read_text()) == {"jain_index": 0.8}
+    ex = export_records(store, store.campaign(c.num), tmp_path / "exported")
+    assert (ex.written, ex.completed, ex.copied_local, ex.missing) == (4, 4, 0, [])
+    assert json.loads((tmp_path / "exported" / "20260101T000000Z_rid3" / "summary.json").read_text()) == \
+        {"jain_index": 0.8}
     store.close()
 
 

@@ -103,7 +103,7 @@ def test_through_the_store_the_second_campaign_finishes_after_the_first(store, t
     assert p1.finish_at == NOW + 4 * 15                    # 4 runs x (5 s traffic + 10 s overhead)
     assert p2.finish_at == NOW + 8 * 15 and p2.eta_s == 8 * 15
     # the first one's run in progress counts what is left of it
-    a = store.start_attempt(first.num, 1, "rid1", tmp_path / "runs" / "rid1", None)
+    a = store.start_attempt(first.num, 1, "20260101T000000Z_rid1", tmp_path / "runs" / "20260101T000000Z_rid1", None)
     assert a is not None
     started = store.attempts(first.num)[0].started
     entries = queue_entries(store, started + 12.0)

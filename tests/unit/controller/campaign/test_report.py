@@ -60,7 +60,7 @@ def _campaign(tmp_path: Path, monkeypatch, file: Path, summaries) -> tuple[SQLit
                      inventory_name="vunit", runs_root=tmp_path / "runs", seed=5, not_before=None, cases=cases,
                      planned=planned, durations={x.index: 5.0 for x in cases})
     for r in store.runs(c.num):
-        rec = RunRecord(tmp_path / "runs", f"rec-{r.seq}")
+        rec = RunRecord(tmp_path / "runs", f"20260101T000000Z_rec-{r.seq}")
         rec.start(scenario=spec.scenario, parameters={}, inventory={"name": "vunit"}, inventory_file="",
                   campaign=c.id)
         summary = summaries(r)

@@ -76,13 +76,13 @@ def test_submit_records_the_plan(env):
 
 def test_attempt_transitions(env):
     store, c, _ = env
-    a = store.start_attempt(c.num, 1, "rid-1", Path("/r/rid-1"), None)
+    a = store.start_attempt(c.num, 1, "20260101T000000Z_rid-1", Path("/r/rid-1"), None)
     assert a == 1
     assert store.campaign(c.num).state == "running" and store.campaign(c.num).started is not None
     r = store.run(c.num, 1)
-    assert (r.state, r.attempts, r.run_id) == ("running", 1, "rid-1")
+    assert (r.state, r.attempts, r.run_id) == ("running", 1, "20260101T000000Z_rid-1")
     # a running run cannot be started twice
-    assert store.start_attempt(c.num, 1, "rid-x", Path("/r/x"), None) is None
+    assert store.start_attempt(c.num, 1, "20260101T000000Z_rid-x", Path("/r/x"), None) is None
     d = decide("result-invalid", failures_before=0, interruptions_before=0, policy=c.spec().retry, now=100.0,
                what="run 1", error="MPTCP not negotiated")
     store.finish_attempt(c.num, 1, 1, status="invalid", exit_code=4, error="MPTCP not negotiated",
@@ -92,7 +92,7 @@ def test_attempt_transitions(env):
     att = store.attempts(c.num)
     assert [(x.attempt, x.status, x.klass, x.action) for x in att] == [(1, "invalid", "result-invalid", "retry")]
     # second failure: the policy says skip
-    store.start_attempt(c.num, 1, "rid-2", Path("/r/rid-2"), None)
+    store.start_attempt(c.num, 1, "20260101T000000Z_rid-2", Path("/r/rid-2"), None)
     d = decide("result-invalid", failures_before=1, interruptions_before=0, policy=c.spec().retry, now=200.0,
                what="run 1", error="again")
     store.finish_attempt(c.num, 1, 2, status="invalid", exit_code=4, error="again", klass="result-invalid", decision=d)
@@ -102,12 +102,12 @@ def test_attempt_transitions(env):
 
 def test_pause_from_the_policy_and_campaign_transitions(env):
     store, c, _ = env
-    store.start_attempt(c.num, 2, "rid", Path("/r/rid"), None)
+    store.start_attempt(c.num, 2, "20260101T000000Z_rid", Path("/r/rid"), None)
     store.finish_attempt(c.num, 2, 1, status="failed", exit_code=2, error="refused", klass="refused",
                          decision=Decision("pending", "pause", pause_reason="run 2: refused"))
     c2 = store.campaign(c.num)
     assert (c2.state, c2.reason) == ("paused", "run 2: refused")
-    assert store.start_attempt(c.num, 3, "rid3", Path("/r/rid3"), None) is None  # paused: nothing starts
+    assert store.start_attempt(c.num, 3, "20260101T000000Z_rid3", Path("/r/rid3"), None) is None  # paused: nothing starts
     store.set_state(c.num, "running")
     store.set_state(c.num, "cancelled", "enough")
     assert {r.state for r in store.runs(c.num)} == {"cancelled"}
@@ -122,7 +122,7 @@ def test_finish_campaign_only_when_nothing_is_left(env):
     store, c, _ = env
     assert store.finish_campaign(c.num).state == "queued"
     for r in store.runs(c.num):
-        a = store.start_attempt(c.num, r.seq, f"rid{r.seq}", Path(f"/r/{r.seq}"), None)
+        a = store.start_attempt(c.num, r.seq, f"20260101T000000Z_rid{r.seq}", Path(f"/r/{r.seq}"), None)
         assert a is not None
         store.finish_attempt(c.num, r.seq, a, status="completed", exit_code=0, error=None, klass="ok",
                              decision=Decision("done", "done"))
@@ -176,16 +176,16 @@ def test_reconcile_never_repeats_a_completed_run_and_requeues_interrupted_ones(e
     root = tmp / "runs"
     said: list[str] = []
     # controller died after the record was final, before the store knew: the run is done
-    store.start_attempt(c.num, 1, "r1", root / "r1", None)
-    make_record(root, "r1", "completed")
+    store.start_attempt(c.num, 1, "20260101T000000Z_r1", root / "20260101T000000Z_r1", None)
+    make_record(root, "20260101T000000Z_r1", "completed")
     # died mid-run; recovery restored the rack and marked the record aborted: run it again
-    store.start_attempt(c.num, 2, "r2", root / "r2", None)
-    make_record(root, "r2", "aborted", "controller (pid 1 on h) died before restoring; rack restored by recovery")
+    store.start_attempt(c.num, 2, "20260101T000000Z_r2", root / "20260101T000000Z_r2", None)
+    make_record(root, "20260101T000000Z_r2", "aborted", "controller (pid 1 on h) died before restoring; rack restored by recovery")
     # died between the store's `running` and the record's creation: nothing was touched, run it again
-    store.start_attempt(c.num, 3, "r3", root / "r3", None)
+    store.start_attempt(c.num, 3, "20260101T000000Z_r3", root / "20260101T000000Z_r3", None)
     # died after an invalid result was final: the retry policy decides
-    store.start_attempt(c.num, 4, "r4", root / "r4", None)
-    make_record(root, "r4", "invalid", "MPTCP not negotiated")
+    store.start_attempt(c.num, 4, "20260101T000000Z_r4", root / "20260101T000000Z_r4", None)
+    make_record(root, "20260101T000000Z_r4", "invalid", "MPTCP not negotiated")
     reconcile(store, store.running_runs("vunit"), said.append)
     states = {r.seq: (r.state, r.attempts, r.failures, r.interruptions) for r in store.runs(c.num) if r.seq <= 4}
     assert states == {1: ("done", 1, 0, 0), 2: ("pending", 1, 0, 1), 3: ("pending", 1, 0, 1),
@@ -200,8 +200,8 @@ def test_reconcile_never_repeats_a_completed_run_and_requeues_interrupted_ones(e
 
 def test_reconcile_does_not_trust_a_record_recovery_left_running(env):
     store, c, tmp = env
-    store.start_attempt(c.num, 1, "r1", tmp / "runs" / "r1", None)
-    make_record(tmp / "runs", "r1", None)  # still `running`
+    store.start_attempt(c.num, 1, "20260101T000000Z_r1", tmp / "runs" / "20260101T000000Z_r1", None)
+    make_record(tmp / "runs", "20260101T000000Z_r1", None)  # still `running`
     reconcile(store, store.running_runs("vunit"), lambda m: None)
     assert store.campaign(c.num).state == "paused"
     assert "record still marked running" in (store.campaign(c.num).reason or "")

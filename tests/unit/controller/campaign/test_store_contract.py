@@ -103,9 +103,9 @@ def test_submit_find_and_racks(backend, tmp_path):
 def test_attempts_transitions_and_pause(backend, tmp_path):
     s = backend()
     c = submit(s, tmp_path)
-    assert s.start_attempt(c.num, 1, "rid-1", Path("/r/1"), None, rack="rack-a", controller="me") == 1
+    assert s.start_attempt(c.num, 1, "20260101T000000Z_rid-1", Path("/r/1"), None, rack="rack-a", controller="me") == 1
     assert s.campaign(c.num).state == "running"
-    assert s.start_attempt(c.num, 1, "rid-x", Path("/r/x"), None) is None      # not twice
+    assert s.start_attempt(c.num, 1, "20260101T000000Z_rid-x", Path("/r/x"), None) is None      # not twice
     assert [r.seq for r in s.running_runs("rack-a")] == [1] and s.running_runs("rack-b") == []
     d = decide("result-invalid", failures_before=0, interruptions_before=0, policy=c.spec().retry, now=100.0,
                what="run 1", error="MPTCP not negotiated")
@@ -116,7 +116,7 @@ def test_attempts_transitions_and_pause(backend, tmp_path):
     assert (r.state, r.failures, r.not_before, r.last_class) == ("pending", 1, 100.0, "result-invalid")
     a = s.attempts(c.num)[0]
     assert (a.status, a.klass, a.action, a.rack, a.controller) == ("invalid", "result-invalid", "retry", "rack-a", "me")
-    s.start_attempt(c.num, 2, "rid-2", Path("/r/2"), None)
+    s.start_attempt(c.num, 2, "20260101T000000Z_rid-2", Path("/r/2"), None)
     s.finish_attempt(c.num, 2, 1, status="failed", exit_code=2, error="refused", klass="refused",
                      decision=Decision("pending", "pause", pause_reason="run 2: refused"))
     assert (s.campaign(c.num).state, s.campaign(c.num).reason) == ("paused", "run 2: refused")
@@ -137,7 +137,7 @@ def test_finish_campaign_and_overhead(backend, tmp_path):
     c = submit(s, tmp_path)
     assert s.finish_campaign(c.num).state == "queued"
     for r in s.runs(c.num):
-        a = s.start_attempt(c.num, r.seq, f"r{r.seq}", Path(f"/r/{r.seq}"), None, rack="rack-b")
+        a = s.start_attempt(c.num, r.seq, f"20260101T000000Z_r{r.seq}", Path(f"/r/{r.seq}"), None, rack="rack-b")
         s.finish_attempt(c.num, r.seq, a, status="completed", exit_code=0, error=None, klass="ok",
                          decision=Decision("done", "done"), finished=time.time() + 7.0)
     assert s.finish_campaign(c.num).state == "done"
@@ -155,7 +155,7 @@ def test_claims_are_exclusive_and_skip_what_does_not_fit(backend, tmp_path):
     assert (a.claimed_by, a.claim_rack) == ("A", "rack-a")
     # B cannot start A's claim; A can
     assert s.start_attempt(c.num, a.seq, "x", Path("/r/x"), None, holder="B") is None
-    assert s.start_attempt(c.num, a.seq, "ra", Path("/r/ra"), None, holder="A", rack="rack-a") == 1
+    assert s.start_attempt(c.num, a.seq, "20260101T000000Z_ra", Path("/r/ra"), None, holder="A", rack="rack-a") == 1
     assert s.renew_claim(c.num, a.seq, "A", 30) and not s.renew_claim(c.num, a.seq, "B", 30)
     # released claims go back to the queue; `fits` skips runs that would not fit (e.g. a reservation)
     s.release_claim(c.num, b.seq, "B")
@@ -184,7 +184,7 @@ def test_concurrent_claimers_take_every_run_exactly_once(backend, tmp_path):
                 r = store.claim_next(c.num, rack=f"rack-{i % 2}", holder=f"h{i}", lease_s=60)
                 if r is None:
                     break
-                att = store.start_attempt(c.num, r.seq, f"r{r.seq}", Path(f"/r/{r.seq}"), None, holder=f"h{i}",
+                att = store.start_attempt(c.num, r.seq, f"20260101T000000Z_r{r.seq}", Path(f"/r/{r.seq}"), None, holder=f"h{i}",
                                           rack=f"rack-{i % 2}")
                 assert att == 1
                 store.finish_attempt(c.num, r.seq, att, status="completed", exit_code=0, error=None, klass="ok",
@@ -212,7 +212,7 @@ def test_taking_back_an_expired_claim_never_races_a_live_one(backend, tmp_path):
     s = backend()
     c = submit(s, tmp_path, racks=["rack-a", "rack-b"])
     r = s.claim_next(c.num, rack="rack-a", holder="A", lease_s=0.2)
-    att = s.start_attempt(c.num, r.seq, "ra", Path("/r/ra"), None, holder="A", rack="rack-a")
+    att = s.start_attempt(c.num, r.seq, "20260101T000000Z_ra", Path("/r/ra"), None, holder="A", rack="rack-a")
     assert s.expired_running(time.time()) == []
     time.sleep(0.3)
     now = time.time()
@@ -243,15 +243,15 @@ def test_taking_back_an_expired_claim_never_races_a_live_one(backend, tmp_path):
 def test_records_are_uploaded_and_replaced(backend, tmp_path):
     s = backend()
     c = submit(s, tmp_path)
-    s.put_record(run_id="rid", num=c.num, seq=1, attempt=1, rack="rack-a", controller="alice@m1:1",
+    s.put_record(run_id="20260101T000000Z_rid", num=c.num, seq=1, attempt=1, rack="rack-a", controller="alice@m1:1",
                  record_dir=Path("/runs/rid"), status="running", manifest={"status": "running"}, summary=None)
-    s.put_record(run_id="rid", num=c.num, seq=1, attempt=1, rack="rack-a", controller="alice@m1:1",
+    s.put_record(run_id="20260101T000000Z_rid", num=c.num, seq=1, attempt=1, rack="rack-a", controller="alice@m1:1",
                  record_dir=Path("/runs/rid"), status="completed", manifest={"status": "completed"},
                  summary={"jain_index": 0.9})
-    rec = s.record("rid")
+    rec = s.record("20260101T000000Z_rid")
     assert (rec["status"], rec["summary"], rec["manifest"], rec["rack"]) == \
         ("completed", {"jain_index": 0.9}, {"status": "completed"}, "rack-a")
-    assert [x["run_id"] for x in s.records(c.num)] == ["rid"] and s.record("other") is None
+    assert [x["run_id"] for x in s.records(c.num)] == ["20260101T000000Z_rid"] and s.record("other") is None
 
 
 KILLED_IN_TRANSACTION = textwrap.dedent("""
@@ -294,12 +294,12 @@ def test_postgres_migrates_an_older_schema_keeping_its_rows_and_refuses_a_newer_
     assert migrate(conn, target=1) == (0, 1)                                 # an "old ctl"'s database
     conn.execute("INSERT INTO campaigns (id, name, scenario, file_path, file_text, file_sha256, spec_json, "
                  "inventory_path, inventory_name, runs_root, state, submitted, updated) VALUES "
-                 "('old', 'old', 's', 'f', 't', 'h', '{}', 'i', 'rack-a', 'r', 'done', 1, 1)")
+                 "('20250101T000000Z_old', 'old', 's', '/f', 't', 'h', '{}', '/i', 'rack-a', '/r', 'done', 1, 1)")
     monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path))
     store = PostgresStore(pg_url)                                             # opening migrates
     assert current_version(store.conn) == LATEST
     old = store.campaigns()[0]
-    assert (old.id, old.racks, old.owner) == ("old", ["rack-a"], None)
+    assert (old.id, old.racks, old.owner) == ("20250101T000000Z_old", ["rack-a"], None)
     assert migrate(conn) == (LATEST, LATEST)                                  # idempotent
     conn.execute("INSERT INTO schema_version (version, description) VALUES (%s, 'from the future')", (LATEST + 1,))
     with pytest.raises(SchemaTooNew, match=f"version {LATEST + 1} is newer than this ctl"):
@@ -318,12 +318,12 @@ def test_sqlite_migrates_a_version_1_file_keeping_its_rows(tmp_path, monkeypatch
     db.executescript(sqlite_store.SCHEMA_V1)
     db.execute("INSERT INTO campaigns (id, name, scenario, file_path, file_text, file_sha256, spec_json, "
                "inventory_path, inventory_name, runs_root, state, submitted, updated) VALUES "
-               "('old', 'old', 's', 'f', 't', 'h', '{}', 'i', 'rack-a', 'r', 'done', 1, 1)")
+               "('20250101T000000Z_old', 'old', 's', '/f', 't', 'h', '{}', '/i', 'rack-a', '/r', 'done', 1, 1)")
     db.execute("PRAGMA user_version=1")
     db.close()
     s = SQLiteStore(path)
     assert s.db.execute("PRAGMA user_version").fetchone()[0] == sqlite_store.SCHEMA_VERSION == 2
-    assert [c.id for c in s.campaigns()] == ["old"] and s.campaigns()[0].racks == ["rack-a"]
+    assert [c.id for c in s.campaigns()] == ["20250101T000000Z_old"] and s.campaigns()[0].racks == ["rack-a"]
     s.close()
 
 

@@ -78,7 +78,7 @@ def reproduction(invs, tmp_path: Path, shift: float = 0.0) -> record.Reproductio
     try:
         for c in r.campaigns:
             for run in store.runs(c["num"]):
-                rec = RunRecord(tmp_path / "runs", f"{c['key']}-{run.seq}-{shift}")
+                rec = RunRecord(tmp_path / "runs", f"20260101T000000Z_{c['key']}-{run.seq}-{shift}")
                 rec.start(scenario="x", parameters={}, inventory={"name": inv.name}, inventory_file="",
                           campaign=c["id"])
                 rec.write_json("summary.json", summary(c["key"], run.varied, run.repetition, shift))
