@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -28,23 +29,40 @@ from controller.lab.access import account_files
 from controller.lab.influxd import InfluxServer
 from controller.lab.snmpd_conf import render_snmpd_conf
 from controller.settings import state_dir
-from controller.safefs import private_dir, write_private
+from controller.safefs import create_private, private_dir, read_private, write_private
 from controller.lab.plan import Daemon, LAB_FORMAT, LabPlan, REQUIRED_TOOLS, host_dir, plan_lab
 
 
+# A secret as ctl writes one (secrets.token_urlsafe) or a person would: one line, one token of
+# printable ASCII, no blanks. Anything else at a secret's path is not taken for a secret.
+_TOKEN_LINE = re.compile(rb"[\x21-\x7e]{1,256}\n?")
+
+
 def _secret_for(ref, what: str) -> str:
-    """The value behind a SecretRef; for a file the lab itself provides, create it (0600) once."""
-    try:
+    """The value behind a SecretRef; for a file the lab itself provides, create it (0600) once.
+
+    The file is only ever created (create_private: never over anything at its path, never
+    through a symlink). An existing file is taken as the secret only if it is one token line,
+    as ctl writes it; anything else -- an inventory pointing at a config file whose first line
+    is blank, say -- is a one-line error naming it, and the file is left byte for byte."""
+    if ref.file is None or (ref.env and os.environ.get(ref.env)):
         return ref.resolve(what)
-    except ParameterError:
-        if ref.file is None:
-            raise
     private_dir(ref.file.parent, "secret directory", 0o700)
-    write_private(ref.file, secrets.token_urlsafe(18) + "\n", f"{what} file")
-    return ref.resolve(what)
+    token = secrets.token_urlsafe(18)
+    if create_private(ref.file, token + "\n", f"{what} file"):
+        return token
+    data = read_private(ref.file, f"{what} file", 4096)
+    if not _TOKEN_LINE.fullmatch(data):
+        raise ParameterError(f"{what}: {ref.file} exists and is not a secret (one line, one token): left as it "
+                             "is; write the secret alone on its first line, or point the inventory at a file "
+                             "that does not exist yet for ctl to create")
+    return data.decode("ascii").strip()
 
 
-def _write_snmpd_configs(inv: Inventory) -> None:
+def _snmp_secrets(inv: Inventory) -> dict[str, tuple[str | None, str | None, str | None, str | None]]:
+    """Each SNMP host's (community, v3 user, auth key, priv key), generated where the lab
+    provides them: read (or refused) before anything of the rack is built."""
+    out = {}
     for h, host in sorted(inv.hosts.items()):
         s = host.snmp
         if s is None:
@@ -55,9 +73,16 @@ def _write_snmpd_configs(inv: Inventory) -> None:
             user = s.user
             auth = _secret_for(s.auth_key, f"{h} SNMP auth key")
             priv = _secret_for(s.priv_key, f"{h} SNMP priv key")
+        out[h] = (community, user, auth, priv)
+    return out
+
+
+def _write_snmpd_configs(inv: Inventory, snmp_secrets: dict) -> None:
+    for h, (community, user, auth, priv) in sorted(snmp_secrets.items()):
+        s = inv.hosts[h].snmp
         d = host_dir(inv, h)
         private_dir(d / "snmp", "snmpd state directory", 0o700)
-        text = render_snmpd_conf(f"udp:{host.mgmt.address}:{s.port}", community, user, auth, priv,
+        text = render_snmpd_conf(f"udp:{inv.hosts[h].mgmt.address}:{s.port}", community, user, auth, priv,
                                  auth_protocol=s.auth_protocol or "sha", priv_protocol=s.priv_protocol or "aes",
                                  sys_name=h)
         write_private(d / "snmpd.conf", text, "snmpd configuration")
@@ -255,6 +280,7 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
                            "run `ctl lab down` and `ctl lab up`")
     if st is not None and topology_intact(inv, st):
         return repair(inv, st)  # the topology is intact: restart only what died (e.g. InfluxDB)
+    snmp_secrets = _snmp_secrets(inv)   # a secret file that is not one is refused before anything changes
     if st is not None or any(ns in _list_netns() for ns in plan_lab(inv).namespaces):
         lab_down(inv)  # a half-built or broken rack: remove what it recorded, then rebuild
     plan = plan_lab(inv, dnpipe_binary=dnpipe_binary)
@@ -278,7 +304,7 @@ def lab_up(inv: Inventory, *, dnpipe_binary: str | None = None, extra_daemons=No
             host = inv.hosts[h]
             if host.shaper is not None and host.shaper.kind == "dnpipe":
                 host.shaper.control_dir.mkdir(parents=True, exist_ok=True)
-        _write_snmpd_configs(inv)
+        _write_snmpd_configs(inv, snmp_secrets)
         _write_accounts(inv, plan)
         for d in list(plan.daemons) + list(extra_daemons or []):
             state.processes.append(_start_daemon(d))
