@@ -48,8 +48,8 @@ TABLES = {
           "100:300ms"),
     # "Do no harm" as RFC 6356 states it: against a regular (Reno) TCP flow on the shared
     # bottleneck, a coupled connection should take about that flow's rate; two uncoupled Reno
-    # subflows take about twice it. Not a table of the paper (its single-path flow's algorithm
-    # is not given): no paper column.
+    # subflows take about twice it. Not a table of the paper (its single-path flow is TCP Cubic,
+    # sections 4.2.1 and 4.2.2: controller/reproduce/hypotheses.py quotes them): no paper column.
     "2r": ("shared-bottleneck", ["--tcp-cc", "reno"], "--delay", "100ms", "ratio", {"columns": [], "rows": {}},
            None),
 }

@@ -32,9 +32,9 @@ from controller.settings import runs_dir
 
 
 def _mode(args: argparse.Namespace) -> str:
-    chosen = [m for m in ("smoke", "quick", "full") if getattr(args, m, False)]
+    chosen = [m for m in ("smoke", "quick", "full", "deviations") if getattr(args, m, False)]
     if len(chosen) > 1:
-        raise UsageError("reproduce: give one of --smoke, --quick, --full")
+        raise UsageError("reproduce: give one of --smoke, --quick, --full, --deviations")
     return chosen[0] if chosen else "quick"
 
 
@@ -290,8 +290,12 @@ def register(sub) -> None:
     p = add_command(sub, "reproduce", description="Regenerate every paper's tables and figures on this rack: one group "
                     "of campaigns and one report with a verdict per claim.")
     p.add_argument("--quick", action="store_true", help="about 30 minutes on the virtual rack (the default)")
-    p.add_argument("--full", action="store_true", help="the papers' own designs (the 600-run sweep included)")
+    p.add_argument("--full", action="store_true", help="the papers' own designs (the 600-run sweep included), then "
+                   "the deviation experiments")
     p.add_argument("--smoke", action="store_true", help="a few short runs per paper: checks the chain only")
+    p.add_argument("--deviations", action="store_true",
+                   help="only the experiments that test each candidate cause of a deviation from a paper "
+                        "(--full runs them too, after the papers' designs); the report judges each hypothesis")
     p.add_argument("--papers", help="comma-separated: mcubic,bbrv3,parallel,mptcp-bt,field (default: all)")
     p.add_argument("--dry-run", action="store_true", help="print the campaigns, runs, rack time and finish; change nothing")
     p.add_argument("--at", help="not before this time (HH:MM or ISO date and time)")

@@ -6,53 +6,32 @@ figures, in one of three sizes, from the congestion controls the rack can run.
     --quick   about 30 minutes on the virtual rack: fewer cases and repetitions, shorter runs
               (what is left out is listed in `notes`, and the report says it)
     --smoke   a few short runs per paper: checks the rack and the whole chain, decides nothing
+    --deviations  only the deviation experiments (controller.reproduce.hypotheses): each candidate
+              cause of a claim that does not reproduce, tested; --full queues them too, after the
+              papers' own designs
 
 Each campaign is an ordinary campaign file (`campaign_document`) for an existing scenario.
 A refused run (an algorithm that will not load) is skipped, not a reason to pause the night.
 """
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import yaml
+
 from controller.errors import UsageError
+from controller.reproduce.campaign_design import CampaignDesign, traffic_estimate
+from controller.reproduce.hypotheses import EXPERIMENTS, Experiment
 from controller.reproduce.papers import BBR_LOSSES, BBR_RTTS, MCUBIC_ROWS, PAPERS, TABLE1
 from controller.scenarios.shared_bottleneck import TABLE2, TABLE3
-from controller.units import parse_duration, parse_rate, parse_size
+from nodes.congestion.catalog import ALGORITHMS
 
-MODES = ("smoke", "quick", "full")
+MODES = ("smoke", "quick", "full", "deviations")
 # Between runs: queues drain and the previous run's sockets close (TIME_WAIT does not matter: new ports).
-PAUSES = {"smoke": "0s", "quick": "1s", "full": "5s"}
-
-
-@dataclass(frozen=True)
-class CampaignDesign:
-    paper: str
-    key: str                          # what the report and compare read it as: mcubic-table1, bbrv3, ...
-    title: str
-    scenario: str
-    fixed: dict[str, str]
-    sweep: dict[str, list[str]] | None = None
-    cases: list[dict[str, str]] | None = None
-    repetitions: int = 1
-    pause: str | None = None          # None: the mode's (PAUSES)
-    overhead: str = "10s"             # the first estimate; the store learns the real one per scenario and rack
-
-    def case_values(self) -> list[dict[str, str]]:
-        """Every case's parameters (fixed + varied), in file order (pure expansion)."""
-        if self.cases is not None:
-            return [{**self.fixed, **c} for c in self.cases]
-        out: list[dict[str, str]] = [dict(self.fixed)]
-        for k, vs in (self.sweep or {}).items():
-            out = [{**o, k: v} for o in out for v in vs]
-        return out
-
-    def run_count(self) -> int:
-        return len(self.case_values()) * self.repetitions
-
-    def traffic_s(self) -> float:
-        """Seconds of traffic in all its runs (a BitTorrent step estimated from its payload)."""
-        return sum(traffic_estimate(self.scenario, v) for v in self.case_values()) * self.repetitions
+PAUSES = {"smoke": "0s", "quick": "1s", "full": "5s", "deviations": "5s"}
 
 
 @dataclass(frozen=True)
@@ -85,19 +64,6 @@ def parse_papers(text: str | None) -> list[str]:
     return [k for k in PAPERS if k in keys]
 
 
-def traffic_estimate(scenario: str, v: Mapping[str, str]) -> float:
-    """Seconds one run of a case sends traffic (pure; for the plan's rack time and finish)."""
-    if scenario == "mptcp-bittorrent":
-        reps = int(v.get("repetitions", "10"))
-        if v.get("step") == "iperf3":
-            paths = 3 if v.get("initial", "all") == "all" else 1
-            return paths * 2 * reps * (parse_duration(v.get("duration", "10s")) + 3.0)
-        size_bits = parse_size(v.get("size", "100MiB")) * 8
-        rate = parse_rate(v.get("global_bw", "5M") if v.get("tracker") == "global" else v.get("local_bw", "20M"))
-        return 2 * reps * (size_bits / (0.8 * rate) + 8.0)       # both protocols; start-up and seeding
-    return parse_duration(v.get("duration", "60s" if scenario == "rtt-loss-sweep" else "40s"))
-
-
 # ---- MCubic --------------------------------------------------------------------------------------
 
 def mcubic_algorithms(mode: str, available: Mapping[str, Any]) -> tuple[list[str], list[NotRunnable]]:
@@ -112,8 +78,43 @@ def mcubic_algorithms(mode: str, available: Mapping[str, Any]) -> tuple[list[str
             why = st.reason if st is not None else "neither in the kernel nor one of ctl's BPF programs"
             missing.append(NotRunnable("mcubic", f"row {label} ({name}) of Tables 1-3", why))
     if mode == "full":
-        ccs += sorted(n for n, st in available.items() if st.runnable and n not in ccs)
+        ccs += sorted(n for n, st in available.items() if st.runnable and n not in ccs and not is_variant(n))
     return ccs, missing
+
+
+def is_variant(name: str) -> bool:
+    """A build of one of ctl's algorithms for analysis (another reading of its paper): never a row of
+    a paper's table, only run by the deviation experiments that name it."""
+    alg = ALGORITHMS.get(name)
+    return alg is not None and getattr(alg, "variant_of", None) is not None
+
+
+def _experiment_ccs(e: Experiment) -> set[str]:
+    cases = e.design.case_values()
+    return {v[k] for v in cases for k in ("cc", "tcp-cc") if k in v}
+
+
+def deviations(papers: Sequence[str], available: Mapping[str, Any]) -> tuple[list[CampaignDesign],
+                                                                         list[NotRunnable], list[str]]:
+    """The deviation experiments of `papers` that this rack can run (all their algorithms runnable),
+    the others listed with the reason: an experiment with a case left out would not test its hypothesis."""
+    camps, missing = [], []
+    for e in EXPERIMENTS.values():
+        if e.design.paper not in papers:
+            continue
+        gone = {}
+        for cc in sorted(_experiment_ccs(e)):
+            st = available.get(cc)
+            if st is None or not st.runnable:
+                gone[cc] = st.reason if st is not None else "neither in the kernel nor one of ctl's BPF programs"
+        if gone:
+            missing.append(NotRunnable(e.design.paper, f"deviation experiment {e.key}",
+                                       "; ".join(f"{cc}: {why}" for cc, why in gone.items())))
+        else:
+            camps.append(e.design)
+    notes = [f"deviations: {len(camps)} experiments testing the candidate causes of deviations (each with "
+             "its own repetitions and run lengths; the report judges each hypothesis on them)"] if camps else []
+    return camps, missing, notes
 
 
 def mcubic(mode: str, available: Mapping[str, Any]) -> tuple[list[CampaignDesign], list[NotRunnable], list[str]]:
@@ -233,12 +234,25 @@ def design(mode: str, papers: Sequence[str], available: Mapping[str, Any]) -> Re
     out = ReproductionDesign(mode, list(papers), [])
     for key in papers:
         planner = PLANNERS.get(key)
+        if mode == "deviations":
+            camps, missing, notes = deviations([key], available)
+            out.campaigns += camps
+            out.not_runnable += missing
+            if notes:
+                out.notes[key] = notes
+            continue
         if planner is None:        # the field test queues nothing: its report reads field runs
             continue
         camps, missing, notes = planner(mode, available)
         out.campaigns += camps
         out.not_runnable += missing
         out.notes[key] = notes
+    if mode == "full":           # the papers' designs first, then what tests their deviations
+        for key in papers:
+            camps, missing, notes = deviations([key], available)
+            out.campaigns += camps
+            out.not_runnable += missing
+            out.notes.setdefault(key, []).extend(notes)
     return out
 
 
@@ -265,3 +279,37 @@ def campaign_document(mode: str, d: CampaignDesign, window: str | None = None) -
     if window:
         doc["window"] = window
     return doc
+
+
+# ---- the deviation experiments as shipped campaign files --------------------------------------------
+
+DEVIATIONS_DIR = "campaigns/deviations"
+
+
+def deviation_file(key: str) -> str:
+    """The shipped campaign file of one deviation experiment (campaigns/deviations/<key>.yaml): the
+    campaign `ctl reproduce --deviations` queues, to run on its own with `ctl campaign submit`."""
+    e = EXPERIMENTS[key]
+    doc = campaign_document("deviations", e.design)
+    doc["name"] = e.key
+    doc["description"] = f"Deviation experiment: {e.design.title}"
+    header = ("# yaml-language-server: $schema=../campaign.schema.json\n"
+              f"# Generated by `python -m controller.reproduce.design` from controller/reproduce/hypotheses.py\n"
+              f"# ({e.key}); `ctl reproduce --deviations` queues the same campaign and judges the hypotheses it\n"
+              "# tests (the report shows each with its numbers). Do not edit: change hypotheses.py and regenerate.\n")
+    return header + yaml.safe_dump(doc, sort_keys=False, width=110, allow_unicode=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Write the deviation experiments' campaign files.")
+    ap.add_argument("--dest", default=DEVIATIONS_DIR, help=f"directory (default: {DEVIATIONS_DIR})")
+    a = ap.parse_args(argv)
+    dest = Path(a.dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for key in EXPERIMENTS:
+        (dest / f"{key}.yaml").write_text(deviation_file(key))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -13,9 +13,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from controller.campaign.progress import progress_of
+from controller.errors import CtlError
 from controller.reproduce.cells import Cells, add_value, build_cells
+from controller.reproduce.hypotheses import EXPERIMENTS, Experiment
 from controller.reproduce.papers import PARALLEL_SHARES, paper_value, row_label
 from controller.reproduce.record import Reproduction
+from controller.run.replay import summarize_record
+from controller.safefs import private_dir, write_private
+
+# A run's summary over a window of its traffic (START:END), or None when it cannot be computed.
+WindowSummary = Callable[[Path, str], "dict | None"]
 
 Acc = dict[tuple, dict[str, Any]]
 
@@ -93,6 +100,39 @@ def extract(acc: Acc, key: str, varied: Mapping[str, str], summary: Mapping[str,
         fn(acc, varied, summary)
 
 
+def deviation_column(e: Experiment, varied: Mapping[str, str], window: str | None = None) -> str:
+    """The column a run of a deviation experiment fills: `delay 100ms`, `queue 500`, `window 0s:45s`."""
+    parts = [f"{k} {varied.get(k, '')}" for k in e.columns]
+    if window is not None:
+        parts.append(f"window {window}")
+    return ", ".join(parts)
+
+
+# What a deviation cell keeps of each run besides its value: the run it came from (paired effects
+# match windows of one run) and the senders' slow-start and loss counters where the summary has them.
+_DEVIATION_FACTS = ("senders_nstat",)
+
+
+def extract_deviation(acc: Acc, e: Experiment, varied: Mapping[str, str], summary: Mapping[str, Any], run: str,
+                      windowed: Mapping[str, Mapping[str, Any] | None] | None = None) -> None:
+    """Add one completed run of a deviation experiment to its cells (pure): one value per window
+    (`windowed`: window -> that window's summary), or the whole run's."""
+    if not summary.get("valid", True):
+        return
+    row = e.row_labels.get(varied.get(e.row, ""), varied.get(e.row, ""))
+    sources: list[tuple[str | None, Mapping[str, Any] | None]] = (
+        [(w, (windowed or {}).get(w)) for w in e.windows] if e.windows else [(None, summary)])
+    for w, s in sources:
+        value = e.value_of(s or {}) if e.value_of is not None else (s or {}).get(e.metric)
+        if value is None:
+            continue
+        facts: dict[str, Any] = {"run": run}
+        for k in _DEVIATION_FACTS:
+            if k in (s or {}):
+                facts[k] = s[k]      # type: ignore[index]
+        add_value(acc, (e.design.paper, e.key, row, deviation_column(e, varied, w), e.metric), value, facts=facts)
+
+
 # ---- the store and the records (I/O) -------------------------------------------------------------
 
 @dataclass
@@ -166,7 +206,34 @@ def latest_field_runs(runs_root: Path, limit: int = 1) -> list[dict]:
     return found
 
 
-def collect(store: Any, r: Reproduction) -> Measured:
+def record_window(record: Path, window: str) -> dict | None:
+    """A run's summary over `window` of its traffic, recomputed from its record (None when the
+    record cannot give one: the report then shows the window as not measured for that run)."""
+    try:
+        return summarize_record(record, window)
+    except (CtlError, OSError, ValueError):
+        return None
+
+
+def windows_of(r: Reproduction, record: Path, e: Experiment, window_summary: WindowSummary | None
+               ) -> dict[str, dict | None]:
+    """Each window's summary of one run, cached beside the reproduction's record (a 600 s run's samples
+    are read once, not at every report)."""
+    out: dict[str, dict | None] = {}
+    cache = r.dir / "windows"
+    for w in e.windows:
+        path = cache / f"{record.name}.{w.replace(':', '-')}.json"
+        got = _load_json(path)
+        if got is None and window_summary is not None:
+            got = window_summary(record, w)
+            if got is not None:
+                private_dir(cache, "reproduction window cache")
+                write_private(path, json.dumps(got), "window summary", mode=0o644)
+        out[w] = got
+    return out
+
+
+def collect(store: Any, r: Reproduction, window_summary: WindowSummary | None = record_window) -> Measured:
     acc: Acc = {}
     camps: list[CampaignData] = []
     kernels: dict[str, list[str]] = {}
@@ -175,9 +242,14 @@ def collect(store: Any, r: Reproduction) -> Measured:
         c = store.find(entry["id"])
         cd = CampaignData(entry["key"], entry["paper"], entry["title"], c, progress_of(store, c))
         cd.failures = [a for a in store.attempts(c.num) if a.klass and a.klass != "ok"]
+        exp = EXPERIMENTS.get(entry["key"])
         for varied, record, s in completed_runs(store, c):
             cd.runs.append((varied, record, s))
-            extract(acc, entry["key"], varied, s)
+            if exp is not None:
+                windowed = windows_of(r, Path(record), exp, window_summary) if exp.windows else None
+                extract_deviation(acc, exp, varied, s, Path(record).name, windowed)
+            else:
+                extract(acc, entry["key"], varied, s)
             m = _load_json(Path(record) / "manifest.json") or {}
             k = _kernel_of(m)
             if k:

@@ -4,8 +4,9 @@ reproduce compare` reads).
 
 Per paper: the design run here against the paper's, the paper's table next to the measured one
 (mean ± 95 % CI half-width and n; never an interval from one value), the figures, every claim
-with its verdict, the rule, the numbers that decided it, and the known causes of a deviation on
-this kind of rack. Each campaign's own report (controller.campaign.report) is written alongside
+with its verdict, the rule, the numbers that decided it, and under it every hypothesis about a
+deviation with the experiment that tested it and what the numbers say (deviation_report); what the
+paper's own text establishes is quoted, never paraphrased into a cause. Each campaign's own report (controller.campaign.report) is written alongside
 and linked. The content is built once as blocks and rendered twice (HTML, Markdown).
 """
 from __future__ import annotations
@@ -18,10 +19,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from controller.campaign.report import CSS, rel_path, table_html, table_md, write_report
+from controller.reproduce import deviation_report as dev
 from controller.reproduce import figures as figs
 from controller.reproduce.algorithms import AlgorithmStatus
 from controller.reproduce.cells import Cell, Cells
-from controller.reproduce.measure import Measured, collect
+from controller.reproduce.evidence import judge_all
+from controller.reproduce.measure import Measured, collect, record_window
 from controller.reproduce.papers import FIELD_TABLE1, MCUBIC_TABLES, PAPERS
 from controller.reproduce.record import Reproduction
 from controller.reproduce.verdicts import (
@@ -274,12 +277,14 @@ def _differences(paper: str, m: Measured, r: Reproduction) -> list[str]:
 
 # ---- assembling -----------------------------------------------------------------------------------
 
-def build(store: Any, r: Reproduction, out: Path, *, campaign_reports: bool = True) -> dict:
+def build(store: Any, r: Reproduction, out: Path, *, campaign_reports: bool = True,
+          window_summary: Any = record_window) -> dict:
     """Everything the report shows, as blocks, plus the verdicts (written to measured.json)."""
-    m = collect(store, r)
+    m = collect(store, r, window_summary)
     statuses = {n: AlgorithmStatus.from_json(d) for n, d in r.algorithms.items()}
     ctx = Context(m.cells, unavailable_rows(statuses) if statuses else {}, m.field_runs, r.rack_kind, r.papers)
     judged = judge(ctx)
+    hyps, cals = judge_all(m.cells, r.papers)
     camp_links: dict[str, str] = {}
     if campaign_reports:
         for cd in m.campaigns:
@@ -322,6 +327,23 @@ def build(store: Any, r: Reproduction, out: Path, *, campaign_reports: bool = Tr
         for c, v in judged:
             if c.paper == key:
                 b.append(("verdict", c, v))
+                mine_h = [h for h in hyps if c.id in h.hypothesis.claims]
+                for h in mine_h:
+                    b.append(("hypothesis", h))
+                note = dev.no_hypothesis_note(c.id, hyps) if v.status == NOT_REPRODUCED else None
+                if note:
+                    b.append(note)
+        b += dev.citations_blocks(key)
+        others = [h for h in hyps if h.hypothesis.paper == key and not h.hypothesis.claims]
+        tables = dev.experiment_tables(m.cells, key)
+        paper_cals = [c for c in cals if c.calibration.paper == key]
+        if tables or others or paper_cals:
+            b.append(("h3", "Deviation experiments"))
+            b.append(("p", dev.RULE))
+            b += tables
+            b += dev.calibration_blocks(paper_cals)
+            for h in others:
+                b.append(("hypothesis", h))
         diffs = _differences(key, m, r)
         if diffs:
             b.append(("h3", "Differences between this rack and the paper's"))
@@ -329,20 +351,24 @@ def build(store: Any, r: Reproduction, out: Path, *, campaign_reports: bool = Tr
         sections.append((f"{p.title}", b))
     doc = {"reproduction": r.to_json(), "cells": m.cells.to_json(),
            "verdicts": [{**v.to_json(), "paper": c.paper, "text": c.text} for c, v in judged],
+           "hypotheses": [h.to_json() for h in hyps], "calibrations": [c.to_json() for c in cals],
            "kernels": m.kernels, "bpf": m.bpf, "field_runs": [f["run"] for f in m.field_runs]}
-    return {"title": f"Reproduction {r.id}", "intro": blocks, "sections": sections, "doc": doc, "judged": judged}
+    return {"title": f"Reproduction {r.id}", "intro": blocks, "sections": sections, "doc": doc, "judged": judged,
+            "hypotheses": hyps}
 
 
-def write(store: Any, r: Reproduction, out: Path | None = None, *, campaign_reports: bool = True) -> dict:
+def write(store: Any, r: Reproduction, out: Path | None = None, *, campaign_reports: bool = True,
+          window_summary: Any = record_window) -> dict:
     out = out or (r.dir / "report")
     out.mkdir(parents=True, exist_ok=True)
-    content = build(store, r, out, campaign_reports=campaign_reports)
+    content = build(store, r, out, campaign_reports=campaign_reports, window_summary=window_summary)
     (out / "measured.json").write_text(json.dumps(content["doc"], indent=1, default=str))
     html_path = out / "report.html"
     html_path.write_text(render_html(content))
     md_path = out / "report.md"
     md_path.write_text(render_md(content, out))
-    return {"html": html_path, "markdown": md_path, "json": out / "measured.json", "judged": content["judged"]}
+    return {"html": html_path, "markdown": md_path, "json": out / "measured.json", "judged": content["judged"],
+            "hypotheses": content["hypotheses"]}
 
 
 def _when(t: float | None) -> str:
@@ -360,8 +386,6 @@ def _verdict_html(c: Claim, v: Verdict) -> str:
              f'<p class="muted">rule: {html.escape(c.rule)}</p>']
     if v.evidence:
         parts.append("<ul>" + "".join(f"<li>{html.escape(e)}</li>" for e in v.evidence) + "</ul>")
-    if c.causes and v.status != REPRODUCED:
-        parts.append(f'<p class="muted">known causes of a deviation here: {html.escape(c.causes)}</p>')
     parts.append("</div>")
     return "\n".join(parts)
 
@@ -384,12 +408,14 @@ def _blocks_html(blocks: Sequence[Block]) -> str:
                        f"<figcaption>{html.escape(b[2])}</figcaption></figure>")
         elif kind == "verdict":
             out.append(_verdict_html(b[1], b[2]))
+        elif kind == "hypothesis":
+            out.append(dev.hypothesis_html(b[1]))
     return "\n".join(out)
 
 
 def render_html(content: dict) -> str:
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(content['title'])}"
-             f"</title><style>{CSS}{_EXTRA_CSS}</style></head><body>",
+             f"</title><style>{CSS}{_EXTRA_CSS}{dev.CSS}</style></head><body>",
              f"<h1>{html.escape(content['title'])}</h1>", _blocks_html(content["intro"])]
     for i, (title, blocks) in enumerate(content["sections"]):
         parts.append(f'<section id="paper-{i}"><h2>{html.escape(title)}</h2>')
@@ -420,9 +446,9 @@ def _blocks_md(blocks: Sequence[Block], out: Path) -> list[str]:
             lines += [f"- **{v.status}**{f' ({v.strength})' if v.strength else ''}: {c.text} ({c.source}). "
                       f"{v.reason}.", f"  - rule: {c.rule}"]
             lines += [f"  - {e}" for e in v.evidence]
-            if c.causes and v.status != REPRODUCED:
-                lines.append(f"  - known causes of a deviation here: {c.causes}")
             lines.append("")
+        elif kind == "hypothesis":
+            lines += dev.hypothesis_md(b[1])
     return lines
 
 

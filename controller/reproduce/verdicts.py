@@ -59,7 +59,8 @@ class Claim:
     source: str         # where in the paper
     rule: str           # how ctl decides it
     decide: Callable[[Context], Verdict]
-    causes: str = ""    # known causes of a deviation on this kind of rack
+    # Why a claim may not reproduce here is never free text: the report shows what the paper's text
+    # establishes (hypotheses.CITATIONS) and the hypotheses tested by experiment (hypotheses.HYPOTHESES).
 
 
 class _Judge:
@@ -466,90 +467,55 @@ def field_table(ctx: Context) -> Verdict:
 
 # ---- the claims ----------------------------------------------------------------------------------
 
-_CAUSE_MCUBIC = (
-    "Upstream Linux has no coupled congestion control: the LIA, OLIA, wVegas and MCubic rows run ctl's BPF "
-    "implementations (nodes/congestion/bpf, from each algorithm's paper), not the authors' kernel 3.14 code. The "
-    "Cubic row is uncoupled: each subflow runs plain Cubic, so at a shared bottleneck an MPTCP connection behaves "
-    "like two TCP flows (expect a ratio near 2 where coupled algorithms give about 1). Queues are dummynet's "
-    "default 50 slots, as in the paper's dummynet bridges. The single-path TCP flow runs Cubic (`tcp-cc: cubic`; "
-    "the paper does not name its algorithm): at these bandwidth-delay products Cubic regrows its window after a "
-    "loss far faster than the Reno-style increase LIA, OLIA and BALIA couple (one segment per round trip over "
-    "all subflows), so against Cubic the coupled rows sit well below 1 at 100-200 ms, while against a Reno flow "
-    "they take about its rate (bench/cc_tables.py, its do-no-harm table). Short runs (10-20 s in --quick) end "
-    "before a 200-1600 ms round-trip path has left slow start and recovered from its first losses.")
-_CAUSE_BBR = (
-    "`bbr` is whatever BBR the endpoints' kernel has: upstream Linux ships BBRv1 (the run records name the "
-    "kernel); v1 ignores random loss while v3 backs off above about 2 % loss per round trip, so v1 keeps its "
-    "share at least as well under the paper's loss rates. On the virtual rack the 1 Gbit/s bottleneck is the "
-    "dnpipe forwarder in software (one packet per system call, most of a core at 1 Gbit/s; bench/dnpipe_bench.py): "
-    "where the forwarder, not the algorithm, is the limit, every case tops out below the rate.")
-_CAUSE_PARALLEL = (
-    "With the scenario's 100-slot queue at 100 Mbit/s and 10 ms RTT the path holds (100 + 83) packets for 64 + n "
-    "connections, 1.4 to 2.8 each, and 6-14 % of arrivals are dropped: a connection with so few packets in flight "
-    "cannot get three duplicate ACKs, recovers by retransmission timeouts with exponential back-off, and may starve "
-    "for the whole run (counted per host in the diagnostics). Shares then follow the connections alive, not the "
-    "nominal counts: in the 27 runs of campaigns/parallel-streams-deviation.yaml measured here, the model over the "
-    "connections that did not starve predicted m0's share within 1.5 points (mean 0.6), the nominal model within "
-    "8.5 (mean 2.4); with a 1000-slot queue (8-11 packets per connection) none starved and SC64+SC32 / SC64+SC64 "
-    "gave 65.9/34.1 and 50.5/49.5 %. The 71/29 and 62/38 % seen before issue 16 were mostly ctl's own: the overlap "
-    "was timed from m0's client spawn, but iperf3 connects its streams one after the other (a lost SYN costs 1 s), "
-    "so m0's data began 2-11 s later and the window counted x1 alone (fixed: the overlap starts at m0's first data).")
-_CAUSE_BT = (
-    "The paper used Mininet with the out-of-tree MPTCP kernel (fullmesh path manager); ctl uses upstream MPTCP "
-    "with the in-kernel path manager: the seeder announces its local addresses and the leecher opens one subflow "
-    "per announced address. A connection that starts on the global path can therefore still add subflows on the "
-    "local paths, which the paper's setting may not have done.")
-
 CLAIMS: tuple[Claim, ...] = (
     Claim("mcubic-coupled-fairer", "mcubic",
           "Every coupled algorithm is fairer to the single-path TCP flows than uncoupled Cubic",
           "Table 1 (each coupled row above the Cubic row at every link-2 rate)",
           "for every link-2 rate and every coupled algorithm run: mean Jain index > Cubic's mean Jain index",
-          coupled_fairer, _CAUSE_MCUBIC),
+          coupled_fairer),
     Claim("mcubic-fairest", "mcubic", "MCubic's fairness index is the highest in every test",
           "section 4.2.1 text and Table 1",
           "at every link-2 rate: MCubic's mean >= every other algorithm's mean - 0.01 (the paper prints two "
-          "decimals, and its MCubic ties LIA and OLIA)", mcubic_fairest, _CAUSE_MCUBIC),
+          "decimals, and its MCubic ties LIA and OLIA)", mcubic_fairest),
     Claim("mcubic-ratio-at-least-1", "mcubic",
           "With MCubic the MPTCP / single-path TCP ratio stays at 1 or above at every delay (homogeneous case)",
-          "section 4.2.2, Table 2", "MCubic's mean ratio >= 1 at every delay measured", mcubic_ratio, _CAUSE_MCUBIC),
+          "section 4.2.2, Table 2", "MCubic's mean ratio >= 1 at every delay measured", mcubic_ratio),
     Claim("coupled-below-1-at-long-delays", "mcubic",
           "LIA, OLIA and wVegas fall below 1 on long-delay paths", "section 4.2.2, Table 2 (200-800 ms)",
-          "every LIA, OLIA, wVegas mean ratio < 1 at delays of 200 ms and more", others_below_one, _CAUSE_MCUBIC),
+          "every LIA, OLIA, wVegas mean ratio < 1 at delays of 200 ms and more", others_below_one),
     Claim("hetero-ratio-below-1-and-falling", "mcubic",
           "With heterogeneous delays MPTCP is slower than single-path TCP, the more so the longer path 2",
           "section 4.2.2 case 2, Table 3",
           "every algorithm: mean ratio < 1 at every path-2 delay, and the means do not rise as the delay grows",
-          hetero_falls, _CAUSE_MCUBIC),
+          hetero_falls),
     Claim("mcubic-best-coupled-hetero", "mcubic",
           "MCubic keeps the best ratio of the coupled algorithms with heterogeneous delays", "Table 3",
-          "at every path-2 delay: MCubic's mean ratio > LIA's, OLIA's and wVegas' means", mcubic_best_hetero,
-          _CAUSE_MCUBIC),
+          "at every path-2 delay: MCubic's mean ratio > LIA's, OLIA's and wVegas' means", mcubic_best_hetero),
     Claim("bbr-keeps-70", "bbrv3", "BBRv3 keeps 70 % or more of the bottleneck in every case",
           "section 2 text, Fig. 2",
           f"every (RTT, loss) case: bbr's mean throughput >= {BBR_SHARE_CLAIM_PCT:g} % of the bottleneck rate",
-          bbr_keeps_70, _CAUSE_BBR),
+          bbr_keeps_70),
     Claim("cubic-collapses", "bbrv3", "Cubic's throughput collapses except at low loss or low RTT",
           "section 2 text, Fig. 1",
           f"Cubic >= {BBR_SHARE_CLAIM_PCT:g} % at loss 0 (every RTT); < {BBR_SHARE_CLAIM_PCT:g} % and below bbr at every "
-          "case with loss >= 0.01 % and RTT >= 40 ms", cubic_collapses, _CAUSE_BBR),
+          "case with loss >= 0.01 % and RTT >= 40 ms", cubic_collapses),
     Claim("shares-follow-model", "parallel",
           "The measured shares are almost identical to the BNA/IB model's predictions",
           "section 4, Fig. 8",
           f"every case: |mean share - model| <= {MODEL_TOLERANCE_PP:g} points for x1 and m0 (the paper's own largest "
-          "gap, SC64+SC32: 58 % measured vs 66.7 % predicted)", shares_follow_model, _CAUSE_PARALLEL),
+          "gap, SC64+SC32: 58 % measured vs 66.7 % predicted)", shares_follow_model),
     Claim("share-grows-with-connections", "parallel",
           "Bandwidth is divided by the number of connections: the new host's share grows with its connections",
           "section 3.2", "m0's mean share rises from each number of connections to the next",
-          share_grows_with_connections, _CAUSE_PARALLEL),
+          share_grows_with_connections),
     Claim("mptcp-beats-tcp-every-path", "mptcp-bt", "MPTCP beats TCP for every initial path", "Fig. 2",
-          "for every initial path tested: MPTCP's mean iperf3 throughput > TCP's", mptcp_beats_tcp, _CAUSE_BT),
+          "for every initial path tested: MPTCP's mean iperf3 throughput > TCP's", mptcp_beats_tcp),
     Claim("bt-local-mptcp-faster", "mptcp-bt", "With the tracker on the local network, MPTCP downloads faster",
-          "Fig. 3a", "tracker local: MPTCP's mean download throughput > TCP's", bt_local_mptcp_faster, _CAUSE_BT),
+          "Fig. 3a", "tracker local: MPTCP's mean download throughput > TCP's", bt_local_mptcp_faster),
     Claim("bt-global-both-slow", "mptcp-bt",
           "With the tracker behind the global path both are slow: the first subflow takes the global path",
           "Fig. 3b", "tracker global: each protocol's mean throughput < its mean with the tracker local, and every "
-          "download's first connection took the global path", bt_global_slow, _CAUSE_BT),
+          "download's first connection took the global path", bt_global_slow),
     Claim("field-table1", "field", "Table 1: rate, RTT, jitter and CINR of static, subway and bus hosts on WiBro",
           "Table 1", "shown next to the paper's; judged only on a physical rack whose hosts are the paper's scenarios",
           field_table),

@@ -86,6 +86,9 @@ PARAMS = (
     role_param("path1", "sbd1", "inventory link adding path 1's delay"),
     role_param("path2", "sbd2", "inventory link adding path 2's delay"),
     role_param("bottleneck", "sbn", "inventory link shared by all flows"),
+    Param("subflows", "int", "2", "subflows of the MPTCP connection: 2 (one per path, the paper's) or 1 (path 1 "
+          "only, a single-path MPTCP connection next to the TCP flow: the calibration of a coupled algorithm "
+          "against its base)", min=1, max=2),
     role_param("mptcp_client", "sa1", "MPTCP sender (one interface on each path)"),
     role_param("mptcp_server", "sb1", "MPTCP receiver (an address in each path's subnet)"),
     role_param("tcp_client", "sa2", "single-path TCP sender (on path 1)"),
@@ -151,7 +154,9 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
         # One subflow per path: the server announces its path-2 address, the client accepts it.
         mc: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset({p["cc"]}),
                            sysctls=client_sysctls, optional_sysctls=frozenset(LONG_PATH_KEYS)),
-        ms: EndpointConfig(subflows=2, add_addr_accepted=2, endpoints=(MptcpEndpoint(ms2.ip, ms2.name, ("signal",)),),
+        # --subflows 1: the server announces nothing, so the connection stays on path 1.
+        ms: EndpointConfig(subflows=2, add_addr_accepted=2,
+                           endpoints=(MptcpEndpoint(ms2.ip, ms2.name, ("signal",)),) if p["subflows"] == 2 else (),
                            sysctls=buffers),
     }
     endpoints.setdefault(tc, EndpointConfig(mptcp=False, congestion_controls=frozenset({p["tcp_cc"]}), sysctls=buffers))
@@ -188,7 +193,7 @@ def summarize(data: Any) -> dict:
     # start needs ~11 RTTs (18 s) to fill the pipe.
     min_bytes = 64 * 1024
     verdict = mptcp_verdict(data.inventory, "mptcp", p["mptcp_client"], p["mptcp_server"], data.nstat,
-                            data.monitor, subs, [l1, l2], min_bytes=min_bytes)
+                            data.monitor, subs, [l1, l2] if p["subflows"] == 2 else [l1], min_bytes=min_bytes)
     sender = {"mptcp": acked_rate(subs) if subs else None, "tcp": acked_rate(tcp_socks) if tcp_socks else None}
     recv = {n: (round(f.receiver_bps / 1e6, 3) if f.receiver_bps else None) for n, f in flows.items()}
     ratio = round(sender["mptcp"] / sender["tcp"], 3) if sender["mptcp"] and sender["tcp"] else None

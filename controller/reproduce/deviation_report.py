@@ -1,0 +1,106 @@
+"""The report's account of deviations (pure): what each paper's text establishes (citations), each
+hypothesis with its experiment, its numbers and what they mean, the calibrations, and the experiments'
+tables. Blocks in the report's own form (report.Block); `hypothesis_html` / `hypothesis_md` render
+the one block kind this adds.
+"""
+from __future__ import annotations
+
+import html
+from typing import Sequence
+
+from controller.reproduce.cells import Cells
+from controller.reproduce.effects import GAP_SHARE, MIN_RELEVANT
+from controller.reproduce.evidence import CalibrationResult, HypothesisResult
+from controller.reproduce.hypotheses import CITATIONS, EXPERIMENTS, Citation, experiments_for
+
+RULE = (f"Rule (fixed before the runs): an effect is treated - baseline with its 95 % confidence interval "
+        f"(paired over the runs both cells share, else Welch). A hypothesis predicts the direction (towards the "
+        f"paper's value). Supported: the whole interval is on the predicted side of 0. Refuted: the whole interval "
+        f"is on the other side, or below the smallest effect that could matter ({GAP_SHARE:g} of the gap to the "
+        f"paper's value, at least {MIN_RELEVANT:g}). Open: neither. Mixed: the comparisons of one hypothesis "
+        f"disagree (each is listed).")
+
+
+def citation_text(c: Citation) -> str:
+    return f"{c.source}: \u201c{c.quote}\u201d \u2014 {c.says}"
+
+
+def citations_blocks(paper: str) -> list[tuple]:
+    cs = CITATIONS.get(paper) or ()
+    if not cs:
+        return []
+    return [("h3", "What the paper's text establishes"), ("list", [citation_text(c) for c in cs])]
+
+
+def no_hypothesis_note(claim_id: str, tested: Sequence[HypothesisResult]) -> tuple | None:
+    """Under a claim that did not reproduce and has no tested hypothesis: say so plainly."""
+    if any(claim_id in h.hypothesis.claims for h in tested):
+        return None
+    return ("p", "No candidate cause of this deviation has been tested by an experiment here; only the paper's "
+                 "text cited below is offered, and it is not a cause.")
+
+
+def experiment_tables(cells: Cells, paper: str) -> list[tuple]:
+    out: list[tuple] = []
+    for e in experiments_for([paper]):
+        sel = cells.select(e.design.paper, e.key, metric=e.metric)
+        if not sel:
+            continue
+        rows = list(dict.fromkeys(c.row for c in sel))
+        cols = list(dict.fromkeys(c.column for c in sel))
+        body = [[(r, None)] + [((cells.get(e.design.paper, e.key, r, c, e.metric).text()   # type: ignore[union-attr]
+                                 if cells.get(e.design.paper, e.key, r, c, e.metric) else "-"), None) for c in cols]
+                for r in rows]
+        out.append(("h3", f"{e.key}: {e.design.title}"))
+        out.append(("p", f"{e.metric} per run, mean ± 95 % CI half-width (n runs); scenario {e.design.scenario}, "
+                         f"{e.design.repetitions} repetitions per case" +
+                         (f"; values over the windows {', '.join(e.windows)} of each run's traffic" if e.windows
+                          else "")))
+        out.append(("table", [f"{e.row} \\ condition"] + [c or "(one condition)" for c in cols], body))
+    return out
+
+
+def calibration_blocks(results: Sequence[CalibrationResult]) -> list[tuple]:
+    if not results:
+        return []
+    return [("h3", "Calibrations of the rack and of ctl's implementations"),
+            ("table", ["calibration", "expected", "status", "measured", "what it checks"],
+             [[(r.calibration.statement, None),
+               ("-" if r.calibration.expected is None else f"{r.calibration.expected:g} ± {r.calibration.tolerance:g}",
+                None), (r.status, None), (r.reason, None), (r.calibration.meaning, None)] for r in results])]
+
+
+def hypothesis_lines(h: HypothesisResult) -> list[str]:
+    hy = h.hypothesis
+    e = EXPERIMENTS[hy.experiment]
+    lines = [f"basis: {citation_text(c)}" for c in hy.basis]
+    lines.append(f"experiment: {e.key} ({e.design.title}; {e.design.run_count()} runs, campaign file "
+                 f"campaigns/deviations/{e.key}.yaml)")
+    lines.append(f"prediction: {hy.prediction}")
+    lines += [r.text() for r in h.comparisons]
+    return lines
+
+
+def hypothesis_html(h: HypothesisResult) -> str:
+    cls = "hv-" + h.status.replace(" ", "-")
+    items = "".join(f"<li>{html.escape(x)}</li>" for x in hypothesis_lines(h))
+    return (f'<div class="hyp" id="hyp-{html.escape(h.hypothesis.id)}"><p><span class="v {cls}">'
+            f"{html.escape(h.status)}</span> <b>hypothesis {html.escape(h.hypothesis.id)}</b>: "
+            f"{html.escape(h.hypothesis.statement)}</p><p>{html.escape(h.reason)}</p><ul>{items}</ul></div>")
+
+
+def hypothesis_md(h: HypothesisResult) -> list[str]:
+    out = [f"- **{h.status}**: hypothesis `{h.hypothesis.id}`: {h.hypothesis.statement}. {h.reason}."]
+    out += [f"  - {x}" for x in hypothesis_lines(h)]
+    return out + [""]
+
+
+CSS = """
+.hyp{border-left:4px dashed #99b;padding:.3em .8em;margin:.6em 0 .6em 1.5em}
+.hv-supported{background:#d6f5d6;color:#145214} .hv-refuted{background:#fbd5d5;color:#7a1010}
+.hv-open,.hv-mixed{background:#fff0c2;color:#6b4d00} .hv-not-measured{background:#e4e4e4;color:#333}
+"""
+
+
+def experiments_in(cells: Cells) -> list[str]:
+    return [k for k in EXPERIMENTS if any(c.table == k for c in cells)]

@@ -1,0 +1,344 @@
+"""Why a claim does not reproduce here: what the papers' texts establish (citations), the candidate
+causes of a deviation as named hypotheses, each with the experiment ctl runs to test it, and the
+calibrations that check the rack itself (pure data).
+
+Nothing here is a cause until its experiment says so: the report shows each hypothesis with its
+experiment's numbers and what they mean (controller.reproduce.evidence decides, with the rule in
+controller.reproduce.effects). A statement about a paper is a `Citation`: the paper's own words
+(../shared/seeds/, Korean, quoted verbatim) or the source file it rests on, and what follows from
+them. Predictions are fixed here, before any run: an experiment is never tuned to a paper's number.
+
+The experiments are ordinary campaigns (`ctl reproduce --deviations` queues them; `--full` queues
+them after the papers' own designs; the same files are shipped in campaigns/deviations/).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from controller.reproduce.campaign_design import CampaignDesign
+from controller.scenarios.shared_bottleneck import TABLE2, TABLE3
+
+# ---- citations -----------------------------------------------------------------------------------
+
+MCUBIC_SEED = "../shared/seeds/003_80802e81c57424bb.txt"
+
+
+@dataclass(frozen=True)
+class Citation:
+    source: str          # where: the paper and section, or the source file
+    quote: str           # verbatim
+    says: str            # what follows from it (English)
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "quote": self.quote, "says": self.says}
+
+
+# The MCubic paper's single-path flow is TCP Cubic, in both scenarios (a test pins these quotes to
+# the seed's text).
+MCUBIC_TCP_IS_CUBIC_421 = Citation(
+    "MCubic paper, section 4.2.1 (distinct bottlenecks, Table 1)",
+    "플로우 A1-B1과 A2-B2 플로우 서로 분리된 병목 링크를 갖고, 단일 경로 TCP Cubic과 링크를 공유한다",
+    "each bottleneck is shared with a single-path TCP Cubic flow")
+MCUBIC_TCP_IS_CUBIC_422 = Citation(
+    "MCubic paper, section 4.2.2 (shared bottleneck, Tables 2 and 3)",
+    "MPTCP와 단일 경로 TCP Cubic 간에 병목 링크를 공유하는 구성을 하였다",
+    "the single-path flow of Tables 2 and 3 is TCP Cubic; ctl's scenarios run it as Cubic too "
+    "(`tcp-cc: cubic`), so the competitor's algorithm is not a candidate cause of a deviation")
+MCUBIC_IMPLEMENTATION = Citation(
+    "MCubic paper, section 4.1",
+    "본 연구에서는 리눅스 커널 3.14.17[1]에서 지원되는 MPTCP에 MCubic을 구현하였다. 기본적으로 MCubic는 Cubic과 "
+    "유사하며, 본 연구에서 제안된 알고리즘은 Cubic 증가 함수에서의 K 변수에 적용되었다.",
+    "the authors changed the K of Linux 3.14's Cubic growth function; their code is not published, so how "
+    "eq. 10 was evaluated below the origin is not known (see the eq.-10 hypothesis)")
+MCUBIC_SLOW_START = Citation(
+    "MCubic paper, section 4.1",
+    "패킷 손실이 발생했을 때 느린 시작과 승수 감소(Multiplicative Decrease) 방식은 TCP Cubic과 동일하다.",
+    "slow start and the multiplicative decrease are TCP Cubic's (Linux Cubic's slow start includes HyStart, "
+    "on by default); ctl's mcubic has HyStart since issue 22")
+MCUBIC_NO_FRIENDLINESS = Citation(
+    "MCubic paper, section 4.1",
+    "따라서 다중 경로 TCP에서 Cubic TCP의 친화 함수(Friendliness Function)은 불필요하다.",
+    "MCubic leaves out Cubic's TCP-friendly region; so does ctl's mcubic")
+MCUBIC_START_STOP = Citation(
+    "MCubic paper, section 4.2.2",
+    "분리된 병목 시나리오와 동일하게 단일 경로 TCP 플로우와 MPTCP 플로우는 동시에 시작되고 종료된다.",
+    "flows start and stop together; the run length is not stated (nor in 4.2.1): see the run-length hypothesis")
+MCUBIC_DUMMYNET = Citation(
+    "MCubic paper, section 4.2.1",
+    "링크의 용량을 수월하게 제어하기 위해서 각 경로에 dummysnet bridge를 사용하여 링크의 용량을 원하는 대로 설정하였다.",
+    "the bridges are dummynet; the queue size is not stated (dummynet's default is 50 slots, which ctl uses): "
+    "see the queue hypothesis")
+TCP_CUBIC_U32 = Citation(
+    "Linux net/ipv4/tcp_cubic.c, bictcp_update() (3.x, the paper's base)",
+    "u32 delta, t, bic_target, max_cnt; ... if (t < ca->bic_K) bic_target = ca->bic_origin_point - delta;",
+    "the target below the origin is computed in unsigned 32-bit arithmetic without a guard: with a K larger "
+    "than Cubic's own (K_mptcp), delta exceeds the origin and the target wraps to a huge value")
+BT_KERNEL = Citation(
+    "MPTCP + BitTorrent paper, section II",
+    "가상 머신 상의 운영체제는 Ubuntu Desktop 24.04 LTS(리눅스 커널 6.8.0-31)을 설치하였다.",
+    "the paper ran upstream Linux MPTCP (v1, kernel 6.8) under Mininet, as ctl does (upstream MPTCP, its "
+    "in-kernel path manager); the paper does not state its path-manager settings (endpoints, limits)")
+BBR_KERNEL = Citation(
+    "BBRv3 paper, section 3",
+    "22.04 버전의 Ubuntu, 6.4.0+v3+7542cc7c41c0+GCE 버전의 BBRv3 커널 버전 및 Mininet(ver.2.3.0)이 적용된다.",
+    "the paper ran Google's BBRv3 kernel; upstream Linux's `bbr` (net/ipv4/tcp_bbr.c) is BBRv1, so on a stock "
+    "kernel the `bbr` rows here are BBRv1, not the algorithm the paper is about")
+BBR_LOSS_THRESH = Citation(
+    "draft-cardwell-iccrg-bbr-congestion-control-02, section 2.8",
+    "The maximum tolerated per-round-trip packet loss rate when probing for bandwidth (the default is 2%).",
+    "BBRv2/v3 bound their in-flight data when a round's loss rate exceeds 2 %; BBRv1 has no such loss response, "
+    "so v1 and v3 can differ exactly where the paper adds random loss")
+BBR_SHAPING = Citation(
+    "BBRv3 paper, section 3",
+    "송신측 스위치의 오른쪽 인터페이스에 TBF(Token Bucket Filter)를 이용하여 1Gbps의 병목 지점을 생성하고 network "
+    "buffer는 1BDP(Bandwidth Delay Product)로 설정한다. 추가적으로 NetEm을 이용하여 RTT, 패킷 손실률의 변화를 설정한다.",
+    "the paper shaped with tbf and netem in the kernel; the virtual rack shapes with the dnpipe forwarder in user "
+    "space, whose forwarded rate each run records (bridge_forward_mbps)")
+
+CITATIONS: dict[str, tuple[Citation, ...]] = {
+    "mcubic": (MCUBIC_TCP_IS_CUBIC_421, MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, MCUBIC_SLOW_START,
+               MCUBIC_NO_FRIENDLINESS, MCUBIC_START_STOP, MCUBIC_DUMMYNET),
+    "bbrv3": (BBR_KERNEL, BBR_LOSS_THRESH, BBR_SHAPING),
+    "mptcp-bt": (BT_KERNEL,),
+}
+
+# ---- experiments ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A deviation experiment: one campaign, and how its runs become cells. A cell's row is the value
+    of `row` (the congestion control, usually), its column the values of `columns` (and the window,
+    when the runs are read over several windows)."""
+    design: CampaignDesign
+    columns: tuple[str, ...]
+    row: str = "cc"
+    metric: str = "ratio"
+    windows: tuple[str, ...] = ()          # START:END of the traffic; () = the whole run
+    row_labels: Mapping[str, str] = field(default_factory=dict)   # a case's row value -> its label
+    # the value of a run where it is not a top-level number of its summary (`metric` names it then)
+    value_of: Callable[[Mapping[str, Any]], float | None] | None = None
+
+    @property
+    def key(self) -> str:
+        return self.design.key
+
+
+def _design(key: str, title: str, fixed: dict[str, str], cases: list[dict[str, str]], reps: int = 3,
+            scenario: str = "shared-bottleneck", paper: str = "mcubic") -> CampaignDesign:
+    return CampaignDesign(paper, key, title, scenario, fixed, cases=cases, repetitions=reps, pause="5s",
+                          overhead="10s")
+
+
+def m0_model_error_pp(summary: Mapping[str, Any]) -> float | None:
+    """|m0's measured share - its BNA share| in percentage points (parallel-streams summary)."""
+    for h in summary.get("hosts") or []:
+        if h.get("host") == "m0" and h.get("measured_share_pct") is not None and \
+                h.get("predicted_share_pct") is not None:
+            return round(abs(float(h["measured_share_pct"]) - float(h["predicted_share_pct"])), 3)
+    return None
+
+
+def _cases(ccs: tuple[str, ...], columns: list[dict[str, str]]) -> list[dict[str, str]]:
+    return [{**col, "cc": cc} for col in columns for cc in ccs]
+
+
+MCUBIC_READINGS = ("mcubic", "mcubic_wrap", "mcubic_stretch")
+T2_COLUMNS = [{"delay": d, "duration": "60s" if d in ("100ms", "200ms") else "120s"} for d in TABLE2["columns"]]
+T3_COLUMNS = [{"delay1": "100ms", "delay2": c.split(":")[1], "duration": "90s"} for c in TABLE3["columns"]]
+RUN_LENGTH_WINDOWS = ("0s:45s", "45s:600s", "300s:600s")
+QUEUES = ("50", "500", "1667")       # dummynet's default; 10x; 1 BDP of 100 Mbit/s x 200 ms in 1500 B slots
+
+EXPERIMENTS: dict[str, Experiment] = {e.key: e for e in (
+    Experiment(_design("dev-mcubic-run-length", "Run length: 600 s runs at 100 ms, ratios over sub-windows",
+                       {"delay": "100ms", "tcp-cc": "cubic", "duration": "600s"},
+                       _cases(("mcubic", "lia", "cubic"), [{}])),
+               columns=(), windows=RUN_LENGTH_WINDOWS),
+    Experiment(_design("dev-mcubic-eq10-t2", "Eq. 10 below the origin: three readings of MCubic, Table 2 delays",
+                       {"tcp-cc": "cubic"}, _cases(MCUBIC_READINGS, T2_COLUMNS)), columns=("delay",)),
+    Experiment(_design("dev-mcubic-eq10-t3", "Eq. 10 below the origin: three readings of MCubic, Table 3 delays",
+                       {"tcp-cc": "cubic"}, _cases(MCUBIC_READINGS, T3_COLUMNS)), columns=("delay2",)),
+    Experiment(_design("dev-mcubic-queue", "Queue: 50, 500 and 1667 slots (1 BDP) at 100 ms",
+                       {"delay": "100ms", "tcp-cc": "cubic", "duration": "60s"},
+                       _cases(("mcubic", "lia", "cubic"), [{"queue": q} for q in QUEUES])), columns=("queue",)),
+    Experiment(_design("dev-mcubic-slow-start", "Slow start: MCubic with and without HyStart",
+                       {"tcp-cc": "cubic", "duration": "60s"},
+                       _cases(("mcubic", "mcubic_nohs"), [{"delay": d} for d in ("100ms", "200ms")])),
+               columns=("delay",)),
+    Experiment(_design("dev-calibration", "Calibration: one subflow against Cubic, uncoupled Reno against Cubic",
+                       {"delay": "100ms", "tcp-cc": "cubic", "duration": "60s"},
+                       [{"cc": "mcubic", "subflows": "1"}, {"cc": "cubic", "subflows": "1"},
+                        {"cc": "reno", "subflows": "2"}]),
+               columns=("subflows",)),
+    Experiment(_design("dev-balia-floor", "BALIA's decrease: fractional alpha (the paper) vs floored (the "
+                       "authors' Linux code), against Reno", {"delay": "100ms", "tcp-cc": "reno", "duration": "45s"},
+                       _cases(("balia", "balia_floor", "lia"), [{}])), columns=()),
+    Experiment(_design("dev-parallel-queue", "Parallel streams: the scenario's 100-slot queue vs 1000 slots",
+                       {"duration": "40s", "base-streams": "64"},
+                       [{"streams": n, "queue": q} for n in ("32", "64") for q in ("100", "1000")],
+                       scenario="parallel-streams", paper="parallel"),
+               columns=("streams",), row="queue", metric="m0_model_error_pp", value_of=m0_model_error_pp,
+               row_labels={"100": "queue 100", "1000": "queue 1000"}),
+)}
+
+# ---- hypotheses ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """treated - baseline, two cells (row, column) of one experiment. `toward`: the paper's value
+    the treated condition would have to approach (the prediction is the direction of the gap from
+    the baseline's mean); or `toward_cell`: a measured cell of the same experiment; or `direction`."""
+    label: str
+    treated: tuple[str, str]
+    baseline: tuple[str, str]
+    paired: bool = False
+    toward: float | None = None
+    toward_cell: tuple[str, str] | None = None
+    direction: int | None = None
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "treated": list(self.treated), "baseline": list(self.baseline),
+                "paired": self.paired, "toward": self.toward,
+                "toward_cell": list(self.toward_cell) if self.toward_cell else None, "direction": self.direction}
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    id: str
+    paper: str
+    claims: tuple[str, ...]        # the claims (verdicts.CLAIMS ids) whose deviation it could explain
+    statement: str                 # the candidate cause, as a hypothesis
+    basis: tuple[Citation, ...]    # why it is a candidate
+    experiment: str                # EXPERIMENTS key
+    prediction: str                # what the experiment shows if it holds (fixed before any run)
+    comparisons: tuple[Comparison, ...]
+
+
+def _col(k: str, v: str) -> str:
+    return f"{k} {v}"
+
+
+def _t2(delay: str) -> float:
+    return TABLE2["rows"]["MCubic"][TABLE2["columns"].index(delay)]
+
+
+def _t3(delay2: str) -> float:
+    return TABLE3["rows"]["MCubic"][TABLE3["columns"].index(f"100:{delay2}")]
+
+
+_T2_LIA_100 = TABLE2["rows"]["LIA"][0]
+_RL_BASE = f"window {RUN_LENGTH_WINDOWS[0]}"
+
+HYPOTHESES: tuple[Hypothesis, ...] = (
+    Hypothesis(
+        "mcubic-run-length", "mcubic", ("mcubic-ratio-at-least-1",),
+        "The paper's runs were longer than ctl's: over a long run MCubic's (and LIA's) MPTCP / TCP ratio at 100 ms "
+        "moves towards the paper's 1.95 (1.86)",
+        (MCUBIC_START_STOP,), "dev-mcubic-run-length",
+        "the ratio over the later windows of a 600 s run (45-600 s, 300-600 s) is closer to the paper's value than "
+        "over its first 45 s (paired per run)",
+        tuple(Comparison(f"{cc}: window {w} vs {RUN_LENGTH_WINDOWS[0]}", (cc, f"window {w}"), (cc, _RL_BASE),
+                         paired=True, toward=paper)
+              for cc, paper in (("mcubic", _t2("100ms")), ("lia", _T2_LIA_100)) for w in RUN_LENGTH_WINDOWS[1:])),
+    Hypothesis(
+        "mcubic-eq10-reading", "mcubic", ("mcubic-ratio-at-least-1",),
+        "The authors evaluated eq. 10 below the origin as Linux's tcp_cubic.c does (u32 arithmetic that wraps) or "
+        "with a curve that starts at the reduced window, not literally (clamped at 0, which freezes a subflow's "
+        "window for K_i^2 x sum_{j!=i} 1/K_j seconds after each of its losses); their MCubic regrew faster",
+        (MCUBIC_IMPLEMENTATION, TCP_CUBIC_U32), "dev-mcubic-eq10-t2",
+        "mcubic_wrap and mcubic_stretch have higher MPTCP / TCP ratios than the literal mcubic, towards the paper's "
+        "Table 2 values (1.95 / 1 / 1 / 1)",
+        tuple(Comparison(f"{v} vs mcubic, delay {d}", (v, _col("delay", d)), ("mcubic", _col("delay", d)),
+                         toward=_t2(d)) for v in MCUBIC_READINGS[1:] for d in TABLE2["columns"])),
+    Hypothesis(
+        "mcubic-eq10-reading-t3", "mcubic", ("mcubic-best-coupled-hetero", "hetero-ratio-below-1-and-falling"),
+        "As above, with path 2 slower (Table 3): a reading that regrows faster after a loss moves MCubic's ratio "
+        "towards the paper's 0.74 / 0.47 / 0.42",
+        (MCUBIC_IMPLEMENTATION, TCP_CUBIC_U32), "dev-mcubic-eq10-t3",
+        "mcubic_wrap and mcubic_stretch move the ratio towards the paper's Table 3 values",
+        tuple(Comparison(f"{v} vs mcubic, 100:{d}", (v, _col("delay2", d)), ("mcubic", _col("delay2", d)),
+                         toward=_t3(d)) for v in MCUBIC_READINGS[1:]
+              for d in (c.split(":")[1] for c in TABLE3["columns"]))),
+    Hypothesis(
+        "mcubic-queue", "mcubic", ("mcubic-ratio-at-least-1",),
+        "The paper's bridges held more than dummynet's default 50 slots: with a larger queue the coupled "
+        "algorithms' ratio against the Cubic flow at 100 ms moves towards the paper's 1.95 (MCubic) and 1.86 (LIA)",
+        (MCUBIC_DUMMYNET,), "dev-mcubic-queue",
+        "with 500 and 1667 slots the ratio is closer to the paper's value than with 50",
+        tuple(Comparison(f"{cc}: queue {q} vs 50", (cc, _col("queue", q)), (cc, _col("queue", "50")), toward=paper)
+              for cc, paper in (("mcubic", _t2("100ms")), ("lia", _T2_LIA_100)) for q in QUEUES[1:])),
+    Hypothesis(
+        "mcubic-slow-start", "mcubic", ("mcubic-ratio-at-least-1",),
+        "Without HyStart (ctl's mcubic before issue 22) MCubic's subflows overshoot in slow start against a Cubic "
+        "flow that has HyStart, which lowered the measured ratio",
+        (MCUBIC_SLOW_START,), "dev-mcubic-slow-start",
+        "mcubic (with HyStart) has a higher ratio than mcubic_nohs, towards the paper's value",
+        tuple(Comparison(f"mcubic vs mcubic_nohs, delay {d}", ("mcubic", _col("delay", d)),
+                         ("mcubic_nohs", _col("delay", d)), toward=_t2(d)) for d in ("100ms", "200ms"))),
+    Hypothesis(
+        "balia-floor", "mcubic", (),
+        "BALIA's lower ratio against a Reno flow than LIA's (README: 0.78 vs 0.88) comes from the fractional alpha "
+        "of its decrease (the BALIA paper's formula, up to 0.75 w cut); the authors' Linux code floors alpha (w/2)",
+        (Citation("multipath-tcp/mptcp, branch mptcp_v0.96, net/mptcp/mptcp_balia.c, mptcp_balia_recalc_ai()",
+                  "alpha = div64_u64(max_rate, rate); ... md = ((tp->snd_cwnd >> 1) * min(mptcp_balia_scale(alpha, "
+                  "alpha_scale), mptcp_balia_scale(3, alpha_scale) >> 1)) >> alpha_scale;",
+                  "the authors' code divides in integers: alpha = max_rate / rate is floored (1 until one subflow "
+                  "is twice as fast), so a loss cuts w/2, where the paper's fractional alpha cuts up to 0.75 w"),),
+        "dev-balia-floor",
+        "balia_floor has a higher MPTCP / Reno ratio than balia, towards LIA's",
+        (Comparison("balia_floor vs balia", ("balia_floor", ""), ("balia", ""), toward_cell=("lia", "")),)),
+    Hypothesis(
+        "parallel-starvation", "parallel", ("shares-follow-model",),
+        "With the scenario's 100-slot queue at 100 Mbit/s and 10 ms RTT the path holds (100 + 83) packets for "
+        "64 + n connections, 1.4 to 2.8 each: connections that cannot get three duplicate ACKs recover by "
+        "timeouts and starve, so the shares follow the connections alive, not the nominal counts of BNA/IB",
+        (Citation("parallel sockets paper, eq. 2 (the BNA model)",
+                  "새로 생성될 소켓 연결들이 할당받을 수 있는 대역폭(Bandwidth for New Allocation :BNA)은 식 ②와 같이 "
+                  "계산될 수 있다.",
+                  "BNA = B x A_n / (V_k + A_n) counts connections; it says nothing of the packets each can keep in "
+                  "flight, which the scenario's queue decides"),),
+        "dev-parallel-queue",
+        "with a 1000-slot queue (8-11 packets per connection) m0's share is closer to BNA than with 100 slots",
+        tuple(Comparison(f"SC64+SC{n}: queue 1000 vs 100", ("queue 1000", _col("streams", n)),
+                         ("queue 100", _col("streams", n)), toward=0.0) for n in ("32", "64"))),
+)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A check of the rack and of ctl's implementations, with an expected value fixed in advance."""
+    id: str
+    paper: str
+    statement: str
+    experiment: str
+    cell: tuple[str, str]
+    expected: float | None          # None: shown as a bound for other cells, not judged
+    tolerance: float
+    meaning: str
+
+
+CALIBRATIONS: tuple[Calibration, ...] = (
+    Calibration("mcubic-single-subflow", "mcubic",
+                "MCubic with one subflow (K_mptcp = K_i) against kernel Cubic on one path: ratio 1",
+                "dev-calibration", ("mcubic", _col("subflows", "1")), 1.0, 0.15,
+                "validates ctl's Cubic base (growth, decrease, HyStart) against the kernel's own Cubic"),
+    Calibration("cubic-single-subflow", "mcubic",
+                "Kernel Cubic on a one-subflow MPTCP connection against kernel Cubic on TCP: ratio 1",
+                "dev-calibration", ("cubic", _col("subflows", "1")), 1.0, 0.15,
+                "validates that MPTCP itself (one subflow) costs nothing against plain TCP on this rack"),
+    Calibration("reno-ceiling", "mcubic",
+                "Uncoupled Reno (two subflows) against one Cubic flow at 100 ms",
+                "dev-calibration", ("reno", _col("subflows", "2")), None, 0.0,
+                "the ceiling of any algorithm with a Reno increase (LIA, OLIA, BALIA): two uncoupled Reno subflows "
+                "are the most such an algorithm can take from a Cubic flow"),
+)
+
+
+def hypotheses_for(claim: str) -> list[Hypothesis]:
+    return [h for h in HYPOTHESES if claim in h.claims]
+
+
+def experiments_for(papers: tuple[str, ...] | list[str]) -> list[Experiment]:
+    return [e for e in EXPERIMENTS.values() if e.design.paper in papers]

@@ -1,0 +1,60 @@
+"""Deviation experiments from run summaries to the report's words: cells per window and condition,
+hypotheses judged, and what the report prints under a claim."""
+from __future__ import annotations
+
+from controller.reproduce import deviation_report as dev
+from controller.reproduce.cells import build_cells
+from controller.reproduce.evidence import judge_all
+from controller.reproduce.hypotheses import EXPERIMENTS
+from controller.reproduce.measure import extract_deviation
+
+
+def _acc_run_length():
+    acc: dict = {}
+    e = EXPERIMENTS["dev-mcubic-run-length"]
+    for cc, early, late in (("mcubic", (0.5, 0.6, 0.7), (1.2, 1.3, 1.1)), ("lia", (0.2, 0.25, 0.3), (0.2, 0.22, 0.3)),
+                            ("cubic", (1.3, 1.2, 1.4), (1.3, 1.3, 1.2))):
+        for i in range(3):
+            windowed = {"0s:45s": {"ratio": early[i]}, "45s:600s": {"ratio": late[i]},
+                        "300s:600s": {"ratio": late[i] + 0.05}}
+            extract_deviation(acc, e, {"cc": cc}, {"ratio": 9.9, "valid": True}, f"run-{cc}-{i}", windowed)
+    return acc
+
+
+def test_windows_become_paired_cells_and_the_whole_run_value_is_not_used():
+    cells = build_cells(_acc_run_length())
+    c = cells.get("mcubic", "dev-mcubic-run-length", "mcubic", "window 0s:45s", "ratio")
+    assert c is not None and c.values == (0.5, 0.6, 0.7)
+    assert c.facts["run"] == ["run-mcubic-0", "run-mcubic-1", "run-mcubic-2"]
+    assert not [x for x in cells if 9.9 in x.values]
+
+
+def test_an_invalid_run_adds_nothing():
+    acc: dict = {}
+    e = EXPERIMENTS["dev-mcubic-queue"]
+    extract_deviation(acc, e, {"cc": "mcubic", "queue": "500"}, {"ratio": 1.0, "valid": False}, "r")
+    assert acc == {}
+
+
+def test_the_report_words_for_a_hypothesis():
+    cells = build_cells(_acc_run_length())
+    hyps, cals = judge_all(cells, ["mcubic"])
+    rl = next(h for h in hyps if h.hypothesis.id == "mcubic-run-length")
+    md = "\n".join(dev.hypothesis_md(rl))
+    assert "hypothesis `mcubic-run-length`" in md
+    assert "experiment: dev-mcubic-run-length" in md and "campaigns/deviations/dev-mcubic-run-length.yaml" in md
+    assert "MCubic paper, section 4.2.2" in md                       # its basis is quoted
+    assert "paired" in md and "95 % CI" in md
+    page = dev.hypothesis_html(rl)
+    assert 'class="v hv-' in page and "mcubic-run-length" in page
+    tables = dev.experiment_tables(cells, "mcubic")
+    assert ("h3", "dev-mcubic-run-length: " + EXPERIMENTS["dev-mcubic-run-length"].design.title) in tables
+    others = [h for h in hyps if h.hypothesis.id != "mcubic-run-length"]
+    assert {h.status for h in others if h.hypothesis.paper == "mcubic"} == {"not measured"}
+    assert {c.status for c in cals} == {"not measured"}
+
+
+def test_a_claim_without_a_tested_hypothesis_says_so():
+    hyps, _ = judge_all(build_cells({}), ["mcubic"])
+    assert dev.no_hypothesis_note("mcubic-fairest", hyps) is not None
+    assert dev.no_hypothesis_note("mcubic-ratio-at-least-1", hyps) is None

@@ -1,0 +1,125 @@
+"""The rule that turns a deviation experiment's numbers into supported / refuted / open, on
+hand-computed cases, and the judging of hypotheses and calibrations on cells."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from controller.reproduce.cells import Cell, Cells
+from controller.reproduce.effects import (
+    MIXED,
+    OPEN,
+    REFUTED,
+    SUPPORTED,
+    combine,
+    finding,
+    independent,
+    paired,
+    relevant_size,
+)
+from controller.reproduce.evidence import FAILED, NOT_MEASURED, VALIDATED, judge_calibration, judge_hypothesis
+from controller.reproduce.hypotheses import CALIBRATIONS, HYPOTHESES
+
+
+def test_welch_interval_by_hand():
+    a, b = [2.0, 3.0, 4.0], [1.0, 1.0, 1.0]
+    e = independent(a, b)
+    # difference 2; se^2 = 1/3 + 0; df = (1/3)^2 / ((1/3)^2 / 2) = 2 -> t 4.303
+    assert e.mean == pytest.approx(2.0)
+    assert e.ci95 == pytest.approx(4.303 * math.sqrt(1 / 3), rel=1e-6)
+    assert not e.paired and e.n == 3
+
+
+def test_paired_interval_uses_only_runs_both_sides_have():
+    treated = [("r1", 1.5), ("r2", 1.7), ("r3", 1.6), ("r4", 9.0)]
+    base = [("r1", 1.0), ("r2", 1.1), ("r3", 1.2)]
+    e = paired(treated, base)
+    diffs = [0.5, 0.6, 0.4]
+    sd = 0.1
+    assert e.n == 3 and e.mean == pytest.approx(sum(diffs) / 3)
+    assert e.ci95 == pytest.approx(4.303 * sd / math.sqrt(3))
+
+
+def test_no_interval_from_one_value():
+    assert independent([1.0], [2.0, 3.0]).ci95 is None
+    assert paired([("r", 1.0)], [("r", 0.5)]).ci95 is None
+    assert finding(independent([1.0], [2.0, 3.0]), 1, 0.1)[0] == OPEN
+
+
+@pytest.mark.parametrize("low,high,direction,relevant,expect", [
+    (0.1, 0.5, 1, 0.2, SUPPORTED),       # all above 0, predicted up
+    (-0.5, -0.1, 1, 0.2, REFUTED),       # all below 0, predicted up
+    (-0.05, 0.1, 1, 0.2, REFUTED),       # straddles 0 but cannot reach the relevant size
+    (-0.05, 0.3, 1, 0.2, OPEN),          # straddles 0 and reaches it
+    (-0.5, -0.1, -1, 0.2, SUPPORTED),    # predicted down
+    (0.1, 0.5, -1, 0.2, REFUTED),
+])
+def test_the_rule(low, high, direction, relevant, expect):
+    from controller.reproduce.effects import Effect
+    e = Effect((low + high) / 2, (high - low) / 2, 3, False)
+    assert finding(e, direction, relevant)[0] == expect
+
+
+def test_relevant_size_is_a_quarter_of_the_gap_with_a_floor():
+    assert relevant_size(1.2) == pytest.approx(0.3)
+    assert relevant_size(-0.08) == pytest.approx(0.05)
+    assert relevant_size(None) == pytest.approx(0.05)
+    assert relevant_size(1.0, own=0.5) == 0.5
+
+
+def test_combine():
+    assert combine([SUPPORTED, SUPPORTED]) == SUPPORTED
+    assert combine([REFUTED]) == REFUTED
+    assert combine([SUPPORTED, REFUTED]) == MIXED
+    assert combine([SUPPORTED, OPEN]) == MIXED
+    assert combine([]) == OPEN
+
+
+def _cell(exp: str, row: str, col: str, values, runs=None, metric="ratio", paper="mcubic"):
+    return Cell(paper, exp, row, col, metric, tuple(values), facts={"run": list(runs or [f"{row}-{i}" for i in
+                                                                                        range(len(values))])})
+
+
+def test_run_length_hypothesis_on_cells():
+    h = next(x for x in HYPOTHESES if x.id == "mcubic-run-length")
+    runs = ["a", "b", "c"]
+    cells = Cells([
+        _cell("dev-mcubic-run-length", "mcubic", "window 0s:45s", [0.6, 0.7, 0.8], runs),
+        _cell("dev-mcubic-run-length", "mcubic", "window 45s:600s", [1.6, 1.8, 1.7], runs),
+        _cell("dev-mcubic-run-length", "mcubic", "window 300s:600s", [1.9, 2.0, 1.95], runs),
+        _cell("dev-mcubic-run-length", "lia", "window 0s:45s", [0.3, 0.3, 0.31], runs),
+        _cell("dev-mcubic-run-length", "lia", "window 45s:600s", [0.3, 0.31, 0.3], runs),
+        _cell("dev-mcubic-run-length", "lia", "window 300s:600s", [0.29, 0.3, 0.31], runs),
+    ])
+    r = judge_hypothesis(h, cells)
+    by = {c.comparison.label: c for c in r.comparisons}
+    assert by["mcubic: window 300s:600s vs 0s:45s"].finding == SUPPORTED
+    assert by["mcubic: window 300s:600s vs 0s:45s"].effect.paired
+    assert by["mcubic: window 300s:600s vs 0s:45s"].reaches_target        # 1.95 within [1.83, 2.07]
+    assert by["lia: window 300s:600s vs 0s:45s"].finding == REFUTED       # ~0 effect, gap 1.55
+    assert r.status == MIXED and "2 supported, 2 refuted" in r.reason
+
+
+def test_a_hypothesis_without_runs_is_not_measured():
+    h = next(x for x in HYPOTHESES if x.id == "mcubic-eq10-reading")
+    assert judge_hypothesis(h, Cells()).status == NOT_MEASURED
+
+
+def test_toward_a_measured_cell():
+    h = next(x for x in HYPOTHESES if x.id == "balia-floor")
+    cells = Cells([_cell("dev-balia-floor", "balia", "", [0.7, 0.72, 0.74]),
+                   _cell("dev-balia-floor", "balia_floor", "", [0.85, 0.86, 0.9]),
+                   _cell("dev-balia-floor", "lia", "", [0.88, 0.9, 0.86])])
+    r = judge_hypothesis(h, cells)
+    assert r.comparisons[0].target == pytest.approx(0.88)
+    assert r.status == SUPPORTED
+
+
+def test_calibrations():
+    cal = next(c for c in CALIBRATIONS if c.id == "mcubic-single-subflow")
+    ok = Cells([_cell("dev-calibration", "mcubic", "subflows 1", [0.95, 1.02, 1.05])])
+    assert judge_calibration(cal, ok).status == VALIDATED
+    off = Cells([_cell("dev-calibration", "mcubic", "subflows 1", [1.5, 1.55, 1.6])])
+    assert judge_calibration(cal, off).status == FAILED
+    assert judge_calibration(cal, Cells()).status == NOT_MEASURED

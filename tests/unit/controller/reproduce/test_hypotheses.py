@@ -1,0 +1,127 @@
+"""What the report says about the papers is what the papers say: every quote is verbatim from its
+paper, the MCubic paper's single-path flow is pinned to TCP Cubic as its text says, and every
+hypothesis is tested by an experiment whose cells its comparisons name."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from controller import scenarios
+from controller.reproduce import hypotheses as hy
+from controller.reproduce.design import DEVIATIONS_DIR, EXPERIMENTS, deviation_file, design
+from controller.reproduce.measure import deviation_column
+from controller.reproduce.verdicts import CLAIMS
+
+from .conftest import statuses
+
+PROJECT = Path(__file__).resolve().parents[4]
+SEEDS = PROJECT.parent / "shared" / "seeds"
+# Which seed each citation's source names (the papers are beside the checkout, ../shared/seeds).
+SEED_OF = {"MCubic paper": "003_", "MPTCP + BitTorrent paper": "000_", "BBRv3 paper": "002_",
+           "parallel sockets paper": "004_"}
+ALL_CITATIONS = sorted({c for cs in hy.CITATIONS.values() for c in cs} | {c for h in hy.HYPOTHESES for c in h.basis},
+                       key=lambda c: (c.source, c.quote))
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def test_the_mcubic_papers_single_path_flow_is_tcp_cubic_in_both_scenarios():
+    """Sections 4.2.1 (Table 1) and 4.2.2 (Tables 2 and 3) name it; ctl runs it as Cubic."""
+    for c in (hy.MCUBIC_TCP_IS_CUBIC_421, hy.MCUBIC_TCP_IS_CUBIC_422):
+        assert "단일 경로 TCP Cubic" in c.quote
+    assert "4.2.1" in hy.MCUBIC_TCP_IS_CUBIC_421.source and "4.2.2" in hy.MCUBIC_TCP_IS_CUBIC_422.source
+    for name in ("distinct-bottleneck", "shared-bottleneck"):
+        params, _ = scenarios.get(name).parse_args([])
+        assert params["tcp_cc"] == "cubic", name
+    rd = design("full", ["mcubic"], statuses())
+    assert {c.fixed.get("tcp-cc") for c in rd.campaigns if c.key.startswith("mcubic-table")} == {"cubic"}
+
+
+def test_the_false_statement_is_gone():
+    """The paper names its single-path algorithm: nothing of ctl's may say it does not."""
+    bad = re.compile(r"(does not (name|say|give)|not (named|given|stated))[^.]{0,80}(single-path|its algorithm)|"
+                     r"single-path flow's algorithm\s+is not given", re.I)
+    for path in [PROJECT / "README.md", PROJECT / "bench" / "cc_tables.py",
+                 *sorted((PROJECT / "controller" / "reproduce").glob("*.py"))]:
+        text = _squash(path.read_text())
+        assert not bad.search(text), f"{path}: {bad.search(text).group(0)!r}"
+
+
+@pytest.mark.parametrize("citation", [c for c in ALL_CITATIONS if any(c.source.startswith(k) for k in SEED_OF)],
+                         ids=lambda c: c.source)
+def test_every_quote_of_a_paper_is_verbatim_from_its_seed(citation):
+    seed = next(k for k in SEED_OF if citation.source.startswith(k))
+    found = sorted(SEEDS.glob(SEED_OF[seed] + "*.txt")) if SEEDS.is_dir() else []
+    if not found:
+        pytest.skip(f"the papers are not beside this checkout ({SEEDS}): the quotes cannot be checked here")
+    assert _squash(citation.quote) in _squash(found[0].read_text()), citation.quote
+
+
+def test_hypotheses_name_cells_their_experiments_produce():
+    claim_ids = {c.id for c in CLAIMS}
+    for h in hy.HYPOTHESES:
+        e = hy.EXPERIMENTS[h.experiment]
+        assert h.basis and h.prediction and h.comparisons, h.id
+        assert set(h.claims) <= claim_ids, h.id
+        rows = {e.row_labels.get(v.get(e.row, ""), v.get(e.row, "")) for v in
+                ({k.replace("-", "_"): x for k, x in c.items()} for c in e.design.case_values())}
+        cols = {deviation_column(e, {k.replace("-", "_"): x for k, x in c.items()}, w)
+                for c in e.design.case_values() for w in (e.windows or (None,))}
+        for cmp in h.comparisons:
+            for rc in (cmp.treated, cmp.baseline) + ((cmp.toward_cell,) if cmp.toward_cell else ()):
+                assert rc[0] in rows and rc[1] in cols, f"{h.id}: {cmp.label}: {rc} not among {rows} x {cols}"
+            assert (cmp.toward is None) != (cmp.toward_cell is None) or cmp.direction is not None, cmp.label
+
+
+def test_every_not_reproduced_mcubic_claim_of_the_tables_has_a_hypothesis():
+    for claim in ("mcubic-ratio-at-least-1", "mcubic-best-coupled-hetero"):
+        assert hy.hypotheses_for(claim), claim
+
+
+def test_the_issues_mcubic_experiments_are_all_there():
+    rl = hy.EXPERIMENTS["dev-mcubic-run-length"]
+    assert rl.design.fixed["duration"] == "600s" and rl.design.fixed["delay"] == "100ms"
+    assert {c["cc"] for c in rl.design.cases} == {"mcubic", "cubic", "lia"}
+    assert rl.windows == ("0s:45s", "45s:600s", "300s:600s")
+    t2 = hy.EXPERIMENTS["dev-mcubic-eq10-t2"]
+    assert {c["cc"] for c in t2.design.cases} == {"mcubic", "mcubic_wrap", "mcubic_stretch"}
+    assert {c["delay"] for c in t2.design.cases} == {"100ms", "200ms", "500ms", "800ms"}
+    t3 = hy.EXPERIMENTS["dev-mcubic-eq10-t3"]
+    assert {(c["delay1"], c["delay2"]) for c in t3.design.cases} == {("100ms", d) for d in ("300ms", "400ms", "500ms")}
+    q = hy.EXPERIMENTS["dev-mcubic-queue"]
+    assert {c["queue"] for c in q.design.cases} == {"50", "500", "1667"}
+    cal = {(c["cc"], c["subflows"]) for c in hy.EXPERIMENTS["dev-calibration"].design.cases}
+    assert cal == {("mcubic", "1"), ("cubic", "1"), ("reno", "2")}
+    assert {c["cc"] for c in hy.EXPERIMENTS["dev-balia-floor"].design.cases} >= {"balia", "balia_floor"}
+    assert hy.EXPERIMENTS["dev-balia-floor"].design.fixed["tcp-cc"] == "reno"
+    for e in hy.EXPERIMENTS.values():
+        assert e.design.repetitions >= 3, e.key       # no interval is drawn from fewer
+
+
+def test_the_shipped_campaign_files_are_the_experiments():
+    """campaigns/deviations/ is generated from hypotheses.py: regenerate it when they change
+    (`python -m controller.reproduce.design`)."""
+    d = PROJECT / DEVIATIONS_DIR
+    assert sorted(p.stem for p in d.glob("*.yaml")) == sorted(EXPERIMENTS)
+    for key in EXPERIMENTS:
+        assert (d / f"{key}.yaml").read_text() == deviation_file(key), key
+
+
+def test_deviations_mode_and_full_queue_the_experiments_only_where_their_algorithms_run():
+    rd = design("deviations", ["mcubic", "parallel"], statuses(
+        runnable=("reno", "cubic", "bbr", "lia", "olia", "balia", "wvegas", "mcubic", "mcubic_wrap",
+                  "mcubic_stretch", "mcubic_nohs", "balia_floor")))
+    assert {c.key for c in rd.campaigns} == set(EXPERIMENTS)
+    rd = design("deviations", ["mcubic"], statuses(missing=(("mcubic_wrap", "not built"),)))
+    keys = {c.key for c in rd.campaigns}
+    assert "dev-mcubic-eq10-t2" not in keys and "dev-mcubic-run-length" in keys
+    assert any("dev-mcubic-eq10-t2" in n.what and "mcubic_wrap: not built" in n.reason for n in rd.not_runnable)
+    full = design("full", ["mcubic"], statuses())
+    assert [c.key for c in full.campaigns][:3] == ["mcubic-table1", "mcubic-table2", "mcubic-table3"]
+    assert "dev-mcubic-run-length" in {c.key for c in full.campaigns}
+    quick = design("quick", ["mcubic"], statuses())
+    assert not [c for c in quick.campaigns if c.key.startswith("dev-")]
