@@ -36,11 +36,13 @@ quotes the source line of each diagnostic, so only diagnostics located in ctl's 
 """
 from __future__ import annotations
 
+import array
 import hashlib
 import os
 import re
 import stat
 import struct
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +55,7 @@ MAX_HEADER_LEN = 256            # a longer header is accepted only if the bytes 
 MAX_BYTES = 64 << 20            # a distribution kernel's vmlinux BTF is 5-7 MB
 MAX_TYPES = 0xFFFFF             # BTF_MAX_TYPE (include/uapi/linux/btf.h)
 MAX_NAME = 512                  # KSYM_NAME_LEN since Linux 6.1
+_U32 = next(c for c in "IL" if array.array(c).itemsize == 4)     # an array typecode of 32 bits
 
 IDENT, WORDS, SECTION, TAG = "identifier", "type specifier", "section name", "tag"
 _RULES = {
@@ -183,43 +186,52 @@ def check_btf(data: bytes) -> BTFSummary:
     if not strings or strings[0] != 0 or strings[-1] != 0:
         raise refuse("the string section does not start and end with a NUL byte")
 
-    # One pass over the types: their extent, the names by the rule they must obey, the type
-    # ids referred to. Names are checked afterwards, each distinct one once.
-    u32 = struct.Struct(bo + "I")
-    btf_type = struct.Struct(bo + "III")
+    # One pass over the types (as 32-bit words: every BTF record is made of them): their
+    # extent, the names by the rule they must obey, the type ids referred to. Names are
+    # checked afterwards, each distinct one once.
+    if type_len % 4:
+        raise refuse(f"the type section's length {type_len} is not a whole number of 32-bit words")
+    words = array.array(_U32, data[hdr_len + type_off:hdr_len + type_off + type_len])
+    if (bo == "<") != (sys.byteorder == "little"):
+        words.byteswap()
     names: dict[str, set[int]] = {rule: set() for rule in _RULES}
-    pos, end = hdr_len + type_off, hdr_len + type_off + type_len
+    member_names = names[IDENT].update
+    table: list[tuple | None] = [None] * 32
+    for n, k in KINDS.items():
+        table[n] = (k, 3 + k.extra // 4, k.record // 4, k.record_name, k.record_type, k.refers, k.extra_types,
+                    names[k.rule].add)
+    i, end = 0, len(words)
     count, max_ref = 0, 0
-    while pos < end:
+    while i < end:
         count += 1
-        if end - pos < 12:
+        if end - i < 3:
             raise refuse(f"type id {count}: truncated (the type section ends inside it)")
-        name_off, info, size_type = btf_type.unpack_from(data, pos)
-        kind = KINDS.get((info >> 24) & 0x1F)
-        if kind is None:
+        info = words[i + 1]
+        entry = table[(info >> 24) & 0x1F]
+        if entry is None:
             raise refuse(f"type id {count}: unknown kind {(info >> 24) & 0x1F}")
+        kind, head, per, name_at, type_at, refers, extra_types, add = entry
         vlen = info & 0xFFFF
-        rec = pos + 12 + kind.extra
-        nxt = rec + kind.record * vlen
+        rec = i + head
+        nxt = rec + per * vlen
         if nxt > end:
             raise refuse(f"type id {count} ({kind.name}): truncated (the type section ends inside it)")
-        names[kind.rule].add(name_off)
-        if kind.refers and size_type > max_ref:
-            max_ref = size_type
-        if kind.extra_types:
-            max_ref = max(max_ref, *struct.unpack_from(f"{bo}{kind.extra_types}I", data, pos + 12))
-        if vlen and kind.record:
-            per = kind.record // 4
-            fields = struct.unpack_from(f"{bo}{per * vlen}I", data, rec)
-            if kind.record_name is not None:
-                names[IDENT].update(fields[kind.record_name::per])
-            if kind.record_type is not None:
-                max_ref = max(max_ref, *fields[kind.record_type::per])
-        pos = nxt
+        add(words[i])
+        if refers and words[i + 2] > max_ref:
+            max_ref = words[i + 2]
+        if extra_types:
+            max_ref = max(max_ref, *words[i + 3:i + 3 + extra_types])
+        if vlen and per:
+            if name_at is not None:
+                member_names(words[rec + name_at:nxt:per])
+            if type_at is not None:
+                max_ref = max(max_ref, max(words[rec + type_at:nxt:per]))
+        i = nxt
     if count > MAX_TYPES:
         raise refuse(f"{count} types, more than {MAX_TYPES}")
     if max_ref > count:
-        first = _first_type(data, bo, hdr_len + type_off, end, lambda i, k, refs, _: max(refs, default=0) > count)
+        first = _first_type(data, bo, hdr_len + type_off, hdr_len + type_off + type_len,
+                            lambda i, k, refs, _: max(refs, default=0) > count)
         raise refuse(f"{first}: refers to a type id above the last one ({count})")
 
     starts: dict[int, bytes] = {}
@@ -235,7 +247,7 @@ def check_btf(data: bytes) -> BTFSummary:
             if name is not None and (not name or (len(name) <= MAX_NAME and match(name))):
                 checked += 1
                 continue
-            first = _first_type(data, bo, hdr_len + type_off, end,
+            first = _first_type(data, bo, hdr_len + type_off, hdr_len + type_off + type_len,
                                 lambda i, k, refs, offs, n=name_off: n in offs)
             raise refuse(f"{first}: {_why(name_off, name, rule, len(strings))}")
     return BTFSummary(digest, order, len(data), count, checked)

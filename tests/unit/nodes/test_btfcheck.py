@@ -175,6 +175,13 @@ def test_a_struct_named_with_an_include_is_refused_without_repeating_it(tmp_path
     assert_no_crafted_bytes(msg, name)
 
 
+def test_a_big_endian_btf_is_read_in_its_own_byte_order(tmp_path):
+    """An s390x endpoint writes its BTF big-endian: the same crafted name is found there."""
+    b = Blob(">")
+    b.struct_(crafted_name(tmp_path))
+    assert "type id 2 (STRUCT): byte 1 of its" in refused(b.bytes())
+
+
 def check_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
