@@ -18,6 +18,7 @@ from controller.commands import Command, CommandResult, DryRunSession, Session, 
 from controller.errors import ParameterError, UnsupportedShaping, VerifyError
 from controller.registry import Registry
 from controller.units import (
+    Conversion,
     Queue,
     format_delay,
     format_probability,
@@ -185,6 +186,10 @@ class Shaper(Protocol):
     def queue_limits(cls, inventory: Any, host: str) -> dict[str, int]:
         """The largest queue the back-end can hold, {"slot_limit", "byte_limit"}, for BDP sizing."""
 
+    def conversions(self, desired: Mapping[PipeKey, PipeConfig]) -> list[Conversion]:
+        """Values of `desired` this back-end holds differently (a rate or a loss rounded to its
+        resolution), one entry each, for the run's warnings and manifest (pure); default none."""
+
     def metadata_commands(self) -> list[Command] | None:
         """Read-only commands describing the host for the run record; None: the runner's
         generic host metadata (kernel, interfaces) applies."""
@@ -213,9 +218,15 @@ class ShaperBase:
     kind: ClassVar[str]
     host: str
 
+    # How the two numbers of `queue_limits` are called on the host (named in BDP-queue warnings).
+    queue_limit_names: ClassVar[tuple[str, str]] = ("slot limit", "byte limit")
+
     @classmethod
     def queue_limits(cls, inventory: Any, host: str) -> dict[str, int]:
         return {"slot_limit": 100_000, "byte_limit": 1 << 30}
+
+    def conversions(self, desired: Mapping[PipeKey, PipeConfig]) -> list[Conversion]:
+        return []
 
     def metadata_commands(self) -> list[Command] | None:
         return None

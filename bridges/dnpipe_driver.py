@@ -148,6 +148,8 @@ class DnpipeShaper(ShaperBase):
         pipes.update({k: (None if v == DEFAULT else v) for k, v in desired.items()})
         return ShaperState(pipes, dict(before.raw), dict(before.details), {})
 
+    queue_limit_names = ("the forwarder's slot maximum", "the forwarder's byte maximum")
+
     @classmethod
     def queue_limits(cls, inventory: Inventory, host: str) -> dict[str, int]:
         return {"slot_limit": MAX_SLOTS, "byte_limit": MAX_QUEUE_BYTES}

@@ -30,7 +30,7 @@ from controller.errors import UnsupportedShaping
 from controller.inventory import Inventory
 from controller.parsers import tc as tc_parser
 from controller.parsers.tc import Qdisc
-from controller.units import Queue
+from controller.units import Conversion, Queue
 
 # Qdiscs a port has when nobody configured it; deleting the root qdisc returns to them.
 # (A root pfifo is not among them: someone configured it, and deleting it would not restore it.)
@@ -74,6 +74,18 @@ class TcShaper(ShaperBase):
             if key[0] not in self.links:
                 raise UnsupportedShaping(f"{self.host}: link {key[0]} is not on this bridge")
         check_capabilities(self.kind, self.capabilities(), self.host, desired)
+
+    def conversions(self, desired: Mapping[PipeKey, PipeConfig]) -> list[Conversion]:
+        """tc keeps a rate in whole bytes per second: a rate that is not a multiple of 8 bit/s is
+        held rounded down (which is also what verify() accepts as read back)."""
+        out = []
+        for key, want in desired.items():
+            if want.bw_bps is not None and want.bw_bps % 8:
+                held = want.bw_bps // 8 * 8
+                out.append(Conversion(f"rate of {key[0]} {key[1].value} on {self.host} (tc, {self.port(key)})",
+                                      f"{want.bw_bps:,} bit/s", f"{held:,} bit/s ({held // 8:,} B/s)",
+                                      "tc holds rates in whole bytes per second, rounded down"))
+        return out
 
     def read_commands(self) -> list[Command]:
         ports = sorted({self.port(k) for k in self.pipes()})

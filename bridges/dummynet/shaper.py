@@ -76,6 +76,7 @@ from bridges.dummynet.values import (
     KB_PRINT_FROM,
     MIN_QUEUE_BYTES,
     PLR_MIN,
+    QUEUE_LIMIT_NAMES,
     SAMPLER_SCRIPT,
     SYSCTL_NAMES,
     format_bw_arg,
@@ -83,6 +84,7 @@ from bridges.dummynet.values import (
     format_plr_arg,
     format_queue_arg,
     pipe_show_block,
+    plr_conversion,
     printed_bw,
     printed_plr,
     printed_queue,
@@ -94,7 +96,7 @@ from controller.commands import Command, CommandResult
 from controller.errors import InventoryError, ParameterError, ParseError, UnsupportedShaping
 from controller.inventory import DummynetShaper as DummynetSpec
 from controller.inventory import Inventory, Link, Role
-from controller.units import Queue, format_delay, format_probability, format_rate
+from controller.units import Conversion, Queue, format_delay, format_probability, format_rate
 
 @dataclass(frozen=True)
 class _KeyState:
@@ -740,6 +742,13 @@ class DummynetShaper(ShaperBase):
         """The `pipe show` loop; its marker carries whole seconds only, so a sample is stamped
         when its marker arrives here (the host's clock offset does not apply)."""
         return [listing_stream("shaper", self.sampler_argv(f"{interval_s:g}"), self.pipe_counters)]
+
+    queue_limit_names = QUEUE_LIMIT_NAMES
+
+    def conversions(self, desired: Mapping[PipeKey, PipeConfig]) -> list[Conversion]:
+        """plr as the kernel holds it (values.plr_conversion); bw, delay and queue are exact or refused."""
+        return [c for k in sorted(desired, key=_key_order) if (c := plr_conversion(
+            f"loss of {k[0]} {k[1].value} on {self.host} (dummynet pipe {self.pipe_of[k]})", desired[k].plr))]
 
     @classmethod
     def queue_limits(cls, inventory: Inventory, host: str) -> dict[str, int]:

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 from bridges.base import PipeConfig
 from controller.errors import ParameterError
-from controller.units import Queue, format_delay
+from controller.units import Conversion, Queue, format_delay, format_percent
 
 DN_MAX_ID = 65536                 # pipe N's FIFO scheduler is N+DN_MAX_ID, its flowset N+2*DN_MAX_ID
 
@@ -42,6 +42,10 @@ MIN_QUEUE_BYTES = 1500            # config_fs(): a byte queue below 1500 B is si
 
 
 KB_PRINT_FROM = 8192              # print_flowset_parms(): byte queues >= 8192 print as l/1024 "KB"
+
+
+QUEUE_LIMIT_NAMES = ("net.inet.ip.dummynet.pipe_slot_limit (inventory facts)",
+                     "net.inet.ip.dummynet.pipe_byte_limit (inventory facts)")
 
 
 PLR_MIN = 1e-6                    # `pipe show` prints plr with %f: below 1e-6 it reads 0.000000
@@ -129,6 +133,16 @@ def plr_internal(plr: float) -> int:
     """The kernel's 31-bit plr: `(int)(d * 0x7fffffff)` after clamping to [0, 1] (truncation)."""
     d = min(1.0, max(0.0, float(plr)))
     return int(d * PLR_SCALE)
+
+
+def plr_conversion(what: str, plr: float) -> Conversion | None:
+    """The plr the kernel will hold, when it differs from `plr` in ctl's 6 significant digits:
+    dummynet keeps `(int)(p * 0x7fffffff)`, truncated (a step of 4.7e-10)."""
+    held = plr_internal(plr) / PLR_SCALE
+    if not plr or format_percent(held) == format_percent(plr):
+        return None
+    return Conversion(what, format_percent(plr), f"{held * 100:.9g} %",
+                      "dummynet holds plr as a 31-bit integer, (int)(p x 0x7fffffff), truncated")
 
 
 def printed_plr(plr: float) -> str | None:

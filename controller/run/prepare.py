@@ -12,7 +12,9 @@ from controller.scenarios.base import RunPlan, Scenario
 def prepare_run(scenario_name: str, rest: list[str], inv: Inventory) -> tuple[Scenario, dict[str, Any],
                                                                               dict[str, str], RunPlan]:
     """Scenario, parameters, plan and each bridge's validation of its shaping: what `ctl run`
-    and a campaign's `plan`/`submit` refuse before anything on the rack changes."""
+    and a campaign's `plan`/`submit` refuse before anything on the rack changes. The plan's
+    `conversions` gain what each bridge's back-end would hold differently from the plan (a rate
+    or a loss rounded to its resolution), after the scenario's own (queues, socket buffers)."""
     scenario = scenarios.get(scenario_name)
     params, given = scenario.parse_args(rest)
     plan = scenario.plan(params, inv)
@@ -21,5 +23,7 @@ def prepare_run(scenario_name: str, rest: list[str], inv: Inventory) -> tuple[Sc
         by_bridge.setdefault(inv.links[key[0]].bridge, {})[key] = cfg
     for bridge, desired in by_bridge.items():
         kind = inv.hosts[bridge].shaper.kind  # type: ignore[union-attr]
-        shaper_class(kind)(inv, bridge).validate(desired)
+        shaper = shaper_class(kind)(inv, bridge)
+        shaper.validate(desired)
+        plan.conversions.extend(c for c in shaper.conversions(desired) if c not in plan.conversions)
     return scenario, params, given, plan

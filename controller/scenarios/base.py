@@ -18,8 +18,11 @@ from controller.errors import ParameterError, ScenarioError, UsageError
 from controller.inventory import Inventory, Role
 from controller.traffic.iperf3 import FlowSpec
 from controller.units import (
+    Conversion,
     format_delay,
+    format_percent,
     format_probability,
+    format_rate,
     format_rate_arg,
     format_size,
     parse_delay_us,
@@ -97,7 +100,29 @@ class Param:
             return b
         return {"rate": lambda x: parse_rate(x), "duration": lambda x: parse_duration(x),
                 "delay": lambda x: parse_delay_us(x), "probability": lambda x: parse_probability(x),
-                "size": lambda x: parse_size(x), "int": int}[self.type](b)
+                "size": lambda x: parse_size(x), "int": int, "queue": lambda x: parse_queue(x)}[self.type](b)
+
+    def display(self, raw: Any) -> str:
+        """A default or bound as people read it, with its unit (`0.0046 %`, `1 Gbit/s`, `40 ms`);
+        `-` for none."""
+        if raw is None:
+            return "-"
+        try:
+            v = self._bound(raw)
+        except (ParameterError, KeyError, ValueError, TypeError):
+            return str(raw)
+        t = self.type
+        if t == "rate":
+            return format_rate(v)
+        if t == "delay":
+            return f"{v / 1e6:g} s" if v and v % 1_000_000 == 0 else f"{v / 1000:g} ms"
+        if t == "duration":
+            return f"{v:g} s"
+        if t == "probability":
+            return format_percent(v)
+        if t == "size":
+            return format_size(v)
+        return str(v)
 
     def show(self, value: Any) -> str:
         """Canonical short spelling of a parsed value (run ids, tables)."""
@@ -151,6 +176,9 @@ class RunPlan:
     duration_s: float
     notes: list[str] = field(default_factory=list)
     mptcp_hosts: list[str] = field(default_factory=list)  # hosts whose MPTCP events are monitored
+    # Every value changed on its way to the rack (rounded, capped, converted; host settings the
+    # experiment raises): `ctl run` warns about each on stderr and the manifest records them.
+    conversions: list[Conversion] = field(default_factory=list)
     # A scenario whose traffic is not iperf3 flows (e.g. BitTorrent) supplies its own runner:
     # factory(pool, plan, record) -> object with the TrafficRunner interface (start_servers,
     # run_clients(timeout_s), collect_servers, stop_all(skip_hosts), runs: objects with `spec`
@@ -164,7 +192,8 @@ class RunPlan:
                                   "congestion_controls": sorted(e.congestion_controls)}
                               for h, e in self.endpoints.items()},
                 "flows": [f.to_json() for f in self.flows], "sample_ifaces": self.sample_ifaces,
-                "duration_s": self.duration_s, "notes": self.notes, "mptcp_hosts": self.mptcp_hosts}
+                "duration_s": self.duration_s, "notes": self.notes, "mptcp_hosts": self.mptcp_hosts,
+                "conversions": [c.to_json() for c in self.conversions]}
 
 
 @dataclass
@@ -236,7 +265,10 @@ class Scenario:
                 "parameters": [{"name": p.name, "flag": p.flag, "type": p.type, "default": p.default, "help": p.help,
                                 "choices": list(p.choices) if p.choices else None,
                                 "min": None if p.min is None else str(p.min),
-                                "max": None if p.max is None else str(p.max)} for p in self.all_params()]}
+                                "max": None if p.max is None else str(p.max),
+                                # the same values as `describe` shows them, with their units
+                                "shown": {"default": p.display(p.default), "min": p.display(p.min),
+                                          "max": p.display(p.max)}} for p in self.all_params()]}
 
     def describe(self) -> str:
         lines = [f"{self.name}: {self.title}", f"  reference: {self.reference}", ""]
@@ -247,9 +279,10 @@ class Scenario:
             if p.choices:
                 rng = f" (one of {', '.join(p.choices)})"
             elif p.min is not None or p.max is not None:
-                rng = f" ({p.min if p.min is not None else ''}..{p.max if p.max is not None else ''})"
-            default = "-" if p.default is None else p.default   # unset unless given (see the help)
-            lines.append(f"    {p.flag:<18} {p.type:<11} default {default!s:<10} {p.help}{rng}")
+                lo, hi = (p.display(b) if b is not None else "" for b in (p.min, p.max))
+                rng = f" ({lo}..{hi})"
+            default = p.display(p.default)   # "-": unset unless given (see the help)
+            lines.append(f"    {p.flag:<18} {p.type:<11} default {default:<10} {p.help}{rng}")
         return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ from bridges.base import shaper_class
 from bridges.dummynet.queues import queue_for_bdp
 from controller.inventory import Inventory
 from controller.results.summary import counter_rate
-from controller.units import Queue, bdp_bytes
+from controller.units import Conversion, Queue, bdp_bytes, format_bytes
 
 # Linux's own first two values of tcp_rmem / tcp_wmem (min, default); ctl raises only the max.
 TCP_RMEM_MIN_DEFAULT = (4096, 131072)
@@ -49,13 +49,33 @@ def window_need(bw_bps: int, rtt_us: int, queue: Queue, mtu: int = 1500) -> int:
 
 def queue_limits(inv: Inventory, bridge: str) -> dict[str, int]:
     """How big a queue the bridge's back-end can hold (slots, bytes), for queue_for_bdp."""
+    return _shaper_of(inv, bridge).queue_limits(inv, bridge)
+
+
+def _shaper_of(inv: Inventory, bridge: str) -> type:
     shaper = inv.hosts[bridge].shaper
-    return shaper_class(shaper.kind if shaper is not None else "tc").queue_limits(inv, bridge)
+    return shaper_class(shaper.kind if shaper is not None else "tc")
 
 
-def bdp_queue(inv: Inventory, bridge: str, bw_bps: int, rtt_us: int, factor: float = 1.0,
-              notes: list[str] | None = None) -> Queue:
-    return queue_for_bdp(bw_bps, rtt_us, factor, notes=notes, **queue_limits(inv, bridge))
+def bdp_queue(inv: Inventory, bridge: str, bw_bps: int, rtt_us: int, factor: float = 1.0, *,
+              what: str = "bottleneck queue", conversions: list[Conversion] | None = None) -> Queue:
+    """`factor` x the BDP within what the bridge's back-end holds; each rounding or cap is
+    appended to `conversions`, naming the bridge and its limit."""
+    cls = _shaper_of(inv, bridge)
+    names = getattr(cls, "queue_limit_names", ("slot limit", "byte limit"))
+    return queue_for_bdp(bw_bps, rtt_us, factor, what=what, limits_of=f"{bridge} ({cls.kind})", limit_names=names,
+                         conversions=conversions, **queue_limits(inv, bridge))
+
+
+def buffer_conversion(hosts: Sequence[str], sysctls: Mapping[str, str], need_bytes: int) -> Conversion:
+    """The socket-buffer maxima a plan sets on its endpoints, as an entry of the plan's conversions:
+    the researcher did not ask for them, they replace the hosts' own values for the run."""
+    top = int(sysctls["net.ipv4.tcp_rmem"].split()[-1])
+    return Conversion(f"socket buffers of {', '.join(hosts)}",
+                      "the hosts' own net.ipv4.tcp_rmem / tcp_wmem maxima",
+                      f"{format_bytes(top)} for the run (restored after it)",
+                      f"so autotuning can reach a window of BDP + bottleneck queue = {format_bytes(need_bytes)}; "
+                      "Linux gives about half of a buffer to the window, and ctl never sets less than 32 MiB")
 
 
 # Linux (6.12+) gives up MPTCP on a connection whose MP_CAPABLE SYN was retransmitted

@@ -44,7 +44,8 @@ from nodes.mptcp import EndpointConfig, MptcpEndpoint
 
 PARAMS = (
     Param("link1", "rate", "100M", "bandwidth of link 1 (each direction)", min="1k", max="10G"),
-    Param("link2", "rate", "20M", "bandwidth of link 2 (paper: 10, 20, 30/40, 50 Mbit/s)", min="1k", max="10G"),
+    Param("link2", "rate", "20M", "bandwidth of link 2 (paper: 10 Mbit/s, 20 Mbit/s, 30 or 40 Mbit/s, 50 Mbit/s)",
+          min="1k", max="10G"),
     queue_param("50"),
     cc_param(),
     cc_param("tcp_cc", "cubic", "congestion control of the single-path TCP flows"),

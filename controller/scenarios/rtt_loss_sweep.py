@@ -3,15 +3,15 @@
 One run is one case of the paper's sweep: a single TCP flow (iperf3) with congestion
 control `--cc` over a dumbbell whose bottleneck is shaped to `--bw` (paper: 1 Gbit/s)
 with a drop-tail buffer of one bandwidth-delay product, computed by ctl from `--bw` and
-`--rtt` (within what the bridge's back-end can hold; the run's notes say if it could not),
+`--rtt` (within what the bridge's back-end can hold; a warning says so when it cannot),
 plus the path's delay and random loss:
 
   - `--rtt`: half of it is added in each direction on the bottleneck link;
   - `--loss`: random loss on arrival at the bottleneck, data direction only (ACKs are not
     dropped), as one netem loss setting on the sender's side does.
 
-The sweep itself (RTT {2, 20, 40, 60, 80, 100} ms x loss {0, 0.0046, 0.01, 0.025, 0.1} % x
-cc {bbr, cubic}, 10 x 60 s each) is the campaign campaigns/rtt-loss-sweep.yaml; `ctl report
+The sweep itself (RTT 2, 20, 40, 60, 80, 100 ms x loss 0 %, 0.0046 %, 0.01 %, 0.025 %, 0.1 % x
+cc bbr, cubic; 10 x 60 s each) is the campaign campaigns/rtt-loss-sweep.yaml; `ctl report
 rtt-loss RUN_OR_DIR...` draws the paper's heatmaps (RTT x loss, one panel per algorithm)
 from any set of these runs. "bbr" is whatever BBR the endpoints' kernel has (upstream
 Linux: BBRv1; BBRv3 needs Google's v3 kernel): the run record names the kernel.
@@ -52,6 +52,7 @@ from controller.scenarios.base import (
 )
 from controller.scenarios.common import (
     bdp_queue,
+    buffer_conversion,
     paper_table,
     pct,
     tcp_buffer_sysctls,
@@ -60,19 +61,23 @@ from controller.scenarios.common import (
 from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
 from controller.traffic.iperf3 import FlowSpec
 from controller.units import (
+    Conversion,
     bdp_bytes,
+    format_bytes,
     format_delay,
     format_probability,
+    format_rate,
     parse_delay_us,
     parse_probability,
 )
 from nodes.mptcp import EndpointConfig
 
 PARAMS = (
-    Param("rtt", "delay", "40ms", "base round-trip time added on the bottleneck (paper: 2, 20, 40, 60, 80, 100 ms)",
-          min="0", max="2s"),
-    Param("loss", "probability", "0", "random loss on the data direction (paper: 0, 0.0046, 0.01, 0.025, 0.1 %)",
-          max="0.5"),
+    Param("rtt", "delay", "40ms", "base round-trip time added on the bottleneck "
+          "(paper: 2 ms, 20 ms, 40 ms, 60 ms, 80 ms, 100 ms)", min="0", max="2s"),
+    Param("loss", "probability", "0%", "random loss on the data direction, as a percentage (0.01%) or a fraction "
+          "in scientific notation (1e-4); a bare number is refused (paper: 0 %, 0.0046 %, 0.01 %, 0.025 %, 0.1 %)",
+          max="50%"),
     cc_param("cc", "bbr", "congestion control (paper: bbr = BBRv3 where the kernel has it, cubic)"),
     Param("bw", "rate", "1G", "bottleneck rate (each direction)", min="1M", max="10G"),
     queue_param(None, "bottleneck buffer; default: 1 BDP of --bw x --rtt, computed by ctl"),
@@ -95,8 +100,10 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
         raise ParameterError(f"rtt-loss-sweep: {p['client']} and {p['server']} are on the same side of {link}")
     bw, rtt = p["bw"], p["rtt"]
     notes: list[str] = []
+    conversions: list[Conversion] = []
     bridge = inv.links[link].bridge
-    queue = p["queue"] if p["queue"] is not None else bdp_queue(inv, bridge, bw, rtt, notes=notes)
+    queue = p["queue"] if p["queue"] is not None else bdp_queue(
+        inv, bridge, bw, rtt, what=f"bottleneck queue of {link} (both directions)", conversions=conversions)
     fwd_delay = rtt // 2
     rev_delay = rtt - fwd_delay   # an odd number of microseconds still adds up to the RTT
     data_dir, ack_dir = directions(inv, p)
@@ -104,16 +111,17 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
              (link, ack_dir): PipeConfig(bw_bps=bw, delay_us=rev_delay, queue=queue)}
     need = window_need(bw, rtt, queue)
     buffers = tcp_buffer_sysctls(need)
-    notes.append(f"bottleneck buffer {queue} for a BDP of {bdp_bytes(bw, rtt)} bytes "
-                 f"({bw / 1e6:g} Mbit/s x {rtt / 1000:g} ms); socket buffers max "
-                 f"{buffers['net.ipv4.tcp_rmem'].split()[-1]} bytes")
+    conversions.append(buffer_conversion((p["client"], p["server"]), buffers, need))
+    notes.append(f"bottleneck buffer {queue} for a BDP of {format_bytes(bdp_bytes(bw, rtt))} "
+                 f"({format_rate(bw)} x {rtt / 1000:g} ms); socket buffers max "
+                 f"{format_bytes(int(buffers['net.ipv4.tcp_rmem'].split()[-1]))}")
     flows = [FlowSpec("tcp", "tcp", p["client"], p["server"], s_if.ip, p["port_base"], client_addr=c_if.ip,
                       cc=p["cc"], duration_s=p["duration"], link=link)]
     endpoints = {p["client"]: EndpointConfig(mptcp=False, congestion_controls=frozenset({p["cc"]}), sysctls=buffers),
                  p["server"]: EndpointConfig(mptcp=False, sysctls=buffers)}
     return RunPlan(links=links, endpoints=endpoints, flows=flows,
                    sample_ifaces=sample_ifaces_for(inv, (p["client"], p["server"]), (link,)),
-                   duration_s=p["duration"], notes=notes)
+                   duration_s=p["duration"], notes=notes, conversions=conversions)
 
 
 def directions(inv: Inventory, p: Mapping[str, Any]) -> tuple[Direction, Direction]:

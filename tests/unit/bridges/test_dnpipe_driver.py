@@ -142,3 +142,11 @@ def test_bad_show_output():
     with pytest.raises(ParseError):
         parse_show('{"version": 2, "pipes": {}}')
     assert config_of({"bw_bps": 0, "delay_us": 0, "plr": 0, "queue_slots": 50, "queue_bytes": None}) == DEFAULT
+
+
+def test_the_forwarder_holds_every_value_exactly(shaper):
+    """dnpipe keeps bw in bit/s, delay in us and plr as a double (compared with a 53-bit uniform
+    draw): nothing it is asked for is rounded, so it reports no conversion."""
+    p = PipeConfig(bw_bps=1_000_001, delay_us=1_500, plr=0.000046, queue=Queue(bytes=5_000_192))
+    assert shaper.conversions({("path2", F): p, ("path2", R): p}) == []
+    assert shaper.queue_limit_names == ("the forwarder's slot maximum", "the forwarder's byte maximum")

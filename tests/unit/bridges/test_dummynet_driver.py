@@ -34,7 +34,7 @@ from bridges.ipfw_parse import parse_pipe_show
 from controller.commands import Command, CommandResult, DryRunSession
 from controller.errors import ParameterError, UnsupportedShaping
 from controller.inventory import Inventory, load_inventory
-from controller.units import Queue
+from controller.units import Conversion, Queue
 from tests.support.ipfw_fake import FakeDummynetHost
 from tests.support.shipped import ROOT
 
@@ -173,11 +173,12 @@ def test_golden_shared_bottleneck(inv):
     """100 Mbit/s with 100 ms (path1) / 300 ms (path2) one-way delay in each direction, plr 0,
     queue sized from the BDP at RTT = 2 x delay; the hosts' facts allow 1000 slots / 1 MiB,
     so both BDPs (2.5 MB, 7.5 MB) are clamped to 1000 slots and that is reported."""
-    notes: list[str] = []
+    conversions: list[Conversion] = []
     for host, link, delay_ms, tool, (pf, pr) in (("dn1", "path1", 100, "dnctl", (10101, 10102)),
                                                  ("dn2", "path2", 300, "ipfw", (10201, 10202))):
         shaper = DummynetShaper(inv, host)
-        q = queue_for_bdp(100_000_000, 2 * delay_ms * 1000, slot_limit=1000, byte_limit=1048576, notes=notes)
+        q = queue_for_bdp(100_000_000, 2 * delay_ms * 1000, slot_limit=1000, byte_limit=1048576,
+                          conversions=conversions)
         assert q == Queue(slots=1000)
         cfg = PipeConfig(bw_bps=100_000_000, delay_us=delay_ms * 1000, plr=0.0, queue=q)
         before = run(read_state(shaper, DryRunSession(host, [])))
@@ -189,7 +190,11 @@ def test_golden_shared_bottleneck(inv):
             _rule(10001, pr, "em1", "em0", link, "reverse"),
         ]
         assert all(c.mutates for c in cmds)
-    assert len(notes) == 2 and "using 1000 slots" in notes[0] and "2500000 bytes" in notes[0]
+    assert len(conversions) == 2
+    assert conversions[0].asked == "1 BDP (100 Mbit/s x 200 ms) = 2,500,000 B (2.38 MiB)"
+    assert conversions[0].applied == "1000 slots = 1,500,000 B (1.43 MiB) in 1500-byte packets"
+    assert conversions[0].reason.startswith("capped: the bridge holds at most 1 MiB (1,048,576 B) by pipe_byte_limit "
+                                            "or 1000 slots by pipe_slot_limit; the queue is 60 % of the BDP")
 
 
 def test_read_and_metadata_commands_are_read_only_with_baseline_assumptions(inv):
@@ -526,15 +531,58 @@ def test_state_counters_and_sampler_stream(inv):
 # ---- queue sizing -----------------------------------------------------------------------------------
 
 def test_queue_for_bdp():
-    assert queue_for_bdp(1_000_000, 10_000) == Queue(bytes=1500)                  # 1250 B -> kernel minimum
-    assert queue_for_bdp(20_000_000, 10_000) == Queue(bytes=25600)               # 25000 B -> whole KiB
     assert queue_for_bdp(20_000_000, 2_000, factor=0.5) == Queue(bytes=2500)     # below 8 KiB: exact bytes
-    notes: list[str] = []
-    assert queue_for_bdp(100_000_000, 200_000, notes=notes) == Queue(bytes=1048576)   # default limits: 1 MiB > 100 slots
-    assert len(notes) == 1 and "pipe_byte_limit" in notes[0]
     assert queue_for_bdp(100_000_000, 100_000, slot_limit=1000) == Queue(slots=834)   # 1.25 MB in 1500 B slots
     with pytest.raises(ParameterError):
         queue_for_bdp(0, 1000)
+
+
+@pytest.mark.parametrize("args, kw, queue, asked, applied, why", [
+    # 1250 B -> the smallest byte queue ctl sets
+    ((1_000_000, 10_000), {}, Queue(bytes=1500), "1 BDP (1 Mbit/s x 10 ms) = 1,250 B", "1,500 B",
+     "1500 B is the smallest byte queue ctl sets"),
+    # 25 000 B -> whole KiB, as `pipe show` prints it
+    ((20_000_000, 10_000), {}, Queue(bytes=25600), "1 BDP (20 Mbit/s x 10 ms) = 25,000 B (24.4 KiB)",
+     "25 KiB (25,600 B)", "rounded up to whole KiB"),
+    # above the byte limit, within the slot limit: bytes held as packets
+    ((100_000_000, 100_000), {"slot_limit": 1000}, Queue(slots=834),
+     "1 BDP (100 Mbit/s x 100 ms) = 1,250,000 B (1.19 MiB)", "834 slots = 1,251,000 B (1.19 MiB) in 1500-byte packets",
+     "above the 1 MiB (1,048,576 B) the bridge holds in bytes (pipe_byte_limit): held as packets"),
+    # both limits too small: capped, and how much of the BDP is left said
+    ((100_000_000, 200_000), {"what": "queue of path9", "limits_of": "dn9 (dummynet)"}, Queue(bytes=1048576),
+     "1 BDP (100 Mbit/s x 200 ms) = 2,500,000 B (2.38 MiB)", "1 MiB (1,048,576 B)",
+     "capped: dn9 (dummynet) holds at most 1 MiB (1,048,576 B) by pipe_byte_limit or 100 slots by pipe_slot_limit; "
+     "the queue is 41.9 % of the BDP asked for"),
+    ((10**9, 40_000), {"factor": 0.5, "byte_limit": 1 << 30}, Queue(bytes=2442 * 1024), "0.5 x 1 BDP (1 Gbit/s x 40 ms) = 2,500,000 B "
+     "(2.38 MiB)", "2,442 KiB (2,500,608 B)", "rounded up to whole KiB"),
+])
+def test_every_departure_from_the_bdp_is_a_conversion(args, kw, queue, asked, applied, why):
+    out: list[Conversion] = []
+    assert queue_for_bdp(*args, conversions=out, **kw) == queue
+    (c,) = out
+    assert (c.asked, c.applied) == (asked, applied) and c.reason.startswith(why)
+    assert c.what == kw.get("what", "bottleneck queue")
+    assert c.warning() == f"warning: {c.what}: {asked} -> {applied}: {c.reason}"
+
+
+def test_a_plr_the_kernel_holds_differently_is_a_conversion(inv):
+    """dummynet keeps (int)(p * 0x7fffffff): 0.0046 % is held as 0.00459998846 %, which shows in ctl's
+    6 significant digits; 0.1 % is held as 0.0999999996 %, which does not."""
+    shaper = DummynetShaper(inv, "dn1")
+    cfg = PipeConfig(bw_bps=10**9, delay_us=20_000, plr=0.000046, queue=Queue(slots=100))
+    (c,) = shaper.conversions({("path1", F): cfg, ("path1", R): PipeConfig(bw_bps=10**9, delay_us=20_000)})
+    assert c.what == "loss of path1 forward on dn1 (dummynet pipe 10101)"
+    assert (c.asked, c.applied) == ("0.0046 %", "0.00459998846 %")
+    assert int(0.000046 * 0x7FFFFFFF) / 0x7FFFFFFF * 100 == pytest.approx(0.00459998846, rel=1e-9)
+    assert "31-bit integer" in c.reason
+    assert shaper.conversions(both("path1", PipeConfig(bw_bps=10**9, plr=0.001))) == []
+
+
+def test_an_exact_bdp_is_no_conversion():
+    out: list[Conversion] = []
+    assert queue_for_bdp(8 * 1024 * 1000, 8_000, conversions=out) == Queue(bytes=8192)   # 8192 B exactly
+    assert queue_for_bdp(8_000_000, 2_000, conversions=out) == Queue(bytes=2000)          # < 8 KiB, >= 1500 B
+    assert out == []
 
 
 def test_host_warnings_recorded_with_the_state(inv):

@@ -384,3 +384,17 @@ def test_read_state_keeps_raw_outputs(shaper):
     st = run(read_state(shaper, host))
     assert json.loads(st.raw["tc -j -s qdisc show dev pa"]) == json.loads(fx("03_tbf_bfifo.s.json"))
     assert st.pipes[P1R].queue == Queue(bytes=65536)
+
+
+# ---- what tc holds differently: a warning and an entry of the run's conversions ------------------
+
+
+def test_a_rate_tc_cannot_hold_exactly_is_a_conversion(shaper):
+    """tc keeps rates in whole bytes per second: 1,000,001 bit/s is held as 1,000,000 bit/s
+    (verify accepts that reading); a multiple of 8 bit/s is held exactly."""
+    (c,) = shaper.conversions({("path1", F): PipeConfig(bw_bps=1_000_001, queue=Queue(slots=50)),
+                               ("path1", R): PipeConfig(bw_bps=20_000_000, queue=Queue(slots=50))})
+    assert c.what == "rate of path1 forward on br1 (tc, pb)"
+    assert (c.asked, c.applied) == ("1,000,001 bit/s", "1,000,000 bit/s (125,000 B/s)")
+    assert "whole bytes per second" in c.reason
+    assert shaper.conversions({("path1", F): PipeConfig(bw_bps=20_000_000), ("path1", R): PipeConfig()}) == []

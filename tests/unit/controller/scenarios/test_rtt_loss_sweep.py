@@ -61,9 +61,14 @@ def test_every_value_the_campaigns_sweep_is_accepted(sc, invs, path):
 @pytest.mark.parametrize("argv, message", [
     (["--rtt", "40"], "--rtt: '40' needs a unit (e.g. 40ms)"),
     (["--rtt", "3s"], "--rtt: 3s is above the maximum 2s"),
-    (["--loss", "1.5"], "--loss: '1.5' is outside 0..1 (0%..100%)"),
-    (["--loss", "60%"], "--loss: 60% is above the maximum 0.5"),
-    (["--loss", "a lot"], "--loss: 'a lot' is not a probability (examples: 0.01%, 1%, 0.05)"),
+    (["--loss", "150%"], "--loss: '150%' is outside 0..1 (0%..100%)"),
+    (["--loss", "60%"], "--loss: 60% is above the maximum 50%"),
+    (["--loss", "a lot"], "--loss: 'a lot' is not a probability (examples: 0.01%, 1%, 1e-4)"),
+    # the paper's table copied without its unit: refused, naming both readings (issue 22, item 6)
+    (["--loss", "0.01"], "--loss: 0.01 is ambiguous: write 0.01% or 1e-4 for 0.01 percent, 1% or 1e-2 for a "
+                         "fraction of 0.01"),
+    (["--loss", "0.0046"], "--loss: 0.0046 is ambiguous: write 0.0046% or 4.6e-5 for 0.0046 percent, 0.46% or "
+                           "4.6e-3 for a fraction of 0.0046"),
     (["--cc", "BBR v3"], "--cc: 'BBR v3' is not a valid name (cc names match [a-z0-9_]{2,16})"),
     (["--bw", "20G"], "--bw: 20G is above the maximum 10G"),
 ])
@@ -100,7 +105,33 @@ def test_dumbbell_with_a_one_bdp_buffer(sc, invs):
     assert (f.protocol, f.client, f.server, f.cc, f.duration_s) == ("tcp", "a1", "b1", "bbr", 60.0)
     assert plan.endpoints["a1"].mptcp is False and plan.endpoints["a1"].congestion_controls == {"bbr"}
     assert plan.endpoints["b1"].sysctls == plan.endpoints["a1"].sysctls
-    assert any("bottleneck buffer 4883KiB for a BDP of 5000000 bytes" in n for n in plan.notes)
+    assert any("bottleneck buffer 4883KiB for a BDP of 5,000,000 B (4.77 MiB) (1 Gbit/s x 40 ms)" in n
+               for n in plan.notes)
+    # the queue rounded up to whole KiB and the raised socket buffers: warnings and manifest entries
+    q, buf = plan.conversions
+    assert (q.what, q.asked, q.applied) == ("bottleneck queue of path1 (both directions)",
+                                            "1 BDP (1 Gbit/s x 40 ms) = 5,000,000 B (4.77 MiB)",
+                                            "4,883 KiB (5,000,192 B)")
+    assert (buf.what, buf.applied) == ("socket buffers of a1, b1", "32 MiB (33,554,432 B) for the run (restored "
+                                                                   "after it)")
+    assert plan.to_json()["conversions"] == [q.to_json(), buf.to_json()]
+
+
+@pytest.mark.parametrize("loss, plr", [("0.01%", 0.0001), ("1e-4", 0.0001), ("2.5E-3", 0.0025), ("0", 0.0),
+                                       ("0.0046%", 0.000046)])
+def test_loss_is_applied_as_written(sc, invs, loss, plr):
+    _, _, _, plan = prepare_run("rtt-loss-sweep", ["--loss", loss], invs["virtual"])
+    assert plan.links[("path1", F)].plr == pytest.approx(plr, rel=1e-15)
+
+
+def test_a_loss_dummynet_holds_differently_is_a_conversion(sc, invs):
+    """prepare_run adds what the bridge's back-end holds differently: dummynet's 31-bit plr."""
+    _, _, _, plan = prepare_run("rtt-loss-sweep", ["--loss", "0.0046%"], invs["lab-rack"])
+    loss = [c for c in plan.conversions if c.what.startswith("loss of")]
+    assert [(c.what, c.asked, c.applied) for c in loss] == [
+        ("loss of path1 forward on dn1 (dummynet pipe 10101)", "0.0046 %", "0.00459998846 %")]
+    _, _, _, plan = prepare_run("rtt-loss-sweep", ["--loss", "0.0046%"], invs["virtual"])   # dnpipe: exact
+    assert not [c for c in plan.conversions if c.what.startswith("loss of")]
 
 
 def test_odd_rtt_still_adds_up(sc, invs):
@@ -119,7 +150,12 @@ def test_lab_rack_buffer_respects_dummynet_limits(sc, invs):
     # dn1 allows 1 MiB or 1000 slots: 1 Gbit/s x 100 ms needs 12.5 MB -> the largest allowed, said in the notes
     _, values, _, plan = prepare_run("rtt-loss-sweep", ["--rtt", "100ms"], invs["lab-rack"])
     assert plan.links[("path1", F)].queue == Queue(slots=1000)
-    assert any("but the host allows 1048576 bytes" in n for n in plan.notes)
+    q = plan.conversions[0]
+    assert q.warning() == (
+        "warning: bottleneck queue of path1 (both directions): 1 BDP (1 Gbit/s x 100 ms) = 12,500,000 B (11.9 MiB) "
+        "-> 1000 slots = 1,500,000 B (1.43 MiB) in 1500-byte packets: capped: dn1 (dummynet) holds at most 1 MiB "
+        "(1,048,576 B) by net.inet.ip.dummynet.pipe_byte_limit (inventory facts) or 1000 slots by "
+        "net.inet.ip.dummynet.pipe_slot_limit (inventory facts); the queue is 12 % of the BDP asked for")
     _, _, _, plan = prepare_run("rtt-loss-sweep", ["--rtt", "2ms"], invs["lab-rack"])
     assert plan.links[("path1", F)].queue == Queue(bytes=245 * 1024)          # 250 000 B, whole KiB
 

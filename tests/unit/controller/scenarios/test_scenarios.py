@@ -78,7 +78,29 @@ def test_scenario_documents_its_parameters(name):
         assert p.help, p.name
         line = next((l for l in text.splitlines() if l.strip().startswith(p.flag + " ")), None)
         assert line is not None, f"{p.flag} not documented"
-        assert p.type in line and f"default {'-' if p.default is None else p.default}" in line and p.help in line
+        assert p.type in line and f"default {p.display(p.default)}" in line and p.help in line
+
+
+UNITS = {"rate": ("bit/s",), "delay": (" ms", " s"), "duration": (" s",), "probability": (" %",),
+         "size": ("B",), "queue": ("slots", "B")}
+
+
+@pytest.mark.parametrize("name", scenarios.available())
+def test_scenario_show_gives_every_value_its_unit(name):
+    """`ctl scenarios show NAME`: every default and bound of a typed parameter with its unit
+    (`0 %`, `1 Gbit/s`, `40 ms`), the same in the JSON form's `shown`."""
+    s = scenarios.get(name)
+    text = s.describe()
+    params = {p["name"]: p for p in s.describe_json()["parameters"]}
+    for p in s.all_params():
+        if p.type not in UNITS:
+            continue
+        shown = [p.display(v) for v in (p.default, p.min, p.max) if v is not None]
+        for v in shown:
+            assert any(u in v for u in UNITS[p.type]), (p.name, v)
+        line = next(l for l in text.splitlines() if l.strip().startswith(p.flag + " "))
+        assert all(v in line for v in shown), (line, shown)
+        assert params[p.name]["shown"]["default"] == p.display(p.default)
 
 
 @pytest.mark.parametrize("name", scenarios.available())
