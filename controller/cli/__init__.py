@@ -23,8 +23,8 @@ from controller.errors import CtlError, UsageError
 from controller.settings import export_state_dir
 
 # The order `ctl --help` lists the commands in.
-ORDER = ("run", "scenarios", "cc", "link", "campaign", "reproduce", "rack", "lab", "field", "report", "metrics",
-         "parse")
+ORDER = ("run", "runs", "scenarios", "cc", "link", "campaign", "reproduce", "rack", "lab", "field", "report",
+         "metrics", "parse")
 # Every exit status ctl uses (also in the README); `ctl --help` prints this table.
 EXIT_CODES = (
     (0, "success (a run completed and its result is valid)"),

@@ -17,9 +17,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from controller.errors import ParseError
+from controller.errors import ParseError, ResultInvalid
 from controller.inventory import Inventory
 from controller.parsers import ip_mptcp, iperf3, nstat
+from controller.results.window import Span
 from controller.telemetry.points import Point
 
 
@@ -93,8 +94,9 @@ def flow_throughput(run: Any) -> FlowThroughput:
 
 
 def _window_points(points: Iterable[Point], measurement: str, window: tuple[float, float],
-                   slack_s: float = 0.0) -> list[Point]:
-    lo, hi = int((window[0] - slack_s) * 1e9), int((window[1] + slack_s) * 1e9)
+                   slack_s: float | tuple[float, float] = 0.0) -> list[Point]:
+    before, after = slack_s if isinstance(slack_s, tuple) else (slack_s, slack_s)
+    lo, hi = int((window[0] - before) * 1e9), int((window[1] + after) * 1e9)
     return [p for p in points if p.measurement == measurement and lo <= p.time_ns <= hi]
 
 
@@ -141,41 +143,104 @@ def data_local_ports(run: Any) -> set[int]:
     return {c.local_port for c in res.connected}
 
 
-def subflow_throughput(points: Iterable[Point], flow: str, window: tuple[float, float],
-                       role: str | None = "client", data_ports: set[int] | None = None, *,
-                       host: str | None = None, counter: str | None = None) -> list[dict]:
-    """Per subflow of `flow` (seen on its `role` host, or on `host`): mean rate of a byte
-    counter across the window -- bytes_acked for a client (sender), bytes_received for a
-    server, or `counter` -- its link and its MPTCP token. With `data_ports` (client ports of
-    the data connections), only subflows of those connections are kept: an MPTCP
-    connection's subflows share its token."""
+def _client_port(sub: str, role: str | None) -> int:
+    """The client-side port of a socket `local:port-peer:port`: its own port on the client, the
+    peer's on the server."""
+    local, _, peer = sub.partition("-")
+    return int((peer if role == "server" else local).rsplit(":", 1)[1])
+
+
+def flow_sockets(points: Iterable[Point], flow: str, window: tuple[float, float], role: str | None = "client",
+                 data_ports: set[int] | None = None, *, host: str | None = None,
+                 slack_s: float | tuple[float, float] = 0.5) -> dict[str, list[Point]]:
+    """The `subflow` points of `flow`'s sockets in the window (plus `slack_s` before/after),
+    seen on its `role` host or on `host`, by socket, in time order. With `data_ports` (client
+    ports of the data connections) only those connections' sockets are kept: an MPTCP
+    connection's subflows share its token (the local token of the host that sampled them)."""
     by_sub: dict[str, list[Point]] = {}
-    for p in _window_points(points, "subflow", window, slack_s=0.5):
+    for p in _window_points(points, "subflow", window, slack_s=slack_s):
         if p.tags.get("flow") != flow:
             continue
         if (host is not None and p.tags.get("host") != host) or (role is not None and p.tags.get("role") != role):
             continue
         by_sub.setdefault(p.tags["subflow"], []).append(p)
     if data_ports is not None:
-        def local_port(sub: str) -> int:
-            return int(sub.split("-")[0].rsplit(":", 1)[1])
-        tokens = {pts[-1].fields.get("mptcp_token") for sub, pts in by_sub.items() if local_port(sub) in data_ports}
+        tokens = {pts[-1].fields.get("mptcp_token") for sub, pts in by_sub.items()
+                  if _client_port(sub, role) in data_ports}
         tokens.discard(None)
         tokens.discard("")
         by_sub = {sub: pts for sub, pts in by_sub.items()
-                  if local_port(sub) in data_ports or pts[-1].fields.get("mptcp_token") in tokens}
+                  if _client_port(sub, role) in data_ports or pts[-1].fields.get("mptcp_token") in tokens}
+    for pts in by_sub.values():
+        pts.sort(key=lambda p: p.time_ns)
+    return dict(sorted(by_sub.items()))
+
+
+def counter_growth(pts: Sequence[Point], key: str) -> tuple[int, float | None]:
+    """(growth of counter `key` from a socket's first to its last sample, its mean rate per
+    second over that time, None with fewer than two samples)."""
+    samples = [(p.time_ns, int(p.fields[key])) for p in pts if key in p.fields]
+    rate = counter_rate(samples)
+    return (samples[-1][1] - samples[0][1] if len(samples) >= 2 else 0), rate
+
+
+def subflow_throughput(points: Iterable[Point], flow: str, window: tuple[float, float],
+                       role: str | None = "client", data_ports: set[int] | None = None, *,
+                       host: str | None = None, counter: str | None = None,
+                       slack_s: float | tuple[float, float] = 0.5) -> list[dict]:
+    """Per subflow of `flow` (seen on its `role` host, or on `host`): mean rate of a byte
+    counter across the window -- bytes_acked for a client (sender), bytes_received for a
+    server, or `counter` -- its link and its MPTCP token. With `data_ports` (client ports of
+    the data connections), only subflows of those connections are kept: an MPTCP
+    connection's subflows share its token. Samples up to `slack_s` (before, after) beyond
+    the window count (a socket's last sample may come after its client ended)."""
     key = counter or ("bytes_acked" if role == "client" else "bytes_received")
     out = []
-    for sub, pts in sorted(by_sub.items()):
-        pts.sort(key=lambda p: p.time_ns)
-        samples = [(p.time_ns, int(p.fields[key])) for p in pts if key in p.fields]
-        rate = counter_rate(samples)
-        total = samples[-1][1] - samples[0][1] if len(samples) >= 2 else 0
+    for sub, pts in flow_sockets(points, flow, window, role, data_ports, host=host, slack_s=slack_s).items():
+        total, rate = counter_growth(pts, key)
         out.append({"subflow": sub, "link": pts[0].tags.get("link") or "?", "mbps": mbps(rate * 8 if rate else 0.0),
-                    "bytes": total, "samples": len(samples),
+                    "bytes": total, "samples": sum(1 for p in pts if key in p.fields),
                     "mptcp_token": pts[-1].fields.get("mptcp_token") or None,
                     "initial": pts[-1].fields.get("mptcp_initial")})
     return out
+
+
+# What a flow's numbers are over a part of the traffic window (flow_over), for the definitions.
+WINDOWED_FLOW_DEFINITION = (
+    "over the window, from the sockets of the flow's data connections (ss, 10 Hz): receiver = growth of "
+    "bytes_received at the receiver (null when its sockets were not sampled), sender = growth of bytes_acked "
+    "at the sender, retransmits = growth of the sender sockets' retrans_total (iperf3's totals are of the whole "
+    "test, and its intervals count from its own start, seconds after the client started on a long path); a "
+    "socket's rate is over its own samples in the window, summed over an MPTCP connection's subflows")
+
+
+def flow_over(run: Any, points: Sequence[Point], span: Span) -> FlowThroughput:
+    """A flow's numbers over `span`. Over the whole traffic window: iperf3's own totals
+    (flow_throughput). Over a part of it, from the sockets of the flow's data connections,
+    sampled by `ss` at 10 Hz (iperf3's totals are of the whole test, and its intervals count
+    from its own start, seconds after the client was started on a long path): receiver =
+    growth of bytes_received at the server (None if the server's sockets were not sampled),
+    sender = growth of bytes_acked at the client, retransmits = growth of the client
+    sockets' retrans_total (the counter iperf3 reports); each socket's rate is over its own
+    samples in the window, summed over the connection's sockets."""
+    whole = flow_throughput(run)
+    if span.whole:
+        return whole
+    ports = data_local_ports(run)
+    slack = span.slack(0.5)
+    sent = flow_sockets(points, run.spec.name, span.bounds, "client", ports, host=run.spec.client, slack_s=slack)
+    recv = flow_sockets(points, run.spec.name, span.bounds, "server", ports, host=run.spec.server, slack_s=slack)
+
+    def total(socks: dict[str, list[Point]], key: str) -> tuple[int, float] | None:
+        grown = [counter_growth(pts, key) for pts in socks.values()]
+        grown = [(n, r) for n, r in grown if r is not None]
+        return (sum(n for n, _ in grown), sum(r for _, r in grown) * 8) if grown else None
+    r, s = total(recv, "bytes_received"), total(sent, "bytes_acked")
+    retr = [counter_growth(pts, "retrans_total") for pts in sent.values()]
+    retr = [n for n, rate in retr if rate is not None]
+    return FlowThroughput(whole.name, whole.protocol, whole.link, r[1] if r else None, s[1] if s else None,
+                          r[0] if r else None, round(span.seconds, 3), sum(retr) if retr else None, whole.congestion,
+                          whole.error, whole.intervals)
 
 
 def mptcp_verdict(inv: Inventory, flow: str, client: str, server: str, nstat_texts: Mapping[str, tuple[str, str]],
@@ -224,6 +289,72 @@ def mptcp_verdict(inv: Inventory, flow: str, client: str, server: str, nstat_tex
     out["all_subflows_carried_data"] = all(carried.get(l, 0) >= min_bytes for l in expected_links)
     out["problems"] = reasons
     return out
+
+
+# Slow-start and loss counters of a sending host: nstat's names, what each counts (Linux MIB
+# counters of the host's network namespace). HyStart: net/ipv4/tcp_cubic.c, hystart_update(),
+# which on a detection adds 1 to ...Detect and the congestion window (segments) to ...Cwnd and
+# sets ssthresh = cwnd (ends slow start). Retransmissions: tcp_output.c tcp_xmit_retransmit_queue()
+# counts TCPFastRetrans outside the Loss state and TCPSlowStartRetrans in it (after an RTO).
+SENDER_COUNTERS: dict[str, str] = {
+    "TcpExtTCPHystartTrainDetect": "slow starts ended by HyStart's ACK-train test (Cubic)",
+    "TcpExtTCPHystartTrainCwnd": "sum of the congestion windows (segments) at those ends",
+    "TcpExtTCPHystartDelayDetect": "slow starts ended by HyStart's delay test (RTT above its minimum + threshold)",
+    "TcpExtTCPHystartDelayCwnd": "sum of the congestion windows (segments) at those ends",
+    "TcpExtTCPTimeouts": "retransmission timeouts (RTO expiries; each puts the socket back into slow start)",
+    "TcpExtTCPLossProbes": "tail loss probes sent (TLP)",
+    "TcpExtTCPLossProbeRecovery": "losses repaired by a tail loss probe",
+    "TcpRetransSegs": "segments retransmitted (all causes)",
+    "TcpExtTCPFastRetrans": "segments retransmitted in fast recovery (not after an RTO)",
+    "TcpExtTCPSlowStartRetrans": "segments retransmitted in the Loss state (after an RTO)",
+    "TcpExtTCPSynRetrans": "SYN and SYN-ACK retransmissions",
+}
+SENDER_COUNTERS_DEFINITION = (
+    "nstat -asz on each sending host right before and right after the traffic (whole run, never windowed): "
+    "the growth of each counter; host-wide, so every TCP socket of the host counts (MPTCP subflows, iperf3's "
+    "control connection and ctl's SSH session included). mean_cwnd_at_hystart_*: ...Cwnd / ...Detect, segments. "
+    "No HyStart detection and retransmissions or timeouts: slow start ended by loss (or never ended)")
+
+
+def sender_counters(nstat_texts: Mapping[str, tuple[str, str]], hosts: Sequence[str]) -> dict[str, dict]:
+    """Per sending host: the growth of SENDER_COUNTERS over the run and the mean congestion
+    window at a HyStart exit; `recorded: False` for a host without both nstat readings (runs
+    recorded before ctl read every sender's counters read only the MPTCP hosts')."""
+    out: dict[str, dict] = {}
+    for h in hosts:
+        if h not in nstat_texts:
+            out[h] = {"recorded": False}
+            continue
+        before, after = nstat_texts[h]
+        try:
+            d = nstat.delta(nstat.parse(before), nstat.parse(after))
+        except (ParseError, ResultInvalid) as exc:
+            out[h] = {"recorded": False, "error": str(exc)[:200]}
+            continue
+        counters = {name: d.get(name, 0) for name in SENDER_COUNTERS}
+        entry: dict[str, Any] = {"recorded": True, "counters": counters}
+        for kind, det, cwnd in (("train", "TcpExtTCPHystartTrainDetect", "TcpExtTCPHystartTrainCwnd"),
+                                ("delay", "TcpExtTCPHystartDelayDetect", "TcpExtTCPHystartDelayCwnd")):
+            entry[f"mean_cwnd_at_hystart_{kind}"] = round(counters[cwnd] / counters[det], 1) if counters[det] else None
+        out[h] = entry
+    return out
+
+
+def sender_counters_line(counters: Mapping[str, Mapping[str, Any]]) -> str:
+    """One line for the terminal: HyStart exits, timeouts, probes, retransmitted segments per sender."""
+    parts = []
+    for h, e in counters.items():
+        if not e.get("recorded"):
+            parts.append(f"{h} not recorded")
+            continue
+        c = e["counters"]
+        hs = []
+        for kind, det in (("train", "TcpExtTCPHystartTrainDetect"), ("delay", "TcpExtTCPHystartDelayDetect")):
+            cw = e.get(f"mean_cwnd_at_hystart_{kind}")
+            hs.append(f"{kind} {c[det]}" + (f" (cwnd {cw:g})" if cw is not None else ""))
+        parts.append(f"{h} HyStart {', '.join(hs)}; RTO {c['TcpExtTCPTimeouts']}; TLP {c['TcpExtTCPLossProbes']}"
+                     f"/{c['TcpExtTCPLossProbeRecovery']} recovered; retransmitted {c['TcpRetransSegs']} segments")
+    return "sender counters (nstat, whole run): " + " | ".join(parts)
 
 
 def series_stats(values: Sequence[float]) -> dict:

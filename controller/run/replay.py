@@ -1,17 +1,28 @@
 """A run rebuilt from its record: the `RunData` a scenario's summary saw, so a summary can be
-recomputed, re-rendered or tested on recorded runs."""
+recomputed, re-rendered or tested on recorded runs -- over the whole traffic window, or over
+a window of it (`summarize_record(DIR, "45s:600s")`, `ctl runs show RUN --window 45s:600s`).
+Nothing here writes into the record."""
 from __future__ import annotations
 
-import json
+import inspect
 from pathlib import Path
 from typing import Any
 
 from controller import scenarios
+from controller.errors import UsageError
 from controller.inventory import Inventory
-from controller.scenarios.base import RunData
+from controller.results.records import load_manifest
+from controller.results.window import TrafficWindow, parse_window, window_of
+from controller.scenarios.base import RunData, Scenario
 from controller.telemetry.spool import iter_points
 from controller.traffic.bittorrent import BtDownload
 from controller.traffic.iperf3 import FlowRun, FlowSpec
+
+# A run whose summary is the scenario's own (a run cut short has a partial one, kept as it was).
+SUMMARIZED_STATUSES = ("completed", "invalid")
+# What a window may be given as: `START:END` text, (start_s, end_s) seconds (None: the
+# traffic's start or end), or a TrafficWindow already parsed.
+WindowArg = str | tuple[float | None, float | None] | TrafficWindow | None
 
 
 def load_run(record_dir: Any) -> Any:
@@ -21,7 +32,7 @@ def load_run(record_dir: Any) -> Any:
     Parameters are re-parsed from the values given on the command line and the plan is made
     again from the recorded inventory (both pure), so they are exactly the run's own."""
     d = Path(record_dir)
-    m = json.loads((d / "manifest.json").read_text())
+    m = load_manifest(d)
     inv = Inventory.model_validate(m["inventory"])
     scenario = scenarios.get(m["scenario"])
     argv: list[str] = []
@@ -32,7 +43,7 @@ def load_run(record_dir: Any) -> Any:
 
     def raw(host: str, name: str) -> str:
         p = d / "raw" / host / name
-        return p.read_text() if p.exists() else ""
+        return p.read_text() if p.is_file() else ""
     flows: list[Any] = []
     for f in m.get("flows") or []:
         if "leecher_lines" in f:
@@ -46,12 +57,15 @@ def load_run(record_dir: Any) -> Any:
         r.server_json = raw(spec.server, f"iperf3-{spec.name}.server.json")
         flows.append(r)
     points = list(iter_points(d / "metrics.jsonl")) if (d / "metrics.jsonl").exists() else []
+    # Counters of every host that has both readings: the MPTCP hosts, and since ctl reads them on
+    # every host of the flows, the senders and receivers too (older records: MPTCP hosts only).
     nst = {}
-    mon = {}
-    for h in plan.mptcp_hosts:
+    for h in sorted(set(plan.mptcp_hosts) | counter_hosts(plan)):
         before, after = raw(h, "nstat-before.txt"), raw(h, "nstat-after.txt")
         if before and after:
             nst[h] = (before, after)
+    mon = {}
+    for h in plan.mptcp_hosts:
         text = raw(h, "mptcp-monitor.txt")
         if text:
             mon[h] = text.rstrip("\n")
@@ -60,3 +74,68 @@ def load_run(record_dir: Any) -> Any:
                     for h, e in (m.get("endpoints") or {}).items()}
     return RunData(inv, params, plan, flows, points, nst, mon, (tw.get("start", 0.0), tw.get("end", 0.0)), d,
                    host_sysctls)
+
+
+def counter_hosts(plan: Any) -> set[str]:
+    """The hosts whose kernel counters (`nstat -asz`) a run reads before and after traffic: the
+    MPTCP hosts and every client and server of the plan's flows."""
+    return set(plan.mptcp_hosts) | {f.client for f in plan.flows} | {f.server for f in plan.flows}
+
+
+def windowable(scenario: Scenario) -> bool:
+    """Whether the scenario's summary can be computed over a window of the traffic: its
+    `summarize` takes a `window` (controller.results.window.TrafficWindow)."""
+    try:
+        return "window" in inspect.signature(scenario.summarize).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def traffic_seconds(data: Any) -> float:
+    lo, hi = data.window
+    return max(0.0, hi - lo) if lo else 0.0
+
+
+def resolve_window(window: WindowArg, traffic_s: float) -> TrafficWindow | None:
+    """A window argument of summarize_run/summarize_record, checked against the run's traffic."""
+    if window is None or isinstance(window, TrafficWindow):
+        if isinstance(window, TrafficWindow) and abs(window.traffic_s - traffic_s) > 1e-6:
+            raise UsageError(f"--window: made for {window.traffic_s:.3f} s of traffic, the run's lasted "
+                             f"{traffic_s:.3f} s")
+        return window
+    if isinstance(window, str):
+        return parse_window(window, traffic_s)
+    return window_of(window, traffic_s)
+
+
+def summarize_run(scenario: Scenario, data: Any, window: WindowArg = None) -> dict:
+    """The scenario's summary of a loaded run (load_run), over its traffic window or over
+    `window` of it. A scenario whose summary is not defined over a window refuses one
+    (UsageError, exit 2), naming those that are."""
+    w = resolve_window(window, traffic_seconds(data))
+    if w is None:
+        return scenario.summarize(data)
+    if not windowable(scenario):
+        able = [n for n in scenarios.available() if windowable(scenarios.get(n))]
+        raise UsageError(f"--window: the {scenario.name} summary is not defined over a part of the traffic "
+                         f"(scenarios that are: {', '.join(able)})")
+    return scenario.summarize(data, window=w)
+
+
+def summarize_record(record_dir: Any, window: WindowArg = None) -> dict:
+    """The summary of the run recorded in `record_dir`, recomputed from the record by this ctl,
+    over the whole traffic window (window=None: the numbers of the run's own summary) or over
+    `window`: `"45s:600s"`, `":45s"`, `"300s:"`, or (start_s, end_s) seconds from the traffic's
+    start (None for its start or end). The summary then carries `window: {start_s, end_s,
+    traffic_s, of: "traffic"}`, and its definitions say which numbers are over the window.
+
+    Reads the record, never writes it. UsageError (exit 2) for a bad window or a run whose
+    traffic did not complete; RecordError for a directory that is not a readable record."""
+    d = Path(record_dir)
+    m = load_manifest(d)
+    status = m.get("status")
+    if status not in SUMMARIZED_STATUSES:
+        raise UsageError(f"run {m.get('run_id') or d.name} ended {status!r}: only a run whose traffic completed "
+                         f"is summarized again (its own summary.json says what was measured)")
+    data = load_run(d)
+    return summarize_run(scenarios.get(m["scenario"]), data, window)

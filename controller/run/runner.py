@@ -27,6 +27,7 @@ from controller.run.congestion import CongestionStage, congestion_problems, subf
 from controller.run.live import LIVE_INTERVAL_S, LiveFeed, LiveSink
 from controller.run.partial import partial_summary, traffic_window
 from controller.run.recovery import process_record
+from controller.run.replay import counter_hosts
 from controller.scenarios.base import RunData, RunPlan, Scenario
 from controller.perhost import MultiResult, gather_hosts
 from controller.ssh import CommandLog, SSHPool, measure_clock_offset
@@ -366,10 +367,19 @@ class Run:
         self.record.manifest["neighbour_warmup"] = list(await asyncio.gather(*(one(*p) for p in sorted(pairs))))
 
     async def _nstat(self, when: str) -> None:
-        hosts = sorted(self.plan.mptcp_hosts)
+        """Kernel counters (`nstat -asz`) of the MPTCP hosts and of every Linux client and server
+        of the flows, all at once (one round trip for the run, not one per host). The MPTCP hosts'
+        are required (the MPTCP verdict reads them); a sender's or receiver's that cannot be read
+        is left out of the record (its summary then says "not recorded")."""
+        required = set(self.plan.mptcp_hosts)
+        hosts = sorted(h for h in counter_hosts(self.plan) if h in self.sessions
+                       and (h in required or self.inv.hosts[h].os == "linux"))
 
         async def one(h: str) -> None:
-            r = await self.sessions[h].run(Command(("nstat", "-asz"), timeout=10, note=f"counters {when} traffic"))
+            r = await self.sessions[h].run(Command(("nstat", "-asz"), timeout=10, check=h in required,
+                                                   note=f"counters {when} traffic"))
+            if r.exit_status != 0 and h not in required:
+                return
             self.nstat.setdefault(h, []).append(r.stdout)
             if not self.dry_run:
                 self.record.write_raw(h, f"nstat-{when}.txt", r.stdout)
@@ -529,6 +539,9 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
                                                      "plan": plan.to_json()},
                  inventory=inv.snapshot(), inventory_file=str(source_of(inv) or ""), campaign=campaign,
                  dry_run=dry_run)
+    # Every value changed on its way to the rack (what was asked, what is applied, why): `ctl run`
+    # warned about each on stderr; here they stay with the run.
+    record.manifest["conversions"] = [c.to_json() for c in plan.conversions]
     run = Run(scenario, params, given, inv, plan, record, dry_run=dry_run, campaign=campaign, influx=influx,
               progress=progress, live=live)
     status, error, exit_code = "completed", None, 0

@@ -19,7 +19,7 @@ def complete(tmp_path, line: str) -> list[str]:
 
 
 @pytest.mark.parametrize("line, want", [
-    ("ctl ru", ["run"]),
+    ("ctl ru", ["run", "runs"]),
     ("ctl re", ["report", "reproduce"]),
     ("ctl run dist", ["distinct-bottleneck"]),
     ("ctl run shared-bottleneck --del", ["--delay", "--delay1", "--delay2"]),
