@@ -28,7 +28,9 @@ from controller.errors import UnsafePath
 
 
 def _describe(st: os.stat_result) -> str:
-    kind = "symlink" if stat.S_ISLNK(st.st_mode) else "directory" if stat.S_ISDIR(st.st_mode) else "file"
+    m = st.st_mode
+    kind = ("symlink" if stat.S_ISLNK(m) else "directory" if stat.S_ISDIR(m) else "FIFO" if stat.S_ISFIFO(m)
+            else "socket" if stat.S_ISSOCK(m) else "device" if stat.S_ISBLK(m) or stat.S_ISCHR(m) else "file")
     return f"a {kind} owned by uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}"
 
 

@@ -3,7 +3,7 @@ filled in for one rack and one installation, and put in place by `ctl service in
 
 Pure part: `render_units` turns the templates into unit texts (the ctl executable, the account,
 the rack's inventory, the evening start time). I/O part: `install_units` writes them (atomic
-rename, mode 0644, never through a symlink) into a directory, /etc/systemd/system by default.
+rename, mode 0644, never through a symlink or into a FIFO) into a directory, /etc/systemd/system by default.
 It does not start anything: the caller prints the `systemctl` commands, or runs them with
 --enable. The units use StateDirectory=ctl (/var/lib/ctl: the campaign store, locks, builds,
 runs) and ConfigurationDirectory=ctl (/etc/ctl: secrets.env), and the dedicated account the
@@ -18,7 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller.errors import UsageError
+from controller.errors import UnsafePath, UsageError
+from controller.safefs import open_dir, replace_file_at
 
 TEMPLATES = Path(__file__).resolve().parent / "systemd"
 DEFAULT_DEST = Path("/etc/systemd/system")
@@ -68,20 +69,25 @@ def render_units(s: UnitSettings) -> dict[str, str]:
 
 
 def install_units(units: dict[str, str], dest: Path = DEFAULT_DEST) -> list[Path]:
-    """Write each unit into `dest` (atomically; an existing file is replaced, a symlink refused)."""
-    if not dest.is_dir():
-        raise UsageError(f"service install: {dest} is not a directory")
+    """Write each unit into `dest` (atomically; an existing unit file is replaced). `dest` must be a
+    real directory of ours that others cannot write to (not a symlink); a unit's name there that
+    is a symlink, a FIFO, a device or a directory is refused and left as it is. Written relative
+    to the directory's descriptor (controller.safefs): never through a link, never blocking on a
+    FIFO. Every refusal is one line (UsageError, exit 2) before that file is written."""
+    try:
+        fd = open_dir(dest, "service install: --dest", create=False, private=True)
+    except UnsafePath as exc:
+        raise UsageError(str(exc)) from None
     written = []
-    for name, text in units.items():
-        path = dest / name
-        if path.is_symlink():
-            raise UsageError(f"service install: {path} is a symlink; not replaced")
-        tmp = dest / f".{name}.ctl-new"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-        written.append(path)
+    try:
+        for name, text in units.items():
+            try:
+                replace_file_at(fd, name, text, "service install: unit file", str(dest / name), mode=0o644)
+            except UnsafePath as exc:
+                raise UsageError(str(exc)) from None
+            written.append(dest / name)
+    finally:
+        os.close(fd)
     return written
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,74 @@ def test_systemd_accepts_the_units(tmp_path):
     install_units(render_units(settings(ctl="/nonexistent/ctl")), bad)
     v = subprocess.run(["systemd-analyze", "verify", str(bad / "ctl-campaign.service")], capture_output=True, text=True)
     assert v.returncode != 0 and "/nonexistent/ctl" in v.stderr
+
+
+# ---- --dest planted with links and FIFOs (issue 23): one line, exit 2, nothing written through --------
+
+def install_cli(dest, timeout: float = 60) -> subprocess.CompletedProcess:
+    """`ctl service install --dest DEST` as a user runs it; a hang (a FIFO opened for writing
+    waits for a reader forever) fails the test through the timeout."""
+    return subprocess.run([*CTL, "service", "install", "--dest", str(dest), "--user", "root", "--ctl", settings().ctl,
+                           "--inventory", settings().inventory], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "CTL_INVENTORY": settings().inventory})
+
+
+def one_line_refusal(p: subprocess.CompletedProcess) -> str:
+    err = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(err) == 1 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    return err[0]
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "directory"])
+def test_a_unit_name_that_is_not_a_regular_file_is_refused_and_left_alone(tmp_path, kind):
+    dest = tmp_path / "units"
+    dest.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    unit = dest / "ctl-campaign.service"
+    if kind == "symlink":
+        unit.symlink_to(victim)
+    elif kind == "fifo":
+        os.mkfifo(unit)
+    else:
+        unit.mkdir()
+    line = one_line_refusal(install_cli(dest))
+    assert str(unit) in line and "not a regular file" in line
+    assert victim.read_text() == "precious\n"
+    assert (unit.is_symlink() if kind == "symlink" else
+            stat.S_ISFIFO(os.lstat(unit).st_mode) if kind == "fifo" else unit.is_dir())
+    assert sorted(p.name for p in dest.iterdir()) == ["ctl-campaign.service"]   # no temporary left
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_link_or_fifo_planted_at_the_temporary_name_is_never_written_through(tmp_path, kind):
+    """The old writer opened `.NAME.ctl-new` with O_NOFOLLOW (a planted symlink: a traceback)
+    and without O_NONBLOCK (a planted FIFO: a hang). Now the name is removed, never opened."""
+    dest = tmp_path / "units"
+    dest.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    tmp = dest / ".ctl-campaign.service.ctl-new"
+    if kind == "symlink":
+        tmp.symlink_to(victim)
+    else:
+        os.mkfifo(tmp)
+    p = install_cli(dest)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    unit = dest / "ctl-campaign.service"
+    assert stat.S_ISREG(os.lstat(unit).st_mode) and "ExecStart=" in unit.read_text()
+    assert victim.read_text() == "precious\n" and not os.path.lexists(tmp)
+
+
+def test_a_dest_that_is_a_symlink_or_writable_by_others_is_refused(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    line = one_line_refusal(install_cli(link))
+    assert str(link) in line and "symlink" in line and list(real.iterdir()) == []
+    os.chmod(real, 0o777)
+    line = one_line_refusal(install_cli(real))
+    assert "writable by group or others" in line and list(real.iterdir()) == []
+    line = one_line_refusal(install_cli(tmp_path / "missing"))
+    assert "does not exist" in line
