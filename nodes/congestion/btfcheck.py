@@ -11,20 +11,21 @@ the string section of NUL-terminated names), and refused unless:
 
 - it is at most MAX_BYTES long, has the magic 0xEB9F (either byte order: a big-endian
   endpoint writes it swapped) and version 1, and its header's sections lie inside the file,
-  the type section 4-aligned, neither overlapping the other;
+  the type section 4-aligned and whole 32-bit words, neither overlapping the other;
 - the type section holds whole types of known kinds (1..19), at most MAX_TYPES of them, and
   every type id a type refers to exists;
 - the string section starts and ends with a NUL, and every name offset is inside it and at
   the start of a string;
-- every name is of the shape its kind allows (`NAME_RULES`): a C identifier for everything
+- every name is of the shape its kind allows (`KINDS`, `_RULES`): a C identifier for everything
   bpftool may write into C as a name (STRUCT, UNION, ENUM, ENUM64 and their members and
   enumerators, FWD, TYPEDEF, FUNC, FUNC_PROTO parameters, VAR, and the unnamed kinds);
   C identifiers joined by single spaces for INT and FLOAT ("long unsigned int"); identifier
   characters and dots for DATASEC (".data..percpu", never written as C); identifier
   characters, parentheses, commas and dots for the tags (a real kernel has the type tag
-  "address_space(1)"; newer bpftool writes tags inside a C string). No name is longer than
-  MAX_NAME bytes. None of these shapes can hold a newline, `#`, `%`, a quote, `<` or `\\`, so
-  no name can start a preprocessor directive or leave a string literal.
+  "address_space(1)"; bpftool writes a type tag into a C string literal,
+  `__attribute__((btf_type_tag("user")))`). No name is longer than MAX_NAME bytes. None
+  of these shapes can hold a newline, `#`, `%`, a quote, `<` or `\\`, so no name can start
+  a preprocessor directive or leave a string literal.
 
 A refusal is an UnsafeBTF naming the BTF by its digest (the first 16 hex digits of its
 sha256, the build's btf id) and the kind and id of the offending type; the offending name

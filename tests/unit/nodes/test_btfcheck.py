@@ -166,6 +166,16 @@ def _blob_with(name: bytes) -> Blob:
     return b
 
 
+@needs_tools
+def test_bpftool_writes_a_type_tag_into_a_c_string(tmp_path):
+    """Why a tag may hold neither a quote nor a backslash."""
+    b = Blob()
+    i = b.int_()
+    p = b.add("PTR", size_type=b.add("TYPE_TAG", b"user", i))
+    b.add("STRUCT", b"s", 8, records=[(b.s(b"m"), p, 0)])
+    assert 'int __attribute__((btf_type_tag("user"))) *m;' in dump_c(tmp_path, b.bytes())
+
+
 def test_a_struct_named_with_an_include_is_refused_without_repeating_it(tmp_path):
     name = crafted_name(tmp_path)
     data = _blob_with(name).bytes()
