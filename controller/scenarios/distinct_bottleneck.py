@@ -17,16 +17,22 @@ from bridges.base import Direction, PipeConfig
 from controller import plots
 from controller.inventory import Inventory, Role
 from controller.results.summary import (
+    SENDER_COUNTERS_DEFINITION,
+    WINDOWED_FLOW_DEFINITION,
     data_local_ports,
+    flow_over,
     flow_throughput,
     format_table,
     jain_index,
     link_series,
     link_throughput,
     mptcp_verdict,
+    sender_counters,
+    sender_counters_line,
     subflow_series,
     subflow_throughput,
 )
+from controller.results.window import Span, TrafficWindow, window_definitions, window_title
 from controller.scenarios.base import (
     Param,
     RunPlan,
@@ -105,16 +111,21 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
                    mptcp_hosts=sorted({mc, ms}))
 
 
-def summarize(data: Any) -> dict:
+def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
+    """The run's summary over its traffic window, or over `window` of it (`ctl runs show
+    --window`): then every number is over the window except those `definitions.window` names."""
     p = data.params
+    span = Span.of(data.window, window)
     l1, l2 = p["path1"], p["path2"]
-    flows = {r.spec.name: flow_throughput(r) for r in data.flows}
+    flows = {r.spec.name: flow_over(r, data.points, span) for r in data.flows}
     mptcp_run = next(r for r in data.flows if r.spec.name == "mptcp")
-    subs = subflow_throughput(data.points, "mptcp", data.window, role="client",
-                              data_ports=data_local_ports(mptcp_run))
-    links = link_throughput(data.points, data.inventory, data.window)
-    # "Carried data": at least 1 % of what the slower link can carry in the run (>= 64 KiB).
-    min_bytes = max(64 * 1024, int(min(p["link1"], p["link2"]) * p["duration"] / 8 * 0.01))
+    subs = subflow_throughput(data.points, "mptcp", span.bounds, role="client",
+                              data_ports=data_local_ports(mptcp_run), slack_s=span.slack(0.5))
+    links = link_throughput(data.points, data.inventory, span.bounds)
+    # "Carried data": at least 1 % of what the slower link can carry in the run (>= 64 KiB),
+    # or in the window.
+    seconds = p["duration"] if span.whole else span.seconds
+    min_bytes = max(64 * 1024, int(min(p["link1"], p["link2"]) * seconds / 8 * 0.01))
     verdict = mptcp_verdict(data.inventory, "mptcp", p["mptcp_client"], p["mptcp_server"], data.nstat,
                             data.monitor, subs, [l1, l2], min_bytes=min_bytes)
     names = ["mptcp", f"tcp-{l1}", f"tcp-{l2}"]
@@ -133,7 +144,19 @@ def summarize(data: Any) -> dict:
     for f in flows.values():
         if f.error:
             reasons.append(f"{f.name}: {f.error}")
-    return {
+    definitions = {"flow": "iperf3 receiver goodput (end.sum_received)",
+                   "subflow": "growth of bytes_acked on the sender (ss, 10 Hz) over the traffic window",
+                   "link": "bytes sent by the bridge's b port (forward) over the traffic window",
+                   "jain_index": "(sum x)^2 / (n sum x^2) over the flows' receiver goodput",
+                   "sender_counters": SENDER_COUNTERS_DEFINITION}
+    if not span.whole:
+        definitions["flow"] = WINDOWED_FLOW_DEFINITION
+        for k in ("subflow", "link"):
+            definitions[k] = definitions[k].replace("the traffic window", "the window")
+    definitions.update(window_definitions(span, whole_run=(
+        "mptcp.negotiated, mptcp.subflows_established_per_link and mptcp.client_counters (the run's MPTcpExt "
+        "counters and `ip mptcp monitor` events)", "sender_counters", "parameters")))
+    out = {
         "scenario": "distinct-bottleneck",
         "parameters": {"link1_mbps": p["link1"] / 1e6, "link2_mbps": p["link2"] / 1e6, "cc": p["cc"],
                        "tcp_cc": p["tcp_cc"], "queue": str(p["queue"]), "duration_s": p["duration"]},
@@ -143,13 +166,14 @@ def summarize(data: Any) -> dict:
         "jain_index": round(jain, 4) if jain is not None else None,
         "jain_over": names,
         "mptcp": verdict,
+        "sender_counters": sender_counters(data.nstat, [p["mptcp_client"], p["tcp_client"]]),
         "valid": not reasons,
         "invalid_reasons": reasons,
-        "definitions": {"flow": "iperf3 receiver goodput (end.sum_received)",
-                        "subflow": "growth of bytes_acked on the sender (ss, 10 Hz) over the traffic window",
-                        "link": "bytes sent by the bridge's b port (forward) over the traffic window",
-                        "jain_index": "(sum x)^2 / (n sum x^2) over the flows' receiver goodput"},
+        "definitions": definitions,
     }
+    if span.window is not None:
+        out["window"] = span.to_json()
+    return out
 
 
 def render(s: dict) -> str:
@@ -157,7 +181,8 @@ def render(s: dict) -> str:
              f["sender_mbps"], f["retransmits"]] for f in s["flows"]]
     out = [format_table(["flow", "proto", "link", "cc", "recv Mbit/s", "sent Mbit/s", "retrans"], rows,
                         title=f"distinct-bottleneck  link1 {s['parameters']['link1_mbps']:g} Mbit/s  "
-                              f"link2 {s['parameters']['link2_mbps']:g} Mbit/s  {s['parameters']['duration_s']:g} s")]
+                              f"link2 {s['parameters']['link2_mbps']:g} Mbit/s  {s['parameters']['duration_s']:g} s"
+                              + window_title(s))]
     srows = [[x["subflow"], x["link"], x["mbps"], x["bytes"], "initial" if x.get("initial") else "joined"]
              for x in s["subflows"]]
     out.append(format_table(["MPTCP subflow", "link", "Mbit/s", "bytes", ""], srows))
@@ -169,6 +194,8 @@ def render(s: dict) -> str:
                f"{s['jain_index'] if s['jain_index'] is not None else '-'}")
     out.append(f"MPTCP negotiated: {'yes' if m['negotiated'] else 'NO'}; subflows per link: "
                + ", ".join(f"{k} {v}" for k, v in m["subflows_established_per_link"].items()))
+    if s.get("sender_counters"):
+        out.append(sender_counters_line(s["sender_counters"]))
     if not s["valid"]:
         out.append("RESULT INVALID: " + "; ".join(s["invalid_reasons"]))
     return "\n\n".join(out)

@@ -34,11 +34,14 @@ from controller.inventory import Inventory, Role
 from controller.results.figures import CaseData, heatmap_figures
 from controller.results.stats import mean_ci
 from controller.results.summary import (
+    WINDOWED_FLOW_DEFINITION,
+    flow_over,
     flow_throughput,
     format_table,
     link_series,
     link_throughput,
 )
+from controller.results.window import Span, TrafficWindow, window_definitions, window_title
 from controller.scenarios.base import (
     Param,
     RunPlan,
@@ -132,20 +135,33 @@ def directions(inv: Inventory, p: Mapping[str, Any]) -> tuple[Direction, Directi
     return Direction.REVERSE, Direction.FORWARD
 
 
-def summarize(data: Any) -> dict:
+def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
+    """The run's summary over its traffic window, or over `window` of it (`ctl runs show
+    --window`): then every number is over the window."""
     p = data.params
-    f = flow_throughput(data.flows[0])
+    span = Span.of(data.window, window)
+    f = flow_over(data.flows[0], data.points, span)
     bw = p["bw"]
     link = p["link"]
-    lt = link_throughput(data.points, data.inventory, data.window).get(link) or {}
+    lt = link_throughput(data.points, data.inventory, span.bounds).get(link) or {}
     data_dir, _ = directions(data.inventory, p)
     at_bridge = lt.get("forward_mbps" if data_dir is Direction.FORWARD else "reverse_mbps")
     queue = data.plan.links[(link, data_dir)].queue
     thr = round(f.receiver_bps / 1e6, 3) if f.receiver_bps else None
     reasons = [f"tcp: {f.error}"] if f.error else []
     if thr is None and not reasons:
-        reasons.append("tcp: no receiver throughput in the iperf3 output")
-    return {
+        reasons.append("tcp: no receiver throughput in the iperf3 output" if span.whole else
+                       "tcp: no samples of the receiver's socket in the window")
+    definitions = {"throughput_mbps": "iperf3 receiver goodput (end.sum_received) over the whole run",
+                   "share_pct": "throughput_mbps / bottleneck rate x 100",
+                   "bridge_forward_mbps": "frames the bottleneck bridge sent towards the receiver",
+                   "buffer": "drop-tail queue of the bottleneck, 1 BDP unless --queue was given",
+                   "rtt": "added on the bottleneck, half in each direction"}
+    if not span.whole:
+        definitions["throughput_mbps"] = definitions["sender_mbps"] = definitions["retransmits"] = \
+            WINDOWED_FLOW_DEFINITION
+    definitions.update(window_definitions(span, whole_run=("parameters",)))
+    out = {
         "scenario": "rtt-loss-sweep",
         # Canonical spellings: `ctl report rtt-loss` groups runs by them.
         "case": {"rtt": format_delay(p["rtt"]), "loss": format_probability(p["loss"]), "cc": p["cc"]},
@@ -163,19 +179,19 @@ def summarize(data: Any) -> dict:
         "bridge_forward_mbps": at_bridge,
         "flows": [f.to_json()],
         "valid": not reasons, "invalid_reasons": reasons,
-        "definitions": {"throughput_mbps": "iperf3 receiver goodput (end.sum_received) over the whole run",
-                        "share_pct": "throughput_mbps / bottleneck rate x 100",
-                        "bridge_forward_mbps": "frames the bottleneck bridge sent towards the receiver",
-                        "buffer": "drop-tail queue of the bottleneck, 1 BDP unless --queue was given",
-                        "rtt": "added on the bottleneck, half in each direction"},
+        "definitions": definitions,
     }
+    if span.window is not None:
+        out["window"] = span.to_json()
+    return out
 
 
 def render(s: dict) -> str:
     par = s["parameters"]
     c = s["case"]
     title = (f"rtt-loss-sweep  {c['cc']}  RTT {c['rtt']}  loss {c['loss']}  bottleneck {par['bottleneck_mbps']:g} "
-             f"Mbit/s, buffer {par['buffer']} (1 BDP = {par['buffer_bdp_bytes']} B)  {par['duration_s']:g} s")
+             f"Mbit/s, buffer {par['buffer']} (1 BDP = {par['buffer_bdp_bytes']} B)  {par['duration_s']:g} s"
+             + window_title(s))
     rows = [[c["cc"], c["rtt"], c["loss"], s["throughput_mbps"], s["share_pct"], s["sender_mbps"], s["retransmits"],
              s["bridge_forward_mbps"]]]
     out = [format_table(["cc", "RTT", "loss", "Mbit/s", "% of bottleneck", "sender Mbit/s", "retrans", "at bridge"],

@@ -38,15 +38,21 @@ from controller import plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.results.summary import (
+    SENDER_COUNTERS_DEFINITION,
+    WINDOWED_FLOW_DEFINITION,
     data_local_ports,
+    flow_over,
     flow_throughput,
     format_table,
     link_series,
     link_throughput,
     mptcp_verdict,
+    sender_counters,
+    sender_counters_line,
     subflow_series,
     subflow_throughput,
 )
+from controller.results.window import Span, TrafficWindow, window_definitions, window_title
 from controller.scenarios.base import (
     Param,
     RunPlan,
@@ -178,16 +184,21 @@ def case_of(d1_us: int, d2_us: int) -> dict:
     return {"case": 2, "table": "Table 3", "column": col, "reference": TABLE3}
 
 
-def summarize(data: Any) -> dict:
+def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
+    """The run's summary over its traffic window, or over `window` of it (`ctl runs show
+    --window`): then every number is over the window except those `definitions.window` names."""
     p = data.params
+    span = Span.of(data.window, window)
     l1, l2, bn = p["path1"], p["path2"], p["bottleneck"]
     d1, d2 = path_delays(p)
-    flows = {r.spec.name: flow_throughput(r) for r in data.flows}
     runs = {r.spec.name: r for r in data.flows}
-    subs = subflow_throughput(data.points, "mptcp", data.window, role="client", data_ports=data_local_ports(runs["mptcp"]))
-    tcp_socks = subflow_throughput(data.points, "tcp", data.window, role="client",
-                                   data_ports=data_local_ports(runs["tcp"]))
-    links = link_throughput(data.points, data.inventory, data.window)
+    flows = {n: flow_over(r, data.points, span) for n, r in runs.items()}
+    slack = span.slack(0.5)
+    subs = subflow_throughput(data.points, "mptcp", span.bounds, role="client",
+                              data_ports=data_local_ports(runs["mptcp"]), slack_s=slack)
+    tcp_socks = subflow_throughput(data.points, "tcp", span.bounds, role="client",
+                                   data_ports=data_local_ports(runs["tcp"]), slack_s=slack)
+    links = link_throughput(data.points, data.inventory, span.bounds)
     # "Carried data": 64 KiB, a few segments beyond the handshakes. A capacity-scaled bound
     # would fail long paths unfairly: at 800 ms one-way a subflow joins after >3 s and slow
     # start needs ~11 RTTs (18 s) to fill the pipe.
@@ -206,7 +217,7 @@ def summarize(data: Any) -> dict:
         if f.error:
             reasons.append(f"{f.name}: {f.error}")
     if sender["tcp"] is None:
-        reasons.append("tcp: no acked-byte samples at the sender")
+        reasons.append("tcp: no acked-byte samples at the sender" + ("" if span.whole else " in the window"))
     bn_fwd = (links.get(bn) or {}).get("forward_mbps")
     paper_col = {name: vals[col] for name, vals in ref["rows"].items()} if col is not None else {}
     table = paper_table(f"{case['table']}: MPTCP / TCP throughput ratio (case {case['case']})",
@@ -220,7 +231,21 @@ def summarize(data: Any) -> dict:
                             "sender_mbps": sender[name], "receiver_mbps": recv[name],
                             "bottleneck_share_pct": pct(sender[name], p["bw"] / 1e6),
                             "retransmits": f.retransmits})
-    return {
+    definitions = {
+        "sender_mbps": "growth of bytes_acked of the connection's sockets at the sender (ss, 10 Hz), summed "
+                       "over an MPTCP connection's subflows, over the traffic window (the paper's 'at the sender')",
+        "receiver_mbps": "iperf3 receiver goodput (end.sum_received)",
+        "ratio": "MPTCP sender_mbps / TCP sender_mbps (Tables 2 and 3)",
+        "bottleneck_forward_mbps": "bytes the bottleneck bridge sent towards the receivers (frames)",
+        "delay": "one-way, applied in both directions of the path's delay link (RTT = 2 x delay)",
+        "sender_counters": SENDER_COUNTERS_DEFINITION}
+    if not span.whole:
+        definitions["receiver_mbps"] = definitions["retransmits"] = WINDOWED_FLOW_DEFINITION
+        definitions["sender_mbps"] = definitions["sender_mbps"].replace("the traffic window", "the window")
+    definitions.update(window_definitions(span, whole_run=(
+        "mptcp.negotiated, mptcp.subflows_established_per_link and mptcp.client_counters (the run's MPTcpExt "
+        "counters and `ip mptcp monitor` events)", "sender_counters", "parameters")))
+    out = {
         "scenario": "shared-bottleneck",
         "parameters": {"case": case["case"], "delay1": format_delay(d1), "delay2": format_delay(d2),
                        "delay1_ms": d1 / 1000, "delay2_ms": d2 / 1000, "rtt1_ms": 2 * d1 / 1000,
@@ -237,21 +262,20 @@ def summarize(data: Any) -> dict:
         "paper_table": table,
         "flows": [f.to_json() for f in flows.values()],
         "mptcp": verdict,
+        "sender_counters": sender_counters(data.nstat, [p["mptcp_client"], p["tcp_client"]]),
         "valid": not reasons, "invalid_reasons": reasons,
-        "definitions": {
-            "sender_mbps": "growth of bytes_acked of the connection's sockets at the sender (ss, 10 Hz), summed "
-                           "over an MPTCP connection's subflows, over the traffic window (the paper's 'at the sender')",
-            "receiver_mbps": "iperf3 receiver goodput (end.sum_received)",
-            "ratio": "MPTCP sender_mbps / TCP sender_mbps (Tables 2 and 3)",
-            "bottleneck_forward_mbps": "bytes the bottleneck bridge sent towards the receivers (frames)",
-            "delay": "one-way, applied in both directions of the path's delay link (RTT = 2 x delay)"},
+        "definitions": definitions,
     }
+    if span.window is not None:
+        out["window"] = span.to_json()
+    return out
 
 
 def render(s: dict) -> str:
     par = s["parameters"]
     title = (f"shared-bottleneck  case {par['case']}  delay path1 {par['delay1']} / path2 {par['delay2']}  "
-             f"bottleneck {par['bottleneck_mbps']:g} Mbit/s, queue {par['queue']}  {par['duration_s']:g} s")
+             f"bottleneck {par['bottleneck_mbps']:g} Mbit/s, queue {par['queue']}  {par['duration_s']:g} s"
+             + window_title(s))
     rows = [[c["connection"], c["cc"], c["paths"], c["sender_mbps"], c["receiver_mbps"], c["bottleneck_share_pct"],
              c["retransmits"]] for c in s["connections"]]
     out = [format_table(["connection", "cc", "paths", "sender Mbit/s", "recv Mbit/s", "% of bottleneck", "retrans"],
@@ -266,6 +290,8 @@ def render(s: dict) -> str:
                + ", ".join(f"{k} {v}" for k, v in m["subflows_established_per_link"].items())
                + f"; bottleneck carried {s['bottleneck_forward_mbps']} Mbit/s; socket buffers max "
                + par["socket_buffers"].get("net.ipv4.tcp_rmem", "-").split()[-1] + " B")
+    if s.get("sender_counters"):
+        out.append(sender_counters_line(s["sender_counters"]))
     if not s["valid"]:
         out.append("RESULT INVALID: " + "; ".join(s["invalid_reasons"]))
     return "\n\n".join(out)
