@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from controller import scenarios
+
 pytestmark = pytest.mark.integration
 
 
@@ -120,3 +122,58 @@ def test_bridges_and_endpoints_back_at_baseline(completed_run, rack):
     assert rack.netns("b1", "ip", "mptcp", "endpoint", "show").strip() == ""
     assert "subflows 2" in rack.netns("a1", "ip", "mptcp", "limits", "show")
     assert "add_addr_accepted 0" in rack.netns("a1", "ip", "mptcp", "limits", "show")
+
+
+def test_every_sender_and_receiver_has_its_counters(completed_run):
+    """nstat -asz before and after traffic on all four hosts of the flows, not only the MPTCP
+    ones; the summary gives each sender's slow-start and loss counters (whole run)."""
+    out, record, _ = completed_run
+    for h in ("a1", "a2", "b1", "b2"):
+        for when in ("before", "after"):
+            assert "TcpExtTCPHystartTrainDetect" in (record / "raw" / h / f"nstat-{when}.txt").read_text(), (h, when)
+    counters = out["summary"]["sender_counters"]
+    assert set(counters) == {"a1", "a2"} and all(c["recorded"] for c in counters.values())
+    # Two Cubic flows filling a 50-slot drop-tail queue on each path for 12 s lose packets.
+    assert counters["a2"]["counters"]["TcpRetransSegs"] > 0
+    assert "sender counters (nstat, whole run): a1 HyStart" in scenarios.get("distinct-bottleneck").render(out["summary"])
+
+
+def test_runs_show_recomputes_the_summary_and_windows_it(completed_run, rack):
+    """`ctl runs show`: over the whole traffic exactly the summary.json the run wrote; over two
+    windows, each with its window and numbers whose time-weighted mean is the whole run's."""
+    out, record, _ = completed_run
+    p = rack.ctl("runs", "show", out["run_id"], "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == json.loads((record / "summary.json").read_text())
+    m = json.loads((record / "manifest.json").read_text())
+    traffic = m["traffic_window"]["end"] - m["traffic_window"]["start"]
+    halves = []
+    for w in (":6s", "6s:"):
+        p = rack.ctl("runs", "show", str(record), "--window", w, "--json")
+        assert p.returncode == 0, p.stderr
+        halves.append(json.loads(p.stdout))
+    first, second = halves
+    assert first["window"] == {"start_s": 0.0, "end_s": 6.0, "traffic_s": round(traffic, 3), "of": "traffic"}
+    assert second["window"]["start_s"] == 6.0 and second["window"]["end_s"] == round(traffic, 3)
+    whole = out["summary"]
+    for s in halves:
+        # The receivers' sockets are sampled on the rack: every flow has a receiver rate in each window.
+        assert all(f["receiver_mbps"] and f["receiver_mbps"] > 0.5 for f in s["flows"]), s["flows"]
+        assert s["jain_index"] is not None
+        assert "every number is over seconds" in s["definitions"]["window"]
+    # Counters read at 10 Hz: the two windows' time-weighted rates give the whole run's, to the
+    # bytes of a sampling interval or two at the cut.
+    t1, t2 = 6.0, traffic - 6.0
+    for link in ("path1", "path2"):
+        fwd = [s["links"][link]["bridge_forward_mbps"] for s in (first, second)]
+        assert (fwd[0] * t1 + fwd[1] * t2) / traffic == pytest.approx(whole["links"][link]["bridge_forward_mbps"],
+                                                                        rel=0.05)
+    sub_bytes = [{x["link"]: x["bytes"] for x in s["subflows"]} for s in (first, second, whole)]
+    for link in ("path1", "path2"):
+        assert sub_bytes[0][link] + sub_bytes[1][link] == pytest.approx(sub_bytes[2][link], rel=0.05)
+    p = rack.ctl("runs", "show", out["run_id"], "--window", "6s:")
+    assert p.returncode == 0, p.stderr
+    w = second["window"]
+    assert f"window: 6 s to {w['end_s']:g} s of {w['traffic_s']:.1f} s of traffic" in p.stdout
+    assert "Jain's fairness index over mptcp, tcp-path1, tcp-path2:" in p.stdout
+    assert f"record: {record}" in p.stdout
