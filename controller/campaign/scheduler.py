@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from controller.campaign.boundary import (UntrustedRow, inventory_roots, is_under, local_record_dir, record_roots,
+                                          trusted_path)
 from controller.campaign.health import health_check, plan_hosts
 from controller.campaign.plan import campaign_run_id, case_argv
 from controller.campaign.policy import Busy, Step, classify, decide, fits_between, next_step
@@ -85,10 +87,13 @@ def scheduler_owner(rack: str | None = None) -> dict | None:
     return None
 
 
-def read_outcome(store: CampaignStore, a: AttemptRow) -> tuple[str, str | None] | None:
+def read_outcome(store: CampaignStore, a: AttemptRow, roots: Sequence[Path] | None = None
+                 ) -> tuple[str, str | None] | None:
     """(status, last error) of an attempt's record: its own file when this controller can read
-    it, else the copy uploaded to a shared store; None when neither exists."""
-    rec = record_outcome(Path(a.record_dir))
+    it (from a shared store: only under this controller's runs dirs, `roots`), else the copy
+    uploaded to a shared store; None when neither exists."""
+    d = local_record_dir(a.record_dir, shared=store.shared, roots=roots)
+    rec = record_outcome(d) if d is not None else None
     if rec is not None:
         return rec
     up = store.record(a.run_id)
@@ -98,12 +103,18 @@ def read_outcome(store: CampaignStore, a: AttemptRow) -> tuple[str, str | None] 
     return str(up["status"]), (errs[-1].get("error") if errs else None)
 
 
-def upload_record(store: CampaignStore, a: AttemptRow, log: Callable[[str], None]) -> None:
+def upload_record(store: CampaignStore, a: AttemptRow, log: Callable[[str], None],
+                  roots: Sequence[Path] | None = None) -> None:
     """Copy an attempt's manifest and summary into a shared store (the lab database), so a
-    report on any controller has every rack's results. Best effort: the file stays the truth."""
+    report on any controller has every rack's results. Best effort: the file stays the truth.
+    Only a record under this controller's runs dirs (`roots`) is read: a row naming another
+    directory never makes this controller upload a file of its choice."""
     if not store.shared:
         return
-    d = Path(a.record_dir)
+    d = local_record_dir(a.record_dir, shared=True, roots=roots)
+    if d is None:
+        log(f"record {a.run_id} not uploaded: its directory {a.record_dir} is not under this controller's runs dir")
+        return
     try:
         manifest = load_manifest(d)
     except RecordError:
@@ -135,7 +146,8 @@ def record_outcome(record_dir: Path) -> tuple[str, str | None] | None:
     return str(m.get("status")), (errs[-1].get("error") if errs else None)
 
 
-def reconcile(store: CampaignStore, rows: Sequence[RunRow], say: Callable[[str], None]) -> None:
+def reconcile(store: CampaignStore, rows: Sequence[RunRow], say: Callable[[str], None],
+              roots: Sequence[Path] | None = None) -> None:
     """Close the attempts of runs left `running` by a dead controller, from their records.
     Call with the rack lock held and after recovery (so an interrupted record is `aborted`)."""
     for r in rows:
@@ -144,7 +156,7 @@ def reconcile(store: CampaignStore, rows: Sequence[RunRow], say: Callable[[str],
         if not att:
             continue
         a = att[0]
-        rec = read_outcome(store, a)
+        rec = read_outcome(store, a, roots)
         error: str | None
         if rec is None:
             status, error = "aborted", "controller died before the run record was written (rack untouched)"
@@ -159,7 +171,7 @@ def reconcile(store: CampaignStore, rows: Sequence[RunRow], say: Callable[[str],
                    cancelled=c.state == "cancelled")
         if store.finish_attempt(c.num, r.seq, a.attempt, status=status, exit_code=None, error=error, klass=klass,
                                 decision=d):
-            upload_record(store, a, say)
+            upload_record(store, a, say, roots)
             say(f"campaign #{c.num}: run {r.seq} attempt {a.attempt} was interrupted with the controller: record "
                 f"{Path(a.record_dir).name} is {status} -> {d.action}")
 
@@ -231,6 +243,8 @@ class Scheduler:
             chosen = None
             wake = time.time() + self.opts.poll_s
             for c in active:
+                if self._untrusted(c):
+                    continue
                 try:
                     step = self._step(c, busy=await self._busy(c))
                 except Exception as exc:  # bad data in this campaign: it pauses, the others go on
@@ -282,10 +296,30 @@ class Scheduler:
 
     def _runs_root(self, c: CampaignRow) -> Path:
         """A one-rack campaign's records go where it was submitted to; a multi-rack campaign's to
-        this controller's runs dir (each controller writes its own; uploads gather them)."""
+        this controller's runs dir (each controller writes its own; uploads gather them). From a
+        shared store, the submitted directory is used only when it lies under this controller's
+        runs dirs (a row of the lab database never chooses where this controller writes): else
+        this controller's runs dir, said once in the log."""
+        own = (self.opts.runs_dir or runs_dir()).resolve()
         if self.opts.rack is not None and c.multi_rack:
-            return (self.opts.runs_dir or runs_dir()).resolve()
-        return Path(c.runs_root)
+            return own
+        try:
+            return trusted_path(c.runs_root, "runs_root", self._record_roots(), shared=self.store.shared,
+                                where=f"lab database row campaigns #{c.num}")
+        except UntrustedRow:
+            self._say_once(f"runs{c.num}", f"campaign #{c.num}: its runs dir {c.runs_root} is not under this "
+                                           f"controller's; its records on this controller go to {own}")
+            return own
+
+    def _record_roots(self) -> list[Path]:
+        return record_roots([self.opts.runs_dir])
+
+    def _inventory_file(self, c: CampaignRow) -> Path:
+        """The inventory an unbound scheduler loads for `c`: from a shared store, only a file in the
+        directory of this controller's configured inventory or among the shipped ones (a member
+        cannot make this controller load a file of their choosing); else UntrustedRow."""
+        return trusted_path(c.inventory_path, "inventory_path", inventory_roots(), shared=self.store.shared,
+                            where=f"lab database row campaigns #{c.num}")
 
     async def _busy(self, c: CampaignRow, inv: Inventory | None = None) -> list[Busy]:
         """Other people's reservations of this campaign's rack (its owner's own do not bind it),
@@ -294,7 +328,7 @@ class Scheduler:
         t, book = self._books.get(name, (0.0, []))
         if time.time() - t > self.opts.busy_cache_s:
             try:
-                inv = inv or self.opts.rack or load_inventory(c.inventory_path)
+                inv = inv or self.opts.rack or load_inventory(self._inventory_file(c))
                 book = await asyncio.to_thread(book_for(inv).list)
                 self._said.discard(f"book{name}")
             except CtlError as exc:
@@ -318,7 +352,7 @@ class Scheduler:
             if not att:
                 continue
             a = att[0]
-            rec = read_outcome(self.store, a)
+            rec = read_outcome(self.store, a, self._record_roots())
             status, error = rec if rec is not None else (None, None)
             if status in (None, "running"):
                 status = "aborted"
@@ -360,11 +394,30 @@ class Scheduler:
 
     # ---- one campaign while it can run ---------------------------------------------------------
 
+    def _untrusted(self, c: CampaignRow) -> bool:
+        """An unbound scheduler pauses `c` (True) when its row names an inventory this controller
+        does not use (see `_inventory_file`): checked before anything reads the inventory (its
+        reservations included). Nothing is loaded; the campaign waits for a person (`ctl
+        campaign status` shows the reason). A scheduler bound to a rack uses its own inventory."""
+        if self.opts.rack is not None:
+            return False
+        try:
+            self._inventory_file(c)
+        except UntrustedRow as exc:
+            if self.store.pause_if_active(c.num, exc.one_line()):
+                self.log(f"campaign #{c.num} PAUSED: {exc.one_line()}")
+            return True
+        return False
+
     def _inventory(self, c: CampaignRow) -> Inventory | None:
+        """The rack `c` runs on (this scheduler's, or the campaign's inventory file); None when the
+        campaign was paused (`_untrusted`) or its inventory does not load."""
+        if self._untrusted(c):
+            return None
         if self.opts.rack is not None:
             return self.opts.rack
         try:
-            return load_inventory(c.inventory_path)
+            return load_inventory(self._inventory_file(c))
         except CtlError as exc:
             self.store.pause_if_active(c.num, f"inventory not loadable: {exc.one_line()}")
             return None
@@ -434,14 +487,26 @@ class Scheduler:
         runs_root = self._runs_root(c)
         problems: list[str] = []
         stale = self.store.running_runs(inv.name)
-        # Every run record directory a run on this rack may have used, not only this campaign's.
-        roots = [runs_root] + [Path(self.store.campaign(r.campaign).runs_root) for r in stale]
+        # Every run record directory a run on this rack may have used, not only this campaign's;
+        # from a shared store only those under this controller's runs dirs (recovery acts on what
+        # a record says: a record elsewhere is another controller's, or planted).
+        mine = self._record_roots()
+        named: list[str] = []
         for r in stale:
-            roots += [Path(a.record_dir).parent for a in self.store.attempts(r.campaign) if a.seq == r.seq]
+            with contextlib.suppress(UntrustedRow):
+                named.append(self.store.campaign(r.campaign).runs_root)
+                named += [str(Path(a.record_dir).parent) for a in self.store.attempts(r.campaign) if a.seq == r.seq]
+        roots = [runs_root]
+        for text in dict.fromkeys(named):
+            if not self.store.shared or is_under(Path(text), mine):
+                roots.append(Path(text))
+            else:
+                self._say_once(f"root{text}", f"rack {inv.name}: records under {text} (named by the lab database) "
+                                              "are not this controller's: not recovered from here")
         for root in dict.fromkeys(roots):
             for d in interrupted_runs(root, inv):
                 problems += await recover(inv, d, self.log)
-        reconcile(self.store, stale, self.log)
+        reconcile(self.store, stale, self.log, mine)
         if problems:
             self.store.pause_if_active(c.num, "the rack could not be restored after an interrupted run: "
                                        + "; ".join(problems))
@@ -541,7 +606,7 @@ class Scheduler:
             self.store.clear_abort(c.num)
         a = next((x for x in self.store.attempts(c.num) if x.seq == seq and x.attempt == attempt), None)
         if a is not None:
-            upload_record(self.store, a, self.log)
+            upload_record(self.store, a, self.log, self._record_roots())
         if not closed:
             self.log(f"campaign #{c.num}: {what}: {outcome.status}, but the run was taken back meanwhile "
                      "(this scheduler's claim ran out): the result is kept in its record, not counted")
@@ -594,12 +659,19 @@ async def settle_for_cancel(store: CampaignStore, c: CampaignRow, log: Log) -> b
     campaign runs on several racks (their schedulers, or an expired claim, settle it)."""
     if c.multi_rack:
         return False
-    inv = load_inventory(c.inventory_path)
+    where = f"lab database row campaigns #{c.num}"
+    try:
+        inv_path = trusted_path(c.inventory_path, "inventory_path", inventory_roots(), shared=store.shared, where=where)
+        root = trusted_path(c.runs_root, "runs_root", record_roots(), shared=store.shared, where=where)
+    except UntrustedRow as exc:   # another controller's campaign, or a planted path: not settled here
+        log(f"campaign #{c.num} not settled here: {exc.one_line()}")
+        return False
+    inv = load_inventory(inv_path)
     try:
         with hold_rack(inv, f"ctl campaign cancel #{c.num}"):
-            for d in interrupted_runs(Path(c.runs_root), inv):
+            for d in interrupted_runs(root, inv):
                 await recover(inv, d, log)
-            reconcile(store, store.running_runs(inv.name), log)
+            reconcile(store, store.running_runs(inv.name), log, record_roots())
     except RackBusy:
         return False
     except CtlError as exc:  # the rack is down or unreachable: the next scheduler of the rack settles it

@@ -158,6 +158,8 @@ class CampaignStore(Protocol):
     """What the scheduler, the CLI and the report need of a store. Reads return rows; every
     write is one transaction. `find` resolves a user's reference (number, id, part of an id)."""
 
+    shared: bool   # other controllers write it (the lab database): paths in its rows are not this controller's
+
     @property
     def refused(self) -> dict[int, str]:
         """Campaign number -> why a row of it was left out of a listing (controller.campaign.boundary)."""

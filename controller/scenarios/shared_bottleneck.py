@@ -223,18 +223,24 @@ def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
     table = paper_table(f"{case['table']}: MPTCP / TCP throughput ratio (case {case['case']})",
                         ["algorithm", case["column"]],
                         [[f"{p['cc']} (this run)", ratio]] + [[f"{k} (paper)", v] for k, v in paper_col.items()])
+    acked = {"mptcp": sum(x["bytes"] for x in subs) if subs else None,
+             "tcp": sum(x["bytes"] for x in tcp_socks) if tcp_socks else None}
     connections = []
     for name, path in (("mptcp", f"{l1}+{l2}"), ("tcp", l1)):
         f = flows[name]
         connections.append({"connection": name, "protocol": f.protocol, "paths": path,
                             "cc": f.congestion or (p["cc"] if name == "mptcp" else p["tcp_cc"]),
-                            "sender_mbps": sender[name], "receiver_mbps": recv[name],
+                            "sender_mbps": sender[name], "sender_bytes": acked[name], "receiver_mbps": recv[name],
                             "bottleneck_share_pct": pct(sender[name], p["bw"] / 1e6),
                             "retransmits": f.retransmits})
     definitions = {
         "sender_mbps": "growth of bytes_acked of the connection's sockets at the sender (ss, 10 Hz), summed "
                        "over an MPTCP connection's subflows, over the traffic window (the paper's 'at the sender')",
         "receiver_mbps": "iperf3 receiver goodput (end.sum_received)",
+        "sender_bytes": "bytes acked at the sender over the same time, summed over the connection's sockets. "
+                        "sender_mbps averages each socket from its first to its last sample, so it is not "
+                        "sender_bytes x 8 / the window's length when a socket lives through part of it only "
+                        "(a subflow that joins late, a connection set up over several RTTs)",
         "ratio": "MPTCP sender_mbps / TCP sender_mbps (Tables 2 and 3)",
         "bottleneck_forward_mbps": "bytes the bottleneck bridge sent towards the receivers (frames)",
         "delay": "one-way, applied in both directions of the path's delay link (RTT = 2 x delay)",

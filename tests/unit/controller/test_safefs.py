@@ -73,7 +73,8 @@ def test_a_symlink_in_place_of_the_lock_file_is_never_followed(tmp_path, victim,
     with pytest.raises(UnsafePath, match="is a symlink"):
         RackLock("rack", "test").acquire()
     assert victim.read_text() == "precious\n"
-    assert RackLock("rack", "status").owner() is None      # reading the record does not follow it either
+    with pytest.raises(UnsafePath, match="is a symlink"):  # reading the record does not follow it either
+        RackLock("rack", "status").owner()
 
 
 def test_a_hard_link_in_place_of_a_file_is_not_truncated(tmp_path, victim):
@@ -116,3 +117,56 @@ def test_the_cli_refuses_the_attack_with_one_line_and_touches_nothing(sticky, vi
     assert len(lines) == 1 and "refusing lock directory" in lines[0] and "Traceback" not in p.stderr
     assert victim.read_text() == "precious\n"
     assert not (tmp_path / "state").exists()       # nothing built, nothing written
+
+
+# ---- openat-style trees: open_dir, sub_dir, replace_file_at (export, service install) ---------------
+
+def test_files_are_written_relative_to_the_directory_and_never_through_a_link(tmp_path, victim):
+    from controller.safefs import open_dir, replace_file_at, sub_dir
+    out = tmp_path / "out"
+    fd = open_dir(out, "export directory")
+    try:
+        d = sub_dir(fd, "20260101T000000Z_run", "record directory", "out/run")
+        replace_file_at(d, "manifest.json", "{}", "record file", "out/run/manifest.json")
+        replace_file_at(d, "manifest.json", '{"again": 1}', "record file", "out/run/manifest.json")   # replaced
+        assert (out / "20260101T000000Z_run" / "manifest.json").read_text() == '{"again": 1}'
+        # a symlink, a FIFO, a directory where a file goes: refused, left as they are
+        os.symlink(victim, os.path.join(out, "20260101T000000Z_run", "summary.json"))
+        with pytest.raises(UnsafePath, match="not a regular file \\(a symlink"):
+            replace_file_at(d, "summary.json", "{}", "record file", "out/run/summary.json")
+        os.mkfifo(out / "20260101T000000Z_run" / "fifo")
+        with pytest.raises(UnsafePath, match="not a regular file \\(a FIFO"):
+            replace_file_at(d, "fifo", "{}", "record file", "out/run/fifo")
+        # a link planted at the temporary name is removed, not followed
+        os.symlink(victim, out / "20260101T000000Z_run" / ".plain.ctl-new")
+        replace_file_at(d, "plain", "x", "record file", "out/run/plain")
+        assert (out / "20260101T000000Z_run" / "plain").read_text() == "x"
+        os.close(d)
+        # a sub-directory that is a symlink, or another user's directory, is refused
+        os.symlink(tmp_path, out / "20260101T000000Z_link")
+        with pytest.raises(UnsafePath, match="not a real directory \\(a symlink"):
+            sub_dir(fd, "20260101T000000Z_link", "record directory", "out/link")
+        (out / "theirs").mkdir()
+        os.chown(out / "theirs", NOBODY, NOBODY)
+        with pytest.raises(UnsafePath, match="owned by uid 65534"):
+            sub_dir(fd, "theirs", "record directory", "out/theirs")
+        for bad in ("..", "../x", "/abs", ".", ""):
+            with pytest.raises(UnsafePath, match="not a single file name"):
+                sub_dir(fd, bad, "record directory", bad)
+    finally:
+        os.close(fd)
+    assert victim.read_text() == "precious\n"
+    link = tmp_path / "outlink"
+    link.symlink_to(out)
+    with pytest.raises(UnsafePath, match="not a real directory"):
+        open_dir(link, "report directory")
+
+
+def test_open_private_refuses_a_fifo_instead_of_waiting_for_a_writer(tmp_path):
+    """A FIFO planted where ctl reads or writes a file of its own: before, open() blocked until
+    someone opened the other end; now one line, at once."""
+    fifo = tmp_path / "state.json"
+    os.mkfifo(fifo)
+    for flags in (os.O_RDONLY, os.O_WRONLY, os.O_RDWR | os.O_CREAT):
+        with pytest.raises(UnsafePath, match="not a regular file"):
+            open_private(fifo, flags, "state file")

@@ -141,6 +141,8 @@ def test_two_halves_of_a_run_with_a_rate_step_give_the_two_rates(shared):
             (first, (10, 20, 5, 9, 23, 20, 10, 40)), (second, (30, 40, 15, 29, 53, 60, 40, 90))):
         conns = {c["connection"]: c for c in s["connections"]}
         assert s["tcp_mbps"] == pytest.approx(tcp, abs=1e-3)
+        assert conns["tcp"]["sender_bytes"] == round(tcp * MBIT * 10)
+        assert conns["mptcp"]["sender_bytes"] == round(sub1 * MBIT * 10) + round(sub2 * MBIT * 10)
         assert [x["mbps"] for x in s["subflows"]] == pytest.approx([sub1, sub2], abs=1e-3)
         assert s["mptcp_mbps"] == pytest.approx(sub1 + sub2, abs=1e-3)
         assert s["ratio"] == pytest.approx(round((sub1 + sub2) / tcp, 3), abs=1e-3)
