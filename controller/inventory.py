@@ -396,7 +396,8 @@ class Baseline(Strict):
             raise ValueError(f"{v!r} is not a {info.field_name} value")
         parse = {"bw": parse_rate, "delay": parse_delay_us, "plr": parse_probability, "queue": parse_queue}
         try:
-            parse[info.field_name](str(v), what=info.field_name)
+            # A YAML number as plr is refused unless 0 (a fraction or a percent? say `0.01%` or `1e-4`).
+            parse[info.field_name](v if info.field_name == "plr" else str(v), what=info.field_name)
         except ParameterError as exc:
             raise ValueError(str(exc).removeprefix(f"{info.field_name}: ")) from None
         return str(v)

@@ -77,22 +77,35 @@ class EndpointState:
     cc_available: list[str]
     cc_allowed: list[str]
     raw: dict[str, str] = field(default_factory=dict)
+    # Read in a dry run: the values are what the dry run assumed (DRY_RUN_*), not the host's.
+    assumed: bool = False
 
     def to_json(self) -> dict:
-        return {"mptcp_enabled": self.mptcp_enabled, "limits": {"subflows": self.subflows,
-                                                              "add_addr_accepted": self.add_addr_accepted},
-                "endpoints": [e.__dict__ for e in self.endpoints], "sysctls": self.sysctls,
-                "cc_available": self.cc_available, "cc_allowed": self.cc_allowed, "raw": self.raw}
+        out = {"mptcp_enabled": self.mptcp_enabled, "limits": {"subflows": self.subflows,
+                                                             "add_addr_accepted": self.add_addr_accepted},
+               "endpoints": [e.__dict__ for e in self.endpoints], "sysctls": self.sysctls,
+               "cc_available": self.cc_available, "cc_allowed": self.cc_allowed, "raw": self.raw}
+        return {**out, "assumed": True} if self.assumed else out
 
 
 # Read and recorded, never set or restored by this driver: the kernel-wide congestion-control
 # lists change when BPF algorithms load (nodes.congestion.driver owns what it adds to them,
 # and another rack sharing the kernel may load its own meanwhile).
 UNMANAGED = ("net.ipv4.tcp_available_congestion_control", "net.ipv4.tcp_allowed_congestion_control")
-# What a dry run assumes it read where a host cannot be asked (Linux's defaults).
+# What a dry run assumes it read where a host cannot be asked: Linux's defaults (net/ipv4/
+# tcp.c tcp_init_mem/sysctl_tcp_rmem/wmem, net/mptcp/ctrl.c, the path manager's limits), and
+# for any other key a placeholder that says the value is read at run time. A restore step
+# built from them says so in its note (DRY_RUN_NOTE): a dry run never prints a made-up value
+# as if it were the host's.
 DRY_RUN_SYSCTLS = {"net.ipv4.tcp_congestion_control": "cubic",
                    "net.ipv4.tcp_available_congestion_control": "reno cubic",
-                   "net.ipv4.tcp_allowed_congestion_control": "reno cubic"}
+                   "net.ipv4.tcp_allowed_congestion_control": "reno cubic",
+                   "net.mptcp.enabled": "1",
+                   "net.ipv4.tcp_rmem": "4096 131072 6291456",
+                   "net.ipv4.tcp_wmem": "4096 16384 4194304"}
+DRY_RUN_UNKNOWN = "<value read before the run>"
+DRY_RUN_LIMITS = "add_addr_accepted 0 subflows 2"
+DRY_RUN_NOTE = " (assumed: Linux's defaults, read from the host at run time)"
 BASE_SYSCTLS = ("net.mptcp.enabled", "net.ipv4.tcp_available_congestion_control",
                 "net.ipv4.tcp_allowed_congestion_control", "net.ipv4.tcp_congestion_control")
 
@@ -132,12 +145,11 @@ class MptcpEndpointDriver:  # implements nodes.base.EndpointDriver[EndpointConfi
     def read_commands(self) -> list[Command]:
         return [
             Command(("ip", "-j", "mptcp", "endpoint", "show"), timeout=10, note="MPTCP endpoints", assume="[]"),
-            Command(("ip", "mptcp", "limits", "show"), timeout=10, note="MPTCP limits",
-                    assume="add_addr_accepted 0 subflows 2"),
+            Command(("ip", "mptcp", "limits", "show"), timeout=10, note="MPTCP limits", assume=DRY_RUN_LIMITS),
             # check=False: a key this kernel lacks is reported on stderr and left out of stdout;
             # check() then says which (optional keys are simply skipped).
             Command(("sysctl", *self.sysctl_keys), timeout=10, check=False, note="sysctls",
-                    assume="\n".join(f"{k} = {DRY_RUN_SYSCTLS.get(k, '1')}" for k in self.sysctl_keys)),
+                    assume="\n".join(f"{k} = {DRY_RUN_SYSCTLS.get(k, DRY_RUN_UNKNOWN)}" for k in self.sysctl_keys)),
         ]
 
     def parse_state(self, results: list[CommandResult]) -> EndpointState:
@@ -149,7 +161,8 @@ class MptcpEndpointDriver:  # implements nodes.base.EndpointDriver[EndpointConfi
             mptcp_enabled=sysctls.get("net.mptcp.enabled") == "1", subflows=subflows, add_addr_accepted=accepted,
             endpoints=eps, sysctls=sysctls,
             cc_available=sysctls.get("net.ipv4.tcp_available_congestion_control", "").split(),
-            cc_allowed=sysctls.get("net.ipv4.tcp_allowed_congestion_control", "").split(), raw=raw)
+            cc_allowed=sysctls.get("net.ipv4.tcp_allowed_congestion_control", "").split(), raw=raw,
+            assumed=any(r.dry_run for r in results))
 
     def state_from_record(self, recorded: Mapping[str, object]) -> EndpointState:
         """Re-parse a state saved in a run record (crash recovery)."""
@@ -230,15 +243,17 @@ class MptcpEndpointDriver:  # implements nodes.base.EndpointDriver[EndpointConfi
                 out.append(Command(("ip", "mptcp", "endpoint", "flush"), mutates=True, note="restore endpoints"))
             for e in before.endpoints:
                 out.append(Command(e.add_argv(with_id=True), mutates=True, note="restore endpoint"))
+        assumed = DRY_RUN_NOTE if before.assumed else ""
         if (now.subflows, now.add_addr_accepted) != (before.subflows, before.add_addr_accepted):
             out.append(Command(("ip", "mptcp", "limits", "set", "subflows", str(before.subflows),
                                 "add_addr_accepted", str(before.add_addr_accepted)), mutates=True,
-                               note="restore limits"))
-        changed = [f"{k}={before.sysctls[k]}" for k in self.sysctl_keys
-                   if k in before.sysctls and now.sysctls.get(k) != before.sysctls[k]
-                   and k not in UNMANAGED]
+                               note="restore limits" + assumed))
+        changed = [k for k in self.sysctl_keys
+                   if k in before.sysctls and now.sysctls.get(k) != before.sysctls[k] and k not in UNMANAGED]
         if changed:
-            out.append(Command(("sysctl", "-w", *changed), mutates=True, note="restore sysctls"))
+            assumed = assumed if any(before.sysctls[k] != DRY_RUN_UNKNOWN for k in changed) else ""
+            out.append(Command(("sysctl", "-w", *(f"{k}={before.sysctls[k]}" for k in changed)), mutates=True,
+                               note="restore sysctls" + assumed))
         return out
 
     def restored_equal(self, before: EndpointState, after: EndpointState) -> list[str]:

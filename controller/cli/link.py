@@ -123,7 +123,8 @@ def register(sub) -> None:
     sp.add_argument("link")
     sp.add_argument("--bw", help="bandwidth, e.g. 20M, 100Mbit/s, 1G (0 = unlimited)")
     sp.add_argument("--delay", help="one-way delay per direction, e.g. 50ms")
-    sp.add_argument("--plr", help="random loss on arrival, e.g. 0.01%%")
+    sp.add_argument("--plr", help="random loss on arrival: a percentage (0.01%%) or a fraction in scientific "
+                                  "notation (1e-4); a bare number such as 0.01 is refused as ambiguous")
     sp.add_argument("--queue", help="drop-tail queue: slots (50) or bytes (64KB)")
     sp.add_argument("--dir", default="both", help="forward (a->b), reverse (b->a) or both (default)")
     sp.add_argument("--json", action="store_true")

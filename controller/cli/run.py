@@ -19,6 +19,7 @@ from controller.run.partial import partial_line
 from controller.run.prepare import prepare_run
 from controller.run.recovery import recover_all
 from controller.run.runner import RunOutcome, execute
+from controller.scenarios.base import RunPlan
 from controller.settings import runs_dir
 from controller.telemetry.hosts import SAMPLER_SOURCE
 from controller.telemetry.influx import influx_target, push_pending
@@ -30,13 +31,20 @@ ADHOC_OVERHEAD_S = 20.0
 def cmd_run(args: argparse.Namespace) -> int:
     inv = inventory_of(args)
     scenario, params, given, plan = prepare_run(args.scenario, args.params, inv)
+    # A value that reaches the rack changed (rounded, capped, converted) is never silent: one
+    # warning line each, --quiet or not (the manifest records them too).
+    for c in plan.conversions:
+        print(c.warning(), file=sys.stderr, flush=True)
     # Progress lines on stderr; on a terminal also the live block while traffic runs.
-    console = Console(quiet=args.quiet, block=not (args.json or args.dry_run))
+    console = Console(quiet=args.quiet or (args.json and args.dry_run), block=not (args.json or args.dry_run))
     say = console.log
     if args.dry_run:
         outcome = asyncio.run(execute(scenario, params, given, inv, plan, runs_root=runs_dir(args.runs_dir),
                                       dry_run=True, progress=say))
-        print_dry_run(outcome.dry_run_log)
+        if args.json:
+            print_json(dry_run_json(outcome, params, plan))
+        else:
+            print_dry_run(outcome.dry_run_log, plan)
         if outcome.error:
             print(f"dry run stopped: {outcome.error}", file=sys.stderr)
             return outcome.exit_code or 1
@@ -117,17 +125,38 @@ def _print_fidelity(record_dir) -> None:
         print("shaper departure lateness (mean over the run): " + ", ".join(parts))
 
 
-def print_dry_run(log) -> None:
+def print_dry_run(log, plan: RunPlan | None = None) -> None:
     by_host: dict[str, list] = {}
     for r in log:
         by_host.setdefault(r.host, []).append(r)
     print(f"dry run: {len(log)} commands on {len(by_host)} hosts; nothing was sent\n")
+    if plan is not None and plan.conversions:
+        print("values changed on their way to the rack (asked -> applied):")
+        for c in plan.conversions:
+            print(f"  {c.what}: {c.asked} -> {c.applied}\n      why: {c.reason}")
+        print()
+    if plan is not None and plan.notes:
+        print("notes:")
+        for n in plan.notes:
+            print(f"  {n}")
+        print()
     for host, entries in by_host.items():
         print(f"== {host} ({len(entries)} commands)")
         for i, r in enumerate(entries, 1):
             note = f"    # {r.note}" if r.note else ""
             print(f"{i:4d}  {_show_argv(r.argv)}{note}")
         print()
+
+
+def dry_run_json(outcome: RunOutcome, params: dict, plan: RunPlan) -> dict:
+    """`ctl run NAME --dry-run --json`: the plan (with its conversions and notes) and every
+    command per host, as a real run would send them."""
+    return {"dry_run": True, "run_id": outcome.run_id, "status": outcome.status, "error": outcome.error,
+            "parameters": {k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
+                           for k, v in params.items()},
+            "conversions": [c.to_json() for c in plan.conversions], "notes": list(plan.notes),
+            "plan": plan.to_json(),
+            "commands": [{"host": r.host, "argv": list(r.argv), "note": r.note} for r in outcome.dry_run_log]}
 
 
 def _show_argv(argv) -> str:
@@ -162,7 +191,9 @@ def register(sub) -> None:
     if "_ARGCOMPLETE" in os.environ:
         _add_scenario_params_for_completion(p)
     p.add_argument("--dry-run", action="store_true", help="print every command for every host; change nothing")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout (with --dry-run: the "
+                                                       "plan, the values changed on their way to the rack and "
+                                                       "every command)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     p.add_argument("--runs-dir", help="where run records go (default: $CTL_RUNS_DIR or runs/)")
     p.add_argument("--wait", nargs="?", const="forever", default=None, metavar="DURATION",

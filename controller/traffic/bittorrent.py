@@ -339,11 +339,14 @@ class BitTorrentRunner:
             if r.exit_status != 0 and not self._dry(host):
                 raise TrafficError(f"{host}: {s.tool(tool)} is missing (install nodes/bittorrent there with `npm ci` "
                                    "and point --bt-tools at it; on the virtual rack scripts/setup.sh does it)")
-        self.seed_dir = (await self._run(s.seeder, ("mktemp", "-d", "/tmp/ctl-bt-seed.XXXXXX"), "seeder work dir",
-                                         assume="/tmp/ctl-bt-seed.DRYRUN")).strip()
+        # A dry run shows mktemp's own template where the name it makes at run time goes.
+        self.seed_dir = (await self._run(s.seeder, ("mktemp", "-d", "/tmp/ctl-bt-seed.XXXXXX"),
+                                         "seeder work dir (XXXXXX: made by mktemp at run time)",
+                                         assume="/tmp/ctl-bt-seed.XXXXXX")).strip()
         self.dirs.append((s.seeder, self.seed_dir))
         self.leech_dir = (await self._run(s.leecher, ("mktemp", "-d", "/tmp/ctl-bt-leech.XXXXXX"),
-                                          "leecher work dir", assume="/tmp/ctl-bt-leech.DRYRUN")).strip()
+                                          "leecher work dir (XXXXXX: made by mktemp at run time)",
+                                          assume="/tmp/ctl-bt-leech.XXXXXX")).strip()
         self.dirs.append((s.leecher, self.leech_dir))
         payload = f"{self.seed_dir}/{PAYLOAD}"
         self.waiting_for = f"{s.seeder} to generate the {format_size(s.size_bytes)} payload and hash it"
@@ -368,6 +371,8 @@ class BitTorrentRunner:
                                assume=json.dumps({"name": PAYLOAD, "infoHash": "0" * 40, "length": s.size_bytes,
                                                   "pieceLength": 262144, "pieces": [], "announce": [s.announce]}))
         self.torrent = webtorrent.parse_info(info)
+        if self._dry(s.seeder):   # no payload was hashed: the magnet link says where its hash comes from
+            self.torrent["info_hash"] = "<info hash of the .torrent, read at run time>"
         self.magnet = magnet(self.torrent["info_hash"], self.torrent["name"] or PAYLOAD, s.announce)
         self._raw(s.seeder, "webtorrent-info.json", info)
         self.waiting_for = ""

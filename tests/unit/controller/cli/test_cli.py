@@ -160,7 +160,7 @@ def test_scenarios_show(results):
     assert r.stdout.startswith("distinct-bottleneck: ")
     for flag in ("--link1", "--link2", "--queue", "--cc", "--duration"):
         assert re.search(rf"^\s+{flag}\s", r.stdout, re.M), flag
-    assert re.search(r"--link2\s+rate\s+default 20M", r.stdout)
+    assert re.search(r"--link2\s+rate\s+default 20 Mbit/s ", r.stdout)          # with its unit
 
 
 def test_parse_iperf3_prints_json(results):

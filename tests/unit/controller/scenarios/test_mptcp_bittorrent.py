@@ -188,10 +188,14 @@ def test_dry_run_lists_every_command_and_changes_nothing(invs):
     assert any(a[1:3] == ("run", str(plan.traffic_factory.keywords["settings"].tool("webtorrent"))) and "6882" in a
                for a in argvs if a[0] == "mptcpize")
     # only what the run made is removed, by exact path: each download's copy, then the mktemp directories
-    assert [a for a in argvs if a[0] == "rm"] == [("rm", "-r", "--", "/tmp/ctl-bt-leech.DRYRUN/tcp-1"),
-                                                 ("rm", "-r", "--", "/tmp/ctl-bt-leech.DRYRUN/mptcp-1"),
-                                                 ("rm", "-r", "--", "/tmp/ctl-bt-seed.DRYRUN"),
-                                                 ("rm", "-r", "--", "/tmp/ctl-bt-leech.DRYRUN")]
+    # (a dry run shows mktemp's own template where the name it makes at run time goes)
+    assert [a for a in argvs if a[0] == "rm"] == [("rm", "-r", "--", "/tmp/ctl-bt-leech.XXXXXX/tcp-1"),
+                                                 ("rm", "-r", "--", "/tmp/ctl-bt-leech.XXXXXX/mptcp-1"),
+                                                 ("rm", "-r", "--", "/tmp/ctl-bt-seed.XXXXXX"),
+                                                 ("rm", "-r", "--", "/tmp/ctl-bt-leech.XXXXXX")]
+    # no made-up info hash in the magnet link: it says where the hash comes from
+    magnets = [x for a in argvs for x in a if x.startswith("magnet:")]
+    assert magnets and all("btih:<info hash of the .torrent, read at run time>&" in m for m in magnets)
     assert all(not any(ch in " ".join(a) for ch in (";", "|", "&&")) for a in argvs)
 
 
