@@ -98,6 +98,19 @@ def mptcp_long_path_sysctls(rtt_us: int) -> dict[str, str]:
     return dict(zip(LONG_PATH_KEYS, ("6", "0")))
 
 
+def long_path_conversions(host: str, rtt_us: int) -> list[Conversion]:
+    """mptcp_long_path_sysctls as an entry of the plan's conversions (none below LONG_RTT_US)."""
+    if rtt_us < LONG_RTT_US:
+        return []
+    return [Conversion(f"MPTCP fallback on {host}",
+                       "the kernel's net.mptcp.syn_retrans_before_tcp_fallback (2) and blackhole_timeout (3600 s), "
+                       "where it has them (Linux 6.12+)",
+                       "6 SYN retransmissions and no blackhole detection, for the run (restored after it)",
+                       f"on a path of {rtt_us / 1000:g} ms RTT (from {LONG_RTT_US // 1000} ms on) a first MP_CAPABLE "
+                       "SYN can be retransmitted twice, and Linux would fall back to TCP and keep MPTCP off for an "
+                       "hour")]
+
+
 # ---- rates over windows -------------------------------------------------------------------------
 
 def interval_rate(intervals: Sequence[tuple[float, float, float]], lo: float, hi: float) -> float | None:

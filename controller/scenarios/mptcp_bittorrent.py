@@ -60,6 +60,7 @@ from controller.scenarios.base import (
 )
 from controller.scenarios.common import (
     LONG_PATH_KEYS,
+    long_path_conversions,
     mptcp_long_path_sysctls,
     paper_table,
     stats,
@@ -179,7 +180,9 @@ def _common(p: Mapping[str, Any], inv: Inventory) -> dict:
                                 optional_sysctls=frozenset(LONG_PATH_KEYS)),
     }
     all_links = [p["local1"], p["local2"], p["seeder_wan"], p["leecher_wan"]]
+    conversions = long_path_conversions(leecher, max(4 * p["global_delay"], 2 * p["local_delay"]))
     return {"local": local, "router": router, "outside": outside, "links": links, "endpoints": endpoints,
+            "conversions": conversions,
             "sample": sample_ifaces_for(inv, (seeder, leecher, router), all_links),
             "seeder_wan_ip": iface_on(inv, seeder, p["seeder_wan"], "seeder").ip,
             "leecher_wan_ip": iface_on(inv, leecher, p["leecher_wan"], "leecher").ip}
@@ -213,7 +216,7 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
                                   client_addr=client_ip, cc=cc_of(p), duration_s=p["duration"],
                                   start_delay_s=k * (p["duration"] + GAP_S), link=link))
         return RunPlan(links=c["links"], endpoints=c["endpoints"], flows=flows, sample_ifaces=c["sample"],
-                       duration_s=p["duration"], mptcp_hosts=sorted({seeder, leecher}),
+                       duration_s=p["duration"], mptcp_hosts=sorted({seeder, leecher}), conversions=c["conversions"],
                        notes=[f"{len(flows)} iperf3 tests one after the other, {p['duration']:g} s each, "
                               f"{GAP_S:g} s apart"])
     return plan_bittorrent(p, inv, c)
@@ -252,6 +255,7 @@ def plan_bittorrent(p: Mapping[str, Any], inv: Inventory, c: Mapping[str, Any]) 
         sample[s.tracker_host] = [i.name for i in inv.hosts[s.tracker_host].interfaces if i.ip][:1]
     return RunPlan(links=c["links"], endpoints=c["endpoints"], flows=flows, sample_ifaces=sample,
                    duration_s=p["timeout"], mptcp_hosts=sorted({p["seeder"], p["leecher"]}),
+                   conversions=c["conversions"],
                    traffic_factory=functools.partial(_factory, settings=s),
                    notes=[f"{2 * p['repetitions']} downloads of {format_size(p['size'])} (TCP and MPTCP alternating), "
                           f"tracker {s.announce}"])

@@ -67,6 +67,8 @@ from controller.scenarios.base import (
 from controller.scenarios.common import (
     LONG_PATH_KEYS,
     acked_rate,
+    buffer_conversion,
+    long_path_conversions,
     mptcp_long_path_sysctls,
     paper_table,
     pct,
@@ -79,11 +81,11 @@ from controller.units import format_delay
 from nodes.mptcp import EndpointConfig, MptcpEndpoint
 
 PARAMS = (
-    Param("delay", "delay", "100ms", "one-way delay of both paths (case 1; paper: 100, 200, 500, 800 ms)",
+    Param("delay", "delay", "100ms", "one-way delay of both paths (case 1; paper: 100 ms, 200 ms, 500 ms, 800 ms)",
           min="0", max="5s"),
     Param("delay1", "delay", None, "one-way delay of path 1: subflow 1 and the TCP flow (case 2; paper: 100 ms)",
           min="0", max="5s"),
-    Param("delay2", "delay", None, "one-way delay of path 2: subflow 2 (case 2; paper: 300, 400, 500 ms)",
+    Param("delay2", "delay", None, "one-way delay of path 2: subflow 2 (case 2; paper: 300 ms, 400 ms, 500 ms)",
           min="0", max="5s"),
     Param("bw", "rate", "100M", "rate of the shared bottleneck (each direction)", min="1M", max="10G"),
     queue_param("50"),
@@ -172,7 +174,9 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
              f"{2 * max(d1, d2) / 1000:g} ms + queue)"]
     return RunPlan(links=links, endpoints=endpoints, flows=flows,
                    sample_ifaces=sample_ifaces_for(inv, (mc, ms, tc, ts), (l1, l2, bn)), duration_s=duration,
-                   notes=notes, mptcp_hosts=sorted({mc, ms}))
+                   notes=notes, mptcp_hosts=sorted({mc, ms}),
+                   conversions=[buffer_conversion(sorted(endpoints), buffers, need),
+                                *long_path_conversions(mc, 2 * max(d1, d2))])
 
 
 def case_of(d1_us: int, d2_us: int) -> dict:

@@ -345,3 +345,14 @@ def test_the_bittorrent_step_runs_cc_as_the_hosts_default_and_iperf3_asks_per_so
     assert {f.cc for f in plan.flows} == {None}
     assert all(not plan.endpoints[h].congestion_controls and "net.ipv4.tcp_congestion_control" not in
                plan.endpoints[h].sysctls for h in ("ns1", "ns2"))
+
+
+@pytest.mark.parametrize("step", ["iperf3", "bittorrent"])
+def test_the_long_path_mptcp_settings_are_a_conversion(invs, step):
+    """The leecher's global path is 4 x --global-delay long: from 500 ms of RTT on ctl changes its
+    MPTCP fallback settings for the run, and says so (a warning and a manifest entry)."""
+    _, _, _, plan = prepare_run("mptcp-bittorrent", ["--step", step, "--global-delay", "200ms"], invs["virtual"])
+    assert [c.what for c in plan.conversions] == ["MPTCP fallback on ns2"]
+    assert "800 ms RTT" in plan.conversions[0].reason
+    _, _, _, plan = prepare_run("mptcp-bittorrent", ["--step", step], invs["virtual"])      # 200 ms: none
+    assert plan.conversions == []

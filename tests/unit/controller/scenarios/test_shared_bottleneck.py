@@ -131,8 +131,14 @@ def test_case2_delays_per_path(sc, invs):
 @pytest.mark.parametrize("delay, extra", [("200ms", False), ("249ms", False), ("250ms", True), ("500ms", True)])
 def test_mptcp_syn_fallback_sysctls_only_on_long_paths(sc, invs, delay, extra):
     values, _ = sc.parse_args(["--delay1", "100ms", "--delay2", delay])
-    sysctls = sc.plan(values, invs["virtual"]).endpoints["sa1"].sysctls
-    assert ("net.mptcp.blackhole_timeout" in sysctls) is extra
+    plan = sc.plan(values, invs["virtual"])
+    assert ("net.mptcp.blackhole_timeout" in plan.endpoints["sa1"].sysctls) is extra
+    # host settings the experiment changes are conversions too: a warning and a manifest entry each
+    assert [c.what for c in plan.conversions] == ["socket buffers of sa1, sa2, sb1, sb2"] + \
+        (["MPTCP fallback on sa1"] if extra else [])
+    if extra:
+        assert plan.conversions[1].applied == ("6 SYN retransmissions and no blackhole detection, for the run "
+                                               "(restored after it)")
 
 
 def test_small_delays_keep_linux_default_buffer_maximum(sc, invs):
