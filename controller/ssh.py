@@ -192,13 +192,19 @@ class SSHSession:
         self._procs: list["SSHRemoteProcess"] = []
         self.lost: str | None = None
         self.route: list[str] = []        # the hops of the last connection, bastions first
+        self._hops: list[Hop] | None = None
 
-    def _plan(self) -> list[Hop]:
-        t = self.target
-        try:
-            return connection_plan(t.ssh, t.address, load_openssh_config(t.ssh.config_file))
-        except ParameterError as exc:
-            raise SSHError(self.host, str(exc)) from None
+    def plan(self) -> list[Hop]:
+        """The hops to this host, worked out once (the OpenSSH config, if any, read and checked
+        here): bad settings or a refused config are a ParameterError (exit 2), before connecting."""
+        if self._hops is None:
+            t = self.target
+            secrets = [t.ssh.key_passphrase.env] if t.ssh.key_passphrase and t.ssh.key_passphrase.env else []
+            try:
+                self._hops = connection_plan(t.ssh, t.address, load_openssh_config(t.ssh.config_file, secrets))
+            except ParameterError as exc:
+                raise ParameterError(f"{self.host}: {exc}") from None
+        return self._hops
 
     async def _open(self, hop: Hop, tunnel: asyncssh.SSHClientConnection | None,
                     what: str) -> asyncssh.SSHClientConnection:
@@ -247,9 +253,9 @@ class SSHSession:
             if self._conn is not None:
                 return
             t = self.target
+            hops = self.plan()
             if not t.ssh.known_hosts.exists():
                 raise SSHError(self.host, f"known_hosts file {t.ssh.known_hosts} does not exist")
-            hops = self._plan()
             tunnel = None
             try:
                 for i, hop in enumerate(hops[:-1]):
@@ -533,8 +539,15 @@ class SSHPool:
             raise SSHError(host, "not an SSH-reachable host of this inventory") from None
 
     async def connect_all(self) -> MultiResult[None]:
-        """Connect to every host at once; each host's outcome, nothing raised (see perhost)."""
-        return await gather_hosts(self.sessions, lambda h: self.sessions[h].connect())
+        """Connect to every host at once; each host's outcome, nothing raised (see perhost). Every
+        host's route is worked out before the first connection opens: a host whose route is refused
+        (its OpenSSH config) has that ParameterError as its outcome and is never connected."""
+        async def plan(h: str) -> None:
+            self.sessions[h].plan()
+        out = await gather_hosts(self.sessions, plan)
+        out.update(await gather_hosts([h for h, r in out.items() if not r.failed],
+                                      lambda h: self.sessions[h].connect()))
+        return out
 
     async def run_parallel(self, commands: dict[str, Command]) -> dict[str, CommandResult]:
         """One command per host, all at once."""

@@ -68,7 +68,6 @@ def config(tmp_path: Path) -> Path:
     p.write_text("Host dn1\n    HostName 192.168.50.31\n    User ops\n    Port 2201\n"
                  "    IdentityFile ~/.ssh/lab_key\n    ProxyJump jump@gate.lab\n"
                  "    ForwardAgent yes\n    StrictHostKeyChecking no\n"
-                 "Host evil\n    ProxyCommand nc %h %p\n"
                  "Host *\n    User someone\n    IdentityFile /k/default_key\n")
     return p
 
@@ -90,10 +89,14 @@ def test_what_the_inventory_sets_wins_over_the_config(config):
     assert str(hop) == "ctl@192.168.50.31:22" and hop.key_files == (Path("/k/id"),)
 
 
-def test_proxycommand_is_refused(config):
+def test_proxycommand_is_refused_even_for_another_host(config):
+    """A ProxyCommand anywhere in the file refuses the file (tests/unit/controller/test_sshconfig.py
+    has every directive that runs a command, in every place)."""
+    with open(config, "a") as f:
+        f.write("Host evil\n    ProxyCommand nc %h %p\n")
     s = SSH(known_hosts=Path("/k/kh"), config_file=config, explicit=frozenset({"config_file"}))
-    with pytest.raises(ParameterError, match="ProxyCommand for evil is not supported"):
-        connection_plan(s, "evil", load_openssh_config(config))
+    with pytest.raises(ParameterError, match=r"config, line 13: ProxyCommand is refused"):
+        connection_plan(s, "dn1", load_openssh_config(config))
 
 
 def test_no_key_anywhere_is_an_error_naming_the_hop():
