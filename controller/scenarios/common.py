@@ -141,11 +141,6 @@ def iface_series(points: Iterable[Any], host: str, iface: str, field: str = "rx_
                   and field in p.fields)
 
 
-def acked_rate(subflows: Sequence[Mapping[str, Any]]) -> float:
-    """Mbit/s of a connection at its sender: the sum of its subflows' acked-byte rates."""
-    return round(sum(s.get("mbps") or 0.0 for s in subflows), 3)
-
-
 def stats(values: Sequence[float]) -> dict[str, float | int | None]:
     xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
     if not xs:

@@ -65,6 +65,15 @@ def _rate_mbps(points, flow, port, lo, hi, key="bytes_acked"):
     return (v1 - v0) * 8 / ((t1 - t0) / 1e9) / 1e6
 
 
+def _bytes(points, flow, port, lo, hi, key="bytes_acked"):
+    """An independent reading of a socket's counter growth from its first to its last sample in [lo, hi]."""
+    pts = sorted((p.time_ns, p.fields[key]) for p in points if p.measurement == "subflow"
+                 and p.tags.get("flow") == flow and p.tags.get("role") == "client"
+                 and p.tags["subflow"].split("-")[0].endswith(f":{port}")
+                 and lo * 1e9 <= p.time_ns <= hi * 1e9 and key in p.fields)
+    return pts[-1][1] - pts[0][1]
+
+
 def test_a_window_of_the_recorded_run(shared):
     sc = scenarios.get("shared-bottleneck")
     with no_state_dir():
@@ -73,11 +82,15 @@ def test_a_window_of_the_recorded_run(shared):
     t0 = shared.window[0]
     assert s["window"] == {"start_s": 10.0, "end_s": 25.0, "traffic_s": 31.3, "of": "traffic"}
     # Sender rates over the window, as the metrics say (the data sockets of iperf3's JSON).
-    tcp = _rate_mbps(shared.points, "tcp", 45057, t0 + 10, t0 + 25)
-    sub1 = _rate_mbps(shared.points, "mptcp", 48673, t0 + 10, t0 + 25)
-    sub2 = _rate_mbps(shared.points, "mptcp", 39731, t0 + 10, t0 + 25)
+    # A connection's sender rate is its bytes over the window's 15 s (both connections the same time).
+    tcp = _bytes(shared.points, "tcp", 45057, t0 + 10, t0 + 25) * 8 / 15 / 1e6
+    sub1 = _bytes(shared.points, "mptcp", 48673, t0 + 10, t0 + 25) * 8 / 15 / 1e6
+    sub2 = _bytes(shared.points, "mptcp", 39731, t0 + 10, t0 + 25) * 8 / 15 / 1e6
     assert s["tcp_mbps"] == pytest.approx(tcp, abs=0.001)
     assert s["mptcp_mbps"] == pytest.approx(sub1 + sub2, abs=0.002)
+    # each subflow's own rate stays over its own samples (as the metrics say)
+    assert sorted(x["mbps"] for x in s["subflows"]) == pytest.approx(
+        sorted(_rate_mbps(shared.points, "mptcp", port, t0 + 10, t0 + 25) for port in (48673, 39731)), abs=0.002)
     assert s["ratio"] == pytest.approx(s["mptcp_mbps"] / s["tcp_mbps"], abs=0.001)
     assert s["ratio"] != whole["ratio"]
     # The receivers' sockets are not in this fixture (extract.py keeps the clients'): no receiver
