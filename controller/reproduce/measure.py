@@ -110,7 +110,7 @@ def deviation_column(e: Experiment, varied: Mapping[str, str], window: str | Non
 
 # What a deviation cell keeps of each run besides its value: the run it came from (paired effects
 # match windows of one run) and the senders' slow-start and loss counters where the summary has them.
-_DEVIATION_FACTS = ("senders_nstat",)
+_DEVIATION_FACTS = ("sender_counters",)
 
 
 def extract_deviation(acc: Acc, e: Experiment, varied: Mapping[str, str], summary: Mapping[str, Any], run: str,
