@@ -32,10 +32,12 @@ from controller.errors import ParseError
 FORMAT = "classic"
 _BW = r"(?P<bw>unlimited|\s*[0-9.]+ (?:Mbit|Kbit|bit)/s|[A-Za-z][A-Za-z0-9_.]*)"
 _QS = r"(?P<qs>\s*\d+ sl\.|\d+ KB|\d+ B)"
-_PLR = r"(?:\s*(?:plr|loss rate) (?P<plr>[0-9.]+))?"
+_PLR = r"(?:\s*+(?:plr|loss rate) (?P<plr>[0-9.]+))?"
 _TAIL = r"\s+(?P<queues>\d+) queues \((?P<buckets>\d+) buckets\)\s*(?P<aqm>droptail|.*)$"
-PIPE_RE = re.compile(r"^(?P<nr>\d{5,}): " + _BW + r"\s+(?P<delay>\d+) ms\s+" + _QS + _PLR + _TAIL)
-QUEUE_RE = re.compile(r"^q(?P<nr>\d{5,}): weight (?P<weight>\d+) pipe (?P<pipe>\d+)\s+" + _QS + _PLR + _TAIL)
+# The blanks before the queue size are taken possessively (`\s++`): _QS may start with blanks of its own,
+# and two quantifiers sharing a run of blanks made the match quadratic in the run's length.
+PIPE_RE = re.compile(r"^(?P<nr>\d{5,}): " + _BW + r"\s+(?P<delay>\d+) ms\s++" + _QS + _PLR + _TAIL)
+QUEUE_RE = re.compile(r"^q(?P<nr>\d{5,}): weight (?P<weight>\d+) pipe (?P<pipe>\d+)\s++" + _QS + _PLR + _TAIL)
 RED_RE = re.compile(r"^\s*(?P<g>G?)RED w_q (?P<wq>[0-9.]+) min_th (?P<min>\d+) max_th (?P<max>\d+) "
                     r"max_p (?P<maxp>[0-9.]+)\s*$")
 MASK4_RE = re.compile(r"^\s*mask: 0x(?P<proto>[0-9a-f]{2}) 0x(?P<src>[0-9a-f]{8})/0x(?P<sport>[0-9a-f]{4}) -> "

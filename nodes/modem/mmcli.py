@@ -270,13 +270,27 @@ SEPARATOR_RE = re.compile(r"^\s*-{3,}\s*$")
 KEY_RE = re.compile(r"^(\s*)(\S.*?): (.*)$|^(\s*)(\S.*?):$")
 # mmcli <= 1.6 quotes every value ('vodafone UK', '67' (recent)) and opens with the object's path:
 #   /org/freedesktop/ModemManager1/Modem/0 (device id '8f4e...')
-QUOTED_RE = re.compile(r"^'(.*)'(\s*\(.*\))?$")
 OLD_HEADER_RE = re.compile(r"^\s*(/org/freedesktop/ModemManager1/\S+)\s+\(device id '([^']*)'\)\s*$")
 
 
 def _unquote(value: str) -> str:
-    m = QUOTED_RE.match(value)
-    return (m.group(1) + (m.group(2) or "")) if m else value
+    r""""'vodafone UK'" -> "vodafone UK", "'67' (recent)" -> "67 (recent)": the quotes around a value,
+    with an optional "(...)" after the closing one, removed; anything else unchanged. (Written out: the
+    pattern it replaces, `^'(.*)'(\s*\(.*\))?$`, tried the bracket at every quote: quadratic.)"""
+    if len(value) < 2 or value[0] != "'" or "\n" in value:
+        return value
+    if value[-1] == "'":
+        return value[1:-1]
+    if value[-1] != ")":
+        return value
+    following = ""                     # the first non-blank character right of position q
+    for q in range(len(value) - 1, 0, -1):
+        c = value[q]
+        if c == "'" and following == "(":
+            return value[1:q] + value[q + 1:]
+        if not c.isspace():
+            following = c
+    return value
 PROMPT_RE = re.compile(r"^\s*(?:[$#]\s+)?(?:sudo\s+)?mmcli\b|^\s*[$#]\s")
 
 
@@ -326,11 +340,15 @@ def human_to_nested(text: str) -> tuple[str, dict, dict]:
     raw: dict[str, Any] = {}
     nested: dict[str, Any] = {}
     kind = "modem"
+    repeat: dict[str, int] = {}      # a section name can repeat within one output: "#2", "#3", ...
     for sec, entries in sections:
         labels = {lab for lab, _ in entries}
-        name, n = sec, 2
-        while name in raw:           # a section name can repeat within one output
-            name, n = f"{sec} #{n}", n + 1
+        name = sec
+        if name in raw:
+            n = repeat.get(sec, 2)
+            while f"{sec} #{n}" in raw:
+                n += 1
+            name, repeat[sec] = f"{sec} #{n}", n + 1
         block = raw.setdefault(name, {})
         for label, values in entries:
             block[label] = _join(values, as_list=False)
@@ -412,12 +430,15 @@ def _json_docs(text: str) -> list[Any]:
 def _split_human(text: str) -> list[str]:
     """Split a transcript holding several commands at their shell prompts."""
     parts: list[list[str]] = [[]]
+    filled = False                       # whether the current part has a non-blank line
     for line in text.splitlines():
         if PROMPT_RE.match(line):
-            if any(p.strip() for p in parts[-1]):
+            if filled:
                 parts.append([])
+                filled = False
             continue
         parts[-1].append(line)
+        filled = filled or bool(line.strip())
     return ["\n".join(p) for p in parts if any("|" in x for x in p)]
 
 

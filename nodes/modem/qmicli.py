@@ -17,6 +17,7 @@ with %u ("MNC: '1'" for "01"). Stdlib only.
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -25,7 +26,9 @@ from nodes.modem.radio import (
 )
 
 MISSING = ("n/a", "N/A", "", "unavailable", "unknown")
-HEADER_RE = re.compile(r"^\[\s*([^\]]+?)\s*\]\s+(.*)$")
+# Nesting deeper than this is not qmicli's (it nests 4 levels): refused, so that the tree (and the
+# recursion that renders it) stays shallow whatever the input.
+MAX_DEPTH = 32
 KV_QUOTED_RE = re.compile(r"^(?P<key>.+?):\s+'(?P<val>[^']*)'(?P<extra>.*)$")
 KV_PLAIN_RE = re.compile(r"^(?P<key>[^:]+?):\s+(?P<val>.+)$")
 
@@ -38,10 +41,15 @@ class Node:
     children: list["Node"] = field(default_factory=list)
 
     def child(self, key: str) -> "Node | None":
-        for c in self.children:
-            if c.key == key:
-                return c
-        return None
+        # The first child of each key, indexed once per list length (the recognisers ask the same wide
+        # node again and again; a scan per question would be quadratic).
+        cached = self.__dict__.get("_first")
+        if cached is None or cached[0] != len(self.children):
+            first: dict[str, Node] = {}
+            for c in self.children:
+                first.setdefault(c.key, c)
+            cached = self.__dict__["_first"] = (len(self.children), first)
+        return cached[1].get(key)
 
     def get(self, *path: str) -> str | None:
         node: Node | None = self
@@ -59,10 +67,14 @@ class Node:
             out["value"] = self.value
         if self.extra:
             out["extra"] = self.extra
+        nxt: dict[str, int] = {}          # a repeated key's next number: "#2", "#3", ... (one dict probe each)
         for c in self.children:
-            k, n = c.key, 2
-            while k in out:
-                k, n = f"{c.key} #{n}", n + 1
+            k = c.key
+            if k in out:
+                n = nxt.get(c.key, 2)
+                while f"{c.key} #{n}" in out:
+                    n += 1
+                k, nxt[c.key] = f"{c.key} #{n}", n + 1
             out[k] = c.to_json()
         return out
 
@@ -80,10 +92,28 @@ def _parse_line(s: str) -> Node:
     return Node(s.strip())            # section without a colon: "Intrafrequency LTE Info"
 
 
-def build_tree(lines: list[str]) -> Node:
+def _header(s: str) -> tuple[str, str] | None:
+    """"[/dev/cdc-wdm0] Successfully got ..." -> (device, rest): the bracket's content and the text
+    after it, both stripped; None when `s` is not of that shape (split logic, not a backtracking pattern)."""
+    if not s.startswith("["):
+        return None
+    close = s.find("]")
+    if close < 0:
+        return None
+    device, rest = s[1:close].strip(), s[close + 1:]
+    if not device or not rest[:1].isspace():
+        return None
+    return device, rest.strip()
+
+
+def _tree_nodes(lines: list[tuple[int, str]]) -> tuple[list[tuple[int, int, Node]], list[Node]]:
+    """Each non-blank line as (index in `lines`, indent, node) with the node's children filled in, and the
+    top-level nodes. A node's children are the lines after it up to the next one indented no deeper, so
+    they do not depend on where the tree starts: the headerless search in _recognise reuses them."""
     root = Node("")
     stack: list[tuple[int, Node]] = [(-1, root)]
-    for line in lines:
+    out: list[tuple[int, int, Node]] = []
+    for i, (n, line) in enumerate(lines):
         if not line.strip():
             continue
         expanded = line.expandtabs(8)
@@ -91,9 +121,16 @@ def build_tree(lines: list[str]) -> Node:
         node = _parse_line(expanded.strip())
         while stack and stack[-1][0] >= indent:
             stack.pop()
+        if len(stack) > MAX_DEPTH:
+            raise ParseError(f"qmicli: line {n}: nested more than {MAX_DEPTH} levels deep: not qmicli output")
         stack[-1][1].children.append(node)
         stack.append((indent, node))
-    return root
+        out.append((i, indent, node))
+    return out, root.children
+
+
+def build_tree(lines: list[str]) -> Node:
+    return Node("", children=_tree_nodes(list(enumerate(lines, 1)))[1])
 
 
 def _n(v: str | None) -> float | None:
@@ -272,10 +309,12 @@ PRIORITY = ("signal-info", "serving-system", "cell-location-info", "signal-stren
 # Noise: what a capture from the field holds besides qmicli's own output. Each kind is recognised by
 # its shape and set aside with its line number (the result's "skipped"), never parsed as a value.
 
-ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")     # colours in a pasted prompt
+# colours in a pasted prompt; an OSC title ends at BEL and never spans another ESC (so that each ESC
+# starts at most one scan to the next: linear)
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*\x07")
 # A shell prompt, with or without the command typed after it: "$ ", "# ", "root@OpenWrt:~# ",
 # "user@host:~/x$ qmicli ...", "~ # " (busybox ash), "PS C:\\> ", or the command echoed alone.
-PROMPT_RE = re.compile(r"^\s*(?:[$#>]\s|[$#>]$|\S*@\S*\s?[$#>](?:\s|$)|~[^\s:]*\s?[$#](?:\s|$)|PS [A-Z]:\\\S*>)"
+PROMPT_RE = re.compile(r"^\s*(?:[$#>]\s|[$#>]$|[^\s@]*@\S*\s?[$#>](?:\s|$)|~[^\s:]*\s?[$#](?:\s|$)|PS [A-Z]:\\\S*>)"
                        r"|^\s*(?:sudo\s+)?qmicli\s")
 NOISE: tuple[tuple[str, re.Pattern[str]], ...] = (
     # GLib's log lines on stderr: "(qmicli:1234): GLib-WARNING **: ..." or "** (qmicli:1234): WARNING **: ..."
@@ -285,7 +324,7 @@ NOISE: tuple[tuple[str, re.Pattern[str]], ...] = (
     # qmicli --verbose / libqmi debug lines: "[19 Jun 2017, 12:34:56] [Debug] ..." or "[...] -Warning ** ..."
     ("qmi-log", re.compile(r"^\[\d{1,2} \w{3} \d{4},? [\d:]+\]\s")),
     # an AT command typed into the wrong tty and echoed, or a modem's unsolicited result
-    ("serial-echo", re.compile(r"^(?:AT[+^$!#%&\w]*\S*|[+^][A-Z]{2,}\d*:.*|RDY|OK|ERROR)$", re.I)),
+    ("serial-echo", re.compile(r"^(?:AT\S*|[+^][A-Z]{2,}\d*:.*|RDY|OK|ERROR)$", re.I)),
     ("sudo", re.compile(r"^\[sudo\] password for ")),
     # script(1)'s typescript header and trailer
     ("typescript", re.compile(r"^Script (?:started|done) on ")),
@@ -328,9 +367,9 @@ def _split(text: str) -> tuple[list[_Chunk], list[dict[str, Any]]]:
             skipped.append({"line": n, "text": raw, "why": kind})
             cur = None                              # a prompt ends the previous command's output
             continue
-        m = HEADER_RE.match(s)
-        if m and DEVICE_RE.match(m.group(1)):
-            cur = _Chunk(m.group(1), m.group(2).rstrip(":").strip(), n)
+        h = _header(s)
+        if h and DEVICE_RE.match(h[0]):
+            cur = _Chunk(h[0], h[1].rstrip(":").strip(), n)
             outs.append(cur)
             continue
         if kind is not None:
@@ -358,19 +397,56 @@ def _recognise(chunk: _Chunk) -> tuple[Command | None, Node, list[tuple[int, str
     was not pasted, or stray text came first) is recognised by its structure; stray lines ahead of
     the structure are found by dropping leading lines until what is left is recognised."""
     lone = _lone_words(chunk.body)
-    body = [x for x in chunk.body if x not in lone]
+    lone_set = set(lone)
+    body = [x for x in chunk.body if x not in lone_set]
+    nodes, top = _tree_nodes(body)
     if chunk.header:
-        root = build_tree([t for _, t in body])
+        root = Node("", children=top)
         cmd = next((c for c in COMMANDS if chunk.header.startswith(c.header)), None)
         return cmd or next((c for c in COMMANDS if c.looks_like(root)), None), root, lone
-    for start in range(len(body)):
-        if start and not body[start][1].strip():
-            continue
-        root = build_tree([t for _, t in body[start:]])
-        cmd = next((c for c in COMMANDS if c.looks_like(root)), None)
+    found = _first_recognised_start(nodes)
+    if found is not None:
+        start, cmd, children = found
+        return cmd, Node("", children=children), sorted(lone + [x for x in body[:start] if x[1].strip()])
+    return None, Node("", children=top), sorted(lone + [x for x in body if x[1].strip()])
+
+
+def _first_recognised_start(nodes: list[tuple[int, int, Node]]) -> tuple[int, Command, list[Node]] | None:
+    """The fewest leading lines to drop so that a command recognises the rest: (index of the first line
+    kept, the command, the rest's top-level nodes), or None.
+
+    One pass from the last line back (linear): the rest starting at line j has as top-level nodes j and
+    those after it indented no deeper than every line between; adding j in front removes from the front
+    the ones indented deeper than j (a monotonic stack). The predicates ask for the first top-level node
+    of a key, kept per key in the same front-removal order."""
+    stack: deque[tuple[int, Node]] = deque()              # (indent, node), front = first top-level node
+    by_key: dict[str, deque[Node]] = {}
+    found: tuple[int, Command, list[Node]] | None = None
+    view = _TopLevel(by_key)
+    for i, indent, node in reversed(nodes):
+        while stack and stack[0][0] > indent:
+            _, gone = stack.popleft()
+            by_key[gone.key].popleft()
+            if not by_key[gone.key]:
+                del by_key[gone.key]
+        stack.appendleft((indent, node))
+        by_key.setdefault(node.key, deque()).appendleft(node)
+        cmd = next((c for c in COMMANDS if c.looks_like(view)), None)  # type: ignore[arg-type]
         if cmd is not None:
-            return cmd, root, sorted(lone + [x for x in body[:start] if x[1].strip()])
-    return None, build_tree([t for _, t in body]), sorted(lone + [x for x in body if x[1].strip()])
+            found = (i, cmd, [nd for _, nd in stack])
+    return found
+
+
+class _TopLevel:
+    """What the `looks_like` predicates ask of a root (its first child of a key), over _first_recognised_start's
+    per-key queues, without building the root."""
+
+    def __init__(self, by_key: dict[str, deque[Node]]):
+        self._by_key = by_key
+
+    def child(self, key: str) -> Node | None:
+        q = self._by_key.get(key)
+        return q[0] if q else None
 
 
 def _indent(text: str) -> int:
@@ -426,7 +502,7 @@ def parse_outputs(text: str, skipped: list[dict[str, Any]] | None = None) -> lis
     if not outputs and aside:
         first = min(aside, key=lambda x: x["line"])
         raise ParseError(f"qmicli: line {first['line']}: no qmicli output recognised "
-                         f"(first line {first['text'].strip()!r}: {first['why']})")
+                         f"(first line {first['text'].strip()[:80]!r}: {first['why']})")
     if skipped is not None:
         skipped.extend(sorted(aside, key=lambda x: x["line"]))
     return outputs

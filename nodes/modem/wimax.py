@@ -18,8 +18,10 @@ from typing import Any
 
 from nodes.modem.radio import ParseError, RadioSample, integer, merge_samples, number
 
-HEADER_RE = re.compile(r"^\s*(Link Status|Network Info|NSP)\s*:\s*(.*?)\s*$")
-KV_RE = re.compile(r"^\s+([A-Za-z][A-Za-z ]*?)\s*:\s*(.*?)\s*$")
+# Patterns anchored on literals with no two quantifiers over the same characters next to each other
+# (linear); the blanks around keys and values are stripped in code, not matched lazily.
+HEADER_RE = re.compile(r"^\s*+(Link Status|Network Info|NSP)\s*+:(.*)$")
+KEY_RE = re.compile(r"[A-Za-z][A-Za-z ]*")
 MADWIMAX_SIGNAL_RE = re.compile(
     r"RSSI:\s*(-?\d+)\s+CINR:\s*(-?[\d.]+)\s+TX Power:\s*(-?\d+)\s+Frequency:\s*(-?\d+)")
 MADWIMAX_BSID_RE = re.compile(r"BSID:\s*((?:[0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2})")
@@ -35,16 +37,28 @@ def bsid_identity(bsid: str | None) -> dict[str, Any]:
     return {"cell_id": bsid, "cell_id_int": int(bsid.replace(":", ""), 16)}
 
 
+def _key_value(line: str) -> tuple[str, str] | None:
+    """An indented "Key Name : value" line -> (key, value), both stripped; None for any other line.
+    The key starts with a letter and holds letters and spaces."""
+    if not line[:1].isspace():
+        return None
+    key, sep, value = line.partition(":")
+    key = key.strip()
+    if not sep or not KEY_RE.fullmatch(key):
+        return None
+    return key, value.strip()
+
+
 def _wimaxcu_blocks(text: str) -> list[tuple[str, str, dict[str, str]]]:
     blocks: list[tuple[str, str, dict[str, str]]] = []
     for line in text.splitlines():
         m = HEADER_RE.match(line)
         if m:
-            blocks.append((m.group(1), m.group(2), {}))
+            blocks.append((m.group(1), m.group(2).strip(), {}))
             continue
-        m = KV_RE.match(line.expandtabs(8))
-        if m and blocks:
-            blocks[-1][2][m.group(1).strip()] = m.group(2)
+        kv = _key_value(line.expandtabs(8)) if blocks else None
+        if kv:
+            blocks[-1][2][kv[0]] = kv[1]
     return blocks
 
 
@@ -52,7 +66,10 @@ def wimaxcu_sample(header: str, inline: str, kv: dict[str, str]) -> RadioSample:
     if header == "Link Status" and "not connected" in inline.lower():
         return RadioSample(technology="wimax", registration="not-registered", source="wimaxcu:link")
     src = "wimaxcu:link" if header == "Link Status" else "wimaxcu:connect"
-    freq = integer(re.sub(r"\s*KHz$", "", kv.get("Frequency", ""), flags=re.I))
+    freq_text = kv.get("Frequency", "")
+    if freq_text[-3:].lower() == "khz":
+        freq_text = freq_text[:-3].rstrip()
+    freq = integer(freq_text)
     return RadioSample(
         technology="wimax", rssi_dbm=number(kv.get("RSSI")), cinr_db=number(kv.get("CINR")),
         tx_power_dbm=number(kv.get("Avg TX PWR")), frequency_khz=freq,
