@@ -363,7 +363,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         if args.id is None and not args.watch:
             cs = store.campaigns()
             shown_json: list[dict] = []
-            if not cs and not args.json:
+            if not cs and not store.refused and not args.json:
                 say("no campaigns yet")
             for c in cs:
                 # A row of the lab database that fails the checks (controller.campaign.boundary) is
