@@ -80,6 +80,7 @@ LEECH_PORTS = {"tcp": 6901, "mptcp": 6902}
 HTTP_PORTS = {"seed-tcp": 8101, "seed-mptcp": 8102, "leech-tcp": 8201, "leech-mptcp": 8202}
 PATH_CHOICES = ("local1", "local2", "global")
 
+TRACKER_HOST_DEFAULT = "tr1"
 PARAMS = (
     Param("step", "choice", "bittorrent", "iperf3 (step 1, Fig. 2) or bittorrent (step 2, Fig. 3)",
           choices=("iperf3", "bittorrent")),
@@ -101,7 +102,8 @@ PARAMS = (
     queue_param("50", "queue of every shaped link: slots or bytes"),
     role_param("seeder", "ns1", "seeder / iperf3 server (MPTCP announces its local addresses)"),
     role_param("leecher", "ns2", "leecher / iperf3 client"),
-    role_param("tracker_host", "tr1", "host of the global tracker (behind the NAT router)"),
+    role_param("tracker_host", TRACKER_HOST_DEFAULT, "host of the global tracker (behind the NAT router; "
+               "used with --tracker global)"),
     role_param("local1", "lp1", "inventory link of local path 1"),
     role_param("local2", "lp2", "inventory link of local path 2"),
     role_param("seeder_wan", "wan1", "the seeder's access link to the NAT router"),
@@ -224,6 +226,10 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
 
 def bt_settings(p: Mapping[str, Any], inv: Inventory, c: Mapping[str, Any]):
     seeder = p["seeder"]
+    if p["tracker_host"] not in inv.hosts and (p["tracker"] == "global" or p["tracker_host"] != TRACKER_HOST_DEFAULT):
+        # a host the rack does not have is an error even where the tracker is local (it is then
+        # unused, but a typo must not pass a dry run); the default only matters for --tracker global
+        require_host(inv, p["tracker_host"], Role.ENDPOINT, "--tracker-host")
     if p["tracker"] == "local":
         tracker_host, bind = seeder, c["local"]["local1"][1].ip
     else:

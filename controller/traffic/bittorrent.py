@@ -386,6 +386,9 @@ class BitTorrentRunner:
             except asyncio.TimeoutError:
                 d.error = d.error or f"did not finish within {self.s.download_timeout_s:g} s"
             d.ended_at = time.time()
+            if self._dry(self.s.leecher):      # nothing ran: say so, never a failure or a count
+                self.on_event(f"BitTorrent download {k}/{len(self.runs)} ({d.name}): dry run, nothing downloaded")
+                continue
             done = sum(1 for x in self.runs if x.complete)
             how = (f"complete in {d.download_s:.1f} s ({self.s.size_bytes * 8 / d.download_s / 1e6:.2f} Mbit/s)"
                    if d.complete and d.download_s else f"FAILED: {d.error or 'incomplete'}")

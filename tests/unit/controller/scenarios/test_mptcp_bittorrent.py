@@ -356,3 +356,25 @@ def test_the_long_path_mptcp_settings_are_a_conversion(invs, step):
     assert "800 ms RTT" in plan.conversions[0].reason
     _, _, _, plan = prepare_run("mptcp-bittorrent", ["--step", step], invs["virtual"])      # 200 ms: none
     assert plan.conversions == []
+
+
+@pytest.mark.parametrize("tracker", ["local", "global"])
+def test_an_unknown_tracker_host_is_refused_also_where_the_tracker_is_local(sc, invs, tracker):
+    """issue 23: `--tracker-host nosuchhost` passed a dry run when the tracker was local."""
+    params, _ = sc.parse_args(["--step", "bittorrent", "--tracker", tracker, "--tracker-host", "nosuchhost"])
+    with pytest.raises(UsageError) as ei:
+        sc.plan(params, invs["virtual"])
+    assert "--tracker-host" in str(ei.value) and "nosuchhost" in str(ei.value) and ei.value.exit_code == 2
+
+
+def test_a_dry_run_of_downloads_never_reports_a_failure(tmp_path):
+    """A dry run downloads nothing: it says so, instead of 'FAILED: incomplete; 1 complete so far'."""
+    import subprocess
+    import sys
+    env = {**__import__("os").environ, "CTL_STATE_DIR": str(tmp_path / "state"), "CTL_RUNS_DIR": str(tmp_path / "runs")}
+    p = subprocess.run([sys.executable, "-m", "controller", "run", "mptcp-bittorrent", "--step", "bittorrent",
+                        "--repetitions", "1", "--size", "1MiB", "--dry-run"], capture_output=True, text=True,
+                       env=env, timeout=120)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    assert "dry run, nothing downloaded" in out and "FAILED" not in out and "complete so far" not in out
