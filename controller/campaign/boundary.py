@@ -40,7 +40,10 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from pydantic import ValidationError
+
 from controller.argutil import NAME_PATTERNS
+from controller.campaign.spec import CampaignSpec
 from controller.campaign.store import (CAMPAIGN_STATES, RUN_STATES, AttemptRow, CampaignRow, HealthRow, RunRow)
 from controller.errors import CtlError
 from controller.settings import packaged_inventory, resolve, runs_dir
@@ -185,6 +188,11 @@ def campaign_row(r: Mapping[str, Any]) -> CampaignRow:
         check_text(r[f], f, t, key, optional=False)
     for f in ("reason", "activity", "owner"):
         check_text(r.get(f), f, t, key)
+    try:
+        CampaignSpec.model_validate_json(r["spec_json"])
+    except ValidationError as exc:
+        raise _refuse(t, key, "spec_json", r["spec_json"][:60], f"is not a campaign ({exc.error_count()} errors)") \
+            from None
     if r.get("racks_json") is not None:
         racks = _json(r["racks_json"], "racks_json", t, key)
         if not isinstance(racks, list) or not racks:

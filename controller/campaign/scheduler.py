@@ -235,6 +235,7 @@ class Scheduler:
             self._take_back_expired()
             active = [c for c in self.store.campaigns(("queued", "running"))
                       if (self.opts.only is None or c.num in self.opts.only) and self._mine(c)]
+            self._pause_refused()
             if not active:
                 if self.opts.exit_when_idle:
                     return 0
@@ -369,6 +370,20 @@ class Scheduler:
                                  f"its claim ran out; record {Path(a.record_dir).name} is {status} -> {d.action}")
                 self.log(f"campaign #{c.num}: took back run {r.seq} from {r.claimed_by} on rack {r.claim_rack} "
                          f"(its claim ran out): {status} -> {d.action}")
+
+    def _pause_refused(self) -> None:
+        """A campaign whose row (or one of its runs' rows) fails the store's checks
+        (controller.campaign.boundary) is left out of every listing: pause it with the reason, once,
+        so it stops where it is and `ctl campaign status` names it; the others go on."""
+        for num, why in list(self.store.refused.items()):
+            if self.opts.only is not None and num not in self.opts.only:
+                continue
+            if f"refused{num}" in self._said:
+                continue
+            self._say_once(f"refused{num}", f"campaign #{num} skipped: {why}")
+            with contextlib.suppress(CtlError):
+                if self.store.pause_if_active(num, why):
+                    self.log(f"campaign #{num} PAUSED: {why}")
 
     def _pause_on_error(self, c: CampaignRow, exc: Exception, doing: str) -> None:
         """Pause `c` with the reason; the traceback goes to the campaign's scheduler-errors.log."""

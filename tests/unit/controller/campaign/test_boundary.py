@@ -154,14 +154,15 @@ def test_a_bad_run_row_is_refused_naming_the_field(tmp_path, tmp_state_dir, colu
 
 def test_row_checks_take_what_ctl_writes():
     row = dict(num=1, id="20261122T031819Z_night", name="night", scenario="distinct-bottleneck",
-               file_path="/f.yaml", file_text="x", file_sha256="0" * 64, spec_json="{}", seed=None,
+               file_path="/f.yaml", file_text="x", file_sha256="0" * 64, spec_json='{"version": 1, "scenario": "s"}', seed=None,
                inventory_path="/inv/a.yaml", inventory_name="vtest", runs_root="/runs", state="queued",
                reason="paused by user: \x1b[2J is kept as text", not_before=None, abort_requested=0,
                submitted=1.0, started=None, finished=None, updated=2.0, activity=None, activity_t=None,
                racks_json='["vtest", "vtestb"]', rack_group=None, owner="alice@ctl1")
     assert campaign_row(row).racks == ["vtest", "vtestb"]
     for field, value in (("inventory_path", "relative.yaml"), ("runs_root", "/x\n/y"), ("racks_json", '["../a"]'),
-                         ("racks_json", "{}"), ("state", "exploded"), ("inventory_name", "Rack A")):
+                         ("racks_json", "{}"), ("state", "exploded"), ("inventory_name", "Rack A"),
+                         ("spec_json", "{"), ("spec_json", '{"version": 1}')):
         with pytest.raises(UntrustedRow):
             campaign_row({**row, field: value})
     run = dict(campaign=1, seq=1, case_index=0, repetition=1, args_json='{"link2": "10M"}',

@@ -10,6 +10,9 @@ import subprocess
 import sys
 import time
 
+import pytest
+
+from controller.campaign.boundary import UntrustedRow
 from controller.campaign.plan import expand_cases, order_runs
 from controller.campaign.scheduler import Scheduler, SchedulerOptions
 from controller.campaign.spec import MAX_RUNS, load_campaign
@@ -50,14 +53,40 @@ def test_bad_data_in_one_campaign_pauses_it_and_the_daemon_goes_on(tmp_path, tmp
     lines: list[str] = []
     sched = Scheduler(store, lines.append, SchedulerOptions(exit_when_idle=True, poll_s=0.05))
     assert asyncio.run(asyncio.wait_for(sched.serve(), 30)) == 0         # returned, did not raise
-    b, o = store.campaign(bad), store.campaign(other)
-    assert b.state == "paused" and b.reason.startswith("the scheduler failed planning its next step: ")
-    assert "ValidationError" in b.reason
-    log = (campaign_dir(b.id) / "scheduler-errors.log").read_text()
-    assert "Traceback" in log and "ValidationError" in log
+    # The row fails the store's checks (controller.campaign.boundary): it is never used, and paused
+    # with the reason, which names the row and the field.
+    state, reason = store.db.execute("SELECT state, reason FROM campaigns WHERE num=?", (bad,)).fetchone()
+    assert state == "paused" and reason.startswith(f"lab database row campaigns #{bad}: spec_json ")
+    assert "is not a campaign (1 errors)" in reason
+    with pytest.raises(UntrustedRow):
+        store.campaign(bad)
+    o = store.campaign(other)
     # The other campaign was still driven: its own problem (no inventory) paused it with its own reason.
     assert o.state == "paused" and o.reason.startswith("inventory not loadable")
-    assert any(f"campaign #{bad} PAUSED" in line for line in lines)
+    assert sum(f"campaign #{bad} PAUSED" in line for line in lines) == 1
+    store.close()
+
+
+def test_an_exception_while_planning_one_campaign_pauses_it_and_the_daemon_goes_on(tmp_path, tmp_state_dir):
+    """A bug (not bad data) in planning one campaign's next step: that campaign pauses with the
+    exception, the traceback goes to its scheduler-errors.log, the other campaigns go on."""
+    store = SQLiteStore()
+    bad = _submit(store, tmp_path, "bad", tmp_path / "inv.yaml")
+    other = _submit(store, tmp_path, "other", tmp_path / "missing-inventory.yaml")
+
+    class Buggy(Scheduler):
+        def _step(self, c, *a, **kw):
+            if c.num == bad:
+                raise ZeroDivisionError("a bug")
+            return super()._step(c, *a, **kw)
+
+    sched = Buggy(store, [].append, SchedulerOptions(exit_when_idle=True, poll_s=0.05))
+    assert asyncio.run(asyncio.wait_for(sched.serve(), 30)) == 0
+    b, o = store.campaign(bad), store.campaign(other)
+    assert b.state == "paused" and b.reason == "the scheduler failed planning its next step: ZeroDivisionError: a bug"
+    log = (campaign_dir(b.id) / "scheduler-errors.log").read_text()
+    assert "Traceback" in log and "ZeroDivisionError" in log
+    assert o.state == "paused" and o.reason.startswith("inventory not loadable")
     store.close()
 
 

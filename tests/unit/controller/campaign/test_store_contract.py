@@ -294,7 +294,8 @@ def test_postgres_migrates_an_older_schema_keeping_its_rows_and_refuses_a_newer_
     assert migrate(conn, target=1) == (0, 1)                                 # an "old ctl"'s database
     conn.execute("INSERT INTO campaigns (id, name, scenario, file_path, file_text, file_sha256, spec_json, "
                  "inventory_path, inventory_name, runs_root, state, submitted, updated) VALUES "
-                 "('20250101T000000Z_old', 'old', 's', '/f', 't', 'h', '{}', '/i', 'rack-a', '/r', 'done', 1, 1)")
+                 "('20250101T000000Z_old', 'old', 's', '/f', 't', 'h', '{\"version\": 1, \"scenario\": \"s\"}', "
+                 "'/i', 'rack-a', '/r', 'done', 1, 1)")
     monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path))
     store = PostgresStore(pg_url)                                             # opening migrates
     assert current_version(store.conn) == LATEST
@@ -318,7 +319,8 @@ def test_sqlite_migrates_a_version_1_file_keeping_its_rows(tmp_path, monkeypatch
     db.executescript(sqlite_store.SCHEMA_V1)
     db.execute("INSERT INTO campaigns (id, name, scenario, file_path, file_text, file_sha256, spec_json, "
                "inventory_path, inventory_name, runs_root, state, submitted, updated) VALUES "
-               "('20250101T000000Z_old', 'old', 's', '/f', 't', 'h', '{}', '/i', 'rack-a', '/r', 'done', 1, 1)")
+               "('20250101T000000Z_old', 'old', 's', '/f', 't', 'h', '{\"version\": 1, \"scenario\": \"s\"}', "
+               "'/i', 'rack-a', '/r', 'done', 1, 1)")
     db.execute("PRAGMA user_version=1")
     db.close()
     s = SQLiteStore(path)
