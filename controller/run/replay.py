@@ -36,9 +36,10 @@ def load_run(record_dir: Any) -> Any:
     inv = Inventory.model_validate(m["inventory"])
     scenario = scenarios.get(m["scenario"])
     argv: list[str] = []
+    kinds = {p.name: p.type for p in scenario.all_params()}
     for name, raw in (m["parameters"].get("given") or {}).items():
-        argv += ["--" + name.replace("_", "-"), str(raw)]
-    params, _ = scenario.parse_args(argv)
+        argv += ["--" + name.replace("_", "-"), recorded_value(kinds.get(name.replace("-", "_")), raw)]
+    params, _ = scenario.parse_args(argv, inv)
     plan = scenario.plan(params, inv)
 
     def raw(host: str, name: str) -> str:
@@ -80,6 +81,21 @@ def counter_hosts(plan: Any) -> set[str]:
     """The hosts whose kernel counters (`nstat -asz`) a run reads before and after traffic: the
     MPTCP hosts and every client and server of the plan's flows."""
     return set(plan.mptcp_hosts) | {f.client for f in plan.flows} | {f.server for f in plan.flows}
+
+
+def recorded_value(kind: str | None, raw: Any) -> str:
+    """A parameter as a record gave it, for the parser of this ctl. A loss written as a bare number
+    (`--loss 0.05`) was a fraction before issue 22 made it ambiguous and refused: a record made
+    then is read as it ran, the number written as the fraction it meant (5e-2)."""
+    text = str(raw).strip()
+    if kind == "probability" and text and not text.endswith("%"):
+        try:
+            value = float(text)
+        except ValueError:
+            return text
+        if value != 0 and "e" not in text.lower():
+            return f"{text}e0"          # the same digits, as the fraction they meant
+    return text
 
 
 def windowable(scenario: Scenario) -> bool:

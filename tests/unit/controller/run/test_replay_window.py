@@ -210,3 +210,14 @@ def test_nothing_is_written_into_the_record(tmp_path):
         summarize_record(rec, "5s:20s")
         summarize_record(rec)
     assert {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in rec.rglob("*")} == before
+
+
+def test_a_record_with_a_bare_loss_is_read_as_the_fraction_it_ran_with():
+    """Before issue 22 `--loss 0.05` meant a fraction; this ctl refuses it on the command line, but
+    a record made then is re-summarized as it ran."""
+    from controller.run.replay import recorded_value
+    from controller.units import parse_probability
+    assert parse_probability(recorded_value("probability", "0.05")) == 0.05
+    assert parse_probability(recorded_value("probability", 0.0046)) == 0.0046
+    assert recorded_value("probability", "0.01%") == "0.01%" and recorded_value("probability", "1e-4") == "1e-4"
+    assert recorded_value("probability", "0") == "0" and recorded_value("rate", "0.05") == "0.05"
