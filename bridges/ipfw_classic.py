@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from controller.errors import ParseError
 
@@ -128,91 +128,109 @@ def _queue(text: str) -> tuple[int | None, int | None, bool]:
     return None, n, True
 
 
-def looks_classic(text: str) -> bool:
-    """The listing's first object line is of the classic shape (the rewrite prints `burst`)."""
+def looks_classic(text: str, skip_unless: Callable[[str], bool] | None = None) -> bool:
+    """The listing's first object line is of the classic shape (the rewrite prints `burst`). With
+    `skip_unless` (the other format's object-line test), lines of neither shape before it are skipped."""
     for line in text.splitlines():
         if line.strip():
-            return bool(PIPE_RE.match(line.rstrip("\r")) or QUEUE_RE.match(line.rstrip("\r")))
+            line = line.rstrip("\r")
+            classic = bool(PIPE_RE.match(line) or QUEUE_RE.match(line))
+            if classic or skip_unless is None or skip_unless(line):
+                return classic
     return False
 
 
-def parse(text: str) -> list[ClassicObject]:
+def parse(text: str, unrecognised: list[dict[str, Any]] | None = None) -> list[ClassicObject]:
+    """The objects of a classic listing; an unknown line is a ParseError naming it, or, given
+    `unrecognised`, set aside there ({"line", "text", "why"}) and read as a blank line."""
     objects: list[dict[str, Any]] = []
-    cur: dict[str, Any] | None = None
-    pending_red = False
+    state: dict[str, Any] = {"cur": None, "pending_red": False, "seen": set()}
     for i, raw in enumerate(text.splitlines(), 1):
         line = raw.rstrip("\r")
         if not line.strip():
             continue
-        m = PIPE_RE.match(line) or QUEUE_RE.match(line)
-        if m:
-            slots, qbytes, exact = _queue(m.group("qs"))
-            is_pipe = "delay" in m.groupdict() and m.groupdict().get("delay") is not None
-            bw_bps, clock = _bandwidth(m.group("bw")) if is_pipe else (None, None)
-            aqm = m.group("aqm").strip()
-            if aqm not in ("droptail", ""):
-                raise _err(i, line, "unknown queue management")
-            cur = {"kind": "pipe" if is_pipe else "queue", "number": int(m.group("nr")), "line_no": i,
-                   "bw_text": m.group("bw").strip() if is_pipe else None, "bw_bps": bw_bps, "clock_interface": clock,
-                   "delay_ms": int(m.group("delay")) if is_pipe else None, "queue_text": m.group("qs").strip(),
-                   "queue_slots": slots, "queue_bytes": qbytes, "queue_bytes_exact": exact,
-                   "plr": float(m.group("plr")) if m.group("plr") else 0.0, "plr_text": m.group("plr"),
-                   "queues": int(m.group("queues")), "buckets": int(m.group("buckets")),
-                   "aqm": "droptail", "red": None,
-                   "weight": None if is_pipe else int(m.group("weight")),
-                   "parent_pipe": None if is_pipe else int(m.group("pipe")),
-                   "mask": None, "flows": [], "verbose": []}
-            pending_red = aqm == ""
-            objects.append(cur)
-            continue
-        if cur is None:
-            if HEADER_RE.match(line):
-                continue
-            raise _err(i, line, "expected a pipe line `NNNNN: <bw> <delay> ms ...` first")
-        r = RED_RE.match(line)
-        if r and pending_red:
-            cur["aqm"] = "gred" if r.group("g") else "red"
-            cur["red"] = {"w_q": float(r.group("wq")), "min_th": int(r.group("min")), "max_th": int(r.group("max")),
-                          "max_p": float(r.group("maxp"))}
-            pending_red = False
-            continue
-        if pending_red:
-            raise _err(i, line, "the RED parameters line is missing")
-        m4, m6 = MASK4_RE.match(line), MASK6_RE.match(line)
-        if m4 or m6:
-            mm = m4 or m6
-            cur["mask"] = {"family": 4 if m4 else 6, "proto": int(mm.group("proto"), 16), "src": mm.group("src"),
-                           "src_port": int(mm.group("sport"), 16), "dst": mm.group("dst"),
-                           "dst_port": int(mm.group("dport"), 16),
-                           **({"flow_id": int(mm.group("flow"), 16)} if m6 else {})}
-            continue
-        if HEADER_RE.match(line):
-            continue
-        f = FLOW4_RE.match(line) or FLOW6_RE.match(line)
-        if f:
-            g = f.groupdict()
-            cur["flows"].append(ClassicFlow(i, int(g["bkt"]), g["proto"], g["src"], int(g["sport"]), g["dst"],
-                                            int(g["dport"]), int(g["tp"]), int(g["tb"]), int(g["qp"]), int(g["qb"]),
-                                            int(g["dr"]), int(g["flow"]) if g.get("flow") else None))
-            continue
-        if VERBOSE_RE.match(line):
-            cur["verbose"].append(" ".join(line.split()))      # S <n> F <n> / V <n>, blanks folded
-            continue
-        raise _err(i, line, "not a line of the classic dummynet listing")
-    if pending_red:
+        try:
+            try:
+                _line(state, objects, i, line)
+            except ValueError as exc:             # a number of the right characters but no number ("1.2.3")
+                raise _err(i, line, f"not a number ({exc})") from None
+        except ParseError as exc:
+            if unrecognised is None:
+                raise
+            unrecognised.append({"line": i, "text": raw, "why": exc.one_line()})
+    if state["pending_red"]:
         raise ParseError("dummynet classic listing: the last object's RED parameters line is missing")
     if not objects:
         raise ParseError("dummynet classic listing: no pipe or queue line")
-    seen: set[tuple[str, int]] = set()
-    for o in objects:
-        key = (o["kind"], o["number"])
-        if key in seen:
-            raise ParseError(f"dummynet classic listing, line {o['line_no']}: {o['kind']} {o['number']} twice")
-        seen.add(key)
     return [ClassicObject(**{**o, "flows": tuple(o["flows"]), "verbose": tuple(o["verbose"])}) for o in objects]
 
 
-def to_json(text: str) -> dict[str, Any]:
-    objs = parse(text)
+def _line(state: dict[str, Any], objects: list[dict[str, Any]], i: int, line: str) -> None:
+    """Read line i into `state` (the current object, whether its RED line is due, the objects seen) and
+    `objects`; ParseError, with nothing changed, for a line that does not fit."""
+    cur: dict[str, Any] | None = state["cur"]
+    m = PIPE_RE.match(line) or QUEUE_RE.match(line)
+    if m:
+        slots, qbytes, exact = _queue(m.group("qs"))
+        is_pipe = "delay" in m.groupdict() and m.groupdict().get("delay") is not None
+        bw_bps, clock = _bandwidth(m.group("bw")) if is_pipe else (None, None)
+        aqm = m.group("aqm").strip()
+        if aqm not in ("droptail", ""):
+            raise _err(i, line, "unknown queue management")
+        kind, number = "pipe" if is_pipe else "queue", int(m.group("nr"))
+        if (kind, number) in state["seen"]:
+            raise ParseError(f"dummynet classic listing, line {i}: {kind} {number} twice")
+        cur = {"kind": kind, "number": number, "line_no": i,
+               "bw_text": m.group("bw").strip() if is_pipe else None, "bw_bps": bw_bps, "clock_interface": clock,
+               "delay_ms": int(m.group("delay")) if is_pipe else None, "queue_text": m.group("qs").strip(),
+               "queue_slots": slots, "queue_bytes": qbytes, "queue_bytes_exact": exact,
+               "plr": float(m.group("plr")) if m.group("plr") else 0.0, "plr_text": m.group("plr"),
+               "queues": int(m.group("queues")), "buckets": int(m.group("buckets")),
+               "aqm": "droptail", "red": None,
+               "weight": None if is_pipe else int(m.group("weight")),
+               "parent_pipe": None if is_pipe else int(m.group("pipe")),
+               "mask": None, "flows": [], "verbose": []}
+        state["seen"].add((kind, number))
+        state["cur"], state["pending_red"] = cur, aqm == ""
+        objects.append(cur)
+        return
+    if cur is None:
+        if HEADER_RE.match(line):
+            return
+        raise _err(i, line, "expected a pipe line `NNNNN: <bw> <delay> ms ...` first")
+    r = RED_RE.match(line)
+    if r and state["pending_red"]:
+        red = {"w_q": float(r.group("wq")), "min_th": int(r.group("min")), "max_th": int(r.group("max")),
+               "max_p": float(r.group("maxp"))}
+        cur["aqm"], cur["red"] = "gred" if r.group("g") else "red", red
+        state["pending_red"] = False
+        return
+    if state["pending_red"]:
+        raise _err(i, line, "the RED parameters line is missing")
+    m4, m6 = MASK4_RE.match(line), MASK6_RE.match(line)
+    if m4 or m6:
+        mm = m4 or m6
+        cur["mask"] = {"family": 4 if m4 else 6, "proto": int(mm.group("proto"), 16), "src": mm.group("src"),
+                       "src_port": int(mm.group("sport"), 16), "dst": mm.group("dst"),
+                       "dst_port": int(mm.group("dport"), 16),
+                       **({"flow_id": int(mm.group("flow"), 16)} if m6 else {})}
+        return
+    if HEADER_RE.match(line):
+        return
+    f = FLOW4_RE.match(line) or FLOW6_RE.match(line)
+    if f:
+        g = f.groupdict()
+        cur["flows"].append(ClassicFlow(i, int(g["bkt"]), g["proto"], g["src"], int(g["sport"]), g["dst"],
+                                        int(g["dport"]), int(g["tp"]), int(g["tb"]), int(g["qp"]), int(g["qb"]),
+                                        int(g["dr"]), int(g["flow"]) if g.get("flow") else None))
+        return
+    if VERBOSE_RE.match(line):
+        cur["verbose"].append(" ".join(line.split()))      # S <n> F <n> / V <n>, blanks folded
+        return
+    raise _err(i, line, "not a line of the classic dummynet listing")
+
+
+def to_json(text: str, unrecognised: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    objs = parse(text, unrecognised)
     return {"format": FORMAT, "format_note": "classic dummynet listing (FreeBSD <= 7, macOS dnctl, Emulab/GENI)",
             "objects": [o.to_json() for o in objs]}

@@ -164,181 +164,209 @@ def _parse_flow(m: re.Match, line_no: int, ipv6: bool) -> FlowRow:
         queued_bytes=int(m["qb"]), drops=int(m["dr"]))
 
 
-def parse_records(text: str) -> tuple[Record, ...]:
-    """Every line of a dummynet listing as a typed record (pure; ParseError on any unknown line)."""
+def set_aside(unrecognised: list[dict[str, Any]] | None, line_no: int, text: str, exc: ParseError) -> None:
+    """`ctl parse --partial`: a refused line goes to the caller's list (or the error is raised as is)."""
+    if unrecognised is None:
+        raise exc
+    unrecognised.append({"line": line_no, "text": text, "why": exc.one_line()})
+
+
+def parse_records(text: str, unrecognised: list[dict[str, Any]] | None = None) -> tuple[Record, ...]:
+    """Every line of a dummynet listing as a typed record (pure; ParseError on any unknown line, or,
+    given `unrecognised`, the line set aside there and read as a blank one)."""
     lines = text.splitlines()
     out: list[Record] = []
     i = 0
     while i < len(lines):
-        raw = lines[i]
         line_no = i + 1
-        line = raw.rstrip()           # trailing blanks are not information ("burst 0 ")
-        i += 1
-        if line == "":
-            out.append(BlankLine(line_no))
-            continue
-        m = _LINK_RE.match(line)
-        if m:
-            out.append(_parse_link(m, line_no))
-            continue
-        m = _FS_RE.match(line)
-        if m:
-            fs = _parse_flowset(m, line_no, line)
-            if fs.qm == "RED?":
-                # "pri %d %s" with a RED string that starts with "\n\t": parameters on the next line
-                nxt = lines[i].rstrip() if i < len(lines) else ""
-                r = _RED_RE.match(nxt)
-                if not r:
-                    raise line_error(line_no, line, "flowset without queue management and no RED line after it")
-                i += 1
-                red = RedParams(gentle=r["g"] == "G", w_q_text=r["wq"], w_q=float(r["wq"]), min_th=int(r["min"]),
-                                max_th=int(r["max"]), max_p_text=r["maxp"], max_p=float(r["maxp"]),
-                                ecn=bool(r["ecn"]))
-                fs = dataclasses.replace(fs, qm="GRED" if red.gentle else "RED", red=red)
-            out.append(fs)
-            continue
-        stripped = line.strip()
-        if stripped == HEADER_V4 or stripped == HEADER_V6:
-            out.append(HeaderLine(line_no, stripped == HEADER_V6))
-            continue
-        m = _FLOW4_RE.match(line)
-        if m:
-            out.append(_parse_flow(m, line_no, ipv6=False))
-            continue
-        m = _FLOW6_RE.match(line)
-        if m:
-            out.append(_parse_flow(m, line_no, ipv6=True))
-            continue
-        m = _SCHED_RE.match(line)
-        if m:
-            out.append(SchedLine(line_no, int(m["nr"]), m["type"], int(m["flags"], 16), int(m["b"]), int(m["a"])))
-            continue
-        m = _MASK4_RE.match(line)
-        if m:
-            out.append(MaskLine(line_no, False, bool(m["extra"]), int(m["proto"], 16), m["src"], int(m["sp"], 16),
-                                m["dst"], int(m["dp"], 16)))
-            continue
-        m = _MASK6_RE.match(line)
-        if m:
-            out.append(MaskLine(line_no, True, bool(m["extra"]), int(m["proto"], 16), m["src"], int(m["sp"], 16),
-                                m["dst"], int(m["dp"], 16), flow_id=int(m["fl"], 16)))
-            continue
-        m = _FQCODEL_RE.match(line)
-        if m:
-            out.append(SchedParams(
-                line_no, "FQ_CODEL", parse_time(m["t"], line_no, line), parse_time(m["i"], line_no, line), None, None, None,
-                None, None, int(m["q"]), int(m["l"]), int(m["f"]), m["ecn"] == "ECN"))
-            continue
-        m = _FQPIE_RE.match(line)
-        if m:
-            out.append(SchedParams(
-                line_no, "FQ_PIE", parse_time(m["t"], line_no, line), None, parse_time(m["tu"], line_no, line), m["a"],
-                m["b"], parse_time(m["mb"], line_no, line), m["me"], int(m["q"]), int(m["l"]), int(m["f"]),
-                m["ecn"] == "ECN", capdrop=m["cap"] == "CapDrop", onoff=bool(m["onoff"]), dre=m["dre"] == "DRE",
-                derand=m["der"] == "Derand"))
-            continue
-        m = _CHILDREN_RE.match(line)
-        if m:
-            out.append(ChildrenLine(line_no, tuple(int(x) for x in m["n"].split())))
-            continue
-        m = _PROFILE_RE.match(line)
-        if m:
-            out.append(ProfileLine(line_no, m["name"], m["loss"], float(m["loss"]), int(m["s"])))
-            continue
-        if _UNRECOGNISED_RE.match(line):
-            raise line_error(line_no, line, "ipfw could not decode a kernel object (ipfw userland and kernel "
-                                      "versions disagree)")
-        raise line_error(line_no, line, "unrecognised line")
+        try:
+            try:
+                rec, i = _record(lines, i)
+            except ValueError as exc:             # a number of the right characters but no number ("1.2.3")
+                raise line_error(line_no, lines[i], f"not a number ({exc})") from None
+        except ParseError as exc:
+            set_aside(unrecognised, line_no, lines[i], exc)
+            rec, i = BlankLine(line_no), i + 1
+        out.append(rec)
     return tuple(out)
 
 
-def group(records: Iterable[Record]) -> tuple[DnObject, ...]:
-    """Group records into objects following the listing order of dummynet.c list_pipes()."""
+def _record(lines: list[str], i: int) -> tuple[Record, int]:
+    """The record of line i (0-based) and the index of the line after it (a RED flowset takes two)."""
+    raw = lines[i]
+    line_no = i + 1
+    line = raw.rstrip()           # trailing blanks are not information ("burst 0 ")
+    i += 1
+    if line == "":
+        return BlankLine(line_no), i
+    m = _LINK_RE.match(line)
+    if m:
+        return _parse_link(m, line_no), i
+    m = _FS_RE.match(line)
+    if m:
+        fs = _parse_flowset(m, line_no, line)
+        if fs.qm == "RED?":
+            # "pri %d %s" with a RED string that starts with "\n\t": parameters on the next line
+            nxt = lines[i].rstrip() if i < len(lines) else ""
+            r = _RED_RE.match(nxt)
+            if not r:
+                raise line_error(line_no, line, "flowset without queue management and no RED line after it")
+            i += 1
+            red = RedParams(gentle=r["g"] == "G", w_q_text=r["wq"], w_q=float(r["wq"]), min_th=int(r["min"]),
+                            max_th=int(r["max"]), max_p_text=r["maxp"], max_p=float(r["maxp"]),
+                            ecn=bool(r["ecn"]))
+            fs = dataclasses.replace(fs, qm="GRED" if red.gentle else "RED", red=red)
+        return fs, i
+    stripped = line.strip()
+    if stripped == HEADER_V4 or stripped == HEADER_V6:
+        return HeaderLine(line_no, stripped == HEADER_V6), i
+    m = _FLOW4_RE.match(line)
+    if m:
+        return _parse_flow(m, line_no, ipv6=False), i
+    m = _FLOW6_RE.match(line)
+    if m:
+        return _parse_flow(m, line_no, ipv6=True), i
+    m = _SCHED_RE.match(line)
+    if m:
+        return SchedLine(line_no, int(m["nr"]), m["type"], int(m["flags"], 16), int(m["b"]), int(m["a"])), i
+    m = _MASK4_RE.match(line)
+    if m:
+        return MaskLine(line_no, False, bool(m["extra"]), int(m["proto"], 16), m["src"], int(m["sp"], 16),
+                             m["dst"], int(m["dp"], 16)), i
+    m = _MASK6_RE.match(line)
+    if m:
+        return MaskLine(line_no, True, bool(m["extra"]), int(m["proto"], 16), m["src"], int(m["sp"], 16),
+                             m["dst"], int(m["dp"], 16), flow_id=int(m["fl"], 16)), i
+    m = _FQCODEL_RE.match(line)
+    if m:
+        return SchedParams(
+            line_no, "FQ_CODEL", parse_time(m["t"], line_no, line), parse_time(m["i"], line_no, line), None, None, None,
+            None, None, int(m["q"]), int(m["l"]), int(m["f"]), m["ecn"] == "ECN"), i
+    m = _FQPIE_RE.match(line)
+    if m:
+        return SchedParams(
+            line_no, "FQ_PIE", parse_time(m["t"], line_no, line), None, parse_time(m["tu"], line_no, line), m["a"],
+            m["b"], parse_time(m["mb"], line_no, line), m["me"], int(m["q"]), int(m["l"]), int(m["f"]),
+            m["ecn"] == "ECN", capdrop=m["cap"] == "CapDrop", onoff=bool(m["onoff"]), dre=m["dre"] == "DRE",
+            derand=m["der"] == "Derand"), i
+    m = _CHILDREN_RE.match(line)
+    if m:
+        return ChildrenLine(line_no, tuple(int(x) for x in m["n"].split())), i
+    m = _PROFILE_RE.match(line)
+    if m:
+        return ProfileLine(line_no, m["name"], m["loss"], float(m["loss"]), int(m["s"])), i
+    if _UNRECOGNISED_RE.match(line):
+        raise line_error(line_no, line, "ipfw could not decode a kernel object (ipfw userland and kernel "
+                                  "versions disagree)")
+    raise line_error(line_no, line, "unrecognised line")
+
+
+def group(records: Iterable[Record], unrecognised: list[dict[str, Any]] | None = None) -> tuple[DnObject, ...]:
+    """Group records into objects following the listing order of dummynet.c list_pipes(). A record out of
+    place is a ParseError naming its line, or, given `unrecognised`, set aside there."""
     objects: list[DnObject] = []
     cur: DnObject | None = None
+    flows: list[FlowRow] = []         # the current object's flow rows (a tuple grown per row was quadratic)
 
     def flush() -> None:
-        nonlocal cur
+        nonlocal cur, flows
         if cur is not None:
-            objects.append(cur)
-        cur = None
+            objects.append(dataclasses.replace(cur, flows=tuple(flows)) if flows else cur)
+        cur, flows = None, []
 
     for r in records:
-        if isinstance(r, (BlankLine, HeaderLine)):
+        try:
+            cur, new = _place(cur, bool(flows), r)
+        except ParseError as exc:
+            set_aside(unrecognised, r.line_no, r.render(), exc)
             continue
-        if isinstance(r, LinkLine):
+        if new:
             flush()
-            cur = DnObject(link=r)
-        elif isinstance(r, FlowsetLine):
-            if cur is None or cur.flowset is not None or cur.sched is not None or cur.flows:
-                flush()
-                cur = DnObject(flowset=r)
-            else:
-                cur = dataclasses.replace(cur, flowset=r)
-        elif isinstance(r, SchedLine):
-            if cur is None or cur.sched is not None or cur.flows:
-                flush()
-                cur = DnObject(sched=r)
-            else:
-                cur = dataclasses.replace(cur, sched=r)
-        elif isinstance(r, MaskLine):
-            if cur is not None and cur.sched is not None and cur.sched_mask is None and not cur.flows:
-                cur = dataclasses.replace(cur, sched_mask=r)
-            elif cur is not None and cur.sched is None and cur.flowset is not None and cur.flowset_mask is None \
-                    and not cur.flows:
-                cur = dataclasses.replace(cur, flowset_mask=r)
-            else:
-                raise line_error(r.line_no, r.render(), "mask line not after a flowset or scheduler")
-        elif isinstance(r, SchedParams):
-            if cur is None or cur.sched is None or cur.sched_params is not None or cur.flows:
-                raise line_error(r.line_no, r.render(), "scheduler parameters not after a scheduler line")
-            cur = dataclasses.replace(cur, sched_params=r)
-        elif isinstance(r, ChildrenLine):
-            if cur is None or cur.sched is None or cur.children is not None:
-                raise line_error(r.line_no, r.render(), "children list not after a scheduler line")
-            cur = dataclasses.replace(cur, children=r)
-        elif isinstance(r, ProfileLine):
-            if cur is None or cur.link is None or cur.profile is not None:
-                raise line_error(r.line_no, r.render(), "delay profile not after a pipe line")
-            cur = dataclasses.replace(cur, profile=r)
+            cur = new
         elif isinstance(r, FlowRow):
-            if cur is None or (cur.flowset is None and cur.sched is None):
-                raise line_error(r.line_no, r.render(), "flow row outside any flowset or scheduler")
-            cur = dataclasses.replace(cur, flows=cur.flows + (r,))
+            flows.append(r)
     flush()
     return tuple(objects)
 
 
-def parse_listing(text: str) -> DnListing:
-    """Any dummynet listing (pipe, queue or sched show) -> DnListing."""
-    records = parse_records(text)
-    return DnListing(records, group(records))
+def _place(cur: DnObject | None, has_flows: bool, r: Record) -> tuple[DnObject | None, DnObject | None]:
+    """Where record `r` goes: (the current object updated, None), or (cur, a new object) when `r` opens
+    one; ParseError (naming r's line) when it belongs nowhere. Pure: raising changes nothing. A flow row
+    leaves `cur` as it is (the caller collects the rows)."""
+    if isinstance(r, (BlankLine, HeaderLine)):
+        return cur, None
+    if isinstance(r, LinkLine):
+        return cur, DnObject(link=r)
+    if isinstance(r, FlowsetLine):
+        if cur is None or cur.flowset is not None or cur.sched is not None or has_flows:
+            return cur, DnObject(flowset=r)
+        return dataclasses.replace(cur, flowset=r), None
+    if isinstance(r, SchedLine):
+        if cur is None or cur.sched is not None or has_flows:
+            return cur, DnObject(sched=r)
+        return dataclasses.replace(cur, sched=r), None
+    if isinstance(r, MaskLine):
+        if cur is not None and cur.sched is not None and cur.sched_mask is None and not has_flows:
+            return dataclasses.replace(cur, sched_mask=r), None
+        if cur is not None and cur.sched is None and cur.flowset is not None and cur.flowset_mask is None \
+                and not has_flows:
+            return dataclasses.replace(cur, flowset_mask=r), None
+        raise line_error(r.line_no, r.render(), "mask line not after a flowset or scheduler")
+    if isinstance(r, SchedParams):
+        if cur is None or cur.sched is None or cur.sched_params is not None or has_flows:
+            raise line_error(r.line_no, r.render(), "scheduler parameters not after a scheduler line")
+        return dataclasses.replace(cur, sched_params=r), None
+    if isinstance(r, ChildrenLine):
+        if cur is None or cur.sched is None or cur.children is not None:
+            raise line_error(r.line_no, r.render(), "children list not after a scheduler line")
+        return dataclasses.replace(cur, children=r), None
+    if isinstance(r, ProfileLine):
+        if cur is None or cur.link is None or cur.profile is not None:
+            raise line_error(r.line_no, r.render(), "delay profile not after a pipe line")
+        return dataclasses.replace(cur, profile=r), None
+    assert isinstance(r, FlowRow)
+    if cur is None or (cur.flowset is None and cur.sched is None):
+        raise line_error(r.line_no, r.render(), "flow row outside any flowset or scheduler")
+    return cur, None
 
 
-def parse_pipe_show(text: str) -> DnListing:
-    """`ipfw pipe show`, `ipfw pipe N show`, `dnctl pipe show` (each object opens with a pipe line)."""
-    listing = parse_listing(text)
+def parse_listing(text: str, unrecognised: list[dict[str, Any]] | None = None) -> DnListing:
+    """Any dummynet listing (pipe, queue or sched show) -> DnListing (`unrecognised`: see parse_records)."""
+    records = parse_records(text, unrecognised)
+    return DnListing(records, group(records, unrecognised))
+
+
+def parse_pipe_show(text: str, unrecognised: list[dict[str, Any]] | None = None) -> DnListing:
+    """`ipfw pipe show`, `ipfw pipe N show`, `dnctl pipe show` (each object opens with a pipe line).
+    Given `unrecognised`, an object without its pipe line is set aside there (its first line), not kept."""
+    listing = parse_listing(text, unrecognised)
+    kept = []
     for o in listing.objects:
         if o.link is None:
             first = o.flowset or o.sched
-            raise ParseError(f"pipe listing: object at line {first.line_no if first else '?'} has no pipe line "
+            exc = ParseError(f"pipe listing: object at line {first.line_no if first else '?'} has no pipe line "
                              "(is this `queue show` or `sched show` output?)")
+            set_aside(unrecognised, first.line_no if first else 0, first.render() if first else "", exc)
+            continue
+        kept.append(o)
+    if len(kept) != len(listing.objects):
+        listing = DnListing(listing.records, tuple(kept))
     listing.by_number()  # duplicates are an error
     return listing
 
 
-def parse_queue_show(text: str) -> DnListing:
+def parse_queue_show(text: str, unrecognised: list[dict[str, Any]] | None = None) -> DnListing:
     """`ipfw queue show` / `ipfw queue N show` (each object opens with a q line)."""
-    listing = parse_listing(text)
+    listing = parse_listing(text, unrecognised)
     for o in listing.objects:
         if o.flowset is None or o.link is not None:
             raise ParseError(f"queue listing: object {o.number} is not a flowset (is this `pipe show` output?)")
     return listing
 
 
-def parse_sched_show(text: str) -> DnListing:
+def parse_sched_show(text: str, unrecognised: list[dict[str, Any]] | None = None) -> DnListing:
     """`ipfw sched show` (each object has a link line and a sched line)."""
-    listing = parse_listing(text)
+    listing = parse_listing(text, unrecognised)
     for o in listing.objects:
         if o.link is None or o.sched is None:
             raise ParseError(f"sched listing: object {o.number} lacks its link or sched line")
@@ -350,23 +378,29 @@ def _listing_json(kind: str, listing: DnListing) -> dict[str, Any]:
             "header_lines": [h.line_no for h in listing.headers]}
 
 
-def pipe_show_to_json(text: str) -> dict[str, Any]:
+def _modern_object_line(line: str) -> bool:
+    return bool(_LINK_RE.match(line) or _FS_RE.match(line) or _SCHED_RE.match(line))
+
+
+def pipe_show_to_json(text: str, unrecognised: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """`ctl parse ipfw-pipe-show`: the parsed listing as JSON-able data, in either format: the
     modern listing (FreeBSD >= 8's dummynet) or the classic one (older FreeBSD, macOS `dnctl`,
-    Emulab/GENI; bridges.ipfw_classic). `format` says which was seen."""
-    if ipfw_classic.looks_classic(text):
-        return {"kind": "ipfw-pipe-show", **ipfw_classic.to_json(text)}
-    return {**_listing_json("ipfw-pipe-show", parse_pipe_show(text)), "format": "modern"}
+    Emulab/GENI; bridges.ipfw_classic). `format` says which was seen: the format of the first object
+    line (`--partial`, `unrecognised` given: the first line of either format, noise before it skipped)."""
+    skip = None if unrecognised is None else _modern_object_line
+    if ipfw_classic.looks_classic(text, skip_unless=skip):
+        return {"kind": "ipfw-pipe-show", **ipfw_classic.to_json(text, unrecognised)}
+    return {**_listing_json("ipfw-pipe-show", parse_pipe_show(text, unrecognised)), "format": "modern"}
 
 
-def queue_show_to_json(text: str) -> dict[str, Any]:
+def queue_show_to_json(text: str, unrecognised: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """`ctl parse ipfw-queue-show`."""
-    return _listing_json("ipfw-queue-show", parse_queue_show(text))
+    return _listing_json("ipfw-queue-show", parse_queue_show(text, unrecognised))
 
 
-def sched_show_to_json(text: str) -> dict[str, Any]:
+def sched_show_to_json(text: str, unrecognised: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """`ctl parse ipfw-sched-show`."""
-    return _listing_json("ipfw-sched-show", parse_sched_show(text))
+    return _listing_json("ipfw-sched-show", parse_sched_show(text, unrecognised))
 
 
 # ---- ipfw -S list ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import problem stays local. Parsers are pure: text in, typed objects out; they a
 """
 from __future__ import annotations
 
-import re
+import inspect
 import sys
 from typing import Any, Callable
 
@@ -107,38 +107,59 @@ def parse_input(kind: str, source: str, partial: bool = False) -> Any:
         raise UnparsableInput(exc.one_line()) from None
 
 
-_LINE = re.compile(r"\bline (\d+)\b")
 MAX_SKIPPED = 1000
 
 
+def _one_pass(fn: Callable[..., Any]) -> bool:
+    """Whether a parser sets lines aside itself (`unrecognised=` keyword): every line-oriented parser
+    whose errors name a line does; JSON formats do not (they name no line to set aside)."""
+    try:
+        return "unrecognised" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def parse_partial(kind: str, text: str) -> dict[str, Any]:
-    """Parse what can be parsed: each time the parser refuses a line it names ("line N", the
-    convention of every line-oriented parser here), that line is set aside (blanked, so the
-    others keep their numbers) and the rest parsed again. The result says which lines were set
-    aside and why. A parser that names no line (JSON input) or input with nothing recognisable
-    left is still an error (pure)."""
-    lines = text.split("\n")
+    """Parse what can be parsed, in one pass: a parser that refuses a line (naming it, "line N") is
+    given a list to put it in instead -- the line, its text, and the parser's reason -- and goes on as
+    if the line were blank. The result says which lines were set aside and why. A format that names no
+    line (JSON), an error about the input as a whole, more than MAX_SKIPPED unrecognised lines, or input
+    of which no line was recognised, is still an error (pure)."""
+    fn = parser(kind)
+    if not _one_pass(fn):
+        return {"partial": False, "unrecognised": [], "result": parse(kind, text)}
     skipped: list[dict[str, Any]] = []
-    while True:
-        try:
-            result = parse(kind, "\n".join(lines))
-            break
-        except ParseError as exc:
-            m = _LINE.search(str(exc))
-            n = int(m.group(1)) if m else 0
-            if not m or not 1 <= n <= len(lines) or not lines[n - 1].strip() or len(skipped) >= MAX_SKIPPED:
-                raise
-            skipped.append({"line": n, "text": lines[n - 1], "why": exc.one_line()})
-            lines[n - 1] = ""
-            if not any(line.strip() for line in lines):
-                raise ParseError(f"{kind}: no line of the input was recognised") from None
+    try:
+        result = _guarded(kind, lambda: fn(text, unrecognised=skipped))
+    except ParseError:
+        _judge(kind, text, skipped)
+        raise                                  # an error about the whole input (e.g. no pipe line at all)
+    _judge(kind, text, skipped)
+    skipped.sort(key=lambda x: x["line"])
     return {"partial": bool(skipped), "unrecognised": skipped, "result": result}
 
 
-def parse(kind: str, text: str) -> Any:
+def _judge(kind: str, text: str, skipped: list[dict[str, Any]]) -> None:
+    """Refuse input that is mostly not the tool's: too many lines set aside, or every line."""
+    if len(skipped) > MAX_SKIPPED:
+        raise ParseError(f"{kind}: more than {MAX_SKIPPED} lines not recognised (the first: "
+                         f"{skipped[0]['why'][:160]}): not {kind} output")
+    if skipped and len(skipped) >= sum(1 for line in text.splitlines() if line.strip()):
+        raise ParseError(f"{kind}: no line of the input was recognised (the first: {skipped[0]['why'][:160]})")
+
+
+def _guarded(kind: str, call: Callable[[], Any]) -> Any:
+    """A parser's result, or ParseError: the exceptions a parser's own checks leave to Python (a failed
+    int(), a missing key) and JSON nested too deep for json's recursive decoder become ParseError."""
     try:
-        return parser(kind)(text)
+        return call()
     except ParseError:
         raise
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise ParseError(f"{kind}: cannot parse input: {exc}") from exc
+    except RecursionError:
+        raise ParseError(f"{kind}: input nested too deeply") from None
+
+
+def parse(kind: str, text: str) -> Any:
+    return _guarded(kind, lambda: parser(kind)(text))

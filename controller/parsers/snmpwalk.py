@@ -146,13 +146,18 @@ def _unquote(text: str) -> str:
     return text
 
 
+def _closes(body: str) -> bool:
+    """`body` ends with an unescaped quote: a `"` after an even number of backslashes (counted, not
+    searched for: a search for the pattern started again at every backslash of a run)."""
+    if not body.endswith('"'):
+        return False
+    before = body[:-1]
+    return (len(before) - len(before.rstrip("\\"))) % 2 == 0
+
+
 def _open_quote(text: str) -> bool:
     """A quoted string value that continues on the next line (embedded newline)."""
-    if not text.startswith('"'):
-        return False
-    body = text[1:]
-    # an unescaped closing quote at the very end closes it
-    return not re.search(r'(?<!\\)(\\\\)*"$', body)
+    return text.startswith('"') and not _closes(text[1:])
 
 
 def _value_from_untyped(rest: str) -> tuple[Any, str | None]:
@@ -230,10 +235,17 @@ def _name_parts(vb: VarBind) -> None:
         vb.module, vb.name, vb.index = module, name, index or None
 
 
+_QUALIFIED = re.compile(r"[A-Z][\w-]*::[a-z]")
+
+
 def _looks_like_oid(printed: str) -> bool:
-    """A numeric OID, `iso.3...`, `.1.3...`, or a MIB-qualified name (`IF-MIB::ifName.2`): not
-    any word before an `=` (prose and shell lines are not varbinds)."""
-    return numeric_oid(printed) is not None or printed.startswith((".", "iso")) or "::" in printed
+    """A numeric OID of at least two arcs (X.690: every OID has two), `iso.3...`, `.1.3...`, or a
+    MIB-qualified name (`IF-MIB::ifName.2`: an ASN.1 module reference starts with a capital, an object
+    name with a small letter): not any word before an `=`, nor a number opening a line of prose."""
+    n = numeric_oid(printed)
+    if n is not None:
+        return "." in n
+    return printed.startswith((".", "iso")) or bool(_QUALIFIED.match(printed))
 
 
 def _typed_value(rest: str) -> bool:
@@ -270,10 +282,21 @@ def _varbind_line(line: str) -> VarBind | None:
     return None
 
 
+def _next_closing(lines: list[str]) -> list[int]:
+    """For each line index j, the first index >= j of a line that closes an open quoted string (one that
+    ends with an unescaped quote), or len(lines): one backward pass, so that finding where a multi-line
+    string ends costs no rescan of the lines after it."""
+    nxt = [len(lines)] * (len(lines) + 1)
+    for j in range(len(lines) - 1, -1, -1):
+        nxt[j] = j if _closes(lines[j]) else nxt[j + 1]
+    return nxt
+
+
 def parse(text: str) -> list[Run]:
     runs: list[Run] = [Run()]
     pending_error: dict[str, Any] | None = None
     lines = text.splitlines()
+    closing: list[int] | None = None
     i = 0
     while i < len(lines):
         raw = lines[i]
@@ -329,21 +352,23 @@ def parse(text: str) -> list[Run]:
             # Values spanning lines: a quoted string with an embedded newline, or a long
             # Hex-STRING that net-snmp wraps at 16 bytes per line.
             if isinstance(vb.value, str) and vb.type in ("STRING", None) and _open_quote(vb.value):
-                parts = [vb.value]
-                j = i
-                while j < len(lines) and j - i < _MAX_CONTINUATION and _open_quote("\n".join(parts)):
-                    parts.append(lines[j])
-                    j += 1
-                if not _open_quote("\n".join(parts)):
-                    vb.value = _unquote("\n".join(parts))
-                    i = j
+                if closing is None:
+                    closing = _next_closing(lines)
+                end = closing[i]                   # the line that closes the string, if any
+                if end < len(lines) and end - i < _MAX_CONTINUATION:
+                    vb.value = _unquote("\n".join([vb.value, *lines[i:end + 1]]))
+                    i = end + 1
                 # else: no closing quote nearby -- keep the first line's text as printed
             if vb.type == "Hex-STRING":
+                texts, hexes = [vb.text or ""], [vb.value]
                 while i < len(lines) and _HEX_BYTES.match(lines[i].strip()) and lines[i].strip():
                     more = lines[i].strip()
-                    vb.text = f"{vb.text} {more}".strip()
-                    vb.value += more.replace(" ", "").lower()
+                    texts.append(more)
+                    hexes.append(more.replace(" ", "").lower())
                     i += 1
+                if len(texts) > 1:                 # joined once (a += per line copied the value each time)
+                    vb.text = " ".join(t for t in texts if t).strip()
+                    vb.value = "".join(hexes)
             run.varbinds.append(vb)
             continue
         run.unparsed.append(line)
@@ -357,11 +382,13 @@ def to_json(text: str) -> dict[str, Any]:
     gives one run per command. Each varbind: {oid, printed, type, value, ...} (see VarBind).
     """
     runs = parse(text)
-    if not any(r.varbinds or r.errors or r.command or r.notes for r in runs):
+    # A run counts when the tool said something recognisable; a `$ command` alone counts only with no
+    # unrecognised line under it (an empty walk), so that a `$ ` opening a line of garbage is not output.
+    if not any(r.varbinds or r.errors or r.notes or (r.command and not r.unparsed) for r in runs):
         shown = next((r.unparsed[0] for r in runs if r.unparsed), "")
         raise ParseError("snmpwalk: nothing recognisable (no `OID = TYPE: value` line)"
                          + (f"; first line: {shown[:60]!r}" if shown else ""))
-    return {"runs": [r.to_json() for r in runs]}
+    return {"runs": [r.to_json() for r in runs], "unparsed_lines": sum(len(r.unparsed) for r in runs)}
 
 
 def varbinds(text: str) -> list[VarBind]:

@@ -310,7 +310,8 @@ def test_to_json_shape():
     out = to_json("iso.3.6.1.2.1.1.3.0 = Timeticks: (12345) 0:02:03.45\n")
     assert out == {"runs": [{"command": None, "exit_status": None, "errors": [], "notes": [], "unparsed": [],
                              "varbinds": [{"oid": "1.3.6.1.2.1.1.3.0", "printed": "iso.3.6.1.2.1.1.3.0",
-                                           "type": "Timeticks", "value": 12345, "text": "0:02:03.45"}]}]}
+                                           "type": "Timeticks", "value": 12345, "text": "0:02:03.45"}]}],
+                   "unparsed_lines": 0}
 
 
 def test_short_names_of_os_output_still_parse():
