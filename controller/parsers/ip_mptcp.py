@@ -171,47 +171,62 @@ def _check_no_error(text: str) -> None:
 # ---------------------------------------------------------------------------- endpoints / limits
 
 
-def parse_endpoints_text(text: str) -> list[Endpoint]:
+def _set_aside(unrecognised: list[dict[str, Any]] | None, lineno: int, line: str, exc: ParseError) -> None:
+    if unrecognised is None:
+        raise exc
+    unrecognised.append({"line": lineno, "text": line, "why": exc.one_line()})
+
+
+def parse_endpoints_text(text: str, unrecognised: list[dict[str, Any]] | None = None) -> list[Endpoint]:
+    """Endpoint lines; a line that is not one is a ParseError naming it, or, given `unrecognised`
+    (`ctl parse --partial`), set aside there."""
     _check_no_error(text)
     out: list[Endpoint] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         words = line.split()
         if not words:
             continue
-        address = words[0]
         try:
-            ipaddress.ip_address(address)
-        except ValueError:
-            raise ParseError(f"ip-mptcp: line {lineno}: {address!r} is not an endpoint address") from None
-        values: dict[str, Any] = {"id": None, "port": None, "dev": None, "rawflags": None}
-        flags = dict.fromkeys(ENDPOINT_FLAGS, False)
-        extra: dict[str, Any] = {}
-        i = 1
-        while i < len(words):
-            word = words[i]
-            if word in flags:
-                flags[word] = True
-                i += 1
-            elif word in values:
-                if i + 1 >= len(words):
-                    raise ParseError(f"ip-mptcp: line {lineno}: {word!r} without a value")
-                raw = words[i + 1]
-                if word in ("id", "port"):
-                    values[word] = _int(raw, word)
-                elif word == "rawflags":
-                    values[word] = _hex(raw, word)
-                else:
-                    values[word] = raw
-                i += 2
-            else:
-                # a flag a newer iproute2 may print: keep it rather than drop it
-                extra[word] = True
-                i += 1
-        out.append(Endpoint(
-            address=address, id=values["id"], port=values["port"], dev=values["dev"], rawflags=values["rawflags"],
-            signal=flags["signal"], subflow=flags["subflow"], backup=flags["backup"], fullmesh=flags["fullmesh"],
-            implicit=flags["implicit"], extra=extra))
+            out.append(_endpoint_line(words, lineno))
+        except ParseError as exc:
+            _set_aside(unrecognised, lineno, line, exc)
     return out
+
+
+def _endpoint_line(words: list[str], lineno: int) -> Endpoint:
+    address = words[0]
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        raise ParseError(f"ip-mptcp: line {lineno}: {address[:60]!r} is not an endpoint address") from None
+    values: dict[str, Any] = {"id": None, "port": None, "dev": None, "rawflags": None}
+    flags = dict.fromkeys(ENDPOINT_FLAGS, False)
+    extra: dict[str, Any] = {}
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word in flags:
+            flags[word] = True
+            i += 1
+        elif word in values:
+            if i + 1 >= len(words):
+                raise ParseError(f"ip-mptcp: line {lineno}: {word!r} without a value")
+            raw = words[i + 1]
+            if word in ("id", "port"):
+                values[word] = _int(raw, word)
+            elif word == "rawflags":
+                values[word] = _hex(raw, word)
+            else:
+                values[word] = raw
+            i += 2
+        else:
+            # a flag a newer iproute2 may print: keep it rather than drop it
+            extra[word] = True
+            i += 1
+    return Endpoint(
+        address=address, id=values["id"], port=values["port"], dev=values["dev"], rawflags=values["rawflags"],
+        signal=flags["signal"], subflow=flags["subflow"], backup=flags["backup"], fullmesh=flags["fullmesh"],
+        implicit=flags["implicit"], extra=extra)
 
 
 def _endpoint_from_json(obj: Any, index: int) -> Endpoint:
@@ -242,12 +257,12 @@ def parse_endpoints_json(text: str) -> list[Endpoint]:
     return [_endpoint_from_json(obj, i) for i, obj in enumerate(doc)]
 
 
-def parse_endpoints(text: str) -> list[Endpoint]:
+def parse_endpoints(text: str, unrecognised: list[dict[str, Any]] | None = None) -> list[Endpoint]:
     """`ip mptcp endpoint show`, text or -j (auto-detected)."""
     stripped = text.strip()
     if stripped.startswith("["):
         return parse_endpoints_json(stripped)
-    return parse_endpoints_text(text)
+    return parse_endpoints_text(text, unrecognised)
 
 
 def parse_limits(text: str) -> Limits:
@@ -327,11 +342,13 @@ def _event(printed: str, number: str | None, rest: str, lineno: int, timestamp: 
     )
 
 
-def parse_monitor(text: str) -> list[MonitorEvent]:
-    """`ip mptcp monitor` lines (also with `ip -t` / `ip -ts` timestamps)."""
+def parse_monitor(text: str, unrecognised: list[dict[str, Any]] | None = None) -> list[MonitorEvent]:
+    """`ip mptcp monitor` lines (also with `ip -t` / `ip -ts` timestamps); a line that is not an event
+    is a ParseError naming it, or, given `unrecognised` (`ctl parse --partial`), set aside there."""
     events: list[MonitorEvent] = []
     pending_ts: str | None = None
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw
         if not line.strip():
             continue
         m_long = _LONG_TS_RE.match(line)
@@ -342,10 +359,14 @@ def parse_monitor(text: str) -> list[MonitorEvent]:
         m_short = _SHORT_TS_RE.match(line)
         if m_short:
             timestamp, line = m_short.group("ts"), m_short.group("line")
-        m = _EVENT_RE.match(line)
-        if not m:
-            raise ParseError(f"ip-mptcp: line {lineno}: not a monitor event: {line.strip()[:80]!r}")
-        events.append(_event(m.group("name"), m.group("num"), m.group("rest"), lineno, timestamp))
+        try:
+            m = _EVENT_RE.match(line)
+            if not m:
+                raise ParseError(f"ip-mptcp: line {lineno}: not a monitor event: {line.strip()[:80]!r}")
+            events.append(_event(m.group("name"), m.group("num"), m.group("rest"), lineno, timestamp))
+        except ParseError as exc:
+            _set_aside(unrecognised, lineno, raw, exc)
+            continue
         pending_ts = None
     return events
 
@@ -392,12 +413,30 @@ def count_subflows(events: Iterable[MonitorEvent]) -> dict[str, ConnectionSubflo
 # ---------------------------------------------------------------------------- auto-detect
 
 
-def detect(text: str) -> str:
-    """"endpoints", "limits" or "monitor" for a piece of `ip mptcp` output."""
+def _known_line(line: str) -> bool:
+    """A line of one of the forms (an event, a timestamp, an endpoint address, a limit)."""
+    s = line.strip()
+    if _EVENT_RE.match(s) or _SHORT_TS_RE.match(s) or _LONG_TS_RE.match(s):
+        return True
+    word = s.split(maxsplit=1)[0] if s else ""
+    if word in ("add_addr_accepted", "subflows"):
+        return True
+    try:
+        ipaddress.ip_address(word)
+    except ValueError:
+        return False
+    return True
+
+
+def detect(text: str, skip_unknown: bool = False) -> str:
+    """"endpoints", "limits" or "monitor" for a piece of `ip mptcp` output, told by its first line
+    (`skip_unknown`, for --partial: by its first line of a known form)."""
     stripped = text.strip()
     if not stripped:
         return "endpoints"   # `ip mptcp endpoint show` with no endpoint prints nothing
-    first = stripped.splitlines()[0].strip()
+    lines = stripped.splitlines()
+    first = next((x.strip() for x in lines if _known_line(x)), lines[0].strip()) if skip_unknown \
+        else lines[0].strip()
     if stripped.startswith("{"):
         return "limits"
     if stripped.startswith("[") and (stripped == "[]" or re.match(r"^\[\s*\{", stripped)):
@@ -416,12 +455,14 @@ def subflows_to_json(conn: ConnectionSubflows) -> dict[str, Any]:
     return out
 
 
-def to_json(text: str) -> dict[str, Any]:
-    kind = detect(text)
+def to_json(text: str, unrecognised: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """`ctl parse ip-mptcp`; `unrecognised` (`--partial`): lines of endpoint or monitor output that are
+    not set aside there (limits output is one line: refused whole)."""
+    kind = detect(text, skip_unknown=unrecognised is not None)
     if kind == "limits":
         return {"kind": "limits", **asdict(parse_limits(text))}
     if kind == "monitor":
-        events = parse_monitor(text)
+        events = parse_monitor(text, unrecognised)
         return {"kind": "monitor", "events": [asdict(e) for e in events],
                 "subflows": {t: subflows_to_json(c) for t, c in count_subflows(events).items()}}
-    return {"kind": "endpoints", "endpoints": [asdict(e) for e in parse_endpoints(text)]}
+    return {"kind": "endpoints", "endpoints": [asdict(e) for e in parse_endpoints(text, unrecognised)]}

@@ -50,8 +50,11 @@ def _uint(text: str, where: str) -> int:
         # /proc/net/snmp has a few signed fields (e.g. TcpMaxConn -1); keep them, they are not counters
         if text.startswith("-") and text[1:].isdigit():
             return int(text)
-        raise ParseError(f"nstat: {where}: {text!r} is not an integer")
-    return int(text)
+        raise ParseError(f"nstat: {where}: {text[:40]!r} is not an integer")
+    try:
+        return int(text)
+    except ValueError:                  # "²" is a digit to isdigit() but not to int(); 5000 digits neither
+        raise ParseError(f"nstat: {where}: {text[:40]!r} is not an integer") from None
 
 
 def _parse_json(text: str) -> Counters:
@@ -86,35 +89,50 @@ def _parse_proc(lines: list[tuple[int, str]]) -> Counters:
     return Counters(values=values, source="proc")
 
 
-def _parse_nstat(lines: list[tuple[int, str]]) -> Counters:
+def _parse_nstat(lines: list[tuple[int, str]], unrecognised: list[dict[str, Any]] | None = None) -> Counters:
     values: dict[str, int] = {}
     rates: dict[str, float] = {}
     for n, line in lines:
-        parts = line.split()
-        rate: str | None = None
-        if len(parts) == 3:
-            name, value, rate = parts
-        elif len(parts) == 2 and parts[1].isdigit():
-            name, value = parts                         # /proc/net/snmp6 style, no rate
-        elif len(parts) == 2 and (m := _GLUED_RE.match(parts[0])) and len(m.group(1)) >= 32:
-            name, value = m.groups()                    # "%-32s%-16llu": a long name touches its value
-            rate = parts[1]
-        else:
-            raise ParseError(f"nstat: line {n}: expected 'name value rate', got {line.strip()[:80]!r}")
-        if not _NAME_RE.match(name):
-            raise ParseError(f"nstat: line {n}: {name!r} is not a counter name")
-        if name in values:
-            raise ParseError(f"nstat: line {n}: counter {name} appears twice")
-        values[name] = _uint(value, f"line {n} {name}")
+        try:
+            name, value, rate = _nstat_line(n, line, values)
+        except ParseError as exc:
+            if unrecognised is None:
+                raise
+            unrecognised.append({"line": n, "text": line, "why": exc.one_line()})
+            continue
+        values[name] = value
         if rate is not None:
-            try:
-                rates[name] = float(rate)
-            except ValueError:
-                raise ParseError(f"nstat: line {n}: rate {rate!r} is not a number") from None
+            rates[name] = rate
     return Counters(values=values, rates=rates, source="nstat")
 
 
-def parse(text: str) -> Counters:
+def _nstat_line(n: int, line: str, values: dict[str, int]) -> tuple[str, int, float | None]:
+    """(name, value, rate) of one counter line; ParseError naming line n for anything else."""
+    parts = line.split()
+    rate: str | None = None
+    if len(parts) == 3:
+        name, value, rate = parts
+    elif len(parts) == 2 and parts[1].isdigit():
+        name, value = parts                         # /proc/net/snmp6 style, no rate
+    elif len(parts) == 2 and (m := _GLUED_RE.match(parts[0])) and len(m.group(1)) >= 32:
+        name, value = m.groups()                    # "%-32s%-16llu": a long name touches its value
+        rate = parts[1]
+    else:
+        raise ParseError(f"nstat: line {n}: expected 'name value rate', got {line.strip()[:80]!r}")
+    if not _NAME_RE.match(name):
+        raise ParseError(f"nstat: line {n}: {name[:80]!r} is not a counter name")
+    if name in values:
+        raise ParseError(f"nstat: line {n}: counter {name} appears twice")
+    number = _uint(value, f"line {n} {name}")
+    try:
+        return name, number, None if rate is None else float(rate)
+    except ValueError:
+        raise ParseError(f"nstat: line {n}: rate {rate[:40]!r} is not a number") from None
+
+
+def parse(text: str, unrecognised: list[dict[str, Any]] | None = None) -> Counters:
+    """Counters of any of the accepted forms; `unrecognised` (`ctl parse --partial`): a line of the
+    `nstat` form that is not a counter is set aside there instead of refused."""
     stripped = text.strip()
     if stripped.startswith("{"):
         return _parse_json(stripped)
@@ -124,7 +142,7 @@ def parse(text: str) -> Counters:
         raise ParseError("nstat: no counters in input")
     if _PROC_RE.match(lines[0][1]):
         return _parse_proc(lines)
-    return _parse_nstat(lines)
+    return _parse_nstat(lines, unrecognised)
 
 
 def delta(before: Counters | Mapping[str, int], after: Counters | Mapping[str, int]) -> dict[str, int]:
@@ -206,8 +224,8 @@ def summary_to_json(summary: MptcpSummary) -> dict[str, Any]:
     return out
 
 
-def to_json(text: str) -> dict[str, Any]:
-    counters = parse(text)
+def to_json(text: str, unrecognised: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    counters = parse(text, unrecognised)
     out: dict[str, Any] = {"source": counters.source, "counters": counters.values}
     if counters.rates:
         out["rates"] = counters.rates

@@ -570,10 +570,13 @@ def _finish(p: _Pending, default_netid: str | None) -> Socket:
                   peer=p.peer, process=p.process, tcp=tcp, mptcp=mptcp, info_text=info_text)
 
 
-def parse(text: str, *, netid: str | None = None, allow_empty: bool = False) -> list[Socket]:
+def parse(text: str, *, netid: str | None = None, allow_empty: bool = False,
+          unrecognised: list[dict[str, Any]] | None = None) -> list[Socket]:
     """Parse an ss listing. `netid` ("tcp"/"mptcp") says what a listing without a Netid column holds,
     when the caller knows the command (`ss -M` -> "mptcp"); otherwise each info line tells.
-    Empty input is an error (ss always prints its header) unless `allow_empty` (for `ss -H`)."""
+    Empty input is an error (ss always prints its header) unless `allow_empty` (for `ss -H`).
+    A line that is neither a socket line nor its info is a ParseError naming it, or, given
+    `unrecognised`, set aside there ({"line", "text", "why"}) and read as a blank line."""
     sockets: list[Socket] = []
     pending: _Pending | None = None
     has_netid: bool | None = None
@@ -583,7 +586,8 @@ def parse(text: str, *, netid: str | None = None, allow_empty: bool = False) -> 
             continue
         if line[0].isspace():
             if pending is None:
-                raise ParseError(f"ss: line {lineno}: info line without a socket line")
+                _refuse(unrecognised, lineno, line, f"ss: line {lineno}: info line without a socket line")
+                continue
             pending.info.append(line.strip())
             continue
         words = line.split()
@@ -591,39 +595,57 @@ def parse(text: str, *, netid: str | None = None, allow_empty: bool = False) -> 
             saw_header = True
             has_netid = words[0] == "Netid"
             continue
+        try:
+            new = _socket_line(line, words, lineno, has_netid)
+        except ParseError as exc:
+            if unrecognised is None:
+                raise
+            unrecognised.append({"line": lineno, "text": line, "why": exc.one_line()})
+            continue
         if pending is not None:
             sockets.append(_finish(pending, netid))
-            pending = None
-        line_has_netid = has_netid if has_netid is not None else words[0] not in STATES
-        offset = 1 if line_has_netid else 0
-        if len(words) < offset + 5:
-            raise ParseError(f"ss: line {lineno}: not a socket line: {line.strip()[:80]!r}")
-        state = words[offset]
-        if state not in STATES:
-            raise ParseError(f"ss: line {lineno}: unknown socket state {state!r}")
-        try:
-            recv_q, send_q = int(words[offset + 1]), int(words[offset + 2])
-        except ValueError:
-            raise ParseError(f"ss: line {lineno}: Recv-Q/Send-Q are not numbers") from None
-        rest = _tokens(line.split(None, offset + 5)[offset + 5]) if len(words) > offset + 5 else []
-        process = None
-        info: list[str] = []
-        for tok in rest:
-            # -p puts users:((...)) in the Process column; with -O the info follows on the same line
-            if tok.startswith("users:(") and process is None and not info:
-                process = tok
-            else:
-                info.append(tok)
-        pending = _Pending(
-            netid=words[0] if line_has_netid else None, state=state, recv_q=recv_q, send_q=send_q,
-            local=parse_addr(words[offset + 3]), peer=parse_addr(words[offset + 4]),
-            process=process, info=[" ".join(info)] if info else [],
-        )
+        pending = new
     if pending is not None:
         sockets.append(_finish(pending, netid))
     if not sockets and not saw_header and not (allow_empty and not text.strip()):
         raise ParseError("ss: no header and no sockets: not ss output")
     return sockets
+
+
+def _refuse(unrecognised: list[dict[str, Any]] | None, lineno: int, line: str, why: str) -> None:
+    if unrecognised is None:
+        raise ParseError(why)
+    unrecognised.append({"line": lineno, "text": line, "why": why})
+
+
+def _socket_line(line: str, words: list[str], lineno: int, has_netid: bool | None) -> _Pending:
+    """A socket line (its info to come on the lines after it); ParseError naming the line otherwise."""
+    line_has_netid = has_netid if has_netid is not None else words[0] not in STATES
+    offset = 1 if line_has_netid else 0
+    if len(words) < offset + 5:
+        raise ParseError(f"ss: line {lineno}: not a socket line: {line.strip()[:80]!r}")
+    state = words[offset]
+    if state not in STATES:
+        raise ParseError(f"ss: line {lineno}: unknown socket state {state[:80]!r}")
+    try:
+        recv_q, send_q = int(words[offset + 1]), int(words[offset + 2])
+    except ValueError:
+        raise ParseError(f"ss: line {lineno}: Recv-Q/Send-Q are not numbers") from None
+    rest = _tokens(line.split(None, offset + 5)[offset + 5]) if len(words) > offset + 5 else []
+    process = None
+    info: list[str] = []
+    for tok in rest:
+        # -p puts users:((...)) in the Process column; with -O the info follows on the same line
+        if tok.startswith("users:(") and process is None and not info:
+            process = tok
+        else:
+            info.append(tok)
+    try:
+        local, peer = parse_addr(words[offset + 3]), parse_addr(words[offset + 4])
+    except ParseError as exc:
+        raise ParseError(f"ss: line {lineno}: {exc.one_line().removeprefix('ss: ')}") from None
+    return _Pending(netid=words[0] if line_has_netid else None, state=state, recv_q=recv_q, send_q=send_q,
+                    local=local, peer=peer, process=process, info=[" ".join(info)] if info else [])
 
 
 def socket_to_json(sock: Socket) -> dict[str, Any]:
@@ -635,5 +657,5 @@ def socket_to_json(sock: Socket) -> dict[str, Any]:
     return out
 
 
-def to_json(text: str) -> list[dict[str, Any]]:
-    return [socket_to_json(s) for s in parse(text)]
+def to_json(text: str, unrecognised: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    return [socket_to_json(s) for s in parse(text, unrecognised=unrecognised)]

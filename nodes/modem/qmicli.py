@@ -474,13 +474,16 @@ def _walk(node: Node) -> list[Node]:
     return out
 
 
-def parse_outputs(text: str, skipped: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def parse_outputs(text: str, skipped: list[dict[str, Any]] | None = None,
+                  unrecognised: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Every command output in `text`. Lines that are not qmicli's output are appended to `skipped`
     (when given); ParseError (naming a line) when a success header names a command this parser does
-    not know, or when nothing in the input is recognisable."""
+    not know -- or, given `unrecognised` (`ctl parse --partial`), that header is set aside there and
+    its lines skipped -- and when nothing in the input is recognisable."""
     chunks, noise = _split(text)
     aside: list[dict[str, Any]] = list(noise)
     outputs: list[dict[str, Any]] = []
+    lines: list[str] | None = None
     for chunk in chunks:
         cmd, root, stray = _recognise(chunk)
         aside.extend({"line": n, "text": t, "why": "not qmicli output"} for n, t in stray)
@@ -490,8 +493,17 @@ def parse_outputs(text: str, skipped: list[dict[str, Any]] | None = None) -> lis
             continue
         if cmd is None:
             if chunk.header is not None:
-                raise ParseError(f"qmicli: line {chunk.header_line}: unknown output {chunk.header!r} "
+                exc = ParseError(f"qmicli: line {chunk.header_line}: unknown output {chunk.header[:80]!r} "
                                  f"(known: {', '.join(c.header for c in COMMANDS)})")
+                if unrecognised is None:
+                    raise exc
+                if lines is None:
+                    lines = text.splitlines()
+                unrecognised.append({"line": chunk.header_line, "text": lines[(chunk.header_line or 1) - 1],
+                                     "why": exc.one_line()})
+                lone = set(stray)
+                aside.extend({"line": n, "text": t, "why": "under an unknown header"} for n, t in chunk.body
+                             if t.strip() and (n, t) not in lone)
             continue                                   # stray text only: set aside above
         if cmd.name == "wds-current-settings":
             # Keys are right-aligned ("   IP Family: IPv4"): indentation means nothing here, so flatten.
@@ -513,11 +525,12 @@ def parse_sample(text: str) -> RadioSample | None:
     return merge_samples([o["sample"] for t in PRIORITY for o in outs if o["type"] == t])
 
 
-def to_json(text: str) -> dict[str, Any]:
+def to_json(text: str, unrecognised: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """All outputs, the merged sample, and `skipped`: the lines set aside as not qmicli's output
-    (line number, text, and why: shell-prompt, glib-log, qmi-log, serial-echo, sudo, not qmicli output)."""
+    (line number, text, and why: shell-prompt, glib-log, qmi-log, serial-echo, sudo, not qmicli output).
+    `unrecognised`: see parse_outputs."""
     skipped: list[dict[str, Any]] = []
-    outs = parse_outputs(text, skipped)
+    outs = parse_outputs(text, skipped, unrecognised)
     if not outs:
         raise ParseError("qmicli: empty input")
     merged = merge_samples([o["sample"] for t in PRIORITY for o in outs if o["type"] == t])
