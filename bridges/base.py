@@ -194,6 +194,11 @@ class Shaper(Protocol):
         """Read-only commands describing the host for the run record; None: the runner's
         generic host metadata (kernel, interfaces) applies."""
 
+    def dry_run_assumptions(self) -> list[str]:
+        """What a dry run assumes about this host because the inventory does not say (its
+        `facts`), one sentence each, for the one warning line per assumption `ctl run
+        --dry-run` prints (pure); default none."""
+
     def expected_state(self, before: ShaperState, desired: Mapping[PipeKey, PipeConfig]) -> ShaperState:
         """What the host would read back after plan(desired, before) ran (pure; dry runs)."""
 
@@ -230,6 +235,9 @@ class ShaperBase:
 
     def metadata_commands(self) -> list[Command] | None:
         return None
+
+    def dry_run_assumptions(self) -> list[str]:
+        return []
 
     def expected_state(self, before: ShaperState, desired: Mapping[PipeKey, PipeConfig]) -> ShaperState:
         return ShaperState({**before.pipes, **desired}, dict(before.raw), dict(before.details), {})

@@ -330,6 +330,16 @@ class Nat(Strict):
     forwards: list[PortForward] = Field(default_factory=list)
 
 
+# Scenario role defaults: a scenario's --client, --link, ... default to the names of the shipped
+# racks (a1, b1, path1, ...); a host or link that `plays` one of them is used in its place.
+Played = Annotated[str, Field(pattern=_NAME)]
+_PLAYS_HOST = ("the scenario role defaults this host stands for: a scenario whose role (--client, --server, ...) "
+               "defaults to one of these names (a1, b1, sa1, ns1, ...; `ctl scenarios show NAME` lists them) uses "
+               "this host unless the flag is given")
+_PLAYS_LINK = ("the scenario role defaults this link stands for (path1, path2, sbd1, sbn, lp1, wan1, ...): a "
+               "scenario whose link role defaults to one of them uses this link unless the flag is given")
+
+
 class Host(Strict):
     role: Role
     os: Literal["linux", "freebsd", "switch-os"] = "linux"
@@ -344,6 +354,7 @@ class Host(Strict):
     nat: Nat | None = Field(None, description="a router's NAT (the virtual rack installs it with nftables)")
     facts: dict[str, str] = Field(default_factory=dict,
                                   description="known host facts a dry run assumes (os_release, sysctls)")
+    plays: list[Played] = Field(default_factory=list, description=_PLAYS_HOST)
 
     @model_validator(mode="after")
     def _role_fields(self) -> "Host":
@@ -426,6 +437,7 @@ class Link(Strict):
     switch: str | None = None
     switch_ports: list[str] = Field(default_factory=list)
     baseline: Baseline | None = None
+    plays: list[Played] = Field(default_factory=list, description=_PLAYS_LINK)
 
     @field_validator("capacity")
     @classmethod

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -63,7 +63,6 @@ from bridges.dummynet.rules import (
 )
 from bridges.dummynet.values import (
     ASSUMED_RULES,
-    ASSUMED_SYSCTLS,
     BURST_MAX_EXACT,
     BW_MAX_INT,
     BW_MAX_UINT,
@@ -79,6 +78,7 @@ from bridges.dummynet.values import (
     QUEUE_LIMIT_NAMES,
     SAMPLER_SCRIPT,
     SYSCTL_NAMES,
+    assumed_release, assumed_sysctl_text, dry_run_assumptions,
     format_bw_arg,
     format_delay_arg,
     format_plr_arg,
@@ -279,21 +279,18 @@ class DummynetShaper(ShaperBase):
 
     # ---- reading ------------------------------------------------------------------------------
 
-    def _assumed_sysctl_text(self, names: Iterable[str]) -> str:
-        values = dict(ASSUMED_SYSCTLS)
-        values.update({k: v for k, v in self.facts.items() if k.startswith(("kern.", "net."))})
-        lines = [f"{k}: {v}" for k, v in values.items() if any(k == n or k.startswith(n + ".") for n in names)]
-        return "".join(line + "\n" for line in lines)
+    def dry_run_assumptions(self) -> list[str]:
+        return dry_run_assumptions(self.host, self.facts, self.spec.tool)
 
     def read_commands(self) -> list[Command]:
         """Release, sysctls, the whole pipe listing and the whole rule list (all read-only)."""
-        rel = self.facts.get("os_release", "")
+        rel = assumed_release(self.facts, self.spec.tool)
         return [
             Command(("freebsd-version", "-u"), check=False, assume=rel + "\n" if rel else "",
                     note="userland release: ipfw or dnctl, bw limit (none before FreeBSD 10: set shaper.tool)"),
             Command(("sysctl",) + SYSCTL_NAMES, check=False,
                     note="dummynet limits, kern.hz, bridge/ipfw layer-2 switches (unknown oids exit 1)",
-                    assume=self._assumed_sysctl_text(SYSCTL_NAMES)),
+                    assume=assumed_sysctl_text(self.facts, SYSCTL_NAMES)),
             Command((self._read_tool(), "pipe", "show"), note="all dummynet pipes", assume=""),
             Command(("ipfw", "-S", "list"), note="all rules with their sets (ctl's range is filtered here)",
                     assume=ASSUMED_RULES),
@@ -764,20 +761,20 @@ class DummynetShaper(ShaperBase):
 
     def metadata_commands(self) -> list[Command]:
         """Read-only host facts for the run record (run before and after a run)."""
-        rel = self.facts.get("os_release", "")
+        rel = assumed_release(self.facts, self.spec.tool)
         lo, hi = self.spec.rule_range
         uname = self.facts.get("uname", f"FreeBSD {self.host} {rel}".rstrip())
         return [
             Command(("uname", "-a"), note="kernel", assume=uname + "\n"),
             Command(("freebsd-version", "-u"), note="userland", assume=rel + "\n" if rel else ""),
-            Command(("sysctl", "kern.hz"), note="tick: delay granularity", assume=self._assumed_sysctl_text(["kern.hz"])),
+            Command(("sysctl", "kern.hz"), note="tick: delay granularity", assume=assumed_sysctl_text(self.facts, ["kern.hz"])),
             Command(("sysctl", "net.inet.ip.dummynet"), check=False, note="dummynet settings and limits",
-                    assume=self._assumed_sysctl_text(["net.inet.ip.dummynet"])),
+                    assume=assumed_sysctl_text(self.facts, ["net.inet.ip.dummynet"])),
             Command(("sysctl", "net.link.bridge"), check=False, note="bridge filtering switches",
-                    assume=self._assumed_sysctl_text(["net.link.bridge"])),
+                    assume=assumed_sysctl_text(self.facts, ["net.link.bridge"])),
             Command(("sysctl", "net.link.ether.ipfw", "net.inet.ip.fw.one_pass"), check=False,
                     note="layer-2 ipfw hook, one_pass",
-                    assume=self._assumed_sysctl_text(["net.link.ether.ipfw", "net.inet.ip.fw.one_pass"])),
+                    assume=assumed_sysctl_text(self.facts, ["net.link.ether.ipfw", "net.inet.ip.fw.one_pass"])),
             Command(("ipfw", "-S", "list", f"{lo}-{hi}"), check=False,
                     note="ctl's rule range (exit 69 'no rules in range' when empty)", assume=""),
             Command((self._read_tool(), "pipe", "show"), note="all pipes", assume=""),

@@ -5,6 +5,7 @@ what a dry run assumes a bridge holds.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Iterable, Mapping
 
 from bridges.base import PipeConfig
 from controller.errors import ParameterError
@@ -74,6 +75,48 @@ ASSUMED_SYSCTLS: dict[str, str] = {
     "net.link.ether.ipfw": "1",
     "net.inet.ip.fw.one_pass": "1",
 }
+
+
+# What a dry run assumes `freebsd-version -u` prints when neither `facts.os_release` nor a forced
+# `shaper.tool` says (firmware-notes/dummynet.md, "Dry runs"): the release of the shipped lab
+# example's bridges, so pipes are planned with dnctl. Said in one warning line, never silently.
+ASSUMED_RELEASE = "14.1-RELEASE"
+
+
+def assumed_sysctl_text(facts: Mapping[str, str], names: Iterable[str]) -> str:
+    """What a dry run takes `sysctl NAMES...` to print: ASSUMED_SYSCTLS, overridden by the
+    `kern.*`/`net.*` keys of the host's `facts`."""
+    values = dict(ASSUMED_SYSCTLS)
+    values.update({k: v for k, v in facts.items() if k.startswith(("kern.", "net."))})
+    lines = [f"{k}: {v}" for k, v in values.items() if any(k == n or k.startswith(n + ".") for n in names)]
+    return "".join(line + "\n" for line in lines)
+
+
+def assumed_release(facts: Mapping[str, str], tool: str) -> str:
+    """What a dry run takes `freebsd-version -u` to print: `facts.os_release`; without it and
+    with `tool: auto`, ASSUMED_RELEASE (dry_run_assumptions says so); with a forced tool, nothing."""
+    return facts.get("os_release", "") or (ASSUMED_RELEASE if tool == "auto" else "")
+
+
+_LIMIT_FACTS = ("net.inet.ip.dummynet.pipe_slot_limit", "net.inet.ip.dummynet.pipe_byte_limit", "kern.hz")
+
+
+def dry_run_assumptions(host: str, facts: Mapping[str, str], tool: str) -> list[str]:
+    """One sentence per value a dry run of this bridge assumes because `facts` does not give it."""
+    out = []
+    if not facts.get("os_release") and tool == "auto":
+        major = int(ASSUMED_RELEASE.split(".")[0])
+        out.append(f"{host} (dummynet): facts.os_release is not set and shaper.tool is auto: this dry run assumes "
+                   f"FreeBSD {ASSUMED_RELEASE} (pipes configured with {'dnctl' if major >= DNCTL_SINCE_MAJOR else 'ipfw'}"
+                   "); a real run reads the release from the bridge (set facts.os_release or shaper.tool to plan for "
+                   "yours)")
+    missing = [k for k in _LIMIT_FACTS if k not in facts]
+    if missing:
+        out.append(f"{host} (dummynet): facts do not give {', '.join(missing)}: this dry run assumes "
+                   + ", ".join(f"{k}={ASSUMED_SYSCTLS[k]}" for k in missing)
+                   + " (FreeBSD's defaults, firmware-notes/dummynet.md); a real run checks the plan against the "
+                     "bridge's own values")
+    return out
 
 
 # A bridge at baseline with rc.firewall's "open" type: ctl's range is empty.

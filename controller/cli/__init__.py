@@ -23,8 +23,8 @@ from controller.errors import CtlError, UsageError
 from controller.settings import export_state_dir
 
 # The order `ctl --help` lists the commands in.
-ORDER = ("run", "runs", "scenarios", "cc", "link", "campaign", "reproduce", "rack", "lab", "field", "report",
-         "metrics", "parse")
+ORDER = ("run", "runs", "scenarios", "cc", "link", "campaign", "reproduce", "rack", "inventory", "lab", "field",
+         "report", "metrics", "parse")
 # Every exit status ctl uses (also in the README); `ctl --help` prints this table.
 EXIT_CODES = (
     (0, "success (a run completed and its result is valid)"),
@@ -122,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
             setattr(args, dest, extra)  # e.g. a scenario's own parameters
         elif extra:
             raise UsageError(f"unrecognized arguments: {' '.join(extra)}")
+        from controller.cli.common import command_words, set_command   # loaded by the command already
+        set_command(command_words(parser, args))    # named in the --json envelope
         return args.func(args)
     except CtlError as exc:
         print(f"ctl: error: {exc.one_line()}", file=sys.stderr)

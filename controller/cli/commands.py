@@ -38,6 +38,7 @@ for _name, _help in (
         ("field", "field tests on modem hosts: start, status, stop, report"),
         ("metrics", "InfluxDB: send spooled points"),
         ("report", "figures over many run records (rtt-loss: the BBRv3 heatmaps)"),
+        ("inventory", "describe a rack: check a file (every error, its line; --probe asks the hosts), init one"),
         ("runs", "recorded runs: show one's summary again, over its whole traffic or a window of it"),
         ("reproduce", "every paper's tables on this rack: campaigns, status, report with verdicts, compare")):
     COMMANDS.lazy(_name, f"controller.cli.{_name}:register", _help)

@@ -16,7 +16,7 @@ from controller.lab.ops import ensure_lab
 from controller.rack.lease import hold_rack, parse_wait
 from controller.rack.reservations import check_free
 from controller.run.partial import partial_line
-from controller.run.prepare import prepare_run
+from controller.run.prepare import dry_run_assumptions, prepare_run
 from controller.run.recovery import recover_all
 from controller.run.runner import RunOutcome, execute
 from controller.scenarios.base import RunPlan
@@ -39,6 +39,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = Console(quiet=args.quiet or (args.json and args.dry_run), block=not (args.json or args.dry_run))
     say = console.log
     if args.dry_run:
+        for line in dry_run_assumptions(inv, plan):
+            print(f"warning: {line}", file=sys.stderr, flush=True)
         outcome = asyncio.run(execute(scenario, params, given, inv, plan, runs_root=runs_dir(args.runs_dir),
                                       dry_run=True, progress=say))
         if args.json:

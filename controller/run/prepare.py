@@ -16,7 +16,7 @@ def prepare_run(scenario_name: str, rest: list[str], inv: Inventory) -> tuple[Sc
     `conversions` gain what each bridge's back-end would hold differently from the plan (a rate
     or a loss rounded to its resolution), after the scenario's own (queues, socket buffers)."""
     scenario = scenarios.get(scenario_name)
-    params, given = scenario.parse_args(rest)
+    params, given = scenario.parse_args(rest, inv)
     plan = scenario.plan(params, inv)
     by_bridge: dict[str, dict] = {}
     for key, cfg in plan.links.items():
@@ -27,3 +27,14 @@ def prepare_run(scenario_name: str, rest: list[str], inv: Inventory) -> tuple[Sc
         shaper.validate(desired)
         plan.conversions.extend(c for c in shaper.conversions(desired) if c not in plan.conversions)
     return scenario, params, given, plan
+
+
+def dry_run_assumptions(inv: Inventory, plan: RunPlan) -> list[str]:
+    """What a dry run of `plan` assumes about its bridges because the inventory does not say
+    (e.g. a dummynet bridge's release without `facts.os_release`): `ctl run --dry-run` prints
+    each as one warning line, so an assumption is never silent."""
+    out: list[str] = []
+    for bridge in sorted({inv.links[key[0]].bridge for key in plan.links}):
+        kind = inv.hosts[bridge].shaper.kind  # type: ignore[union-attr]
+        out += shaper_class(kind)(inv, bridge).dry_run_assumptions()
+    return out

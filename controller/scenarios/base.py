@@ -154,6 +154,29 @@ def role_param(name: str, default: str, help: str) -> Param:
     return Param(name, "host", default, help, in_run_id=False)
 
 
+def players(inv: Inventory, name: str) -> list[tuple[str, str]]:
+    """("host" | "link", name) of everything in the inventory that `plays` `name`."""
+    return ([("host", h) for h, host in sorted(inv.hosts.items()) if name in host.plays]
+            + [("link", l) for l, link in sorted(inv.links.items()) if name in link.plays])
+
+
+def role_default(p: Param, inv: Inventory | None) -> tuple[Any, str]:
+    """The default of a role parameter on this inventory, and why (for `ctl inventory check`).
+
+    A scenario's roles default to the names of the shipped racks (a1, b1, path1, ...). On a rack
+    named otherwise, the host or link whose `plays` lists that name takes its place; without one,
+    the name itself (the shipped inventories). Two that play one name are refused."""
+    if p.type != "host" or inv is None or not isinstance(p.default, str):
+        return p.default, "default"
+    found = players(inv, p.default)
+    if len(found) > 1:
+        raise ScenarioError(f"{p.flag}: {' and '.join(f'{k} {n}' for k, n in found)} both play {p.default!r} in "
+                            f"inventory {inv.name}: a role default stands for one host or link")
+    if found:
+        return found[0][1], f"{found[0][0]} {found[0][1]} plays {p.default}"
+    return p.default, "default"
+
+
 def queue_param(default: str | None, help: str = "bottleneck queue per direction: slots (50) or bytes (64KB)") -> Param:
     return Param("queue", "queue", default, help)
 
@@ -237,8 +260,9 @@ class Scenario:
         names = {p.name for p in self.params}
         return self.params + tuple(p for p in COMMON_PARAMS if p.name not in names)
 
-    def parse_args(self, argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, str]]:
-        """Scenario arguments -> (resolved typed parameters, the ones given explicitly, as typed)."""
+    def parse_args(self, argv: Sequence[str], inv: Inventory | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+        """Scenario arguments -> (resolved typed parameters, the ones given explicitly, as typed).
+        With the inventory, a role not given is the host or link that `plays` its default (role_default)."""
         params = self.all_params()
         parser = _ScenarioParser(prog=f"ctl run {self.name}", add_help=False)
         for p in params:
@@ -250,7 +274,7 @@ class Scenario:
             raw = getattr(ns, p.name)
             if raw is not None:
                 given[p.name] = raw
-            out[p.name] = p.parse(raw if raw is not None else p.default)
+            out[p.name] = p.parse(raw if raw is not None else role_default(p, inv)[0])
         check_distinct(self.name, self.distinct, out)
         return out, given
 
@@ -323,7 +347,8 @@ class _ScenarioParser(argparse.ArgumentParser):
 
 def require_host(inv: Inventory, name: str, role: Role, what: str) -> None:
     if name not in inv.hosts:
-        raise ScenarioError(f"{what}: host {name!r} is not in inventory {inv.name}")
+        raise ScenarioError(f"{what}: host {name!r} is not in inventory {inv.name}, and no host plays it "
+                            f"(a host stands for it with `plays: [{name}]`)")
     if inv.hosts[name].role is not role:
         raise ScenarioError(f"{what}: host {name!r} is a {inv.hosts[name].role.value}, not a {role.value}")
 
@@ -339,7 +364,8 @@ def address_on(inv: Inventory, host: str, link: str, what: str) -> tuple[str, st
 def require_link(inv: Inventory, name: str, what: str) -> None:
     if name not in inv.links:
         raise ScenarioError(f"{what}: link {name!r} is not in inventory {inv.name} "
-                            f"(links: {', '.join(sorted(inv.links)) or 'none'})")
+                            f"(links: {', '.join(sorted(inv.links)) or 'none'}), and no link plays it (a link stands "
+                            f"for it with `plays: [{name}]`)")
 
 
 def bridge_ports(inv: Inventory, link: str) -> tuple[str, str, str]:
