@@ -6,8 +6,12 @@ the next taker finds the file unlocked and overwrites the stale owner record. Th
 records who holds the lock, for error messages and status.
 
 Lock files live in directories that must be ours and closed to others, and are opened
-without following symlinks (controller.safefs): a local user who pre-creates
-`/run/lock/ctl` or plants a symlink gets a refusal, never root writing through it.
+without following symlinks and without blocking (controller.safefs): a local user who
+pre-creates `/run/lock/ctl` or plants a symlink gets a refusal, never root writing through it.
+Reading who holds a lock (`ctl rack status`, error messages) checks the same: a lock directory
+that is not ours, or that others can write to (sticky or not), is refused with one line, and a
+lock file that is not a regular file (a FIFO would make a plain open wait forever for a writer)
+is never read.
 
 The rack lock is machine-wide (`$CTL_LOCK_DIR`, default `/run/lock/ctl`), keyed by the
 inventory's rack name: two checkouts of ctl on one controller (each with its own state
@@ -28,7 +32,7 @@ import time
 from pathlib import Path
 
 from controller.errors import RackBusy, UnsafePath
-from controller.safefs import open_private, private_dir
+from controller.safefs import check_private_dir, open_private, private_dir
 from controller.settings import state_dir
 
 
@@ -56,11 +60,18 @@ class FileLock:
         self.broke_stale: dict | None = None
 
     def _record(self) -> dict | None:
-        """The owner record as written by the holder (None: unreadable, empty, or not a file of ours)."""
-        try:
-            fd = open_private(self.path, os.O_RDONLY, "lock file")
-        except UnsafePath:
+        """The owner record as written by the holder (None: no lock file yet, or an empty or
+        unparseable one). UnsafePath when the directory is not ours or others can write to it, or
+        the lock file is not a regular file of ours."""
+        if not os.path.lexists(self.path.parent):
             return None
+        check_private_dir(self.path.parent, "lock directory")
+        try:
+            fd = open_private(self.path, os.O_RDONLY | os.O_NONBLOCK, "lock file")
+        except UnsafePath:
+            if not os.path.lexists(self.path):
+                return None          # nobody has taken it yet
+            raise
         try:
             return _parse_record(os.pread(fd, MAX_RECORD, 0))
         finally:
@@ -82,7 +93,7 @@ class FileLock:
         # The lock directory may sit in a world-writable place (/run/lock): it must be ours and
         # closed to others, and the lock file a regular file of ours (never a symlink to follow).
         private_dir(self.path.parent, "lock directory")
-        fd = open_private(self.path, os.O_RDWR | os.O_CREAT, "lock file", 0o644)
+        fd = open_private(self.path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, "lock file", 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

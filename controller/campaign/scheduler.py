@@ -55,6 +55,7 @@ from controller.campaign.timing import learned_overhead
 from controller.errors import CtlError, RackBusy, RecordError
 from controller.inventory import Inventory, load_inventory
 from controller.lab.ops import ensure_lab
+from controller.lab.rack import is_up
 from controller.labdb import whoami
 from controller.lock import FileLock
 from controller.rack.lease import hold_rack
@@ -65,6 +66,14 @@ from controller.run.recovery import interrupted_runs, recover
 from controller.run.runner import execute
 from controller.settings import runs_dir, state_dir
 from controller.telemetry.influx import influx_target, push_pending
+from controller.textsafe import shown
+
+
+BOOK_RETRY_S = 10.0       # a rack's reservations that could not be read are tried again after this
+
+
+class ReservationsUnreadable(CtlError):
+    """A rack's reservation book cannot be read: no run of it starts until it can (fail closed)."""
 
 
 class SchedulerLock(FileLock):
@@ -207,7 +216,7 @@ class Scheduler:
         self._wake = asyncio.Event()
         self.holder = scheduler_id(opts.rack.name if opts.rack is not None else None)
         self._said: set[str] = set()
-        self._books: dict[str, tuple[float, list[Any]]] = {}
+        self._books: dict[str, tuple[float, Any, list[Any], str]] = {}   # rack: (read at, book, rows, error)
 
     # ---- signals -------------------------------------------------------------------------------
 
@@ -248,6 +257,13 @@ class Scheduler:
                     continue
                 try:
                     step = self._step(c, busy=await self._busy(c))
+                except ReservationsUnreadable as exc:
+                    if self._rack_down(c):   # drive() brings it up (rack lock held), then reads the book
+                        chosen = c
+                        break
+                    self._wait_for_book(c, exc)
+                    wake = min(wake, time.time() + BOOK_RETRY_S)
+                    continue
                 except Exception as exc:  # bad data in this campaign: it pauses, the others go on
                     self._pause_on_error(c, exc, "planning its next step")
                     continue
@@ -324,21 +340,42 @@ class Scheduler:
 
     async def _busy(self, c: CampaignRow, inv: Inventory | None = None) -> list[Busy]:
         """Other people's reservations of this campaign's rack (its owner's own do not bind it),
-        read from the rack's book at most every `busy_cache_s`."""
+        read from the rack's book at most every `busy_cache_s`. Fails closed: while the book cannot
+        be read, ReservationsUnreadable (no run starts; read again after BOOK_RETRY_S)."""
         name = self._rack_name(c)
-        t, book = self._books.get(name, (0.0, []))
-        if time.time() - t > self.opts.busy_cache_s:
+        t, book, rows, error = self._books.get(name, (0.0, None, [], ""))
+        if time.time() - t > (self.opts.busy_cache_s if not error else min(self.opts.busy_cache_s, BOOK_RETRY_S)):
             try:
                 inv = inv or self.opts.rack or load_inventory(self._inventory_file(c))
-                book = await asyncio.to_thread(book_for(inv).list)
-                self._said.discard(f"book{name}")
+            except CtlError:      # drive() cannot load it either and pauses the campaign: nothing starts
+                return []
+            try:
+                book = book_for(inv)
+                rows, error = await asyncio.to_thread(book.list), ""
             except CtlError as exc:
-                self._say_once(f"book{name}", f"rack {name}: reservations not readable ({exc.one_line()}); "
-                                              "going on without them")
-                book = []
-            self._books[name] = (time.time(), book)
-        owner = (c.owner or "").split("@")[0] or None
-        return [Busy(r.start, r.end, f"{r.user}@{r.host}", r.note) for r in others(book, owner)]
+                error = exc.one_line()
+            self._books[name] = (time.time(), book, rows, error)
+        if error:
+            raise ReservationsUnreadable(f"the reservations of rack {name} cannot be read ({error}): no run starts "
+                                         f"until they can (tried again every {BOOK_RETRY_S:.0f} s)")
+        return [Busy(r.start, r.end, r.who(False), shown(r.note, 200))
+                for r in others(rows, book.owner_of_campaign(c.owner))]
+
+    def _rack_down(self, c: CampaignRow) -> bool:
+        """`c`'s rack is a virtual rack that is down: its book (on its lease host) cannot be read
+        until drive() brings it up, and nobody can be using it."""
+        try:
+            inv = self.opts.rack or load_inventory(self._inventory_file(c))
+            return inv.kind == "virtual" and not is_up(inv)
+        except CtlError:
+            return False
+
+    def _wait_for_book(self, c: CampaignRow, exc: CtlError) -> None:
+        """The campaign waits (it is not paused: it goes on by itself once the book is readable)."""
+        why = f"waiting: {exc.one_line()}"
+        if c.activity != why:
+            self.store.set_activity(c.num, why)
+            self.log(f"campaign #{c.num}: {why}")
 
     def _take_back_expired(self) -> None:
         """Runs whose scheduler stopped renewing its claim (killed, lost the database): close the
@@ -461,6 +498,7 @@ class Scheduler:
                 return False
             if brought_up and brought_up[0]:
                 self.log(f"virtual rack {inv.name} was down: brought it up")
+                self._books.pop(inv.name, None)     # its book could not be read while it was down
             if hold.lock.broke_stale:
                 pid = hold.lock.broke_stale.get("pid")
                 self.log(f"took over the rack lock of a dead controller (pid {pid})")
@@ -476,7 +514,12 @@ class Scheduler:
                     return False
                 self._take_back_expired()
                 c = self.store.campaign(c.num)
-                step = self._step(c, busy=await self._busy(c, inv))
+                try:
+                    busy = await self._busy(c, inv)
+                except ReservationsUnreadable as exc:   # let go of the rack; serve() reads the book again
+                    self._wait_for_book(c, exc)
+                    return True
+                step = self._step(c, busy=busy)
                 if step.kind == "idle":
                     return False
                 if step.kind == "finish":

@@ -1,31 +1,38 @@
 """The lab database: one PostgreSQL database shared by every controller of a lab (optional).
 
 Configured by `CTL_DATABASE_URL` (`postgresql://USER@HOST[:PORT]/DBNAME`, libpq's own
-parameters such as `?sslmode=require` or `?host=/run/postgresql` allowed). Without it ctl
+parameters such as `?sslmode=require` or `?host=/run/postgresql` allowed; parsed and checked
+by `controller.labdb.url`). Without it ctl
 keeps today's single-controller mode: the campaign store in SQLite in the state dir, rack
 leases on the rack's first host. With it, the campaign queue (every rack's scheduler claims
 runs from it), rack leases (session advisory locks), reservations and the uploaded run
 summaries live there.
 
-The password is never part of the URL (it would end up in process listings and logs): libpq
-reads it from `~/.pgpass` (or `$PGPASSFILE`), or use peer / certificate authentication. The
-URL is shown redacted anyway. psycopg 3 is imported only when a database is used.
+No secret is ever part of the URL (it would end up in process listings and logs): a password
+or `?sslpassword=` is refused; libpq reads the password from `~/.pgpass` (or `$PGPASSFILE`) or a
+service file, or use peer / certificate authentication. The URL is shown redacted anyway.
+psycopg 3 is imported only when a database is used.
+
+Who is who: with a database, a person is their PostgreSQL login (the session user), which the
+database records itself on every reservation, lease and campaign row (`migrations`, step 4).
+Without one, the only identity there is, is the local account ctl runs as (its uid's name,
+never $USER or $LOGNAME, which anybody sets) on this machine: `whoami`.
 
 `migrations` holds the versioned schema (a `schema_version` table, ordered steps, a newer
-schema refused).
+schema refused); `keys` the advisory-lock keys (classes that cannot collide, rack ids the
+database allocates).
 """
 from __future__ import annotations
 
-import getpass
 import os
+import pwd
 import socket
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 from controller.errors import CtlError, UsageError
+from controller.labdb.url import parse_url
 
 ENV = "CTL_DATABASE_URL"
-_SCHEMES = ("postgresql", "postgres")
 
 
 class DatabaseError(CtlError):
@@ -41,35 +48,37 @@ def database_url() -> str | None:
     return url
 
 
-def check_url(url: str) -> None:
-    """Refuse what is not a PostgreSQL URL, or one that carries a password (bad input: exit 2)."""
-    if any(ord(c) < 32 for c in url):
-        raise UsageError(f"${ENV}: a control character in the URL")
-    u = urlsplit(url)
-    if u.scheme not in _SCHEMES:
-        raise UsageError(f"${ENV}: {redact(url)!r} is not a postgresql:// URL")
-    if u.password is not None or any(k == "password" for k, _ in parse_qsl(u.query)):
-        raise UsageError(f"${ENV}: a password in the URL is not allowed (it would show in process lists and "
-                         "logs): put it in ~/.pgpass (or $PGPASSFILE), or use peer/certificate authentication")
-    if not u.path.strip("/"):
-        raise UsageError(f"${ENV}: {redact(url)!r} names no database (postgresql://USER@HOST/DBNAME)")
+def check_url(url: str, where: str = f"${ENV}") -> None:
+    """Refuse what is not a PostgreSQL URL, a malformed one, or one that carries a secret (bad
+    input: one line, exit 2; the secret is never printed)."""
+    parse_url(url, where)
 
 
 def redact(url: str) -> str:
-    """The URL as shown to people: scheme, user, host, port, database; no query, no password."""
-    u = urlsplit(url)
-    host = u.hostname or ""
-    q = dict(parse_qsl(u.query))
-    if not host and "host" in q:
-        host = q["host"]
-    port = f":{u.port}" if u.port else (f":{q['port']}" if "port" in q else "")
-    user = f"{u.username}@" if u.username else ""
-    return f"{u.scheme}://{user}{host}{port}{u.path}"
+    """The URL as shown to people: scheme, user, hosts, ports, database; no query, no password.
+    Never fails (an unparseable URL is shown as such, without its text)."""
+    try:
+        return parse_url(url).redacted()
+    except UsageError:
+        scheme = url.partition("://")[0]
+        return f"{scheme}://(a URL that does not parse)" if scheme in ("postgresql", "postgres") \
+            else "(not a postgresql:// URL)"
+
+
+def local_user() -> str:
+    """The account this process runs as, by its uid (not $USER/$LOGNAME: those say what anybody sets)."""
+    uid = os.geteuid()
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid{uid}"
 
 
 def whoami() -> dict[str, Any]:
-    """Who this controller process is, as recorded in leases, claims and reservations."""
-    return {"user": getpass.getuser(), "host": socket.gethostname(), "pid": os.getpid()}
+    """Who this controller process is on this machine (its account by uid, the machine, the pid),
+    as recorded in leases, claims and reservations without a database; with one, the database
+    replaces the user by the session user."""
+    return {"user": local_user(), "host": socket.gethostname(), "pid": os.getpid()}
 
 
 def connect(url: str, purpose: str, *, autocommit: bool = True) -> Any:

@@ -6,25 +6,40 @@ Two places a lease can live, picked by configuration, not by the caller:
 - **the lab database** (`$CTL_DATABASE_URL`): a PostgreSQL session advisory lock per rack,
   held by a connection of the controller's own. PostgreSQL drops it when that session ends:
   the process exits or is killed -9 (the socket closes), or the network is lost (TCP
-  keepalives, about a minute). A row in `rack_leases` says who holds it (user, machine, pid,
-  since, what it runs) and is refreshed every few seconds.
-- **the rack itself** (no database): a lock on the rack's first host (the first SSH host of
-  the inventory that runs Linux or FreeBSD), held by a long-running remote command started
-  with `Session.spawn` over the controller's own SSH connection: `flock` (Linux) or `lockf`
-  (FreeBSD) around `cat`, which ends when its stdin closes, i.e. when the connection does
-  (process death, kill -9, a lost network once sshd's ClientAlive checks give up). A file
-  next to the lock names the holder and the PID of the holding process, so a reader can tell
-  a live holder from a stale note.
+  keepalives, about a minute). Its key is (lease class, the rack's id in the database's
+  `racks` table): ids are allocated by the database, one per rack name, so no two racks and
+  no other lock of ctl share a key (`controller.labdb.keys`). A row in `rack_leases` says who
+  holds it (the database login, machine, pid, since, what it runs) and is refreshed every few
+  seconds.
+- **the rack itself**: a lock on the rack's lease host -- of the inventory's hosts that run
+  Linux or FreeBSD and are reached over SSH, the one whose name sorts first (not the first in
+  the file: two copies of an inventory listing hosts in another order still agree) -- held by
+  a long-running remote command started with `Session.spawn` over the controller's own SSH
+  connection: `flock` (Linux) or `lockf` (FreeBSD) around `cat`, which ends when its stdin
+  closes, i.e. when the connection does (process death, kill -9, a lost network once sshd's
+  ClientAlive checks give up). A file next to the lock names the holder and the PID of the
+  holding process, so a reader can tell a live holder from a stale note. The lease directory
+  must be a directory of the SSH account, not a symlink, not writable by group or others, and
+  the lock and holder files regular files of that account (else: refused, one line).
+
+Without a database the host lease is the lease. With one, a controller takes the database
+lease AND the host lease, in that order (`make_leases`): a controller that does not use the
+database (not configured, or misconfigured) still meets the host lease, and is refused with
+the holder named, and a controller using the database is refused while one without holds the
+host lease. Two controllers using the database meet at the database lease first, so nobody
+waits holding one lease for the other.
 
 The machine-wide `controller.lock.RackLock` stays the fast path on one controller: it is
-taken first, then the lease. `hold_rack` does both, waits for them when asked (`--wait`),
+taken first, then the leases. `hold_rack` does all, waits for them when asked (`--wait`),
 and names the holder when it gives up (exit 3).
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import json
+import math
 import socket
 import threading
 import time
@@ -36,15 +51,26 @@ from controller.commands import Command
 from controller.errors import CtlError, RackBusy, SSHError
 from controller.inventory import Inventory, Role
 from controller.labdb import DatabaseError, connect, database_url, first_line, redact, whoami
+from controller.labdb.keys import LEGACY_CLASS, lease_key, rack_id
 from controller.labdb.migrations import migrate
 from controller.lock import RackLock, pid_alive
 from controller.ssh import CommandLog, HostTarget, SSHRemoteProcess, SSHSession, targets
+from controller.textsafe import shown
 from controller.units import parse_duration
 
 HEARTBEAT_S = 5.0
 WAIT_POLL_S = 2.0
 DEAD_HOLDER_GRACE_S = 30.0
-ADVISORY_CLASS = 0x6374   # first key of every rack's advisory lock ("ct"); the second is the rack's
+
+
+def iso_time(t: float | None) -> str:
+    """An epoch time as ISO 8601 local time with its zone, to the second ('?' when unknown)."""
+    if t is None or not math.isfinite(t):
+        return "?"
+    try:
+        return dt.datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):
+        return "?"
 
 
 @dataclass(frozen=True)
@@ -60,19 +86,23 @@ class Holder:
     alive: bool = True
 
     def text(self) -> str:
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since)) if self.since else "?"
-        return (f"{self.user} on {self.host} (pid {self.pid if self.pid is not None else '?'}, {self.purpose}, "
-                f"since {since}; lease {self.where})")
+        """One line; every value came from outside (a database row, a file on the lease host): escaped."""
+        return (f"{shown(self.user, 64)} on {shown(self.host, 128)} (pid {self.pid if self.pid is not None else '?'}, "
+                f"{shown(self.purpose, 200)}, since {iso_time(self.since)}; lease {self.where})")
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
 
 
 def _holder_from(info: dict, where: str, alive: bool = True) -> Holder:
-    pid = info.get("pid")
-    return Holder(str(info.get("user", "?")), str(info.get("host", "?")), int(pid) if isinstance(pid, int) else None,
-                  str(info.get("purpose", "?")), info.get("since") if isinstance(info.get("since"), (int, float))
-                  else None, where, alive)
+    """A holder as a lease file on the host recorded it (anybody who can log in there could have
+    written it): only well-typed values are kept."""
+    pid, since = info.get("pid"), info.get("since")
+    return Holder(str(info.get("user", "?"))[:64], str(info.get("host", "?"))[:128],
+                  pid if isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid < 2**31 else None,
+                  str(info.get("purpose", "?"))[:200],
+                  float(since) if isinstance(since, (int, float)) and not isinstance(since, bool)
+                  and math.isfinite(since) else None, where, alive)
 
 
 class Lease(Protocol):
@@ -88,13 +118,13 @@ class Lease(Protocol):
 
 # ==== the lab database: a session advisory lock =====================================================
 
-def advisory_key(rack: str) -> tuple[int, int]:
-    """The two int4 keys of a rack's advisory lock (pg_locks shows them as classid, objid)."""
-    return ADVISORY_CLASS, zlib.crc32(rack.encode()) & 0x7FFFFFFF
+def legacy_key(rack: str) -> tuple[int, int]:
+    """The key ctl used before schema 4 (a CRC of the name): only to notice a holder still on an old ctl."""
+    return LEGACY_CLASS, zlib.crc32(rack.encode()) & 0x7FFFFFFF
 
 
 class DatabaseLease:
-    """`pg_try_advisory_lock(class, crc32(rack))` on a connection of its own, kept for the
+    """`pg_try_advisory_lock(lease class, rack id)` on a connection of its own, kept for the
     life of the lease; a daemon thread refreshes the holder row (and notices a lost session)."""
 
     def __init__(self, url: str, rack: str, purpose: str):
@@ -102,29 +132,48 @@ class DatabaseLease:
         self.rack = rack
         self.purpose = purpose
         self.where = f"in the lab database {redact(url)}"
-        self.key = advisory_key(rack)
+        self.key: tuple[int, int] | None = None
         self.lost: str | None = None
         self._conn: Any = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def try_acquire(self) -> Holder | None:
-        conn = connect(self.url, f"rack lease {self.rack}")
+    def _open(self, purpose: str) -> Any:
+        conn = connect(self.url, purpose)
         try:
             migrate(conn)
+            self.key = lease_key(rack_id(conn, self.rack))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def try_acquire(self) -> Holder | None:
+        conn = self._open(f"rack lease {self.rack}")
+        try:
             got = conn.execute("SELECT pg_try_advisory_lock(%s, %s) AS ok", self.key).fetchone()["ok"]
+            if got:
+                # A holder still on a ctl from before schema 4 holds the old key (named in its row).
+                old = conn.execute(
+                    "SELECT EXISTS (SELECT 1 FROM rack_leases r JOIN pg_locks l ON l.pid = r.backend_pid "
+                    "WHERE r.rack = %s AND l.locktype = 'advisory' AND l.classid = %s AND l.objid = %s "
+                    "AND l.objsubid = 2 AND l.granted) AS held", (self.rack, *legacy_key(self.rack))).fetchone()
+                if old["held"]:
+                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", self.key)
+                    got = False
             if not got:
                 holder = self._read(conn) or Holder("?", "?", None, "holder not recorded yet", None, self.where)
                 conn.close()
                 return holder
             me = whoami()
+            # holder_user and backend_pid are the database's (a trigger): the login, this session.
             conn.execute(
                 "INSERT INTO rack_leases (rack, holder_user, holder_host, holder_pid, backend_pid, purpose, since, "
-                "heartbeat) VALUES (%s, %s, %s, %s, pg_backend_pid(), %s, %s, %s) ON CONFLICT (rack) DO UPDATE SET "
-                "holder_user=EXCLUDED.holder_user, holder_host=EXCLUDED.holder_host, holder_pid=EXCLUDED.holder_pid, "
-                "backend_pid=EXCLUDED.backend_pid, purpose=EXCLUDED.purpose, since=EXCLUDED.since, "
-                "heartbeat=EXCLUDED.heartbeat",
-                (self.rack, me["user"], me["host"], me["pid"], self.purpose, time.time(), time.time()))
+                "heartbeat) VALUES (%s, session_user, %s, %s, pg_backend_pid(), %s, %s, %s) ON CONFLICT (rack) DO "
+                "UPDATE SET holder_user=EXCLUDED.holder_user, holder_host=EXCLUDED.holder_host, "
+                "holder_pid=EXCLUDED.holder_pid, backend_pid=EXCLUDED.backend_pid, purpose=EXCLUDED.purpose, "
+                "since=EXCLUDED.since, heartbeat=EXCLUDED.heartbeat",
+                (self.rack, me["host"], me["pid"], self.purpose, time.time(), time.time()))
         except BaseException:
             conn.close()
             raise
@@ -144,18 +193,18 @@ class DatabaseLease:
 
     def _read(self, conn: Any) -> Holder | None:
         row = conn.execute(
-            "SELECT r.*, EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype='advisory' AND l.classid=%s "
-            "AND l.objid=%s AND l.objsubid=2 AND l.granted AND l.pid=r.backend_pid) AS alive "
-            "FROM rack_leases r WHERE r.rack=%s", (*self.key, self.rack)).fetchone()
+            "SELECT r.*, EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype='advisory' AND l.objsubid=2 AND l.granted "
+            "AND l.pid=r.backend_pid AND ((l.classid=%s AND l.objid=%s) OR (l.classid=%s AND l.objid=%s))) AS alive "
+            "FROM rack_leases r WHERE r.rack=%s", (*self.key, *legacy_key(self.rack), self.rack)).fetchone()
         if row is None:
             return None
-        return Holder(row["holder_user"], row["holder_host"], row["holder_pid"], row["purpose"], row["since"],
+        since = row["since"] if isinstance(row["since"], float) and math.isfinite(row["since"]) else None
+        return Holder(str(row["holder_user"]), str(row["holder_host"]), row["holder_pid"], str(row["purpose"]), since,
                       self.where, bool(row["alive"]))
 
     def holder(self) -> Holder | None:
-        conn = connect(self.url, f"rack status {self.rack}")
+        conn = self._open(f"rack status {self.rack}")
         try:
-            migrate(conn)
             h = self._read(conn)
             if h is None or h.alive:
                 return h
@@ -181,7 +230,7 @@ class DatabaseLease:
             self._conn = None
 
 
-# ==== the rack's first host: a lock held by a remote process =========================================
+# ==== the rack's lease host: a lock held by a remote process ==========================================
 
 # The lock program per host OS (data, not branches): exit 75 (EX_TEMPFAIL) when someone holds it.
 LOCKERS: dict[str, tuple[str, ...]] = {
@@ -189,32 +238,62 @@ LOCKERS: dict[str, tuple[str, ...]] = {
     "freebsd": ("lockf", "-k", "-s", "-t", "0"),  # base system
 }
 
+# Shell functions every lease/book script starts with: the lease directory must be a real
+# directory of the SSH account that group and others cannot write to (so nobody else can put a
+# FIFO, a symlink or a file of theirs in it, between a check and an open), and a file in it a
+# regular file of the account, not a symlink. POSIX test and find only (Linux and FreeBSD).
+SAFE_DIR = r'''unsafe() { echo "ctl-unsafe $*"; exit 3; }
+check_dir() {
+  if [ -L "$1" ]; then unsafe "lease directory $1 is a symlink"; fi
+  if [ ! -d "$1" ]; then unsafe "lease directory $1 is not a directory"; fi
+  if [ ! -O "$1" ]; then unsafe "lease directory $1 is not owned by the account ctl logs in as"; fi
+  if [ -n "$(find "$1" -prune \( -perm -0020 -o -perm -0002 \) -print)" ]; then
+    unsafe "lease directory $1 is writable by group or others (chmod go-w it)"; fi
+}
+check_file() {
+  if [ -L "$1" ]; then unsafe "$1 is a symlink"; fi
+  if [ -e "$1" ] && [ ! -f "$1" ]; then unsafe "$1 is not a regular file"; fi
+  if [ -e "$1" ] && [ ! -O "$1" ]; then unsafe "$1 is not owned by the account ctl logs in as"; fi
+}
+lease_dir() {
+  d=$1; [ -n "$d" ] || d="$HOME/.ctl-lease"
+  case $d in /*) ;; *) d="./$d" ;; esac
+}
+'''
+
 # Constant scripts; every value arrives as a positional argument ("$@"). The lease directory is
-# the account's own (created 0700, refused if it is a symlink or someone else's); the holding
-# process is `cat`, exec'd by the locked shell, so the recorded PID is the process that ends when
-# the controller's connection does.
-_HOLD = r'''d=$1; f=$2; info=$3; shift 3
-[ -n "$d" ] || d="$HOME/.ctl-lease"
-if [ ! -d "$d" ]; then mkdir -p -m 700 "$d" || exit 3; fi
-if [ -L "$d" ] || [ ! -O "$d" ]; then echo "ctl-lease-unsafe $d"; exit 3; fi
-for x in "$d/$f" "$d/$f.holder"; do if [ -L "$x" ]; then echo "ctl-lease-unsafe $x"; exit 3; fi; done
+# the account's own (created 0700, checked as above); the holding process is `cat`, exec'd by the
+# locked shell, so the recorded PID is the process that ends when the controller's connection does.
+_HOLD = SAFE_DIR + r'''lease_dir "$1"; f=$2; info=$3; shift 3
+if [ ! -d "$d" ] && [ ! -L "$d" ]; then mkdir -p -m 700 "$d" || exit 3; fi
+check_dir "$d"
 cd "$d" || exit 3
+check_file "$f"; check_file "$f.holder"
 "$@" "$f" sh -c 'printf "%s\n%s\n" "$$" "$2" > "$1.holder" && echo ctl-lease-held && exec cat >/dev/null' \
   ctl-lease-hold "$f" "$info"
 rc=$?
-if [ "$rc" = 75 ]; then echo ctl-lease-busy; cat "$f.holder" 2>/dev/null; echo; echo ctl-lease-end; fi
+if [ "$rc" = 75 ]; then echo ctl-lease-busy; head -c 4096 "$f.holder" 2>/dev/null; echo; echo ctl-lease-end; fi
 exit "$rc"'''
-_READ = r'''d=$1; f=$2
-[ -n "$d" ] || d="$HOME/.ctl-lease"
-if [ ! -f "$d/$f.holder" ] || [ -L "$d/$f.holder" ]; then echo ctl-lease-none; exit 0; fi
+_READ = SAFE_DIR + r'''lease_dir "$1"; f=$2
+if [ ! -e "$d" ] && [ ! -L "$d" ]; then echo ctl-lease-none; exit 0; fi
+check_dir "$d"
+check_file "$d/$f.holder"
+if [ ! -f "$d/$f.holder" ]; then echo ctl-lease-none; exit 0; fi
 { read -r pid; read -r info; } < "$d/$f.holder"
+case $pid in ''|*[!0-9]*) pid= ;; esac
 if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then echo ctl-lease-alive; else echo ctl-lease-stale; fi
 printf '%s\n' "$info"'''
 
 
+def unsafe_reason(line: str) -> str | None:
+    """What a lease/book script's `unsafe` said (None: it said something else)."""
+    return line.removeprefix("ctl-unsafe ").strip() if line.startswith("ctl-unsafe ") else None
+
+
 @dataclass(frozen=True)
 class LeasePlace:
-    """Where a rack without a database keeps its lease and reservations: a host, its OS, a directory."""
+    """Where a rack keeps its host lease (and, without a database, its reservations): a host, its
+    OS, a directory."""
 
     target: HostTarget
     os: str
@@ -230,14 +309,17 @@ class LeasePlace:
 
 
 def lease_place(inv: Inventory) -> LeasePlace:
-    """The rack's first host (inventory order) reachable over SSH that can hold a lock. A virtual
-    rack's hosts share this machine's filesystem: its lease goes in its own runtime dir."""
+    """The rack's lease host: of the hosts reachable over SSH that can hold a lock (Linux or
+    FreeBSD, not a switch), the one whose name sorts first -- never "the first in the file", so
+    two copies of an inventory that list the hosts in another order agree. A virtual rack's
+    hosts share this machine's filesystem: its lease goes in its own runtime dir."""
     by_name = {t.name: t for t in targets(inv)}
-    for name, host in inv.hosts.items():
-        if name in by_name and host.role is not Role.SWITCH and host.os in LOCKERS:
-            directory = str(inv.virtual.runtime_dir / "lease") if inv.virtual is not None else ""
-            return LeasePlace(by_name[name], host.os, directory, inv.name)
-    raise CtlError(f"rack {inv.name}: no Linux or FreeBSD host reachable over SSH to hold the rack lease")
+    able = sorted(name for name, host in inv.hosts.items()
+                  if name in by_name and host.role is not Role.SWITCH and host.os in LOCKERS)
+    if not able:
+        raise CtlError(f"rack {inv.name}: no Linux or FreeBSD host reachable over SSH to hold the rack lease")
+    directory = str(inv.virtual.runtime_dir / "lease") if inv.virtual is not None else ""
+    return LeasePlace(by_name[able[0]], inv.hosts[able[0]].os, directory, inv.name)
 
 
 class LoopThread:
@@ -324,11 +406,8 @@ class HostLease:
         await proc.wait(10)
         await self._close()
         if first != "ctl-lease-busy":
-            why = first.removeprefix("ctl-lease-unsafe ") if first.startswith("ctl-lease-unsafe") else \
-                (first or "no answer")
             raise CtlError(f"rack {self.place.rack}: cannot take the lease {self.where}: "
-                           + (f"{why} is not a directory of ours (a symlink or another user's)"
-                              if first.startswith("ctl-lease-unsafe") else why))
+                           + shown(unsafe_reason(first) or first or "no answer", 300))
         info_now = _parse_info(rest[1] if len(rest) > 1 else "")
         return _holder_from(info_now, self.where) if info_now else \
             Holder("?", "?", None, "holder not recorded yet", None, self.where)
@@ -364,7 +443,9 @@ class HostLease:
             self.place, ("sh", "-c", _READ, "ctl-lease-read", self.place.directory, self.place.lock_name)))
         lines = out.splitlines()
         if code != 0 or not lines:
-            raise CtlError(f"rack {self.place.rack}: cannot read the lease {self.where}: {err.strip() or code}")
+            why = unsafe_reason(lines[0]) if lines else None
+            raise CtlError(f"rack {self.place.rack}: cannot read the lease {self.where}: "
+                           + shown(why or err.strip() or f"exit {code}", 300))
         if lines[0] == "ctl-lease-none":
             return None
         info = _parse_info(lines[1] if len(lines) > 1 else "")
@@ -379,12 +460,18 @@ def _parse_info(text: str) -> dict:
     return o if isinstance(o, dict) else {}
 
 
-def make_lease(inv: Inventory, purpose: str) -> Lease:
-    """The configured lease for this rack: the lab database when there is one, else its first host."""
+def make_leases(inv: Inventory, purpose: str) -> list[Lease]:
+    """The leases a controller takes for this rack, in order: with a lab database its lease AND
+    the host lease (the cross-check: see the module docstring), else the host lease."""
     url = database_url()
     if url is not None:
-        return DatabaseLease(url, inv.name, purpose)
-    return HostLease(inv, purpose)
+        return [DatabaseLease(url, inv.name, purpose), HostLease(inv, purpose)]
+    return [HostLease(inv, purpose)]
+
+
+def make_lease(inv: Inventory, purpose: str) -> Lease:
+    """The rack's main lease: the lab database's when there is one, else the host lease."""
+    return make_leases(inv, purpose)[0]
 
 
 # ==== holding a rack: the machine-wide lock, then the lease ===========================================
@@ -393,11 +480,12 @@ def make_lease(inv: Inventory, purpose: str) -> Lease:
 class RackHold:
     rack: str
     lock: RackLock
-    lease: Lease
+    lease: Lease                       # the main one (the database's, else the host's)
+    leases: tuple[Lease, ...] = ()     # every lease held (the main one first)
 
     @property
     def lost(self) -> str | None:
-        return self.lease.lost
+        return next((lease.lost for lease in (self.leases or (self.lease,)) if lease.lost), None)
 
 
 def parse_wait(text: str | None) -> float:
@@ -409,13 +497,27 @@ def parse_wait(text: str | None) -> float:
     return parse_duration(text, what="--wait", allow_zero=True)
 
 
+def _take(leases: list[Lease], taken: list[Lease], rack: str) -> Holder | None:
+    """Take the leases not taken yet, in order; stop at the first one somebody holds (its holder)."""
+    for lease in leases[len(taken):]:
+        try:
+            holder = lease.try_acquire()
+        except (SSHError, DatabaseError) as exc:
+            raise CtlError(f"rack {rack}: cannot take the rack lease {lease.where}: {exc.one_line()}") from None
+        if holder is not None:
+            return holder
+        taken.append(lease)
+    return None
+
+
 @contextlib.contextmanager
 def hold_rack(inv: Inventory, purpose: str, *, wait_s: float = 0.0, say: Callable[[str], None] | None = None,
-              prepare: Callable[[], Any] | None = None) -> Iterator[RackHold]:
+              prepare: Callable[[], Any] | None = None, leases: list[Lease] | None = None) -> Iterator[RackHold]:
     """Take the machine-wide rack lock, run `prepare` (e.g. bring a virtual rack up: the lease
-    lives on its hosts), then the rack's lease; release both in reverse order. Waits up to
-    `wait_s` seconds (inf: as long as it takes) for each, telling `say` once who it waits for;
-    then raises RackBusy (exit 3) naming the holder."""
+    lives on its hosts), then the rack's leases (`make_leases`, or `leases`); release all in
+    reverse order. Waits up to `wait_s` seconds (inf: as long as it takes) for each, telling
+    `say` once who it waits for; then raises RackBusy (exit 3) naming the holder. Leases taken
+    while waiting for a later one are kept (nobody can hold a later one and wait for an earlier)."""
     deadline = time.monotonic() + wait_s
     say = say or (lambda m: None)
     lock = RackLock(inv.name, purpose)
@@ -431,16 +533,13 @@ def hold_rack(inv: Inventory, purpose: str, *, wait_s: float = 0.0, say: Callabl
                 told = exc.one_line()
                 say(f"waiting for the rack: {told}")
             time.sleep(WAIT_POLL_S)
+    taken: list[Lease] = []
     try:
         if prepare is not None:
             prepare()
-        lease = make_lease(inv, purpose)
+        wanted = leases if leases is not None else make_leases(inv, purpose)
         while True:
-            try:
-                holder = lease.try_acquire()
-            except (SSHError, DatabaseError) as exc:
-                raise CtlError(f"rack {inv.name}: cannot take the rack lease {lease.where}: {exc.one_line()}") \
-                    from None
+            holder = _take(wanted, taken, inv.name)
             if holder is None:
                 break
             msg = f"rack {inv.name} is leased by {holder.text()}"
@@ -455,9 +554,8 @@ def hold_rack(inv: Inventory, purpose: str, *, wait_s: float = 0.0, say: Callabl
                 told = msg
                 say(f"waiting for the rack: {msg}")
             time.sleep(WAIT_POLL_S)
-        try:
-            yield RackHold(inv.name, lock, lease)
-        finally:
-            lease.release()
+        yield RackHold(inv.name, lock, taken[0], tuple(taken))
     finally:
+        for lease in reversed(taken):
+            lease.release()
         lock.release()

@@ -21,8 +21,11 @@ refused with the host and the commands named before anything on the rack changes
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import re
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -226,7 +229,11 @@ def test_without_a_database_the_lease_lives_on_the_rack_and_dies_with_its_holder
 
 
 def test_a_reservation_refuses_somebody_elses_ad_hoc_run(rack, tmp_path):
+    # Without a database an owner is an account (by uid, not $USER) on a machine: "bob" is root on
+    # another controller (this machine under another host name: test_lab_trust_locks.ctl).
+    from tests.integration.test_lab_trust_locks import OTHER_HOST, ctl as ctl_on
     alice = rack.env(USER="alice", LOGNAME="alice")
+    owner = f"{pwd.getpwuid(os.geteuid()).pw_name}@{socket.gethostname()}"
     p = ctl(alice, "rack", "reserve", "vtest", "--for", "1h", "--note", "calibration", "--json")
     assert p.returncode == 0, p.stderr
     rid = json.loads(p.stdout)["id"]
@@ -235,16 +242,16 @@ def test_a_reservation_refuses_somebody_elses_ad_hoc_run(rack, tmp_path):
         assert p.returncode == 3 and "overlaps reservation" in p.stderr
         bob = rack.env(USER="bob", LOGNAME="bob")
         before = baseline(rack)
-        p = ctl(bob, "run", "distinct-bottleneck", "--duration", "3s", "--quiet")
+        p = ctl_on(bob, "run", "distinct-bottleneck", "--duration", "3s", "--quiet", host=OTHER_HOST)
         assert p.returncode == 3, p.stdout + p.stderr
         err = p.stderr.strip().splitlines()
-        assert len(err) == 1 and "rack vtest is reserved by alice@" in err[0] and "until " in err[0] \
+        assert len(err) == 1 and f"rack vtest is reserved by {owner}" in err[0] and "until " in err[0] \
             and "(calibration)" in err[0], p.stderr
         assert baseline(rack) == before
         p = ctl(bob, "rack", "reservations", "--json")
         assert [r["id"] for r in json.loads(p.stdout)] == [rid]
-        p = ctl(bob, "rack", "cancel", str(rid))
-        assert p.returncode == 2 and "is alice's" in p.stderr
+        p = ctl_on(bob, "rack", "cancel", str(rid), host=OTHER_HOST)
+        assert p.returncode == 2 and f"is {owner}'s" in p.stderr
     finally:
         p = ctl(alice, "rack", "cancel", str(rid))
         assert p.returncode == 0, p.stderr
@@ -255,8 +262,8 @@ def test_a_reservation_refuses_somebody_elses_ad_hoc_run(rack, tmp_path):
     assert p.returncode == 0, p.stderr
     rid = json.loads(p.stdout)["id"]
     try:
-        p = ctl(rack.env(USER="bob", LOGNAME="bob"), "run", "distinct-bottleneck", "--duration", "15min")
-        assert p.returncode == 3 and "would run into alice@" in p.stderr, p.stderr
+        p = ctl_on(rack.env(), "run", "distinct-bottleneck", "--duration", "15min", host=OTHER_HOST)
+        assert p.returncode == 3 and f"would run into {owner}" in p.stderr, p.stderr
     finally:
         assert ctl(alice, "rack", "cancel", str(rid)).returncode == 0
 
