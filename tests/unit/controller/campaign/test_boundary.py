@@ -154,7 +154,8 @@ def test_a_bad_run_row_is_refused_naming_the_field(tmp_path, tmp_state_dir, colu
 
 def test_row_checks_take_what_ctl_writes():
     row = dict(num=1, id="20261122T031819Z_night", name="night", scenario="distinct-bottleneck",
-               file_path="/f.yaml", file_text="x", file_sha256="0" * 64, spec_json='{"version": 1, "scenario": "s"}', seed=None,
+               file_path="/f.yaml", file_text="x", file_sha256="0" * 64, spec_json='{"version": 1, "scenario": "s"}',
+               seed=None,
                inventory_path="/inv/a.yaml", inventory_name="vtest", runs_root="/runs", state="queued",
                reason="paused by user: \x1b[2J is kept as text", not_before=None, abort_requested=0,
                submitted=1.0, started=None, finished=None, updated=2.0, activity=None, activity_t=None,
