@@ -29,7 +29,10 @@ _SIZE = r"[\d.]+ [KMGTPEZY]?B"
 _NAME = re.compile(r"^(?P<status>Seeding|Downloading): (?P<name>.*)$")
 _SPEED = re.compile(rf"^Speed: (?P<dl>{_SIZE})/s Downloaded: (?P<done>{_SIZE})/(?P<total>{_SIZE}) "
                     rf"Uploaded: (?P<up>{_SIZE})$")
-_RUNNING = re.compile(r"^Running time: (?P<rt>.+?)  Time remaining: (?P<eta>.+?)  Peers: (?P<unchoked>\d+)/(?P<peers>\d+)$")
+# The running time stops at the first "  Time remaining: " (a tempered token: a lazy `.+?` there was tried at
+# every later occurrence, each with a scan to the end for "Peers": quadratic).
+_RUNNING = re.compile(r"^Running time: (?P<rt>(?:(?!  Time remaining: ).)+)  Time remaining: (?P<eta>.+?)  "
+                      r"Peers: (?P<unchoked>\d+)/(?P<peers>\d+)$")
 _PEER = re.compile(rf"^(?P<prog>S|\d+%|\?)\s+(?P<type>WEBSEED|WEBRTC|TCPIN|TCPOUT|UTPIN|UTPOUT|UNKNOWN)\s+"
                    rf"(?P<addr>\S+)\s+(?P<down>{_SIZE})\s+(?P<dls>{_SIZE})/s\s+(?P<uls>{_SIZE})/s")
 _DONE = re.compile(r"^torrent downloaded successfully from (?P<active>\d+)/(?P<peers>\d+) peers in (?P<secs>\d+)s!$")

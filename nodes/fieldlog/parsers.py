@@ -20,8 +20,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 # ---- ping ------------------------------------------------------------------------------------------
 
-_PING_REPLY = re.compile(r"^(?:\[(?P<ts>\d+\.\d+)\] )?\d+ bytes from (?P<src>\S+?):? .*?icmp_seq=(?P<seq>\d+).*? "
-                         r"time[=<](?P<rtt>[\d.]+) ms")
+# A reply line is read in three steps, each linear: the head, the first icmp_seq=N, the first " time=X ms"
+# after it. (One pattern `... .*?icmp_seq=(\d+).*? time...` tried every later icmp_seq, each with a scan
+# to the end: quadratic in a line of many. No atomic groups: this runs under a host's python3 >= 3.9.)
+_PING_HEAD = re.compile(r"^(?:\[(?P<ts>\d+\.\d+)\] )?\d+ bytes from (?P<src>\S+?):? ")
+_PING_SEQ = re.compile(r"icmp_seq=(?P<seq>\d+)")
+_PING_TIME = re.compile(r" time[=<](?P<rtt>[\d.]+) ms")
 _PING_NOANSWER = re.compile(r"^(?:\[(?P<ts>\d+\.\d+)\] )?no answer yet for icmp_seq=(?P<seq>\d+)")
 _PING_ERROR = re.compile(r"^(?:\[(?P<ts>\d+\.\d+)\] )?(?:ping: )?(?P<msg>(?:sendmsg|connect|sendto): .*|"
                          r"From \S+ icmp_seq=\d+ .*)$")
@@ -30,9 +34,11 @@ _PING_ERROR = re.compile(r"^(?:\[(?P<ts>\d+\.\d+)\] )?(?:ping: )?(?P<msg>(?:send
 def parse_ping_line(line: str) -> Optional[Tuple[str, Optional[float], Optional[float]]]:
     """("reply", ts, rtt_ms) | ("lost", ts, None) | ("error", ts, None) | None for other lines."""
     s = line.strip()
-    m = _PING_REPLY.match(s)
-    if m:
-        return "reply", _f(m.group("ts")), float(m.group("rtt"))
+    m = _PING_HEAD.match(s)
+    seq = _PING_SEQ.search(s, m.end()) if m else None
+    rtt = _PING_TIME.search(s, seq.end()) if seq else None
+    if m and rtt:
+        return "reply", _f(m.group("ts")), float(rtt.group("rtt"))
     m = _PING_NOANSWER.match(s)
     if m:
         return "lost", _f(m.group("ts")), None
@@ -89,8 +95,8 @@ _PB = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}          # pre
 _SIZE = r"[\d.]+ [KMGTPEZY]?B"
 _WT_SPEED = re.compile(rf"^Speed: (?P<dl>{_SIZE})/s Downloaded: (?P<done>{_SIZE})/(?P<total>{_SIZE}) "
                        rf"Uploaded: (?P<up>{_SIZE})$")
-_WT_RUNNING = re.compile(r"^Running time: (?P<rt>.+?)  Time remaining: (?P<eta>.+?)  "
-                         r"Peers: (?P<unchoked>\d+)/(?P<peers>\d+)$")
+_WT_RUNNING = re.compile(r"^Running time: (?P<rt>(?:(?!  Time remaining: ).)+)  Time remaining: (?P<eta>.+?)  "
+                         r"Peers: (?P<unchoked>\d+)/(?P<peers>\d+)$")     # tempered: see parsers/webtorrent.py
 _WT_PEER = re.compile(rf"^(?P<prog>S|\d+%|\?)\s+(?P<type>WEBSEED|WEBRTC|TCPIN|TCPOUT|UTPIN|UTPOUT|UNKNOWN)\s+"
                       rf"(?P<addr>\S+)\s+(?P<down>{_SIZE})\s+(?P<dls>{_SIZE})/s\s+(?P<uls>{_SIZE})/s")
 _WT_MORE = re.compile(r"^\.\.\. and (?P<n>\d+) more")

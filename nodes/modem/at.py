@@ -403,8 +403,8 @@ def gstatus_pairs(lines: list[str]) -> dict[str, str]:
     path ("PCC RxM RSSI: -48\t\tRSRP (dBm): -78"), so a repeated key is qualified with the line's leading
     key's prefix ("PCC RxM RSRP (dBm)"). Newer firmware prints "PCC RxM RSRP:" directly.
     """
-    out: dict[str, str] = {}
-    for line in lines:
+    out: dict[str, list[str]] = {}      # key -> its value's pieces, joined once at the end (a string grown
+    for line in lines:                  # per continuation segment was quadratic in a long line)
         tokens = [t for t in re.split(r"\t+|\s{2,}", line.strip()) if t.strip()]
         lead: str | None = None
         path: str | None = None
@@ -421,10 +421,10 @@ def gstatus_pairs(lines: list[str]) -> dict[str, str]:
                     key = f"{path} {key}"          # "RSRP (dBm)" on the "PCC RxD RSSI" line
                 elif key in out:
                     key = f"{lead.rsplit(' ', 1)[0]} {key}"
-                out[key] = val
+                out[key] = [val]
             elif key is not None:
-                out[key] = (out[key] + " " + tok.strip()).strip()
-    return out
+                out[key].append(tok.strip())
+    return {k: " ".join(p for p in parts if p) for k, parts in out.items()}
 
 
 PATH_RE = re.compile(r"^((?:PCC|SCC\d*|SSC\d*)\s+Rx[MD])\b")

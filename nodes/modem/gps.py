@@ -129,6 +129,9 @@ def parse(text: str) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             errors.append({"line": n, "error": exc.msg, "text": s[:120]})
             continue
+        except (ValueError, RecursionError) as exc:   # a 5000-digit number; arrays nested thousands deep
+            errors.append({"line": n, "error": f"not a gpsd report ({type(exc).__name__})", "text": s[:120]})
+            continue
         if not isinstance(d, dict):
             errors.append({"line": n, "error": "not a JSON object", "text": s[:120]})
             continue
@@ -137,6 +140,9 @@ def parse(text: str) -> dict[str, Any]:
         if cls == "POLL":                 # ?POLL; answer: {"class":"POLL","tpv":[...],"sky":[...]}
             reports = list(d.get("tpv") or []) + list(d.get("sky") or [])
         for r in reports:
+            if not isinstance(r, dict):
+                errors.append({"line": n, "error": "a POLL entry that is not a JSON object", "text": s[:120]})
+                continue
             c = r.get("class")
             if c == "TPV":
                 fixes.append(tpv(r))

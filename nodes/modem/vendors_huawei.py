@@ -65,8 +65,12 @@ def hcsq_line(payload: str) -> tuple[dict[str, Any], RadioSample | None]:
     """One ^HCSQ line -> (fields with the raw indices, sample or None)."""
     vals = _vals(payload)
     # Some firmwares prefix the report-config pair: ^HCSQ: 2,0,"LTE",... : skip leading numbers.
-    while vals and re.fullmatch(r"\d+", vals[0]) and any(not re.fullmatch(r"\d*", v) for v in vals[1:]):
-        vals = vals[1:]
+    # (one pass: the last field that is not a number bounds how many leading numbers may go)
+    last_word = max((i for i, v in enumerate(vals) if not re.fullmatch(r"\d*", v)), default=-1)
+    start = 0
+    while start < len(vals) and start < last_word and re.fullmatch(r"\d+", vals[start]):
+        start += 1
+    vals = vals[start:]
     sysmode = vals[0].upper() if vals else ""
     raw = [integer(v) for v in vals[1:]]
     f: dict[str, Any] = {"sysmode": sysmode, "values": raw}

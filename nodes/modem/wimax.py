@@ -19,8 +19,9 @@ from typing import Any
 from nodes.modem.radio import ParseError, RadioSample, integer, merge_samples, number
 
 # Patterns anchored on literals with no two quantifiers over the same characters next to each other
-# (linear); the blanks around keys and values are stripped in code, not matched lazily.
-HEADER_RE = re.compile(r"^\s*+(Link Status|Network Info|NSP)\s*+:(.*)$")
+# (linear; no possessive quantifiers: this runs under a host's python3 >= 3.9); the blanks around keys
+# and values are stripped in code, not matched lazily.
+HEADER_RE = re.compile(r"^\s*(Link Status|Network Info|NSP)\s*:(.*)$")
 KEY_RE = re.compile(r"[A-Za-z][A-Za-z ]*")
 MADWIMAX_SIGNAL_RE = re.compile(
     r"RSSI:\s*(-?\d+)\s+CINR:\s*(-?[\d.]+)\s+TX Power:\s*(-?\d+)\s+Frequency:\s*(-?\d+)")
