@@ -25,8 +25,8 @@ SECRET_PARAMS = frozenset({"password", "sslpassword", "oauth_client_secret"})
 _HOSTNAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})")
 _PORT = re.compile(r"[0-9]{1,5}")
 _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
-NO_SECRET = ("a URL must carry no password (it would show in process lists, logs and `ctl config show`): put it "
-             "in ~/.pgpass (or the file $PGPASSFILE names) or a libpq service file, or use peer or certificate "
+NO_SECRET = ("a password in the URL is not allowed (it would show in process lists, logs and `ctl config show`): "
+             "put it in ~/.pgpass (or the file $PGPASSFILE names) or a libpq service file, or use peer or certificate "
              "authentication")
 
 
@@ -107,7 +107,7 @@ def parse_url(url: str, where: str = "$CTL_DATABASE_URL") -> DatabaseUrl:
     authority = authority.partition("?")[0]
     userinfo, at, _hostlist = authority.rpartition("@")
     if at and ":" in userinfo:
-        raise UsageError(f"{where}: the URL holds a password; {NO_SECRET}")
+        raise UsageError(f"{where}: the URL holds a password: {NO_SECRET}")
     head, qmark, query = rest.partition("?")
     for item in query.split("&") if qmark else ():
         key = item.partition("=")[0]
@@ -116,7 +116,7 @@ def parse_url(url: str, where: str = "$CTL_DATABASE_URL") -> DatabaseUrl:
         except UnicodeDecodeError:
             name = key.lower()
         if name in SECRET_PARAMS:
-            raise UsageError(f"{where}: the URL holds a password (?{name}=...); {NO_SECRET}")
+            raise UsageError(f"{where}: the URL holds a password (?{name}=...): {NO_SECRET}")
     if "#" in url:
         raise UsageError(f"{where}: a '#' in the URL (write it as %23)")
     authority, slash, path = head.partition("/")
