@@ -4,8 +4,10 @@ Progress, failures (class, action, error), health checks, a table per case with 
 and the 95 % confidence interval over repetitions, the figures (a heatmap of the headline
 metric over two swept parameters per value of the others, e.g. RTT x loss per congestion
 control; box plots over repetitions with the mean and its CI), and a link to every run
-record by relative path. The HTML inlines its images as data: URIs and has no scripts, so
-it can be mailed or copied anywhere; the Markdown refers to the same PNGs next to it.
+record by relative path. Both files come from one content model through the templates of
+controller.reportdoc, so they say the same; the HTML inlines its images as data: URIs and has no
+scripts, so it can be mailed or copied anywhere; the Markdown refers to the same PNGs next to it,
+and each figure also has a PDF beside it. Times are ISO 8601 in UTC.
 
 Numbers come from each completed run's `summary.json`; nothing is recomputed from raw data.
 A record this controller cannot read (another controller ran it, on another rack) is read
@@ -17,8 +19,6 @@ rack ran), so a difference between racks shows within a case, not mixed with the
 """
 from __future__ import annotations
 
-import base64
-import html
 import json
 import math
 import os
@@ -28,10 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from controller import palette, plots
 from controller.campaign.boundary import local_record_dir
 from controller.campaign.progress import progress_of
 from controller.campaign.timing import format_span
 from controller.errors import RecordError
+from controller.reportdoc import Document, Section, render_html, render_md
+from controller.reportdoc import rel_path as _rel
 from controller.results.figures import CaseData, box_figure, heatmap_figures, varied_values
 from controller.results.records import load_manifest
 from controller.results.stats import mean_ci
@@ -264,9 +267,6 @@ def export_records(store: Any, c: Any, out: Path) -> Export:
     return Export(len(items), len(done), len(local), missing)
 
 
-# ---- figures -----------------------------------------------------------------------------------
-
-
 # ---- rendering -----------------------------------------------------------------------------------
 
 def _fmt(v: float | None, digits: int = 4) -> str:
@@ -275,17 +275,13 @@ def _fmt(v: float | None, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
-def _when(t: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
+iso = plots.iso_utc
 
 
-def _rel(target: str | Path, base: Path) -> str:
-    return os.path.relpath(Path(target).resolve(), base.resolve()).replace(os.sep, "/")
-
-
-def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
-    """report.html and report.md (and the figures) in `out`; text from the store is escaped
-    (HTML) and its control characters shown as escapes (`controller.textsafe`) in both."""
+def write_report(store: Any, c: Any, out: Path, output: plots.Output = plots.REPORT) -> tuple[Path, Path]:
+    """report.html and report.md (and the figures, PNG with a PDF beside) in `out`, both from one
+    content model (controller.reportdoc); text from the store is escaped (HTML) and its control
+    characters shown as escapes (`controller.textsafe`) in both."""
     out_fd = open_dir(out, "report directory")
     os.close(out_fd)
     shared = _shared(store)
@@ -300,12 +296,16 @@ def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
                 metric_names.append(k)
     metric = primary_metric(c.scenario, spec.report.metric, metric_names)
     shown = ([metric] if metric else []) + [m for m in metric_names if m != metric][:5]
+    written = iso(time.time())
     figures: list[tuple[Path, str]] = []
     if metric:
+        what = f"campaign {c.name} (#{c.num} {c.id})"
         axes = heatmap_axes(c.scenario, spec.report.heatmap, varied_values(cases))
         if axes is not None:
-            figures += heatmap_figures(cases, metric, axes, out, f"{c.name}: mean {metric}")
-        figures += box_figure(cases, metric, out, f"{c.name}: {metric} over repetitions")
+            figures += heatmap_figures(cases, metric, axes, out, f"{what}: mean {palette.label(metric)}\n"
+                                       f"report of {written}", output)
+        figures += box_figure(cases, metric, out, f"{what}: {palette.label(metric)} over repetitions\n"
+                              f"report of {written}", output)
     attempts = g["attempts"]
     failures = [a for a in attempts if a.klass and a.klass != "ok"]
     rack_s = sum((a.finished or a.started) - a.started for a in attempts)
@@ -313,7 +313,7 @@ def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
     health = g["health"]
     spreads = [h.details.get("clock_spread_s") for h in health if h.details.get("clock_spread_s") is not None]
 
-    # ---- the content, once, as rows; rendered to HTML and Markdown below ----
+    # ---- the content, once; rendered to HTML and Markdown by the templates ----
     overview = [
         ("campaign", f"#{c.num} {c.id}"), ("scenario", c.scenario),
         ("state", c.state + (f": {c.reason}" if c.reason else "")),
@@ -322,59 +322,79 @@ def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
         ("attempts", f"{len(attempts)} ({len(failures)} not completed)"),
         ("order", spec.order + (f", seed {c.seed}" if c.seed is not None else "")),
         ("repetitions", str(spec.repetitions)), ("pause", spec.pause), ("window", spec.window or "any time"),
-        ("submitted", _when(c.submitted)), ("started", _when(c.started)), ("finished", _when(c.finished)),
+        ("submitted", iso(c.submitted)), ("started", iso(c.started)), ("finished", iso(c.finished)),
         ("rack time", format_span(rack_s)),
         ("racks" if len(g["racks"]) > 1 else "rack", ", ".join(g["racks"])
          + (f" (rack group {c.rack_group})" if c.rack_group else "")), ("campaign file", c.file_path),
-        ("file sha256", c.file_sha256), ("report written", _when(time.time())),
+        ("file sha256", c.file_sha256), ("report written", written),
     ]
-    case_head = ["case"] + list(varied_values(cases)) + ["n"] + [f"{m} mean ± 95% CI" for m in shown] + ["records"]
-    case_rows: list[list[tuple[str, str | None]]] = []  # (text, link)
+    keys = list(varied_values(cases))
+    case_head = ["case"] + keys + ["n"] + [f"{m} mean ± 95% CI" for m in shown] + ["records"]
+    case_rows: list[list[Any]] = []
     for cd in cases:
-        row: list[tuple[str, str | None]] = [(str(cd.index + 1), None)]
-        row += [(cd.varied.get(k, ""), None) for k in varied_values(cases)]
-        row.append((str(len(cd.records)), None))
+        row: list[Any] = [str(cd.index + 1)] + [cd.varied.get(k, "") for k in keys] + [str(len(cd.records))]
         for m in shown:
             st = mean_ci(cd.values.get(m, []))
             # No interval from one repetition (Student's t needs n >= 2): the mean alone, said so.
-            row.append((f"{_fmt(st.mean)} ± {_fmt(st.ci95, 3)}" if st.ci95 is not None else
-                        f"{_fmt(st.mean)} (n = 1, no CI)" if st.n == 1 else _fmt(st.mean), None))
+            row.append(f"{_fmt(st.mean)} ± {_fmt(st.ci95, 3)}" if st.ci95 is not None else
+                       f"{_fmt(st.mean)} (n = 1, no CI)" if st.n == 1 else _fmt(st.mean))
+        links = []
         for rep, d in sorted(cd.records):
             link, where = _link(d, out, shared=shared)
-            row.append((f"rep {rep}{where}", link))
+            links.append((f"rep {rep}{where}", link))
+        row.append(links or "-")
         case_rows.append(row)
     fail_rows = []
     for a in failures:
         r = runs_by_seq.get(a.seq)
-        fail_rows.append([(str(a.seq), None), (" ".join(f"{k}={v}" for k, v in (r.varied if r else {}).items()), None),
-                          (str(r.repetition if r else ""), None), (str(a.attempt), None), (a.klass or "", None),
-                          (a.action or "", None), ((a.error or "")[:400], None),
-                          (a.run_id + _link(a.record_dir, out, a.controller, shared)[1],
-                           _link(a.record_dir, out, shared=shared)[0])])
+        fail_rows.append([str(a.seq), " ".join(f"{k}={v}" for k, v in (r.varied if r else {}).items()),
+                          str(r.repetition if r else ""), str(a.attempt), a.klass or "", a.action or "",
+                          (a.error or "")[:400], (a.run_id + _link(a.record_dir, out, a.controller, shared)[1],
+                                                  _link(a.record_dir, out, shared=shared)[0])])
     run_rows = []
     for r in g["runs"]:
         links = []
         for a in g["by_seq"].get(r.seq, []):
             link, where = _link(a.record_dir, out, a.controller, shared)
             links.append((f"#{a.attempt} {a.status}" + (f" on {a.rack}" if a.rack else "") + where, link))
-        run_rows.append([(str(r.seq), None), (str(r.case_index + 1), None),
-                         (" ".join(f"{k}={v}" for k, v in r.varied.items()), None), (str(r.repetition), None),
-                         (r.state, None), (g["run_rack"].get(r.seq, ""), None)] + links)
+        run_rows.append([str(r.seq), str(r.case_index + 1), " ".join(f"{k}={v}" for k, v in r.varied.items()),
+                         str(r.repetition), r.state, g["run_rack"].get(r.seq, ""), links or "-"])
     health_lines = [f"{len(health)} checks, {sum(1 for h in health if not h.ok)} failed"]
     if spreads:
         health_lines.append(f"clock spread between hosts: median {statistics.median(spreads) * 1e3:.3f} ms, "
                             f"max {max(spreads) * 1e3:.3f} ms (bound {spec.health.max_clock_spread})")
     for h in health:
         if not h.ok:
-            health_lines.append(f"{_when(h.t)} FAILED: " + "; ".join(h.reasons))
-    events = [f"{_when(e['t'])} {e['kind']}: {e['message']}" for e in g["events"]]
+            health_lines.append(f"{iso(h.t)} FAILED: " + "; ".join(h.reasons))
+    events = [f"{iso(e['t'])} {e['kind']}: {e['message']}" for e in g["events"]]
     racks = g["racks"] if len(g["racks"]) > 1 else []
     rack_head, rack_rows = rack_table(cases, racks, g["rack_values"], metric) if racks else ([], [])
 
-    html_text = _html(c, overview, figures, case_head, case_rows, fail_rows, run_rows, health_lines, events,
-                      metric, p, rack_head, rack_rows)
-    md_text = _markdown(c, overview, figures, case_head, case_rows, fail_rows, run_rows, health_lines, events,
-                        metric, out, rack_head, rack_rows)
+    doc = Document(f"Campaign {c.name} (#{c.num})", CSS + f".state-{c.state}{{font-weight:bold}}",
+                   [("progress", p.done, p.failed, p.total)])
+    doc.sections.append(Section("progress", "Progress", [("kv", overview)]))
+    doc.sections.append(Section("figures", "Figures", [("figure", path, caption) for path, caption in figures]
+                                or [("p", "No completed runs with a summary yet.")]))
+    doc.sections.append(Section("cases", "Per case", [
+        ("p", "Mean over completed repetitions ± half-width of the 95 % confidence interval (Student's t); "
+              f"headline metric: {metric or '-'}" + (f" ({palette.label(metric)})" if metric else "")
+              + ". Values from each run's summary.json."),
+        ("table", case_head, case_rows)]))
+    if rack_rows:
+        doc.sections.append(Section("racks", "Rack as a factor", [
+            ("p", f"Headline metric {metric or '-'} per case and rack: n, mean ± half-width of the 95 % confidence "
+                  "interval over the repetitions each rack ran (each run ran on the rack whose scheduler claimed "
+                  "it first). The last row mixes the cases each rack happened to get."),
+            ("table", rack_head, rack_rows)]))
+    doc.sections.append(Section("failures", f"Attempts not completed ({len(fail_rows)})", [
+        ("table", ["run", "case", "rep", "attempt", "class", "action", "error", "record"], fail_rows)
+        if fail_rows else ("p", "None.")]))
+    doc.sections.append(Section("health", "Health checks", [("list", health_lines)]))
+    doc.sections.append(Section("runs", "Runs", [
+        ("table", ["seq", "case", "parameters", "rep", "state", "rack", "attempts (records)"], run_rows)]))
+    doc.sections.append(Section("events", "Events", [("pre", "\n".join(events) or "(none)")]))
+    doc.sections.append(Section("campaign-file", "Campaign file", [("pre", c.file_text)]))
+    html_text, md_text = render_html(doc, out), render_md(doc, out)
     out_fd = open_dir(out, "report directory", create=False)
     try:
         for name, text in (("report.html", html_text), ("report.md", md_text)):
@@ -384,7 +404,7 @@ def write_report(store: Any, c: Any, out: Path) -> tuple[Path, Path]:
     return out / "report.html", out / "report.md"
 
 
-_CSS = """
+CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1200px;
 padding:0 1em;color:#222}
 h1{font-size:1.5em} h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
@@ -392,112 +412,7 @@ table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
 th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .bar{background:#eee;height:1.1em;width:100%;max-width:600px;display:flex;border-radius:3px;overflow:hidden}
-.done{background:#3a7} .failed{background:#d44} .state-paused,.state-cancelled{color:#b50;font-weight:bold}
+.done{background:#3a7} .failed{background:#d44}
 img{max-width:100%;border:1px solid #ddd;margin:.5em 0}
 pre{background:#f7f7f7;padding:.5em;overflow-x:auto;font-size:.8em}
 """
-
-
-def _cell(text: str, link: str | None) -> str:
-    t = html.escape(text)
-    return f'<a href="{html.escape(link)}">{t}</a>' if link else t
-
-
-def _table_html(head: list[str], rows: list[list[tuple[str, str | None]]]) -> str:
-    width = max([len(head)] + [len(r) for r in rows])
-    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head)
-           + ("<th></th>" * (width - len(head))) + "</tr>"]
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td>{_cell(t, l)}</td>" for t, l in r) + "</tr>")
-    out.append("</table>")
-    return "\n".join(out)
-
-
-def _html(c: Any, overview: list, figures: list, case_head: list, case_rows: list, fail_rows: list, run_rows: list,
-          health_lines: list, events: list, metric: str | None, p: Any, rack_head: list, rack_rows: list) -> str:
-    done_pct = 100.0 * p.done / p.total if p.total else 0.0
-    fail_pct = 100.0 * p.failed / p.total if p.total else 0.0
-    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Campaign {html.escape(c.id)}"
-             f"</title><style>{_CSS}</style></head><body>",
-             f"<h1>Campaign {html.escape(c.name)} <small>#{c.num}</small></h1>",
-             f"<div class=\"bar\" title=\"{p.done} done, {p.failed} failed of {p.total}\">"
-             f"<div class=\"done\" style=\"width:{done_pct:.2f}%\"></div>"
-             f"<div class=\"failed\" style=\"width:{fail_pct:.2f}%\"></div></div>",
-             "<h2>Progress</h2><table>"]
-    for k, v in overview:
-        cls = f' class="state-{html.escape(c.state)}"' if k == "state" else ""
-        parts.append(f"<tr><th>{html.escape(k)}</th><td{cls}>{html.escape(str(v))}</td></tr>")
-    parts.append("</table>")
-    parts.append("<h2>Figures</h2>")
-    if not figures:
-        parts.append("<p>No completed runs with a summary yet.</p>")
-    for path, caption in figures:
-        data = base64.b64encode(path.read_bytes()).decode()
-        parts.append(f"<figure><img src=\"data:image/png;base64,{data}\" alt=\"{html.escape(caption)}\" "
-                     f"id=\"{html.escape(path.stem)}\"><figcaption>{html.escape(caption)}</figcaption></figure>")
-    parts.append(f"<h2>Per case</h2><p>Mean over completed repetitions ± half-width of the 95 % confidence "
-                 f"interval (Student's t); headline metric: <b>{html.escape(metric or '-')}</b>. "
-                 f"Values from each run's <code>summary.json</code>.</p>")
-    parts.append(_table_html(case_head, case_rows))
-    if rack_rows:
-        parts.append(f"<h2>Rack as a factor</h2><p>Headline metric <b>{html.escape(metric or '-')}</b> per case and "
-                     "rack: n, mean ± half-width of the 95 % confidence interval over the repetitions each rack ran "
-                     "(each run ran on the rack whose scheduler claimed it first). The last row mixes the cases each "
-                     "rack happened to get.</p>")
-        parts.append(_table_html(rack_head, rack_rows))
-    parts.append(f"<h2>Attempts not completed ({len(fail_rows)})</h2>")
-    parts.append(_table_html(["run", "case", "rep", "attempt", "class", "action", "error", "record"], fail_rows)
-                 if fail_rows else "<p>None.</p>")
-    parts.append("<h2>Health checks</h2><ul>" + "".join(f"<li>{html.escape(l)}</li>" for l in health_lines) + "</ul>")
-    parts.append("<h2>Runs</h2>")
-    parts.append(_table_html(["seq", "case", "parameters", "rep", "state", "rack", "attempts (records)"], run_rows))
-    parts.append("<h2>Events</h2><pre>" + html.escape("\n".join(events)) + "</pre>")
-    parts.append("<h2>Campaign file</h2><pre>" + html.escape(c.file_text) + "</pre>")
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
-
-
-def _md_cell(text: str, link: str | None) -> str:
-    t = text.replace("|", "\\|").replace("\n", " ")
-    return f"[{t}]({link})" if link else t
-
-
-def _table_md(head: list[str], rows: list[list[tuple[str, str | None]]]) -> str:
-    width = max([len(head)] + [len(r) for r in rows])
-    h = head + [""] * (width - len(head))
-    out = ["| " + " | ".join(h) + " |", "|" + "---|" * width]
-    for r in rows:
-        cells = [_md_cell(t, l) for t, l in r] + [""] * (width - len(r))
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out)
-
-
-def _markdown(c: Any, overview: list, figures: list, case_head: list, case_rows: list, fail_rows: list,
-              run_rows: list, health_lines: list, events: list, metric: str | None, out: Path, rack_head: list,
-              rack_rows: list) -> str:
-    parts = [f"# Campaign {c.name} (#{c.num})", "", "## Progress", ""]
-    parts += [f"- **{k}**: {v}" for k, v in overview]
-    parts += ["", "## Figures", ""]
-    for path, caption in figures:
-        parts += [f"![{caption}]({_rel(path, out)})", "", f"*{caption}*", ""]
-    parts += ["## Per case", "", f"Mean ± 95 % CI half-width over completed repetitions; headline metric "
-              f"`{metric or '-'}`.", "", _table_md(case_head, case_rows), ""]
-    if rack_rows:
-        parts += ["## Rack as a factor", "", f"`{metric or '-'}` per case and rack (n: mean ± 95 % CI); the last row "
-                  "mixes the cases each rack got.", "", _table_md(rack_head, rack_rows), ""]
-    parts += [f"## Attempts not completed ({len(fail_rows)})", ""]
-    parts += [_table_md(["run", "case", "rep", "attempt", "class", "action", "error", "record"], fail_rows)
-              if fail_rows else "None.", ""]
-    parts += ["## Health checks", ""] + [f"- {l}" for l in health_lines] + [""]
-    parts += ["## Runs", "", _table_md(["seq", "case", "parameters", "rep", "state", "rack", "attempts (records)"],
-                                       run_rows),
-              ""]
-    parts += ["## Events", "", "```", *events, "```", ""]
-    return "\n".join(parts)
-
-
-# Public names for other reports built on this page's look (controller.reproduce.report).
-CSS = _CSS
-table_html = _table_html
-table_md = _table_md
-rel_path = _rel

@@ -7,18 +7,26 @@ Per paper: the design run here against the paper's, the paper's table next to th
 with its verdict, the rule, the numbers that decided it, and under it every hypothesis about a
 deviation with the experiment that tested it and what the numbers say (deviation_report); what the
 paper's own text establishes is quoted, never paraphrased into a cause. Each campaign's own report (controller.campaign.report) is written alongside
-and linked. The content is built once as blocks and rendered twice (HTML, Markdown).
+and linked. The content is built once as blocks and rendered twice (HTML, Markdown) through the
+templates of controller.reportdoc; it names ctl's version and commit, the kernels, the rack and
+its times (ISO 8601, UTC). Figures are PNG (embedded) with a PDF beside each, every algorithm in
+its controller.palette colour throughout.
 """
 from __future__ import annotations
 
-import base64
-import html
 import json
+import platform
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from controller.campaign.report import CSS, rel_path, table_html, table_md, write_report
+from controller import plots
+from controller import version as ctl_version
+from controller.campaign.report import CSS, write_report
+from controller.reportdoc import Document, Section
+from controller.reportdoc import rel_path as rel_path
+from controller.reportdoc import render_html as doc_html
+from controller.reportdoc import render_md as doc_md
 from controller.reproduce import deviation_report as dev
 from controller.reproduce import figures as figs
 from controller.reproduce.algorithms import AlgorithmStatus
@@ -38,6 +46,7 @@ from controller.reproduce.verdicts import (
     judge,
     unavailable_rows,
 )
+from controller.textsafe import shown_lines
 from controller.units import parse_delay_us, parse_rate
 
 Block = tuple  # ("h2"|"h3"|"p"|"list"|"table"|"figure"|"verdict"|"pre", ...)
@@ -223,34 +232,45 @@ def _field(m: Measured) -> list[Block]:
 TABLES = {"mcubic": _mcubic, "bbrv3": _bbrv3, "parallel": _parallel, "mptcp-bt": _mptcp_bt, "field": _field}
 
 
-def _figures(m: Measured, paper: str, out: Path) -> list[tuple[Path, str]]:
+def _figures(m: Measured, paper: str, out: Path, stamp: str = "",
+             output: plots.Output = plots.REPORT) -> list[tuple[Path, str]]:
+    """Each paper's figures (PNG for the page, PDF beside), every row in its palette colour; `stamp`
+    (the reproduction and the date) under each title."""
     d = out / paper
+    c = m.cells
+    sub = f"\n{stamp}" if stamp else ""
+
+    def table(paper_: str, table_: str, metric: str, name: str, title: str, ylabel: str, caption: str,
+              key: Any = None, reference: float | None = None) -> tuple[Path | None, str]:
+        return (figs.table_figure(c, paper_, table_, metric, d, name, title + sub, ylabel, key, reference, output),
+                caption + figs.single_note(c, paper_, table_, metric))
     if paper == "mcubic":
         return figs.paths([
-            (figs.table_figure(m.cells, "mcubic", "Table 1", "jain_index", d, "table1.png",
-                               "MCubic Table 1 on this rack: Jain's index (bars) vs the paper (dashes)",
-                               "Jain's index", _rate_key), "Table 1: Jain's index per link-2 rate and algorithm"),
-            (figs.table_figure(m.cells, "mcubic", "Table 2", "ratio", d, "table2.png",
-                               "MCubic Table 2 on this rack: MPTCP / TCP, equal delays", "MPTCP / TCP", _delay_key,
-                               reference=1.0), "Table 2: MPTCP / TCP ratio per one-way delay"),
-            (figs.table_figure(m.cells, "mcubic", "Table 3", "ratio", d, "table3.png",
-                               "MCubic Table 3 on this rack: MPTCP / TCP, path 1 at 100 ms", "MPTCP / TCP",
-                               _delay_key, reference=1.0), "Table 3: MPTCP / TCP ratio per path-2 delay")])
+            table("mcubic", "Table 1", "jain_index", "table1.png",
+                  "MCubic Table 1 on this rack: Jain's index (bars) vs the paper (dashes)", "Jain's fairness index",
+                  "Table 1: Jain's index per link-2 rate and algorithm", _rate_key),
+            table("mcubic", "Table 2", "ratio", "table2.png", "MCubic Table 2 on this rack: MPTCP / TCP, equal delays",
+                  "MPTCP / TCP throughput at the sender", "Table 2: MPTCP / TCP ratio per one-way delay", _delay_key,
+                  1.0),
+            table("mcubic", "Table 3", "ratio", "table3.png",
+                  "MCubic Table 3 on this rack: MPTCP / TCP, path 1 at 100 ms", "MPTCP / TCP throughput at the sender",
+                  "Table 3: MPTCP / TCP ratio per path-2 delay", _delay_key, 1.0)])
     if paper == "bbrv3":
-        return figs.bbr_heatmaps(m.cells, d)
+        return figs.bbr_heatmaps(c, d, output=output, stamp=stamp)
     if paper == "parallel":
-        return figs.paths([(figs.table_figure(
-            m.cells, "parallel", "Fig. 8", "share_pct", d, "fig8.png",
-            "Parallel sockets Fig. 8 on this rack: shares (bars), BNA/IB (red), paper (dashes)", "% of the bottleneck",
-            lambda s: int(s.split("+SC")[-1] or 0)), "Fig. 8: measured shares vs the model and the paper")])
+        return figs.paths([table(
+            "parallel", "Fig. 8", "share_pct", "fig8.png",
+            "Parallel sockets Fig. 8 on this rack: shares (bars), BNA/IB (diamonds), paper (dashes)",
+            "share of the bottleneck (%)", "Fig. 8: measured shares vs the model and the paper",
+            lambda s: int(s.split("+SC")[-1] or 0))])
     if paper == "mptcp-bt":
         return figs.paths([
-            (figs.table_figure(m.cells, "mptcp-bt", "Fig. 2", "mbps", d, "fig2.png",
-                               "MPTCP + BitTorrent Fig. 2 on this rack: iperf3 per initial path", "Mbit/s"),
-             "Fig. 2: TCP vs MPTCP per initial path (dots: each test)"),
-            (figs.table_figure(m.cells, "mptcp-bt", "Fig. 3", "mbps", d, "fig3.png",
-                               "MPTCP + BitTorrent Fig. 3 on this rack: webtorrent downloads", "Mbit/s"),
-             "Fig. 3: download throughput, tracker local and global (dots: each download)")])
+            table("mptcp-bt", "Fig. 2", "mbps", "fig2.png",
+                  "MPTCP + BitTorrent Fig. 2 on this rack: iperf3 per initial path", "iperf3 throughput (Mbit/s)",
+                  "Fig. 2: TCP vs MPTCP per initial path (dots: each test)"),
+            table("mptcp-bt", "Fig. 3", "mbps", "fig3.png", "MPTCP + BitTorrent Fig. 3 on this rack: webtorrent "
+                  "downloads", "download throughput (Mbit/s)",
+                  "Fig. 3: download throughput, tracker local and global (dots: each download)")])
     return []
 
 
@@ -298,6 +318,7 @@ def build(store: Any, r: Reproduction, out: Path, *, campaign_reports: bool = Tr
         ("p", f"Mode --{r.mode} on rack {r.inventory_name} ({r.rack_kind}); {len(r.campaigns)} campaigns, "
               f"{done_runs} of {total_runs} runs completed; created {_when(r.created)}, report written "
               f"{_when(time.time())}."),
+        ("kv", provenance(r, m)),
         ("table", ["paper", "claim", "verdict", "strength"],
          [[(PAPERS[c.paper].title, None), (c.text, None), (v.status, None), (v.strength or "-", None)]
           for c, v in judged]),
@@ -320,7 +341,7 @@ def build(store: Any, r: Reproduction, out: Path, *, campaign_reports: bool = Tr
             b.append(("p", "Design here vs the paper's:"))
             b.append(("list", notes))
         b += TABLES[key](m)
-        figures = _figures(m, key, out)
+        figures = _figures(m, key, out, f"reproduction {r.id}, report of {_when(time.time())}")
         for path, caption in figures:
             b.append(("figure", path, caption))
         b.append(("h3", "Claims"))
@@ -364,7 +385,7 @@ def write(store: Any, r: Reproduction, out: Path | None = None, *, campaign_repo
     content = build(store, r, out, campaign_reports=campaign_reports, window_summary=window_summary)
     (out / "measured.json").write_text(json.dumps(content["doc"], indent=1, default=str))
     html_path = out / "report.html"
-    html_path.write_text(render_html(content))
+    html_path.write_text(render_html(content, out))
     md_path = out / "report.md"
     md_path.write_text(render_md(content, out))
     return {"html": html_path, "markdown": md_path, "json": out / "measured.json", "judged": content["judged"],
@@ -372,89 +393,56 @@ def write(store: Any, r: Reproduction, out: Path | None = None, *, campaign_repo
 
 
 def _when(t: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) if t else "-"
+    """ISO 8601 in UTC (`2026-11-22T04:18:20Z`)."""
+    return plots.iso_utc(t)
+
+
+def provenance(r: Reproduction, m: Measured) -> list[tuple[str, str]]:
+    """What produced the report: ctl (version, commit), the kernels, the rack, the times (UTC)."""
+    commit = ctl_version.commit()
+    return [("ctl", f"{ctl_version.version()}, commit {commit or 'unknown (not a git checkout, no build record)'}"),
+            ("controller kernel", f"{platform.system()} {platform.release()} ({platform.machine()})"),
+            ("endpoint kernels", ", ".join(f"{k} ({len(v)} runs)" for k, v in sorted(m.kernels.items()))
+             or "none recorded"),
+            ("rack", f"{r.inventory_name} ({r.rack_kind}), inventory {r.inventory_path}"),
+            ("reproduction created", _when(r.created)), ("report written", _when(time.time()))]
 
 
 # ---- rendering ------------------------------------------------------------------------------------
+# The content above, once, through controller.reportdoc's templates: the HTML and the Markdown
+# cannot drift (same blocks, same words). Verdicts and hypotheses become the template's plain
+# blocks here, in deviation_report's words (hypothesis_lines).
 
-def _verdict_html(c: Claim, v: Verdict) -> str:
-    parts = [f'<div class="claim" id="claim-{html.escape(c.id)}"><p><span class="v {_cls(v.status)}">'
-             f'{html.escape(v.status)}</span> <b>{html.escape(c.text)}</b> <span class="muted">({html.escape(c.source)})'
-             f'</span></p>',
-             f"<p>{html.escape(v.reason)}" + (f" <span class=\"muted\">[{html.escape(v.strength)}]</span>"
-                                               if v.strength else "") + "</p>",
-             f'<p class="muted">rule: {html.escape(c.rule)}</p>']
-    if v.evidence:
-        parts.append("<ul>" + "".join(f"<li>{html.escape(e)}</li>" for e in v.evidence) + "</ul>")
-    parts.append("</div>")
-    return "\n".join(parts)
+def _verdict_block(c: Claim, v: Verdict) -> tuple:
+    return ("verdict", {"id": c.id, "status": v.status, "strength": v.strength, "text": c.text, "source": c.source,
+                        "reason": v.reason, "rule": c.rule, "evidence": list(v.evidence)})
 
 
-def _blocks_html(blocks: Sequence[Block]) -> str:
-    out = []
+def _hypothesis_block(h: Any) -> tuple:
+    return ("hypothesis", {"id": h.hypothesis.id, "status": h.status, "statement": h.hypothesis.statement,
+                           "reason": h.reason, "lines": dev.hypothesis_lines(h)})
+
+
+def _plain(blocks: Sequence[Block]) -> list[tuple]:
+    out: list[tuple] = []
     for b in blocks:
-        kind = b[0]
-        if kind in ("h2", "h3"):
-            out.append(f"<{kind}>{html.escape(b[1])}</{kind}>")
-        elif kind == "p":
-            out.append(f"<p>{html.escape(b[1])}</p>")
-        elif kind == "list":
-            out.append("<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in b[1]) + "</ul>")
-        elif kind == "table":
-            out.append(table_html(b[1], b[2]))
-        elif kind == "figure":
-            data = base64.b64encode(Path(b[1]).read_bytes()).decode()
-            out.append(f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(b[2])}">'
-                       f"<figcaption>{html.escape(b[2])}</figcaption></figure>")
-        elif kind == "verdict":
-            out.append(_verdict_html(b[1], b[2]))
-        elif kind == "hypothesis":
-            out.append(dev.hypothesis_html(b[1]))
-    return "\n".join(out)
+        if b[0] == "verdict":
+            out.append(_verdict_block(b[1], b[2]))
+        elif b[0] == "hypothesis":
+            out.append(_hypothesis_block(b[1]))
+        else:
+            out.append(b)
+    return out
 
 
-def render_html(content: dict) -> str:
-    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(content['title'])}"
-             f"</title><style>{CSS}{_EXTRA_CSS}{dev.CSS}</style></head><body>",
-             f"<h1>{html.escape(content['title'])}</h1>", _blocks_html(content["intro"])]
-    for i, (title, blocks) in enumerate(content["sections"]):
-        parts.append(f'<section id="paper-{i}"><h2>{html.escape(title)}</h2>')
-        parts.append(_blocks_html(blocks))
-        parts.append("</section>")
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+def document(content: dict) -> Document:
+    sections = [Section(f"paper-{i}", title, _plain(blocks)) for i, (title, blocks) in enumerate(content["sections"])]
+    return Document(content["title"], CSS + _EXTRA_CSS + dev.CSS, _plain(content["intro"]), sections)
 
 
-def _blocks_md(blocks: Sequence[Block], out: Path) -> list[str]:
-    lines: list[str] = []
-    for b in blocks:
-        kind = b[0]
-        if kind == "h2":
-            lines += [f"## {b[1]}", ""]
-        elif kind == "h3":
-            lines += [f"### {b[1]}", ""]
-        elif kind == "p":
-            lines += [b[1], ""]
-        elif kind == "list":
-            lines += [f"- {x}" for x in b[1]] + [""]
-        elif kind == "table":
-            lines += [table_md(b[1], b[2]), ""]
-        elif kind == "figure":
-            lines += [f"![{b[2]}]({rel_path(b[1], out)})", "", f"*{b[2]}*", ""]
-        elif kind == "verdict":
-            c, v = b[1], b[2]
-            lines += [f"- **{v.status}**{f' ({v.strength})' if v.strength else ''}: {c.text} ({c.source}). "
-                      f"{v.reason}.", f"  - rule: {c.rule}"]
-            lines += [f"  - {e}" for e in v.evidence]
-            lines.append("")
-        elif kind == "hypothesis":
-            lines += dev.hypothesis_md(b[1])
-    return lines
+def render_html(content: dict, out: Path | None = None) -> str:
+    return shown_lines(doc_html(document(content), out or Path(".")))
 
 
 def render_md(content: dict, out: Path) -> str:
-    lines = [f"# {content['title']}", ""] + _blocks_md(content["intro"], out)
-    for title, blocks in content["sections"]:
-        lines += [f"## {title}", ""] + _blocks_md(blocks, out)
-    return "\n".join(lines)
-
+    return shown_lines(doc_md(document(content), out))

@@ -1,5 +1,10 @@
 """Figures over many runs grouped into cases: a heatmap of a metric over two varied
 parameters (a panel per value of a third), and box plots over repetitions.
+
+Axis names and panel titles are written for a reader (controller.palette.label: `share_pct` ->
+"share of the bottleneck (%)", `cc = bbr` -> "congestion control: BBR (kernel)"); a case's dots
+take its congestion control's colour; a heatmap cell from one run says n = 1; legends sit
+outside the axes (controller.plots.legend).
 """
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from controller import plots
+from controller import palette, plots
 from controller.results.stats import mean_ci
 
 
@@ -31,9 +36,13 @@ def varied_values(cases: Sequence[CaseData]) -> dict[str, list[str]]:
     return out
 
 
+def case_label(varied: dict[str, str]) -> str:
+    return ", ".join(palette.value_label(k, v) for k, v in varied.items()) or "(fixed)"
+
+
 def heatmap_figures(cases: Sequence[CaseData], metric: str, axes: tuple[str, str, str | None], out: Path,
-                    title: str) -> list[tuple[Path, str]]:
-    """One PNG: a panel per value of `panels`, cells = mean of `metric` over repetitions."""
+                    title: str, output: plots.Output | None = None) -> list[tuple[Path, str]]:
+    """One figure: a panel per value of `panels`, cells = mean of `metric` over repetitions."""
     plt = plots.pyplot()
     x, y, panels = axes
     vv = varied_values(cases)
@@ -47,38 +56,50 @@ def heatmap_figures(cases: Sequence[CaseData], metric: str, axes: tuple[str, str
         return []
     vmin, vmax = min(finite), max(finite)
     fig, axs = plt.subplots(1, len(pvals), figsize=(1.2 + 0.9 * len(xs) * len(pvals) + 1.6 * len(pvals),
-                                                    1.8 + 0.55 * len(ys)), squeeze=False, layout="constrained")
+                                                    2.0 + 0.55 * len(ys)), squeeze=False, layout="constrained")
     im = None
+    singles = 0
     for ax, pv in zip(axs[0], pvals, strict=True):
         grid = [[math.nan for _ in xs] for _ in ys]
+        count = [[0 for _ in xs] for _ in ys]
         for cd in cases:
             if panels and cd.varied.get(panels) != pv:
                 continue
             if cd.varied.get(x) in xs and cd.varied.get(y) in ys:
-                m = mean_ci(cd.values.get(metric, [])).mean
-                grid[ys.index(cd.varied[y])][xs.index(cd.varied[x])] = math.nan if m is None else m
+                st = mean_ci(cd.values.get(metric, []))
+                i, j = ys.index(cd.varied[y]), xs.index(cd.varied[x])
+                grid[i][j] = math.nan if st.mean is None else st.mean
+                count[i][j] = st.n
         im = ax.imshow(grid, cmap="viridis", vmin=vmin, vmax=vmax if vmax > vmin else vmin + 1e-9, aspect="auto",
                        origin="lower")
         ax.set_xticks(range(len(xs)), xs)
         ax.set_yticks(range(len(ys)), ys)
-        ax.set_xlabel(x)
-        ax.set_ylabel(y)
+        ax.set_xlabel(palette.label(x))
+        ax.set_ylabel(palette.label(y))
         if panels:
-            ax.set_title(f"{panels} = {pv}", fontsize=10)
+            ax.set_title(palette.value_label(panels, str(pv)), fontsize=9)
         for i in range(len(ys)):
             for j in range(len(xs)):
                 v = grid[i][j]
                 if not math.isnan(v):
-                    ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=8,
-                            color="white" if v < (vmin + vmax) / 2 else "black")
+                    singles += count[i][j] == 1
+                    ax.text(j, i, f"{v:.3g}" + ("\nn=1" if count[i][j] == 1 else ""), ha="center", va="center",
+                            fontsize=7, color="white" if v < (vmin + vmax) / 2 else "black")
     if im is not None:
-        fig.colorbar(im, ax=axs[0].tolist(), label=metric)
-    fig.suptitle(title, fontsize=11)
-    path = plots.save(fig, out / "heatmap.png")
-    return [(path, f"heatmap of {metric}: {y} x {x}" + (f" per {panels}" if panels else ""))]
+        fig.colorbar(im, ax=axs[0].tolist(), label=palette.label(metric))
+    fig.suptitle(title, fontsize=10)
+    path = plots.save(fig, out / "heatmap.png", output)
+    names = {cd.varied.get(panels, "") for cd in cases} if panels == "cc" else set()
+    note = palette.algorithm_note(names)
+    caption = (f"heatmap of {metric}: {y} x {x}" + (f" per {panels}" if panels else "")
+               + f"; {palette.label(metric)}, mean over repetitions"
+               + (f", {singles} cells from one run (marked n=1)" if singles else "")
+               + (f". {note}" if note else ""))
+    return [(path, caption)]
 
 
-def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str) -> list[tuple[Path, str]]:
+def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str,
+               output: plots.Output | None = None) -> list[tuple[Path, str]]:
     """Box plot per case over repetitions, every repetition as a dot, mean with its 95 % CI
     (a case with one repetition: its mean alone, no interval)."""
     plt = plots.pyplot()
@@ -87,20 +108,21 @@ def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str) ->
     if not data:
         return []
     height = max(2.5, 0.38 * len(data) + 1.2)
-    fig, ax = plt.subplots(figsize=(8.5, height), layout="constrained")
+    fig, ax = plt.subplots(figsize=(9.5, height), layout="constrained")
     single = draw_boxes(ax, data)
-    ax.set_xlabel(metric)
+    ax.set_xlabel(palette.label(metric))
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
-    ax.set_title(title, fontsize=11)
-    path = plots.save(fig, out / "boxplot.png")
+    plots.legend(ax)
+    ax.set_title(title, fontsize=10)
+    path = plots.save(fig, out / "boxplot.png", output)
     note = f"; {single} case{'s' if single != 1 else ''} with one repetition: mean only, no CI" if single else ""
-    return [(path, f"{metric} per case over repetitions (box: quartiles; red: mean and 95% CI{note})")]
+    return [(path, f"{metric} per case over repetitions (box: quartiles; dots: each repetition, in its congestion "
+                   f"control's colour where the cases vary it; diamond: mean and 95% CI{note})")]
 
 
 def draw_boxes(ax: Any, data: Sequence[tuple[CaseData, list[float]]]) -> int:
     """Draw the boxes, dots and means on `ax`; returns how many cases had one value (no CI drawn)."""
-    labels = [" ".join(f"{k}={v}" for k, v in cd.varied.items()) or "(fixed)" for cd, _ in data]
+    labels = [case_label(cd.varied) for cd, _ in data]
     pos = list(range(1, len(data) + 1))
     try:  # matplotlib >= 3.10 names it `orientation`; `vert` goes away in 3.13
         ax.boxplot([vs for _, vs in data], positions=pos, orientation="horizontal", widths=0.6, showfliers=False)
@@ -108,8 +130,10 @@ def draw_boxes(ax: Any, data: Sequence[tuple[CaseData, list[float]]]) -> int:
         ax.boxplot([vs for _, vs in data], positions=pos, vert=False, widths=0.6, showfliers=False)
     labelled: set[str] = set()
     single = 0
-    for p, (_cd, vs) in zip(pos, data, strict=True):
-        ax.plot(vs, [p] * len(vs), "o", color="tab:blue", alpha=0.5, markersize=4)
+    for p, (cd, vs) in zip(pos, data, strict=True):
+        st_ = palette.algorithm_style(cd.varied["cc"]) if cd.varied.get("cc") else None
+        ax.plot(vs, [p] * len(vs), ls="none", marker=st_.marker if st_ else "o",
+                color=st_.color if st_ else "#0072B2", alpha=0.6, markersize=4)
         st = mean_ci(vs)
         if st.mean is None:
             continue
@@ -117,10 +141,10 @@ def draw_boxes(ax: Any, data: Sequence[tuple[CaseData, list[float]]]) -> int:
             # One repetition has no confidence interval: the mean alone, never a zero-width bar.
             single += 1
             key = "mean (n = 1: no CI)"
-            ax.plot([st.mean], [p], "D", color="tab:gray", markersize=5, label=key if key not in labelled else None)
+            ax.plot([st.mean], [p], "D", color="#777777", markersize=5, label=key if key not in labelled else None)
         else:
             key = "mean, 95% CI"
-            ax.errorbar([st.mean], [p], xerr=[[st.ci95], [st.ci95]], fmt="D", color="tab:red",
+            ax.errorbar([st.mean], [p], xerr=[[st.ci95], [st.ci95]], fmt="D", color="black",
                         markersize=5, capsize=4, label=key if key not in labelled else None)
         labelled.add(key)
     ax.set_yticks(pos, labels, fontsize=8)

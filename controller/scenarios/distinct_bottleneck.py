@@ -16,20 +16,18 @@ from typing import Any, Mapping
 from bridges.base import Direction, PipeConfig
 from controller import plots
 from controller.inventory import Inventory, Role
+from controller.results import series
 from controller.results.summary import (
     SENDER_COUNTERS_DEFINITION,
     WINDOWED_FLOW_DEFINITION,
     data_local_ports,
     flow_over,
-    flow_throughput,
     format_table,
     jain_index,
-    link_series,
     link_throughput,
     mptcp_verdict,
     sender_counters,
     sender_counters_line,
-    subflow_series,
     subflow_throughput,
 )
 from controller.results.window import Span, TrafficWindow, window_definitions, window_title
@@ -201,18 +199,13 @@ def render(s: dict) -> str:
     return "\n\n".join(out)
 
 
-def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
-    flows = {}
-    for r in data.flows:
-        ft = flow_throughput(r)
-        flows[r.spec.name] = ft.intervals
-    path = plots.throughput_figure(
-        Path(out_dir) / "throughput.png",
-        f"distinct-bottleneck: link1 {summary['parameters']['link1_mbps']:g} / link2 "
-        f"{summary['parameters']['link2_mbps']:g} Mbit/s, Jain {summary['jain_index']}",
-        data.window[0], flows, subflow_series(data.points, ["mptcp"], data.window,
-                                                    {s["subflow"] for s in summary["subflows"]}),
-        link_series(data.points, data.inventory, data.window))
+def figures(data: Any, summary: dict, out_dir: Path, output: plots.Output | None = None) -> list[str]:
+    par = summary["parameters"]
+    path = series.throughput(
+        data, Path(out_dir) / "throughput.png",
+        f"distinct-bottleneck: link 1 {par['link1_mbps']:g} Mbit/s, link 2 {par['link2_mbps']:g} Mbit/s; "
+        f"Jain's index {summary['jain_index']}", mptcp_flows=["mptcp"],
+        only={s["subflow"] for s in summary["subflows"]}, output=output)
     return [path.name]
 
 

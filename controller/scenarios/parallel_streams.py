@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from bridges.base import Direction, PipeConfig
-from controller import plots
+from controller import palette, plots
 from controller.errors import CtlError, ParameterError
 from controller.inventory import Inventory, Role
 from controller.parsers import iperf3
@@ -53,7 +53,7 @@ from controller.scenarios.base import (
     require_link,
     role_param,
 )
-from controller.scenarios.common import iface_series, paper_table
+from controller.scenarios.common import paper_table
 from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
 from controller.traffic.iperf3 import FlowSpec
 from nodes.mptcp import EndpointConfig
@@ -369,41 +369,82 @@ def diagnostics_text(s: dict) -> str:
     return "; ".join(parts) + "\n" + tail
 
 
-def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
-    """Fig. 4-6 (utilization of each host over time) and Fig. 8 (measured vs predicted)."""
+def share_steps(samples: dict[str, list[tuple[float, int]]], t0: float,
+                step_s: float) -> dict[str, list[tuple[float, float]]]:
+    """Each host's share (%) of what both receivers got in consecutive steps of `step_s` from t0:
+    its bytes over both hosts' bytes, so between 0 and 100 % by definition (headers and sampling
+    jitter cannot push it past 100 % as a share of the nominal rate can). Steps in which neither
+    receiver got anything are left out (pure)."""
+    got: dict[int, dict[str, int]] = {}
+    for host, pts in samples.items():
+        for (ta, va), (tb, vb) in zip(pts, pts[1:]):
+            if tb > ta and vb >= va:
+                k = int(((ta + tb) / 2 - t0) // step_s)
+                got.setdefault(k, {}).setdefault(host, 0)
+                got[k][host] += vb - va
+    out: dict[str, list[tuple[float, float]]] = {h: [] for h in samples}
+    for k in sorted(got):
+        total = sum(got[k].values())
+        if total > 0:
+            for h in samples:
+                out[h].append(((k + 0.5) * step_s, 100.0 * got[k].get(h, 0) / total))
+    return out
+
+
+def figures(data: Any, summary: dict, out_dir: Path, output: plots.Output | None = None) -> list[str]:
+    """Fig. 4-6 (each host's share over time) and Fig. 8 (measured vs predicted)."""
     plt = plots.pyplot()
     p = data.params
     bw = p["bw"]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [1.7, 1]})
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1.7, 1]},
+                                   layout="constrained")
     t0 = data.window[0]
-    for h, color in zip(summary["hosts"], ("tab:blue", "tab:orange")):
-        pts = iface_series(data.points, h["receiver"], _receiver_iface(data, h["receiver"], p["link"]))
-        ts, vs = plots.smooth([t - t0 for t, _ in pts], [100 * v / bw for _, v in pts], 0.5)
-        ax1.plot(ts, vs, color=color, label=f"{h['host']} (SC{h['connections']})")
+    # 1 s steps at least: the two receivers are sampled apart, and a 0.1 s sample landing in the
+    # next step would swing both shares
+    step = max(1.0, plots.aligned_window(2 * p["delay"] / 1e6))
+    samples = {h["host"]: rx_samples(data.points, h["receiver"], _receiver_iface(data, h["receiver"], p["link"]))
+               for h in summary["hosts"]}
+    shares = share_steps(samples, t0, step)
     ov = summary["overlap"]
-    ax1.axvspan(ov["start"] - t0, ov["end"] - t0, color="gray", alpha=0.15, label="measured overlap")
+    ax1.axvspan(ov["start"] - t0, ov["end"] - t0, color="0.85", alpha=0.5, lw=0, label="measured overlap")
+    for h in summary["hosts"]:
+        st = palette.role_style(h["host"])
+        pts = shares[h["host"]]
+        ax1.plot([t for t, _ in pts], [v for _, v in pts], color=st.color, marker=st.marker, markersize=3, lw=1.4,
+                 label=f"{h['host']} (SC{h['connections']}), measured")
+        ax1.plot([ov["start"] - t0, ov["end"] - t0], [h["predicted_share_pct"]] * 2, color=st.color, ls="--", lw=1.2,
+                 label=f"{h['host']}, model ({'IB' if h['host'] == 'x1' else 'BNA'}) {h['predicted_share_pct']:g} %")
+    ax1.set_ylim(0, 100)
     ax1.set_xlabel("time since x1 started (s)")
-    ax1.set_ylabel("share of the bottleneck (%)")
-    ax1.set_title(f"{summary['case']}: network utilization", fontsize=10)
-    ax1.legend(fontsize=8)
+    ax1.set_ylabel(f"share of what both receivers got (%)\n(per {step:g} s step)")
+    ax1.set_title(f"{summary['case']}: each host's share over time", fontsize=9)
     ax1.grid(alpha=0.3)
-    names = [h["host"] for h in summary["hosts"]]
-    meas = [h["measured_mbps"] or 0.0 for h in summary["hosts"]]
-    pred = [h["predicted_mbps"] for h in summary["hosts"]]
-    ax2.bar(names, meas, color=["tab:blue", "tab:orange"], label="measured")
-    ax2.plot(names, pred, "k--o", label="predicted (IB, BNA)")
+    plots.legend(ax1, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    hosts = summary["hosts"]
+    xs = list(range(len(hosts)))
+    for x, h in zip(xs, hosts, strict=True):
+        st = palette.role_style(h["host"])
+        ax2.bar([x], [h["measured_mbps"] or 0.0], color=st.color, hatch=st.hatch, edgecolor="black", lw=0.6,
+                label=f"{h['host']} measured")
+        if h["error_pp"] is not None:
+            ax2.annotate(f"{h['error_pp']:+.1f} pp", (x, h["measured_mbps"] or 0.0), xytext=(0, 3),
+                         textcoords="offset points", ha="center", va="bottom", fontsize=8)
+    # predictions and the paper's values per host: marks, never a line between two categories
+    ax2.plot(xs, [h["predicted_mbps"] for h in hosts], ls="none", marker=palette.MODEL.marker, mfc="white",
+             mec="black", markersize=7, label="model (IB for x1, BNA for m0)")
     if summary["paper_shares_pct"]:
-        ax2.plot(names, [bw / 1e6 * summary["paper_shares_pct"][n] / 100 for n in names], "r^",
-                 label="paper (measured)")
-    for i, h in enumerate(summary["hosts"]):
-        ax2.annotate(f"{h['error_pp']:+.1f} pp" if h["error_pp"] is not None else "-", (i, meas[i]),
-                     ha="center", va="bottom", fontsize=8)
-    ax2.set_ylabel("Mbit/s")
-    ax2.set_title("measured vs predicted (Fig. 8)", fontsize=10)
-    ax2.legend(fontsize=8)
+        ax2.plot(xs, [bw / 1e6 * summary["paper_shares_pct"][h["host"]] / 100 for h in hosts], ls="none",
+                 marker=palette.PAPER.marker, color="black", markersize=22, mew=2.5, label="paper (measured)")
+    plots.capacity_line(ax2, bw, "bottleneck")
+    ax2.set_xticks(xs, [f"{h['host']} (SC{h['connections']})" for h in hosts])
+    ax2.set_ylabel("rate at the receiver during the overlap (Mbit/s)")
+    ax2.set_title("measured vs predicted (Fig. 8)", fontsize=9)
     ax2.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    return [plots.save(fig, Path(out_dir) / "parallel-streams.png").name]
+    plots.legend(ax2, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=1)
+    out = output or plots.DEFAULT
+    plots.titled(fig, f"parallel-streams {summary['case']}, bottleneck {bw / 1e6:g} Mbit/s",
+                 plots.run_caption(out.run_id or Path(data.record_dir).name, t0))
+    return [plots.save(fig, Path(out_dir) / "parallel-streams.png", out).name]
 
 
 SCENARIO = Scenario(

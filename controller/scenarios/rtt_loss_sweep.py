@@ -28,17 +28,16 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from bridges.base import Direction, PipeConfig
-from controller import plots
+from controller import palette, plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
+from controller.results import series
 from controller.results.figures import CaseData, heatmap_figures
 from controller.results.stats import mean_ci
 from controller.results.summary import (
     WINDOWED_FLOW_DEFINITION,
     flow_over,
-    flow_throughput,
     format_table,
-    link_series,
     link_throughput,
 )
 from controller.results.window import Span, TrafficWindow, window_definitions, window_title
@@ -203,14 +202,13 @@ def render(s: dict) -> str:
     return "\n\n".join(out)
 
 
-def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
-    c = summary["case"]
-    path = plots.throughput_figure(
-        Path(out_dir) / "throughput.png",
-        f"rtt-loss-sweep: {c['cc']}, RTT {c['rtt']}, loss {c['loss']}: {summary['throughput_mbps']} Mbit/s "
-        f"({summary['share_pct']} %)",
-        data.window[0], {r.spec.name: flow_throughput(r).intervals for r in data.flows}, {},
-        link_series(data.points, data.inventory, data.window))
+def figures(data: Any, summary: dict, out_dir: Path, output: plots.Output | None = None) -> list[str]:
+    c, par = summary["case"], summary["parameters"]
+    path = series.throughput(
+        data, Path(out_dir) / "throughput.png",
+        f"rtt-loss-sweep: {palette.algorithm_style(c['cc']).name}, RTT {c['rtt']}, loss {c['loss']}: "
+        f"{summary['throughput_mbps']} Mbit/s ({summary['share_pct']} % of the bottleneck)",
+        flow_capacity={"bottleneck": par["bottleneck_mbps"] * 1e6}, output=output)
     return [path.name]
 
 

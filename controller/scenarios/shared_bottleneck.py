@@ -34,22 +34,20 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from bridges.base import Direction, PipeConfig
-from controller import plots
+from controller import palette, plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
+from controller.results import series
 from controller.results.summary import (
     SENDER_COUNTERS_DEFINITION,
     WINDOWED_FLOW_DEFINITION,
     data_local_ports,
     flow_over,
-    flow_throughput,
     format_table,
-    link_series,
     link_throughput,
     mptcp_verdict,
     sender_counters,
     sender_counters_line,
-    subflow_series,
     subflow_throughput,
 )
 from controller.results.window import Span, TrafficWindow, window_definitions, window_title
@@ -311,50 +309,50 @@ def render(s: dict) -> str:
     return "\n\n".join(out)
 
 
-def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
-    flows = {r.spec.name: flow_throughput(r).intervals for r in data.flows}
+def figures(data: Any, summary: dict, out_dir: Path, output: plots.Output | None = None) -> list[str]:
     par = summary["parameters"]
-    p1 = plots.throughput_figure(
-        Path(out_dir) / "throughput.png",
-        f"shared-bottleneck: delay {par['delay1']} / {par['delay2']}, MPTCP/TCP {summary['ratio']}",
-        data.window[0], flows,
-        subflow_series(data.points, ["mptcp", "tcp"], data.window,
-                             {s["subflow"] for s in summary["subflows"]} | _tcp_subs(data)),
-        link_series(data.points, data.inventory, data.window))
-    p2 = ratio_figure(Path(out_dir) / "ratio.png", summary)
+    p1 = series.throughput(
+        data, Path(out_dir) / "throughput.png",
+        f"shared-bottleneck: one-way delay path 1 {par['delay1']}, path 2 {par['delay2']}; MPTCP / TCP "
+        f"{summary['ratio']}", mptcp_flows=["mptcp"], only={s["subflow"] for s in summary["subflows"]},
+        flow_capacity={"bottleneck": par["bottleneck_mbps"] * 1e6}, output=output)
+    p2 = ratio_figure(Path(out_dir) / "ratio.png", summary, output,
+                      plots.run_caption((output or plots.DEFAULT).run_id or Path(data.record_dir).name, data.window[0]))
     return [p1.name, p2.name]
 
 
-def _tcp_subs(data: Any) -> set[str]:
-    run = next(r for r in data.flows if r.spec.name == "tcp")
-    return {s["subflow"] for s in subflow_throughput(data.points, "tcp", data.window, role="client",
-                                                     data_ports=data_local_ports(run))}
-
-
-def ratio_figure(path: Path, s: dict) -> Path:
+def ratio_figure(path: Path, s: dict, output: plots.Output | None = None, caption: str | None = None) -> Path:
     """Fig. 5/6 style: sender throughput of MPTCP (stacked by subflow) and TCP; beside it the
-    ratio of this run with the paper's ratios of the same delay column."""
+    ratio of this run with the paper's ratios of the same delay column, each algorithm in its
+    colour (controller.palette), the paper's bars hatched."""
     plt = plots.pyplot()
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [1, 1.4]})
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.4), gridspec_kw={"width_ratios": [1, 1.4]},
+                                   layout="constrained")
+    par = s["parameters"]
+    mp, tcp = palette.algorithm_style(par["cc"]), palette.algorithm_style(par["tcp_cc"])
     bottom = 0.0
-    for sub in s["subflows"]:
-        ax1.bar(["MPTCP"], [sub["mbps"] or 0.0], bottom=bottom, label=f"subflow via {sub['link']}")
+    for i, sub in enumerate(s["subflows"]):
+        ax1.bar(["MPTCP"], [sub["mbps"] or 0.0], bottom=bottom, color=mp.color, edgecolor="black", lw=0.6,
+                hatch=("", "//", "..", "xx")[i % 4], label=f"MPTCP ({mp.name}) subflow via {sub['link']}")
         bottom += sub["mbps"] or 0.0
-    ax1.bar(["TCP"], [s["tcp_mbps"] or 0.0], color="tab:gray", label="TCP")
+    ax1.bar(["TCP"], [s["tcp_mbps"] or 0.0], color=tcp.color, edgecolor="black", lw=0.6, label=f"TCP ({tcp.name})")
+    plots.capacity_line(ax1, par["bottleneck_mbps"] * 1e6, "bottleneck")
     ax1.set_ylabel("throughput at the sender (Mbit/s)")
-    ax1.set_title(f"{s['parameters']['delay1']} / {s['parameters']['delay2']}", fontsize=10)
-    ax1.legend(fontsize=8)
+    ax1.set_title(f"one-way delay {par['delay1']} / {par['delay2']}", fontsize=9)
     ax1.grid(axis="y", alpha=0.3)
-    names = [f"{s['parameters']['cc']}\n(this run)"] + [f"{k}\n(paper)" for k in s["paper_column"]]
+    plots.legend(ax1, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=1)
+    names = [f"{mp.name}\n(this run)"] + [f"{palette.algorithm_style(k).name}\n(paper)" for k in s["paper_column"]]
     vals = [s["ratio"] or 0.0] + list(s["paper_column"].values())
-    ax2.bar(names, vals, color=["tab:red"] + ["tab:blue"] * len(s["paper_column"]))
+    styles = [mp] + [palette.algorithm_style(k) for k in s["paper_column"]]
+    ax2.bar(names, vals, color=[st.color for st in styles], edgecolor="black", lw=0.6,
+            hatch=[""] + ["//"] * len(s["paper_column"]))
     ax2.axhline(1.0, color="black", lw=0.8, ls="--")
-    ax2.set_ylabel("MPTCP / TCP")
-    ax2.set_title(f"{s['table']}, column {s['column']}", fontsize=10)
+    ax2.set_ylabel("MPTCP / TCP throughput at the sender")
+    ax2.set_title(f"{s['table']}, column {s['column']} (hatched: the paper's values)", fontsize=9)
     ax2.tick_params(axis="x", labelsize=8)
-    fig.suptitle("shared-bottleneck (MCubic paper Fig. 5/6, Tables 2/3)", fontsize=11)
-    fig.tight_layout()
-    return plots.save(fig, path)
+    ax2.grid(axis="y", alpha=0.3)
+    plots.titled(fig, "shared-bottleneck (MCubic paper Fig. 5/6, Tables 2/3)", caption)
+    return plots.save(fig, path, output)
 
 
 SCENARIO = Scenario(
