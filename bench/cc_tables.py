@@ -64,7 +64,7 @@ def one_run(ctl: list[str], table: str, cc: str, duration: str) -> dict:
     p = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
     took = time.monotonic() - t0
     try:
-        out = json.loads(p.stdout)
+        out = json.loads(p.stdout)["data"]
     except ValueError:
         return {"table": table, "cc": cc, "ok": False, "error": (p.stderr or p.stdout).strip()[-300:], "took_s": took}
     s = out.get("summary") or {}

@@ -44,7 +44,7 @@ def run_ctl(duration: str, runs_dir: Path, inventory: Path) -> dict:
     wall = time.monotonic() - t0
     if p.returncode != 0:
         raise SystemExit(f"ctl run failed ({p.returncode}): {p.stderr.strip()[-400:]}")
-    out = json.loads(p.stdout)
+    out = json.loads(p.stdout)["data"]
     record = Path(out["record"])
     m = json.loads((record / "manifest.json").read_text())
     tw = m["traffic_window"]

@@ -94,7 +94,7 @@ def run_overhead(env: dict[str, str]) -> float:
                         "--json", "--quiet"], cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         raise SystemExit(f"ctl run failed ({p.returncode}): {p.stderr.strip()[-400:]}")
-    m = json.loads((Path(json.loads(p.stdout)["record"]) / "manifest.json").read_text())
+    m = json.loads((Path(json.loads(p.stdout)["data"]["record"]) / "manifest.json").read_text())
     tw = m["traffic_window"]
     return (m["finished"] - m["created"]) - (tw["end"] - tw["start"])
 

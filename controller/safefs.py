@@ -18,11 +18,13 @@ directory. A name is one path component (`component`): never `..`, never with a 
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO, Iterator
 
 from controller.errors import UnsafePath
 
@@ -239,6 +241,44 @@ def replace_file_at(dir_fd: int, name: str, data: str | bytes, what: str, shown:
         os.fchmod(fd, mode)               # whatever the umask
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+
+
+@contextlib.contextmanager
+def new_file_at(dir_fd: int, name: str, what: str, shown: str, mode: int = 0o644) -> Iterator[BinaryIO]:
+    """`replace_file_at` for content written piece by piece (a large export): yields the
+    temporary file (opened the same way, O_CREAT|O_EXCL|O_NOFOLLOW), renamed over `name` when
+    the block ends without an exception and removed when it raises; `name` must not be a
+    symlink, FIFO, device or directory."""
+    component(name, what)
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise UnsafePath(f"refusing {what} {shown}: not a regular file ({_describe(st)}); left as it is")
+    tmp = f".{name}.ctl-new"
+    try:
+        os.unlink(tmp, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise UnsafePath(f"cannot write {what} {shown}: {exc.strerror or exc}") from None
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     mode, dir_fd=dir_fd)
+    except OSError as exc:
+        raise UnsafePath(f"cannot write {what} {shown}: {exc.strerror or exc}") from None
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            yield f
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         try:

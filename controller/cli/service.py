@@ -18,6 +18,9 @@ def cmd_install(args: argparse.Namespace) -> int:
                             rack=inv.name, at=args.at, nightly=args.nightly,
                             no_new_privileges=not args.allow_new_privileges)
     units = render_units(settings)
+    if args.dry_run and args.json:
+        print_json({"dry_run": True, "written": [], "units": {str(Path(args.dest) / n): t for n, t in units.items()}})
+        return 0
     if args.dry_run:
         for name, text in units.items():
             print(f"# ---- {Path(args.dest) / name}\n{text}")

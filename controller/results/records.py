@@ -9,13 +9,31 @@ Layout of a run record:
     raw/<host>/...       raw tool output (iperf3 JSON, ss, nstat, ip mptcp monitor, tc)
     metrics.jsonl        every telemetry point (the spool; InfluxDB gets the same points)
     metrics.influx.json  how far the spool has been pushed to InfluxDB
-    summary.json         the scenario's summary
+    summary.json         the scenario's summary, with its provenance and units (below)
     *.png                figures
 
 A newer format version is refused; older ones are migrated on read.
+
+Times in the manifest (`created`, `finished`, `phases[].t`, `errors[].t`, `traffic_window`)
+are Unix seconds, UTC (machine fields, for computation); metric points carry Unix
+nanoseconds in `t` (metrics.jsonl, the InfluxDB format). Everything written for a reader
+(summary.json, `--json` output, exports) has ISO 8601 UTC times instead
+(`controller.results.wire`).
+
+summary.json is the scenario's summary (its numbers and `definitions`) plus two keys ctl adds:
+    provenance   {"run_id", "scenario", "campaign", "status", "started", "finished",
+                  "traffic": {"start", "end", "duration_s"}, "ctl": {"version", "commit"},
+                  "inventory": {"name", "file"}, "parameters": {"given", "values"},
+                  "record_format", "summary_format"}: times ISO 8601 UTC; `parameters.given`
+                  as typed, `parameters.values` resolved, in the scenario's base units
+                  (rates bit/s, delays us, durations s, sizes bytes);
+    units        field name -> unit of every numeric field whose name spells one
+                  (`receiver_mbps`: "Mbit/s"), see `controller.results.wire.unit_of`.
+A copied summary.json thus says which run, when, with which ctl and on which rack it is.
 """
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import platform
@@ -27,10 +45,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from controller.errors import RecordError
+from controller.results.wire import iso_utc, to_wire, units_of
 from controller.settings import state_dir
 from controller.version import commit, dependencies, version
 
 FORMAT_VERSION = 1
+SUMMARY_FORMAT = 1          # the provenance and units keys of summary.json
 _MIGRATIONS: dict[int, Callable[[dict], dict]] = {}  # from version N to N+1
 
 
@@ -43,6 +63,14 @@ def make_run_id(scenario: str, varied: dict[str, str], now: float | None = None)
     rid = "_".join(parts)
     rid = re.sub(r"[^A-Za-z0-9._+-]+", "-", rid)
     return rid[:180]
+
+
+def id_time(run_id: str) -> float | None:
+    """The UTC start time a run id begins with (make_run_id: to the second), or None."""
+    m = re.match(r"(\d{8}T\d{6}Z)_", run_id)
+    if m is None:
+        return None
+    return calendar.timegm(time.strptime(m.group(1), "%Y%m%dT%H%M%SZ"))
 
 
 class RunRecord:
@@ -65,6 +93,7 @@ class RunRecord:
         self.id = run_id
         self.dir = path
         self.manifest: dict[str, Any] = {}
+        self._summary: dict | None = None      # the summary as write_summary got it
 
     @classmethod
     def open(cls, path: Path) -> "RunRecord":
@@ -131,12 +160,20 @@ class RunRecord:
         os.replace(tmp, p)
         return p
 
+    def write_summary(self, summary: dict) -> Path:
+        """summary.json: the scenario's summary with its provenance and units (module doc);
+        `finish` writes it again with the run's final status and end time."""
+        self._summary = summary
+        return self.write_json("summary.json", summary_document(summary, self.manifest))
+
     def finish(self, status: str, error: str | None = None) -> None:
         self.manifest["status"] = status
         self.manifest["finished"] = time.time()
         if error:
             self.manifest["errors"].append({"t": time.time(), "error": error})
         self.save()
+        if self._summary is not None:
+            self.write_summary(self._summary)
 
 
 def _json_default(o: Any) -> Any:
@@ -149,6 +186,43 @@ def _json_default(o: Any) -> Any:
     if hasattr(o, "value"):
         return o.value
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def _time(v: Any) -> str | None:
+    return iso_utc(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+
+def provenance(manifest: dict) -> dict:
+    """Which run a summary is of, from its manifest (pure): the `provenance` of summary.json."""
+    tw = manifest.get("traffic_window") or {}
+    t0, t1 = tw.get("start"), tw.get("end")
+    ctl = manifest.get("controller") or {}
+    inv = manifest.get("inventory") or {}
+    params = manifest.get("parameters") or {}
+    return {
+        "run_id": manifest.get("run_id"),
+        "scenario": manifest.get("scenario"),
+        "campaign": manifest.get("campaign"),
+        "status": manifest.get("status"),
+        "started": _time(manifest.get("created")),
+        "finished": _time(manifest.get("finished")),
+        "traffic": {"start": _time(t0), "end": _time(t1),
+                    "duration_s": round(t1 - t0, 6) if isinstance(t0, (int, float)) and isinstance(t1, (int, float))
+                    else None},
+        "ctl": {"version": ctl.get("ctl_version"), "commit": ctl.get("commit")},
+        "inventory": {"name": inv.get("name") if isinstance(inv, dict) else None,
+                      "file": manifest.get("inventory_file") or None},
+        "parameters": {"given": params.get("given") or {}, "values": params.get("values") or {}},
+        "record_format": manifest.get("format_version"),
+        "summary_format": SUMMARY_FORMAT,
+    }
+
+
+def summary_document(summary: dict, manifest: dict) -> dict:
+    """summary.json's content (pure): the summary, its times as ISO 8601 UTC, its provenance
+    and the unit of each numeric field. `ctl runs show --json` prints the same for a record."""
+    body = {k: v for k, v in summary.items() if k not in ("provenance", "units")}
+    return to_wire({**body, "provenance": provenance(manifest), "units": units_of(body)})
 
 
 def load_manifest(path: Path) -> dict:

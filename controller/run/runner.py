@@ -601,7 +601,7 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
             data = run.run_data()
             try:
                 summary = scenario.summarize(data)
-                record.write_json("summary.json", summary)
+                record.write_summary(summary)
                 try:
                     figs = scenario.figures(data, summary, record.dir)
                     record.manifest["figures"] = figs
@@ -619,7 +619,7 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
             try:
                 summary, figs = partial_summary(scenario, run.run_data(), status, error, record.dir,
                                                 unit=getattr(run.traffic, "unit_name", "flows"))
-                record.write_json("summary.json", summary)
+                record.write_summary(summary)
                 if figs:
                     record.manifest["figures"] = figs
             except Exception as exc:  # the record must still be closed

@@ -88,7 +88,7 @@ def wait_for(log: Path, pattern: str, proc: subprocess.Popen, timeout: float = 9
 def status(rack, num: int) -> dict:
     p = rack.ctl("campaign", "status", str(num), "--json")
     assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    return json.loads(p.stdout)["data"]
 
 
 def read_pty(fd: int, sink: list[bytes]) -> None:
@@ -125,7 +125,7 @@ def test_sweep_survives_two_sigkills_and_reports(rack, tmp_path):
     f.write_text(CAMPAIGN)
     p = rack.ctl("campaign", "submit", str(f), "--json")
     assert p.returncode == 0, p.stderr
-    sub = json.loads(p.stdout)
+    sub = json.loads(p.stdout)["data"]
     num, cid = sub["num"], sub["id"]
     assert sub["runs"] == 8 and sub["seed"] == 20261122
     daemons: list[subprocess.Popen] = []
@@ -248,7 +248,7 @@ def test_sweep_survives_two_sigkills_and_reports(rack, tmp_path):
     # ---- the morning report -----------------------------------------------------------------------
     p = rack.ctl("campaign", "report", str(num), "--json")
     assert p.returncode == 0, p.stderr
-    html_path = Path(json.loads(p.stdout)["html"])
+    html_path = Path(json.loads(p.stdout)["data"]["html"])
     html = html_path.read_text()
     for rec in list(ours):
         rel = os.path.relpath(rec, html_path.parent)

@@ -1,9 +1,11 @@
 """The papers' congestion controls through `ctl` itself, on a virtual rack of this test's own.
 
-`ctl cc list` names every algorithm and where it comes from; a run asking for one of ctl's
-BPF programs loads it on the senders, every data subflow is seen running it, the record names
-its source and the sha256 of the object that ran, and nothing stays registered afterwards:
-not after a completed run, not after a kill -9 of the controller (the next start recovers).
+`ctl cc list` names every algorithm and where it comes from, the variants for analysis apart
+with their reading; a run asking for one of ctl's BPF programs loads it on the senders, every
+data subflow is seen running it, the record names its source, the sha256 of the object that
+ran, for a variant its reading, and that its coupling map was empty before it was unloaded,
+and nothing stays registered afterwards: not after a completed run, not after a kill -9 of the
+controller (the next start recovers). Every variant runs once.
 BPF struct_ops registrations are kernel-wide: the fixture takes back anything a run of this
 test's rack still holds, so no later test sees it.
 """
@@ -65,14 +67,19 @@ def _wait_for_traffic(proc: subprocess.Popen, timeout: float = 60) -> None:
 def test_cc_list_names_every_algorithm_and_its_origin(cc_rack):
     p = cc_rack.ctl("cc", "list", "--json")
     assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+    doc = json.loads(p.stdout)["data"]
     rows = {r["name"]: r for r in doc["algorithms"]}
     for name, alg in ALGORITHMS.items():
         assert rows[name]["kind"] == "bpf" and rows[name]["runnable"], rows[name]
         assert rows[name]["source"] == f"nodes/congestion/bpf/{alg.source}"
+        assert (rows[name]["variant_of"], rows[name]["for_analysis"], rows[name]["reading"]) == \
+            (alg.variant_of, alg.variant_of is not None, alg.reading)
     assert rows["cubic"]["kind"] == "kernel" and rows["cubic"]["runnable"]
     text = cc_rack.ctl("cc", "list")
     assert text.returncode == 0 and "olia" in text.stdout and "built into the kernel" in text.stdout
+    listed_after = text.stdout.split("variants for analysis", 1)[1]
+    assert all(f"{n}" in listed_after and f"variant of {a.variant_of}" in listed_after
+               for n, a in ALGORITHMS.items() if a.variant_of)
     bad = cc_rack.ctl("cc", "lst")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 
@@ -82,7 +89,7 @@ def test_a_bpf_algorithm_runs_on_every_data_subflow_and_leaves_nothing(cc_rack):
     p = cc_rack.ctl("run", "shared-bottleneck", "--delay", "20ms", "--cc", "olia", "--duration", "8s", "--json",
                     timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
-    out = json.loads(p.stdout)
+    out = json.loads(p.stdout)["data"]
     m = json.loads((Path(out["record"]) / "manifest.json").read_text())
     cong = m["congestion"]
     alg = cong["algorithms"]["olia"]
@@ -95,6 +102,31 @@ def test_a_bpf_algorithm_runs_on_every_data_subflow_and_leaves_nothing(cc_rack):
     assert all(names == ["cubic"] for names in observed["tcp"].values())
     assert "olia" not in available() and available() == before
     assert not any(h.startswith(f"run:{out['run_id']}") for e in holders().values() for h in e["holders"])
+    # the run checked the program's coupling map before unloading it: every connection's entry gone
+    left = {h: st["conns_left"] for h, st in cong["hosts"].items() if "conns_left" in st}
+    assert left and all(v == {"olia": 0} for v in left.values()), left
+    assert not cong.get("warnings")
+
+
+@pytest.mark.parametrize("variant", [n for n, a in ALGORITHMS.items() if a.variant_of])
+def test_every_variant_runs_and_its_record_names_its_reading(cc_rack, variant):
+    """Each variant for analysis through ctl run, 20 s on the shared bottleneck: it completes,
+    every data subflow ran it, and the record says what it is a variant of, which reading it
+    is, the defines it was built with, and that its coupling map was empty at the end."""
+    p = cc_rack.ctl("run", "shared-bottleneck", "--delay", "20ms", "--cc", variant, "--duration", "20s", "--json",
+                    timeout=400)
+    assert p.returncode == 0, p.stderr[-2000:]
+    m = json.loads((Path(json.loads(p.stdout)["record"]) / "manifest.json").read_text())
+    assert m["status"] == "completed", m["status"]
+    cong = m["congestion"]
+    alg, want = cong["algorithms"][variant], ALGORITHMS[variant]
+    assert (alg["variant_of"], alg["reading"], alg["defines"]) == (want.variant_of, want.reading, list(want.defines))
+    assert alg["source"] == f"nodes/congestion/bpf/{want.source}" and len(alg["object_sha256"]) == 64
+    assert cong["subflows"]["problems"] == []
+    assert all(names == [variant] for names in cong["subflows"]["observed"]["mptcp"].values())
+    left = {h: st["conns_left"] for h, st in cong["hosts"].items() if "conns_left" in st}
+    assert left and all(v == {variant: 0} for v in left.values()), left
+    assert variant not in available()
 
 
 def test_a_killed_controller_leaves_the_program_until_the_next_start_recovers(cc_rack):
@@ -125,7 +157,7 @@ def test_the_bittorrent_step_runs_a_bpf_algorithm_as_the_hosts_default(cc_rack):
     p = cc_rack.ctl("run", "mptcp-bittorrent", "--step", "bittorrent", "--tracker", "local", "--size", "4MiB",
                     "--repetitions", "1", "--timeout", "120s", "--cc", "lia", "--json", timeout=400)
     assert p.returncode == 0, p.stderr[-2000:]
-    m = json.loads((Path(json.loads(p.stdout)["record"]) / "manifest.json").read_text())
+    m = json.loads((Path(json.loads(p.stdout)["data"]["record"]) / "manifest.json").read_text())
     for h in ("ns1", "ns2"):
         assert m["endpoints"][h]["applied"]["sysctls"]["net.ipv4.tcp_congestion_control"] == "lia"
         assert m["endpoints"][h]["restored"]["sysctls"]["net.ipv4.tcp_congestion_control"] == before[h]

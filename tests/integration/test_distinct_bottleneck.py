@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 def completed_run(rack):
     p = rack.ctl("run", "distinct-bottleneck", "--link2", "20M", "--duration", "12", "--json")
     assert p.returncode == 0, p.stderr
-    out = json.loads(p.stdout)
+    out = json.loads(p.stdout)["data"]
     return out, Path(out["record"]), p
 
 
@@ -144,14 +144,14 @@ def test_runs_show_recomputes_the_summary_and_windows_it(completed_run, rack):
     out, record, _ = completed_run
     p = rack.ctl("runs", "show", out["run_id"], "--json")
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout) == json.loads((record / "summary.json").read_text())
+    assert json.loads(p.stdout)["data"] == json.loads((record / "summary.json").read_text())
     m = json.loads((record / "manifest.json").read_text())
     traffic = m["traffic_window"]["end"] - m["traffic_window"]["start"]
     halves = []
     for w in (":6s", "6s:"):
         p = rack.ctl("runs", "show", str(record), "--window", w, "--json")
         assert p.returncode == 0, p.stderr
-        halves.append(json.loads(p.stdout))
+        halves.append(json.loads(p.stdout)["data"])
     first, second = halves
     assert first["window"] == {"start_s": 0.0, "end_s": 6.0, "traffic_s": round(traffic, 3), "of": "traffic"}
     assert second["window"]["start_s"] == 6.0 and second["window"]["end_s"] == round(traffic, 3)

@@ -37,7 +37,7 @@ CUT_S = 60.0
 def ctl_json(rack, *args: str, timeout: float = 120) -> dict:
     p = rack.ctl(*args, "--json", timeout=timeout)
     assert p.returncode == 0, (args, p.stdout, p.stderr)
-    return json.loads(p.stdout)
+    return json.loads(p.stdout)["data"]
 
 
 def m1_status(rack) -> dict:

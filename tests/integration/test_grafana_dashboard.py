@@ -42,7 +42,7 @@ def test_every_panel_query_returns_the_runs_data(rack):
     # long enough for net-snmp's 3 s counter cache to give rates
     p = rack.ctl("run", "distinct-bottleneck", "--link2", "20M", "--duration", "10", "--json")
     assert p.returncode == 0, p.stderr
-    run = json.loads(p.stdout)["run_id"]
+    run = json.loads(p.stdout)["data"]["run_id"]
     d = json.loads(DASHBOARD.read_text())
     bucket = rack.inventory.influxdb.bucket
     with client(rack) as c:

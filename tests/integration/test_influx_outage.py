@@ -79,10 +79,10 @@ def test_influxdb_hung_for_the_whole_run_then_metrics_push_exactly_once(rack):
     run_id = record.name
     first = rack.ctl("metrics", "push", run_id, "--json")
     assert first.returncode == 0, first.stderr
-    (r1,) = json.loads(first.stdout)
+    (r1,) = json.loads(first.stdout)["data"]
     n = sum(1 for _ in open(record / "metrics.jsonl"))
     assert r1["sent_now"] == n and r1["pending"] == 0
     second = rack.ctl("metrics", "push", run_id, "--json")
-    (r2,) = json.loads(second.stdout)
+    (r2,) = json.loads(second.stdout)["data"]
     assert r2["sent_now"] == 0 and r2["sent_total"] == n
     assert query_counts(rack, run=run_id) == _expected(record)

@@ -74,8 +74,8 @@ def test_installed_ctl_works_outside_the_checkout(installed):
     assert "dry run:" in d.stdout and "nothing was sent" in d.stdout
     c = ctl(installed, "campaign", "plan", str(shipped / "campaigns" / "mcubic-table1.yaml"), "--json")
     assert c.returncode == 0, c.stderr
-    assert json.loads(c.stdout)
-    cfg = json.loads(ctl(installed, "config", "show", "--json").stdout)
+    assert json.loads(c.stdout)["data"]
+    cfg = json.loads(ctl(installed, "config", "show", "--json").stdout)["data"]
     assert cfg["checkout"] is False
     assert cfg["settings"]["state_dir"]["value"] == str(tmp / "home" / ".local" / "state" / "ctl")
     assert cfg["settings"]["inventory"]["value"] == str(shipped / "inventory" / "virtual.yaml")

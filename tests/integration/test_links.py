@@ -15,13 +15,13 @@ def test_set_show_measure_path2(rack):
     p = rack.ctl("link", "set", "path2", "--bw", "20M", "--delay", "50ms", "--json")
     assert p.returncode == 0, p.stderr
     try:
-        after = json.loads(p.stdout)["after"]
+        after = json.loads(p.stdout)["data"]["after"]
         assert after["path2.forward"]["delay_us"] == 50_000 and after["path2.reverse"]["bw_bps"] == 20_000_000
-        show = json.loads(rack.ctl("link", "show", "path2", "--json").stdout)["path2"]
+        show = json.loads(rack.ctl("link", "show", "path2", "--json").stdout)["data"]["path2"]
         assert show["kind"] == "dnpipe" and all(d["shaped"] for d in show["directions"].values())
         m = rack.ctl("link", "measure", "path2", "--json")
         assert m.returncode == 0, m.stderr
-        r = json.loads(m.stdout)
+        r = json.loads(m.stdout)["data"]
         # RTT: the minimum is the pipe's own figure (averages pick up this shared machine's load).
         assert abs(r["rtt"]["min_ms"] - 100.0) <= 1.0, r["rtt"]
         # the warm-up took the neighbour resolution (one reply ~200 ms when ARP had expired)
@@ -32,20 +32,20 @@ def test_set_show_measure_path2(rack):
         assert r["loss"]["configured"] == 0 and r["loss"]["lost"] == 0 and r["loss"]["packets"] > 1000
         # only the given fields change; a single direction can be set
         p = rack.ctl("link", "set", "path2", "--plr", "1%", "--dir", "forward", "--json")
-        after = json.loads(p.stdout)["after"]
+        after = json.loads(p.stdout)["data"]["after"]
         assert after["path2.forward"]["plr"] == 0.01 and after["path2.forward"]["delay_us"] == 50_000
         assert after["path2.reverse"]["plr"] == 0.0
         # a run restores to what the link was set to, not to unshaped
         run = rack.ctl("run", "distinct-bottleneck", "--link2", "10M", "--duration", "3", "--json")
         assert run.returncode in (0, 4), run.stderr
-        show = json.loads(rack.ctl("link", "show", "path2", "--json").stdout)["path2"]["directions"]
+        show = json.loads(rack.ctl("link", "show", "path2", "--json").stdout)["data"]["path2"]["directions"]
         assert show["forward"]["config"]["plr"] == 0.01 and show["forward"]["config"]["bw_bps"] == 20_000_000
         changes = log.read_text().splitlines()[earlier:]
         assert len(changes) >= 2 and json.loads(changes[0])["before"]["path2.forward"] is None
     finally:
         p = rack.ctl("link", "set", "path2", "--bw", "0", "--delay", "0", "--plr", "0", "--queue", "50")
         assert p.returncode == 0, p.stderr
-    show = json.loads(rack.ctl("link", "show", "--json").stdout)
+    show = json.loads(rack.ctl("link", "show", "--json").stdout)["data"]
     assert not any(d["shaped"] for l in show.values() for d in l["directions"].values())
 
 
@@ -63,11 +63,11 @@ def test_link_set_bad_input(rack, args, message):
 def test_distinct_bottleneck_on_tc_bridges(tc_rack):
     p = tc_rack.ctl("run", "distinct-bottleneck", "--link2", "20M", "--duration", "8", "--json")
     assert p.returncode == 0, p.stderr
-    s = json.loads(p.stdout)["summary"]
+    s = json.loads(p.stdout)["data"]["summary"]
     assert s["valid"] and s["mptcp"]["subflows_established_per_link"] == {"path1": 1, "path2": 1}
     assert 17 <= s["links"]["path2"]["flows_total_mbps"] <= 20
-    m = json.loads((json.loads(p.stdout)["record"] + "/manifest.json") and
-                   open(json.loads(p.stdout)["record"] + "/manifest.json").read())
+    m = json.loads((json.loads(p.stdout)["data"]["record"] + "/manifest.json") and
+                   open(json.loads(p.stdout)["data"]["record"] + "/manifest.json").read())
     assert m["shapers"]["br2"]["kind"] == "tc"
     assert m["shapers"]["br2"]["after"]["pipes"]["path2.forward"]["bw_bps"] == 20_000_000
     # the kernel back-end cannot delay: refused with one line, before anything is touched

@@ -35,7 +35,7 @@ def test_smoke_reproduction_runs_unattended_and_its_report_renders(rack, tmp_pat
     before = baseline(rack)
     p = rack.ctl("reproduce", "--smoke", "--json", timeout=900)
     assert p.returncode == 0, p.stderr[-4000:]
-    d = json.loads(p.stdout)
+    d = json.loads(p.stdout)["data"]
     assert [c["key"] for c in d["campaigns"]] == ["mcubic-table1", "mcubic-table2", "mcubic-table3", "bbrv3",
                                                   "parallel", "mptcp-bt"]
     assert {v["claim"] for v in d["verdicts"]} == {c.id for c in CLAIMS}
@@ -50,7 +50,7 @@ def test_smoke_reproduction_runs_unattended_and_its_report_renders(rack, tmp_pat
 
     st = rack.ctl("reproduce", "status", d["id"], "--json")
     assert st.returncode == 0, st.stderr
-    s = json.loads(st.stdout)
+    s = json.loads(st.stdout)["data"]
     assert (s["done"], s["failed"], s["runs"]) == (d["runs"], 0, d["runs"])
     assert {c["state"] for c in s["campaigns"]} == {"done"}
 

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 
 def run(rack, *args: str, timeout: float = 300) -> tuple[dict, Path, str]:
     p = rack.ctl("run", *args, timeout=timeout)
-    out = json.loads(p.stdout) if "--json" in args else None
+    out = json.loads(p.stdout)["data"] if "--json" in args else None
     assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
     if out is None:
         return {}, Path(p.stdout.rsplit("record: ", 1)[1].strip()), p.stdout

@@ -83,7 +83,7 @@ def daemon(env: dict[str, str], log: Path) -> subprocess.Popen:
 def status(env: dict[str, str], num: int) -> dict:
     p = ctl(env, "campaign", "status", str(num), "--json")
     assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    return json.loads(p.stdout)["data"]
 
 
 def test_one_campaign_on_two_racks_survives_a_killed_daemon(rack, rack_b, pg_url, tmp_path):
@@ -94,7 +94,7 @@ def test_one_campaign_on_two_racks_survives_a_killed_daemon(rack, rack_b, pg_url
     f.write_text(CAMPAIGN.format(a=rack.inventory_path, b=rack_b.inventory_path))
     p = ctl(env_a, "campaign", "submit", str(f), "--json")
     assert p.returncode == 0, p.stderr
-    num = json.loads(p.stdout)["num"]
+    num = json.loads(p.stdout)["data"]["num"]
     procs: list[subprocess.Popen] = []
     t0 = time.monotonic()
     try:
@@ -124,7 +124,7 @@ def test_one_campaign_on_two_racks_survives_a_killed_daemon(rack, rack_b, pg_url
         assert p.returncode == 3 and "waiting for the rack: rack vtestb is leased by" in p.stderr, p.stderr
         p = ctl(other, "rack", "status", "--json")
         assert p.returncode == 0, p.stderr
-        held = json.loads(p.stdout)
+        held = json.loads(p.stdout)["data"]
         assert held["lease"]["pid"] == db.pid and held["lease"]["purpose"].startswith(f"ctl campaign #{num}")
 
         # ---- rack B's daemon takes the dead daemon's run back once its claim has run out ---------
@@ -168,7 +168,7 @@ def test_one_campaign_on_two_racks_survives_a_killed_daemon(rack, rack_b, pg_url
     # ---- the report, from the database: both racks, the rack as a factor -------------------------
     p = ctl(env_b, "campaign", "report", str(num), "--json")
     assert p.returncode == 0, p.stderr
-    html = Path(json.loads(p.stdout)["html"]).read_text()
+    html = Path(json.loads(p.stdout)["data"]["html"]).read_text()
     assert "Rack as a factor" in html and "vtest: n, mean" in html and "vtestb: n, mean" in html
     assert "12 of 12 done, 0 failed" in html
     out = tmp_path / "exported"
@@ -218,10 +218,10 @@ def test_without_a_database_the_lease_lives_on_the_rack_and_dies_with_its_holder
         out, err = waiter.communicate(timeout=180)
         assert waiter.returncode == 0, err
         assert "waiting for the rack: rack vtest is leased by" in err
-        assert json.loads(out)["link"] == "path1"
+        assert json.loads(out)["data"]["link"] == "path1"
         print(f"\nlease freed and taken {time.monotonic() - t_kill:.1f} s after the holder's kill -9 (measure included)")
         p = ctl(other, "rack", "status", "--json")
-        assert json.loads(p.stdout)["lease"] is None
+        assert json.loads(p.stdout)["data"]["lease"] is None
     finally:
         if holder.poll() is None:
             holder.kill()
@@ -236,7 +236,7 @@ def test_a_reservation_refuses_somebody_elses_ad_hoc_run(rack, tmp_path):
     owner = f"{pwd.getpwuid(os.geteuid()).pw_name}@{socket.gethostname()}"
     p = ctl(alice, "rack", "reserve", "vtest", "--for", "1h", "--note", "calibration", "--json")
     assert p.returncode == 0, p.stderr
-    rid = json.loads(p.stdout)["id"]
+    rid = json.loads(p.stdout)["data"]["id"]
     try:
         p = ctl(alice, "rack", "reserve", "vtest", "--from", "now", "--for", "10min")
         assert p.returncode == 3 and "overlaps reservation" in p.stderr
@@ -249,7 +249,7 @@ def test_a_reservation_refuses_somebody_elses_ad_hoc_run(rack, tmp_path):
             and "(calibration)" in err[0], p.stderr
         assert baseline(rack) == before
         p = ctl(bob, "rack", "reservations", "--json")
-        assert [r["id"] for r in json.loads(p.stdout)] == [rid]
+        assert [r["id"] for r in json.loads(p.stdout)["data"]] == [rid]
         p = ctl_on(bob, "rack", "cancel", str(rid), host=OTHER_HOST)
         assert p.returncode == 2 and f"is {owner}'s" in p.stderr
     finally:
@@ -260,7 +260,7 @@ def test_a_reservation_refuses_somebody_elses_ad_hoc_run(rack, tmp_path):
                                                                       time.localtime(time.time() + 600)),
             "--for", "30min", "--json")
     assert p.returncode == 0, p.stderr
-    rid = json.loads(p.stdout)["id"]
+    rid = json.loads(p.stdout)["data"]["id"]
     try:
         p = ctl_on(rack.env(), "run", "distinct-bottleneck", "--duration", "15min", host=OTHER_HOST)
         assert p.returncode == 3 and f"would run into {owner}" in p.stderr, p.stderr

@@ -164,20 +164,20 @@ def test_campaign_status_after_the_scheduler_is_killed(rack, tmp_path):
     f.write_text(CAMPAIGN)
     p = rack.ctl("campaign", "submit", str(f), "--json")
     assert p.returncode == 0, p.stderr
-    num = json.loads(p.stdout)["num"]
+    num = json.loads(p.stdout)["data"]["num"]
     log = tmp_path / "daemon.log"
     with open(log, "w") as fh:
         d = subprocess.Popen([sys.executable, "-m", "controller", "campaign", "daemon"], cwd=PROJECT, env=rack.env(),
                              stdout=fh, stderr=subprocess.STDOUT, text=True)
     try:
         _wait_for(log, r"\] traffic: 3 flows", d)
-        running = json.loads(rack.ctl("campaign", "status", str(num), "--json").stdout)
+        running = json.loads(rack.ctl("campaign", "status", str(num), "--json").stdout)["data"]
         assert running["interrupted"] is None and running["progress"]["eta_s"] > 0
         d.send_signal(signal.SIGKILL)
         d.wait(10)
         st = rack.ctl("campaign", "status", str(num), "--json")
         assert st.returncode == 0, st.stderr
-        j = json.loads(st.stdout)
+        j = json.loads(st.stdout)["data"]
         want = f"interrupted, scheduler pid {d.pid} gone, `ctl campaign resume {num}`"
         assert j["state"] == "running" and j["scheduler"] is None
         assert j["interrupted"] == {"message": want, "scheduler_pid": d.pid}
@@ -204,7 +204,7 @@ def test_link_reset_to_the_inventory_baseline(rack, tmp_path):
             assert p.returncode == 0, p.stderr
         p = rack.ctl("link", "reset", "path2", "--json")
         assert p.returncode == 0, p.stderr
-        (entry,) = json.loads(p.stdout)
+        (entry,) = json.loads(p.stdout)["data"]
         assert entry["action"] == "reset" and entry["bridge"] == "br2" and entry["link"] == "path2"
         assert entry["before"]["path2.forward"]["bw_bps"] == 20_000_000
         assert rack.pipes_at_default(("path2",)) and not rack.pipes_at_default(("path1",))

@@ -98,7 +98,7 @@ def test_config_show_names_every_source(clean, monkeypatch):
                        text=True, env={"CTL_CONFIG": str(cfg), "PATH": "/usr/bin:/bin", "HOME": str(clean),
                                        "CTL_INVENTORY": "/x/inv.yaml"})
     assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+    doc = json.loads(p.stdout)["data"]
     s = doc["settings"]
     assert doc["config_file"] == str(cfg)
     assert s["runs_dir"] == {"value": "/srv/runs", "source": f"config file ({cfg})"}

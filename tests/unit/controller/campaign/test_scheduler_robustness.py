@@ -121,4 +121,4 @@ def test_a_campaign_finishing_years_from_now_needs_force(tmp_path, tmp_state_dir
     assert len(err) == 1 and "years" in err[0] and "--force" in err[0]
     p = _ctl(["campaign", "plan", str(f), "--inventory", str(VIRTUAL), "--force", "--json"], tmp_state_dir)
     assert p.returncode == 0, p.stderr
-    assert len(json.loads(p.stdout)["runs"]) == 20000
+    assert len(json.loads(p.stdout)["data"]["runs"]) == 20000

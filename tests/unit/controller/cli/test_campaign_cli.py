@@ -97,7 +97,7 @@ def test_plan_json_is_the_same_plan(tmp_path):
     f.write_text(CAMPAIGN)
     p = audited(["campaign", "plan", str(f), "--inventory", INV, "--json"], tmp_path / "state")
     assert p.returncode == 0, p.stderr
-    d = json.loads(p.stdout)
+    d = json.loads(p.stdout)["data"]
     assert d["seed"] == 4242 and len(d["runs"]) == 12 and d["estimated_rack_s"] == 410.0
     assert d["runs"][0]["argv"][:2] == ["--duration", "5s"]
     assert sorted((r["case"], r["repetition"]) for r in d["runs"]) == [(c, r) for c in (1, 2, 3, 4) for r in (1, 2, 3)]
@@ -130,12 +130,12 @@ def test_queue_commands(cli, tmp_path):
     f.write_text(CAMPAIGN)
     rc, out, _ = cli("campaign", "submit", str(f), "--at", "23:30", "--json")
     assert rc == 0
-    sub = json.loads(out)
+    sub = json.loads(out)["data"]
     assert sub["num"] == 1 and sub["runs"] == 12 and sub["seed"] == 4242 and sub["scheduler"] is None
     state = tmp_path / "state"
     assert (state / "campaigns" / sub["id"] / "campaign.yaml").read_text() == CAMPAIGN
     rc, out, _ = cli("campaign", "status", "1", "--json")
-    st = json.loads(out)
+    st = json.loads(out)["data"]
     assert (st["state"], st["progress"]["total"], st["progress"]["pending"]) == ("queued", 12, 12)
     assert st["not_before"] is not None and st["window"] == "22:00-07:00" and st["seed"] == 4242
     assert st["progress"]["eta_s"] > 0 and len(st["runs"]) == 12 and st["runs_root"] == str(tmp_path / "runs")
@@ -147,10 +147,10 @@ def test_queue_commands(cli, tmp_path):
     assert "state    paused: rack needed for a demo" in out
     rc, out, err = cli("campaign", "resume", "1", "--no-wait")
     assert rc == 0 and "resumed" in err
-    assert json.loads(cli("campaign", "status", "1", "--json")[1])["state"] == "queued"
+    assert json.loads(cli("campaign", "status", "1", "--json")[1])["data"]["state"] == "queued"
     rc, out, _ = cli("campaign", "cancel", "1")
     assert rc == 0 and "cancelled" in out
-    st = json.loads(cli("campaign", "status", "1", "--json")[1])
+    st = json.loads(cli("campaign", "status", "1", "--json")[1])["data"]
     assert st["state"] == "cancelled" and st["progress"]["cancelled"] == 12
     rc, out, err = cli("campaign", "resume", "1")
     assert rc == 2 and "is cancelled: nothing to resume" in err

@@ -167,6 +167,8 @@ def test_parse_iperf3_prints_json(results):
     r = results["parse_iperf3"]
     assert (r.returncode, r.stderr) == (0, "")
     doc = json.loads(r.stdout)
+    assert doc["command"] == "parse iperf3"
+    doc = doc["data"]
     assert doc["version"] == "iperf 3.12"
     assert doc["end"]["sum_received"]["bits_per_second"] == pytest.approx(24610881.683190767)
     assert [c["local_port"] for c in doc["connected"]] == [34488]

@@ -4,6 +4,7 @@ endpoints are this kernel: the read-only probe runs here) and writes nothing."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -46,11 +47,11 @@ def test_bad_input_is_one_line_and_nothing_is_written(cli, tmp_path, argv, messa
 def test_dry_run_plans_everything_and_writes_nothing(cli, tmp_path):
     rc, out, err = cli("reproduce", "--quick", "--dry-run", "--json")
     assert rc == 0, err
-    d = json.loads(out)
+    d = json.loads(out)["data"]
     assert [c["key"] for c in d["campaigns"]] == ["mcubic-table1", "mcubic-table2", "mcubic-table3", "bbrv3",
                                                   "parallel", "mptcp-bt"]
     assert d["algorithms"]["cubic"]["runnable"] and d["algorithms"]["cubic"]["kind"] == "kernel"
-    assert d["runs"] == sum(c["runs"] for c in d["campaigns"]) and d["estimated_finish"] > 0
+    assert d["runs"] == sum(c["runs"] for c in d["campaigns"]) and re.fullmatch(r"\d{4}-.*Z", d["estimated_finish"])
     assert not (tmp_path / "state" / "reproductions").exists()
     assert not (tmp_path / "state" / "campaigns.sqlite").exists()
     assert not (tmp_path / "state" / "congestion").exists()        # a dry run builds nothing

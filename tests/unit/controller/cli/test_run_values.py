@@ -129,7 +129,7 @@ def test_every_conversion_is_a_warning_and_an_entry(results):
     assert "values changed on their way to the rack (asked -> applied):" in head
     assert ("  bottleneck queue of path1 (both directions): 1 BDP (1 Gbit/s x 40 ms) = 5,000,000 B (4.77 MiB) -> "
             "1000 slots = 1,500,000 B (1.43 MiB) in 1500-byte packets") in head.splitlines()
-    j = json.loads(results["loss_pct_lab_json"].stdout)
+    j = json.loads(results["loss_pct_lab_json"].stdout)["data"]
     assert [c["what"] for c in j["conversions"]] == ["bottleneck queue of path1 (both directions)",
                                                      "socket buffers of a1, b1",
                                                      "loss of path1 forward on dn1 (dummynet pipe 10101)"]
@@ -170,7 +170,7 @@ def _restore_problems(cmd: dict) -> list[str]:
 def test_dry_run_listing_has_no_placeholder(results, case):
     r = results[case]
     assert r.returncode == 0, r.stderr[-2000:]
-    j = json.loads(r.stdout)
+    j = json.loads(r.stdout)["data"]
     assert j["commands"], case
     problems = []
     for cmd in j["commands"]:
@@ -188,7 +188,7 @@ def test_dry_run_listing_has_no_placeholder(results, case):
 
 
 def test_the_restore_of_assumed_sysctls_says_so(results):
-    j = json.loads(results["all_rtt-loss-sweep_virtual"].stdout)
+    j = json.loads(results["all_rtt-loss-sweep_virtual"].stdout)["data"]
     restore = [c for c in j["commands"] if c["argv"][:2] == ["sysctl", "-w"] and c["note"].startswith("restore")]
     assert [c["argv"] for c in restore] == [["sysctl", "-w", "net.ipv4.tcp_rmem=4096 131072 6291456",
                                              "net.ipv4.tcp_wmem=4096 16384 4194304"]] * 2

@@ -1,4 +1,5 @@
-"""`ctl runs show RUN [--window START:END] [--json]` on recorded runs (controller/cli/runs.py).
+"""`ctl runs show RUN [--window START:END] [--json]` on recorded runs (controller/cli/runs.py);
+`ctl runs list` and `ctl runs export`: tests/unit/controller/cli/test_runs_list_export.py.
 
 Contract: RUN is a record directory or a run id under the runs directory; the text is what
 ran (scenario, parameters, status, times in ISO 8601 with their zone), where the record is,
@@ -59,9 +60,12 @@ def test_show_by_run_id_prints_what_ran_and_the_summary(ctl, runs_dir):
 def test_show_a_window_as_json(ctl):
     code, out, err = ctl("runs", "show", str(RUN), "--window", "10s:25s", "--json")
     assert (code, err) == (0, "")
-    s = json.loads(out)
+    s = json.loads(out)["data"]
     assert s["window"] == {"start_s": 10.0, "end_s": 25.0, "traffic_s": 31.3, "of": "traffic"}
     assert s["scenario"] == "shared-bottleneck" and s["ratio"] is not None
+    # the same provenance and units summary.json carries, times ISO 8601 UTC
+    assert s["provenance"]["run_id"] == RUN_ID and s["provenance"]["traffic"]["start"] == "2026-11-22T04:18:20.381966Z"
+    assert s["units"]["sender_mbps"] == "Mbit/s" and s["units"]["bottleneck_share_pct"] == "%"
 
 
 def test_show_a_window_as_text(ctl):
@@ -88,7 +92,7 @@ def test_bad_windows_are_one_line_and_exit_2(ctl, argv, message):
 def test_an_unknown_run_is_exit_2(ctl, tmp_path):
     code, out, err = ctl("runs", "show", "no-such-run", "--runs-dir", str(tmp_path))
     assert (code, out) == (2, "")
-    assert err == f"ctl: error: runs show: no run record 'no-such-run': neither a record directory nor a run id " \
+    assert err == f"ctl: error: runs: no run record 'no-such-run': neither a record directory nor a run id " \
                   f"under {tmp_path}\n"
     # A run id never climbs out of the runs directory.
     code, _, err = ctl("runs", "show", "../" + RUN.name, "--runs-dir", str(RUN.parent / "x"))

@@ -242,7 +242,7 @@ def test_ctl_report_rtt_loss(recorded, tmp_path, capsys, monkeypatch):
     fake_runs(tmp_path / "runs", recorded[1])
     shutil.copytree(RUN, tmp_path / "runs" / "recorded")      # no summary.json: skipped
     assert ctl_main(["report", "rtt-loss", str(tmp_path / "runs"), "-o", str(tmp_path / "rep"), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = json.loads(capsys.readouterr().out)["data"]
     assert out["figure"] == str(tmp_path / "rep" / "heatmap.png") and len(out["runs"]) == 6
     assert json.loads((tmp_path / "rep" / "heatmap.json").read_text())["cc"] == ["bbr", "cubic"]
     assert ctl_main(["report", "rtt-loss", str(tmp_path / "nothing")]) == 2

@@ -1,0 +1,304 @@
+"""JSON Schemas of what `--json` prints, one per command, generated from the models below like
+the inventory's (`python -m controller.schemas` writes them to controller/schemas/output/).
+
+Every command prints one envelope (controller/cli/common.py): `format`, `command`, `ctl`
+(version, commit), `time` (ISO 8601 UTC) and `data`, the command's own output, whose model is
+`OUTPUTS[command]`. Models are strict where ctl's own code shapes the output (the envelope,
+`ctl runs`, the run's provenance) and name the keys a script may rely on elsewhere (more keys
+may come: `extra="allow"`). Every time in `data` is ISO 8601 with a zone (`Iso`); a duration
+is seconds. tests/unit/controller/cli/test_json_envelope.py validates real outputs against
+these files and keeps the files in sync with the models.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+ISO_PATTERN = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$"
+Iso = Annotated[str, Field(pattern=ISO_PATTERN, description="ISO 8601 time with its zone (ctl writes UTC, Z)")]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Ctl(Strict):
+    version: str = Field(description="ctl's version")
+    commit: Optional[str] = Field(description="ctl's git commit (+dirty: with local changes); null: unknown")
+
+
+# ---- ctl runs -------------------------------------------------------------------------------
+
+class RunListed(Strict):
+    run_id: str
+    scenario: Optional[str]
+    campaign: Optional[str]
+    status: Optional[str] = Field(description="completed, invalid, failed, aborted, error, running")
+    valid: Optional[bool]
+    started: Optional[Iso]
+    finished: Optional[Iso]
+    inventory: Optional[str] = Field(description="the rack's inventory name")
+    parameters: dict[str, Any] = Field(description="the parameters given, as typed (the others at their defaults)")
+    record: str = Field(description="the record directory")
+
+
+class RunsExport(Strict):
+    out: str
+    format: Literal["csv", "jsonl", "parquet"]
+    runs: int
+    files: dict[str, int] = Field(description="file name -> rows written")
+    without_samples: list[str] = Field(description="runs exported without samples (no metrics.jsonl here)")
+    missing: list[str] = Field(description="completed runs of the campaign that have no record here nor in the store")
+
+
+class RecordCtl(Strict):
+    version: Optional[str] = Field(description="the version of the ctl that made the run (null: not recorded)")
+    commit: Optional[str]
+
+
+class Traffic(Strict):
+    start: Optional[Iso]
+    end: Optional[Iso]
+    duration_s: Optional[float]
+
+
+class Inventory(Strict):
+    name: Optional[str]
+    file: Optional[str]
+
+
+class Parameters(Strict):
+    given: dict[str, Any] = Field(description="as typed on the command line")
+    values: dict[str, Any] = Field(description="resolved, in the scenario's base units (bit/s, us, s, bytes)")
+
+
+class Provenance(Strict):
+    run_id: Optional[str]
+    scenario: Optional[str]
+    campaign: Optional[str]
+    status: Optional[str]
+    started: Optional[Iso]
+    finished: Optional[Iso]
+    traffic: Traffic
+    ctl: RecordCtl
+    inventory: Inventory
+    parameters: Parameters
+    record_format: Optional[int]
+    summary_format: int
+
+
+class SummaryDocument(Open):
+    """summary.json: the scenario's summary (its own keys), its provenance and units."""
+
+    scenario: str
+    valid: Optional[bool] = None
+    provenance: Provenance
+    units: dict[str, str] = Field(description="field name -> unit")
+
+
+# ---- ctl run ---------------------------------------------------------------------------------
+
+class RunDone(Open):
+    run_id: str
+    status: str
+    record: Optional[str]
+    error: Optional[str]
+    summary: Optional[dict[str, Any]]
+    conversions: list[dict[str, Any]]
+
+
+class RunDry(Open):
+    dry_run: Literal[True]
+    run_id: str
+    parameters: dict[str, Any]
+    conversions: list[dict[str, Any]]
+    notes: list[str]
+    plan: dict[str, Any]
+    commands: list[dict[str, Any]]
+
+
+# ---- the others: the keys a script may rely on --------------------------------------------------
+
+class ScenarioListed(Strict):
+    name: str
+    title: str
+
+
+class ScenarioShown(Open):
+    name: str
+    title: str
+    parameters: list[dict[str, Any]]
+
+
+class CcList(Open):
+    rack: str
+    endpoints: list[str]
+    algorithms: list[dict[str, Any]]
+
+
+class ConfigShown(Open):
+    checkout: bool
+    config_file: Optional[str]
+    settings: dict[str, dict[str, Any]]
+
+
+class LabStatus(Open):
+    inventory: str
+    up: bool
+
+
+class InventoryCheck(Open):
+    file: str
+    valid: bool
+    errors: list[dict[str, Any]]
+    warnings: list[dict[str, Any]]
+
+
+class CampaignPlanned(Open):
+    name: str
+    scenario: str
+    cases: int
+    repetitions: int
+    runs: list[dict[str, Any]]
+    estimated_finish: Iso
+
+
+class CampaignSubmitted(Open):
+    num: int
+    id: str
+    runs: int
+    estimated_finish: Iso
+
+
+class CampaignState(Open):
+    num: int
+    id: str
+    state: str
+
+
+class CampaignStatus(Open):
+    num: int
+    id: str
+    state: str
+
+
+class Report(Open):
+    html: str
+    markdown: str
+
+
+class ReproducePlan(Open):
+    mode: str
+    papers: list[str]
+    campaigns: list[dict[str, Any]]
+    runs: int
+
+
+class ReproduceStatus(Open):
+    id: str
+    mode: str
+    runs: int
+    done: int
+    failed: int
+    campaigns: list[dict[str, Any]]
+
+
+class ReproduceCompare(Open):
+    a: str
+    b: str
+    cells: list[dict[str, Any]]
+
+
+class RackStatus(Open):
+    rack: str
+    leases: list[dict[str, Any]]
+    reservations: list[dict[str, Any]]
+
+
+class Reservation(Open):
+    id: Any
+    rack: str
+    start: Optional[Iso]
+    end: Optional[Iso]
+
+
+class Heatmap(Open):
+    runs: list[str]
+    figure: Optional[str]
+
+
+class ServiceInstalled(Open):
+    written: list[str]
+    units: dict[str, str] = Field(default_factory=dict, description="--dry-run: file -> the unit's text")
+
+
+AnyObject = dict[str, Any]
+AnyList = list[Any]
+
+# command words -> the model (or type) of `data`
+OUTPUTS: dict[str, Any] = {
+    "run": Union[RunDone, RunDry],
+    "runs list": list[RunListed],
+    "runs show": SummaryDocument,
+    "runs export": RunsExport,
+    "scenarios": list[ScenarioListed],
+    "scenarios show": ScenarioShown,
+    "cc list": CcList,
+    "config show": ConfigShown,
+    "lab up": LabStatus,
+    "lab down": LabStatus,
+    "lab status": LabStatus,
+    "inventory check": InventoryCheck,
+    "campaign plan": CampaignPlanned,
+    "campaign submit": CampaignSubmitted,
+    "campaign status": Union[list[CampaignStatus], CampaignStatus, None],
+    "campaign pause": CampaignState,
+    "campaign resume": CampaignState,
+    "campaign cancel": CampaignState,
+    "campaign report": Report,
+    "reproduce": Union[ReproducePlan, AnyObject],
+    "reproduce status": ReproduceStatus,
+    "reproduce report": Report,
+    "reproduce compare": ReproduceCompare,
+    "rack status": RackStatus,
+    "rack reserve": Reservation,
+    "rack reservations": list[Reservation],
+    "link set": AnyObject,
+    "link reset": AnyList,
+    "link show": AnyObject,
+    "link measure": AnyObject,
+    "field start": AnyObject,
+    "field status": AnyObject,
+    "field stop": AnyObject,
+    "field report": AnyObject,
+    "report rtt-loss": Heatmap,
+    "metrics push": AnyList,
+    "service install": ServiceInstalled,
+    "parse": Union[AnyObject, AnyList],
+}
+
+
+def envelope_model(command: str) -> type[BaseModel]:
+    """The envelope of `command`'s output, its `data` typed by OUTPUTS (`parse KIND` share one)."""
+    data = OUTPUTS["parse" if command.startswith("parse ") else command]
+    return create_model(
+        "Envelope", __config__=ConfigDict(extra="forbid"),
+        format=(Literal[1], Field(description="format of this envelope")),
+        command=(str, Field(pattern=r"^parse [a-z0-9-]+$" if command == "parse" else f"^{command}$",
+                            description="the command words")),
+        ctl=(Ctl, ...), time=(Iso, Field(description="when the output was printed")), data=(data, ...))
+
+
+def file_name(command: str) -> str:
+    return command.replace(" ", "-") + ".schema.json"
+
+
+def schema(command: str) -> dict:
+    s = envelope_model(command).model_json_schema(mode="validation")
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"ctl-output-{file_name(command)}",
+            "title": f"ctl {command} --json", **{k: v for k, v in s.items() if k != "title"}}
