@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from bridges.base import Direction, PipeConfig
-from controller import plots
+from controller import palette, plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
 from controller.parsers import webtorrent
@@ -504,58 +504,79 @@ def render(s: dict) -> str:
     return "\n\n".join(out)
 
 
-def figures(data: Any, summary: dict, out_dir: Path) -> list[str]:
+def figures(data: Any, summary: dict, out_dir: Path, output: plots.Output | None = None) -> list[str]:
+    """Step 1: per initial path, TCP and MPTCP box plots over the tests (each test a dot; a box only
+    from two tests, one test is its dot alone). Step 2: mean download throughput per protocol with
+    each download, and each download's progress. TCP and MPTCP in their colours (controller.palette)."""
     plt = plots.pyplot()
+    out = output or plots.DEFAULT
+    caption = plots.run_caption(out.run_id or Path(data.record_dir).name, data.window[0])
+    protos = (("tcp", palette.role_style("tcp")), ("mptcp", palette.role_style("mptcp")))
     if summary["step"] == "iperf3":
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        labels, series, colors = [], [], []
-        for r in summary["paths"]:
-            for proto, color in (("tcp", "tab:gray"), ("mptcp", "tab:red")):
+        fig, ax = plt.subplots(figsize=(9, 4.6), layout="constrained")
+        ticks, labels, single = [], [], 0
+        for i, r in enumerate(summary["paths"]):
+            for j, (proto, st) in enumerate(protos):
+                x = 3 * i + j + 1
                 vals = [t["receiver_mbps"] for t in summary["tests"]
                         if t["initial"] == r["initial"] and t["protocol"] == proto and t["receiver_mbps"] is not None]
-                labels.append(f"{r['initial']}\n{proto.upper()}")
-                series.append(vals or [float("nan")])
-                colors.append(color)
-        bp = ax.boxplot(series, patch_artist=True, widths=0.6)
-        for patch, color in zip(bp["boxes"], colors):
-            patch.set_facecolor(color)
-            patch.set_alpha(0.5)
-        for i, vals in enumerate(series, 1):
-            ax.plot([i] * len(vals), vals, "o", color="black", markersize=3, alpha=0.6)
-        ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=8)
-        ax.set_ylabel("iperf3 throughput (Mbit/s)")
-        ax.set_title("mptcp-bittorrent step 1: TCP vs MPTCP per initial path (Fig. 2)", fontsize=10)
+                if len(vals) >= 2:
+                    bp = ax.boxplot([vals], positions=[x], patch_artist=True, widths=0.6, showfliers=False)
+                    for patch in bp["boxes"]:
+                        patch.set(facecolor=st.color, alpha=0.45, hatch=st.hatch)
+                elif vals:
+                    single += 1
+                ax.plot([x] * len(vals), vals, ls="none", marker=st.marker, color=st.color, mec="black",
+                        markersize=5, label=st.name if i == 0 else None)
+            ticks.append(3 * i + 1.5)
+            labels.append(f"initial path {r['initial']}")
+        ax.set_xticks(ticks, labels, fontsize=8)
+        ax.set_xlim(0, 3 * len(summary["paths"]))
+        ax.set_ylabel("iperf3 throughput at the receiver (Mbit/s)")
+        ax.set_title("step 1: TCP vs MPTCP per initial path (Fig. 2)"
+                     + (f"; {single} with one test: its value alone, no box" if single else ""), fontsize=9)
         ax.grid(axis="y", alpha=0.3)
+        plots.legend(ax)
         name = "boxplot.png"
     else:
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [1, 1.6]})
-        for i, (proto, color) in enumerate((("tcp", "tab:gray"), ("mptcp", "tab:red"))):
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1, 1.6]},
+                                       layout="constrained")
+        for i, (proto, st) in enumerate(protos):
             vals = [d["throughput_mbps"] for d in summary["downloads"] if d["protocol"] == proto
                     and d["throughput_mbps"] is not None]
             mean = summary["protocols"][proto]["throughput_mbps"]["mean"]
-            ax1.bar([i], [mean or 0.0], color=color, alpha=0.6)
-            ax1.plot([i] * len(vals), vals, "o", color="black", markersize=4)
+            if len(vals) >= 2:
+                ax1.bar([i], [mean or 0.0], color=st.color, hatch=st.hatch, alpha=0.6, edgecolor="black", lw=0.6,
+                        label=f"{st.name}: mean of {len(vals)}")
+            ax1.plot([i] * len(vals), vals, ls="none", marker=st.marker, color=st.color, mec="black", markersize=6,
+                     label=f"{st.name}: each download" + (" (one: no mean drawn)" if len(vals) == 1 else ""))
         ax1.set_xticks([0, 1], ["TCP", "MPTCP"])
+        ax1.set_xlim(-0.7, 1.7)
+        ax1.set_ylim(bottom=0)
         ax1.set_ylabel("download throughput (Mbit/s)")
-        ax1.set_title(f"tracker {summary['parameters']['tracker']} (Fig. 3)", fontsize=10)
+        ax1.set_title(f"tracker {summary['parameters']['tracker']} (Fig. 3)", fontsize=9)
         ax1.grid(axis="y", alpha=0.3)
+        plots.legend(ax1, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=1)
+        used: dict[str, int] = {}
         for d in data.flows:
             if isinstance(d, dict):
                 d = BtDownload.from_json(d)
             prog = webtorrent.progress(d.lines)
             if not prog or d.first_output is None:
                 continue
-            ax2.plot([t - d.first_output for t, _ in prog], [b / 1e6 for _, b in prog],
-                     color="tab:red" if d.protocol == "mptcp" else "tab:gray", alpha=0.8, label=d.name)
-        ax2.set_xlabel("seconds since the leecher started")
+            st = palette.role_style(d.protocol)
+            k = used.get(d.protocol, 0)
+            used[d.protocol] = k + 1
+            ax2.plot([t - d.first_output for t, _ in prog], [b / 1e6 for _, b in prog], color=st.color,
+                     ls=("-", "--", ":", "-.")[k % 4], lw=1.4, label=f"{st.name}, download {d.repetition}")
+        ax2.set_xlabel("time since the leecher started (s)")
         ax2.set_ylabel("downloaded (MB, as the client prints it)")
-        ax2.set_title("download progress per repetition", fontsize=10)
+        ax2.set_title("download progress per repetition", fontsize=9)
         ax2.grid(alpha=0.3)
-        if data.flows:
-            ax2.legend(fontsize=7, ncol=2)
+        plots.legend(ax2)
         name = "bittorrent.png"
-    fig.tight_layout()
-    return [plots.save(fig, Path(out_dir) / name).name]
+    plots.titled(fig, f"mptcp-bittorrent step {1 if summary['step'] == 'iperf3' else 2}", caption)
+    return [plots.save(fig, Path(out_dir) / name, out).name]
 
 
 SCENARIO = Scenario(
