@@ -189,7 +189,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "order": spec.order, "seed": pl["seed"], "pause_s": spec.pause_s, "window": spec.window,
             "overhead_s": pl["overhead_s"], "estimated_rack_s": pl["rack_s"], "traffic_s": pl["traffic_s"],
             "not_before": pl["not_before"], "estimated_finish": pl["finish"], "queued_ahead": pl["queued_ahead"],
-            "estimated_finish_local": f"{local(pl['finish']):%Y-%m-%d %H:%M:%S}"})
+            "estimated_finish_local": local(pl['finish']).astimezone().isoformat(timespec="seconds")})
         return 0
     keys = list(validated[0].case.varied) if validated else []
     say(f"campaign {spec.name}: scenario {spec.scenario}, {len(validated)} cases x {spec.repetitions} "
