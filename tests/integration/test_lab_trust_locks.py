@@ -40,8 +40,10 @@ HOLDER = textwrap.dedent("""
     from controller.inventory import load_inventory
     from controller.rack.lease import hold_rack
     inv = load_inventory(sys.argv[1])
+    t0 = time.perf_counter()
     with hold_rack(inv, sys.argv[2]):
         print("held", flush=True)
+        print(f"{time.perf_counter() - t0:.3f}", flush=True)
         time.sleep(3600)
 """)
 MEASURE = ("link", "measure", "path1", "--pings", "3", "--tcp-seconds", "1", "--udp-seconds", "1")
@@ -77,6 +79,7 @@ def hold(env: dict[str, str], inventory: Path, purpose: str) -> subprocess.Popen
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline().strip()
     assert line == "held", p.stderr.read() if p.poll() is not None else line
+    p.took_s = float(p.stdout.readline())      # type: ignore[attr-defined]   (hold_rack, leases included)
     return p
 
 
@@ -123,6 +126,8 @@ def test_a_database_controller_and_one_without_meet_at_the_host_lease(rack, pg_u
         end(a)
     wait_lease_free(with_db)
     b = hold(without, rack.inventory_path, "no-db holder")
+    print(f"\nhold_rack took {a.took_s:.2f} s with the database (its lease and the host lease), "
+          f"{b.took_s:.2f} s without (the host lease)")
     try:
         p = ctl(other_machine(rack, tmp_path / "third", CTL_DATABASE_URL=pg_url), *MEASURE)
         assert p.returncode == 3, p.stdout + p.stderr
