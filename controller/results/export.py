@@ -300,17 +300,28 @@ def iso(t: dt.datetime) -> str:
     return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def _definition(by_scenario: Mapping[str, str] | None) -> str:
+    """One definition, or each scenario's when they differ (`rtt-loss-sweep: ...; mptcp-bittorrent: ...`)."""
+    if not by_scenario:
+        return ""
+    texts = set(by_scenario.values())
+    if len(texts) == 1:
+        return texts.pop()
+    return "; ".join(f"{sc}: {text}" for sc, text in by_scenario.items())
+
+
 def dictionary_rows(table: str, columns: Sequence[str], types: Mapping[str, str], param_types: Mapping[str, str],
-                    descriptions: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The `columns` table's rows for one table."""
+                    descriptions: Mapping[str, Mapping[str, str]]) -> list[dict[str, Any]]:
+    """The `columns` table's rows for one table; `descriptions`: field -> {scenario: definition}
+    (the summaries' `definitions`)."""
     out = []
     for c in columns:
         base = c.rsplit(".", 1)[-1]
         unit = param_unit(c, param_types) if c.startswith("param_") else None
         if unit is None and types.get(c) in ("int", "float") and c not in ("value",):
             unit = unit_of(c)
-        desc = _RUN_DESCRIPTIONS.get(c) or descriptions.get(c) or descriptions.get(base) or \
-            (f"parameter --{c[6:].replace('_', '-')}" if c.startswith("param_") else "")
+        desc = _RUN_DESCRIPTIONS.get(c) or _definition(descriptions.get(c)) or _definition(descriptions.get(base)) \
+            or (f"parameter --{c[6:].replace('_', '-')}" if c.startswith("param_") else "")
         out.append({"table": table, "column": c, "type": types.get(c, "string"), "unit": unit, "description": desc})
     return out
 
@@ -435,7 +446,7 @@ def write_export(out_fd: int, shown: str, fmt: str, sources: Iterable[Source],
     written = Written()
     runs: list[dict] = []
     items: dict[str, list[dict]] = {}
-    descriptions: dict[str, str] = {}
+    descriptions: dict[str, dict[str, str]] = {}       # field -> {scenario: its definition}
     types_of: dict[str, str] = {}
     sample_file = f"samples.{fmt}"
     with contextlib.ExitStack() as stack:
@@ -451,7 +462,8 @@ def write_export(out_fd: int, shown: str, fmt: str, sources: Iterable[Source],
             runs.append(rr.run)
             for t, rows in rr.items.items():
                 items.setdefault(t, []).extend(rows)
-            descriptions.update(rr.descriptions)
+            for k, text in rr.descriptions.items():
+                descriptions.setdefault(k, {}).setdefault(scenario, text)
             written.runs += 1
             if sw is None:
                 continue
