@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from controller.argutil import NAME_PATTERNS, argv_value
 from controller.errors import InventoryError, ParameterError
 from controller.inventory_fields import MAC, AbsPath, GpsdAddress, IfName, UserName, XPath, first_line
+from controller.modelerrors import format_first
+from controller.schema_patterns import CIDR, DELAY, IP, IPV4, MGMT, PROBABILITY, QUEUE, RATE, value_schema
 from controller.settings import packaged_inventory
 from controller.sshconfig import parse_proxy_jump
 from controller.settings import resolve as resolve_setting
@@ -54,8 +56,8 @@ class Role(str, Enum):
 class SecretRef(Strict):
     """Where a secret lives: an environment variable, or a file (first line). Never the value."""
 
-    env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-    file: AbsPath | None = None
+    env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", description="variable holding the secret")
+    file: AbsPath | None = Field(None, description="file whose first line is the secret (mode 0600; ~ expanded)")
 
     @model_validator(mode="after")
     def _one(self) -> "SecretRef":
@@ -89,6 +91,12 @@ class SecretRef(Strict):
         return ",".join(parts)
 
 
+_USER = Field("root", description="login name on the host (root, or an account with `sudo`)")
+_PORT = Field(22, ge=1, le=65535, description="SSH port of the host")
+_KEY_FILE = Field(None, description="private key ctl logs in with (absolute, ~ or ${CTL_STATE_DIR}; never a value)")
+_KNOWN_HOSTS = Field(None, description="known_hosts holding every host's and bastion's key (always checked)")
+
+
 # Bounds: an infinite or absurd timeout is a hang, not a setting.
 _CONNECT_TIMEOUT = Field(10.0, gt=0, le=600, description="seconds to wait for an SSH connection")
 _COMMAND_TIMEOUT = Field(60.0, gt=0, le=86400, description="seconds a remote command may take at most")
@@ -110,10 +118,10 @@ _PASSPHRASE = Field(None, description="where the passphrase of an encrypted key_
 class SSH(Strict):
     """One host's SSH settings, merged from the inventory's defaults and the host's own."""
 
-    user: UserName = "root"
-    port: int = Field(22, ge=1, le=65535)
-    key_file: AbsPath | None = None
-    known_hosts: AbsPath
+    user: UserName = _USER
+    port: int = _PORT
+    key_file: AbsPath | None = _KEY_FILE
+    known_hosts: AbsPath = Field(description="known_hosts file holding the host's key")
     connect_timeout: float = _CONNECT_TIMEOUT
     command_timeout: float = _COMMAND_TIMEOUT
     sudo: bool = _SUDO
@@ -125,10 +133,10 @@ class SSH(Strict):
 
 
 class SSHDefaults(Strict):
-    user: UserName = "root"
-    port: int = Field(22, ge=1, le=65535)
-    key_file: AbsPath | None = None
-    known_hosts: AbsPath | None = None
+    user: UserName = _USER
+    port: int = _PORT
+    key_file: AbsPath | None = _KEY_FILE
+    known_hosts: AbsPath | None = _KNOWN_HOSTS
     connect_timeout: float = _CONNECT_TIMEOUT
     command_timeout: float = _COMMAND_TIMEOUT
     sudo: bool = _SUDO
@@ -149,16 +157,16 @@ class SSHDefaults(Strict):
 
 
 class SNMP(Strict):
-    version: Literal["2c", "3"]
-    port: int = Field(161, ge=1, le=65535)
-    community: SecretRef | None = None
-    user: str | None = None
-    auth_protocol: Literal["md5", "sha", "sha224", "sha256", "sha384", "sha512"] | None = None
-    auth_key: SecretRef | None = None
-    priv_protocol: Literal["des", "aes", "aes192", "aes256"] | None = None
-    priv_key: SecretRef | None = None
-    timeout: float = Field(1.0, gt=0, le=60)
-    retries: int = Field(1, ge=0, le=10)
+    version: Literal["2c", "3"] = Field(description="SNMP version: \"2c\" (community) or \"3\" (authPriv)")
+    port: int = Field(161, ge=1, le=65535, description="UDP port of the agent")
+    community: SecretRef | None = Field(None, description="v2c: where the community string is (a secret reference)")
+    user: str | None = Field(None, description="v3: the USM user name")
+    auth_protocol: Literal["md5", "sha", "sha224", "sha256", "sha384", "sha512"] | None = Field(None, description="v3")
+    auth_key: SecretRef | None = Field(None, description="v3: where the authentication key is (a secret reference)")
+    priv_protocol: Literal["des", "aes", "aes192", "aes256"] | None = Field(None, description="v3: privacy protocol")
+    priv_key: SecretRef | None = Field(None, description="v3: where the privacy key is (a secret reference)")
+    timeout: float = Field(1.0, gt=0, le=60, description="seconds to wait for one reply")
+    retries: int = Field(1, ge=0, le=10, description="requests sent again after a timeout")
     interfaces: list[str] = Field(default_factory=list, description="ifName values to poll; empty = all")
     refresh_s: float = Field(3.0, ge=0, le=60, description=(
         "how old the agent's IF-MIB counter values may be, in seconds: net-snmp serves them from a cache "
@@ -180,7 +188,8 @@ class SNMP(Strict):
 
 
 class Mgmt(Strict):
-    address: str
+    address: str = Field(description="management IP address or host name (ctl's SSH and SNMP go there)",
+                         json_schema_extra={"pattern": MGMT})
 
     @field_validator("address")
     @classmethod
@@ -197,13 +206,15 @@ class Interface(Strict):
     """A data interface. It attaches to one L2 segment: a side of a link (`link` + `side`, the
     segment `<link>.<side>` unless the link names another) or a named segment (`segment`)."""
 
-    name: IfName
-    address: str | None = None
-    link: str | None = None
-    side: Literal["a", "b"] | None = None
-    segment: str | None = None
-    gateway: str | None = Field(None, description="default route via this address (the virtual rack installs it)")
-    mac: str | None = Field(None, pattern=MAC)
+    name: IfName = Field(description="interface name on the host (eth1, enp3s0f0, em0; at most 15 characters)")
+    address: str | None = Field(None, description="its address with prefix length (10.1.0.11/24)",
+                                json_schema_extra={"pattern": CIDR})
+    link: str | None = Field(None, description="the link (a key of `links`) this interface is on; give `side` too")
+    side: Literal["a", "b"] | None = Field(None, description="which side of `link`: a (senders) or b (receivers)")
+    segment: str | None = Field(None, description="or: the named segment (a key of `segments`) it is on")
+    gateway: str | None = Field(None, description="default route via this address (the virtual rack installs it)",
+                                json_schema_extra={"pattern": IP})
+    mac: str | None = Field(None, pattern=MAC, description="MAC address to give it (virtual rack), aa:bb:cc:dd:ee:ff")
 
     @field_validator("address")
     @classmethod
@@ -242,20 +253,21 @@ class Interface(Strict):
 
 
 class TcShaper(Strict):
-    kind: Literal["tc"]
+    kind: Literal["tc"] = Field(description="tc: Linux tc (tbf + pfifo/bfifo)")
 
 
 class DnpipeShaper(Strict):
-    kind: Literal["dnpipe"]
-    binary: XPath = Path("dnpipe")
-    control_dir: AbsPath = Path("/run/dnpipe")
+    kind: Literal["dnpipe"] = Field(description="dnpipe: ctl's forwarder (bridges/dnpipe)")
+    binary: XPath = Field(Path("dnpipe"), description="the dnpipe program on the bridge (a path, or a name on PATH)")
+    control_dir: AbsPath = Field(Path("/run/dnpipe"), description="directory of the forwarders' control sockets")
 
 
 class DummynetShaper(Strict):
-    kind: Literal["dummynet"]
-    tool: Literal["auto", "ipfw", "dnctl"] = "auto"
-    rule_range: tuple[int, int] = (10000, 10999)
-    pipe_range: tuple[int, int] = (10000, 10999)
+    kind: Literal["dummynet"] = Field(description="dummynet: FreeBSD ipfw/dnctl pipes")
+    tool: Literal["auto", "ipfw", "dnctl"] = Field("auto", description=(
+        "what configures the pipes: auto (dnctl from FreeBSD 14, else ipfw), or forced"))
+    rule_range: tuple[int, int] = Field((10000, 10999), description="[low, high]: the ipfw rule numbers ctl may use")
+    pipe_range: tuple[int, int] = Field((10000, 10999), description="[low, high]: the pipe numbers ctl may use")
 
     @model_validator(mode="after")
     def _ranges(self) -> "DummynetShaper":
@@ -269,9 +281,10 @@ ShaperSpec = Annotated[TcShaper | DnpipeShaper | DummynetShaper, Field(discrimin
 
 
 class Modem(Strict):
-    family: Literal["mmcli", "qmicli", "at-quectel", "at-sierra", "at-huawei", "at-generic", "wimax"]
-    device: str
-    baud: int = Field(115200, ge=50, le=4_000_000)
+    family: Literal["mmcli", "qmicli", "at-quectel", "at-sierra", "at-huawei", "at-generic", "wimax"] = Field(
+        description="its tool or AT dialect")
+    device: str = Field(description="the modem's device: a path (/dev/ttyUSB2, /dev/cdc-wdm0) or mmcli's index")
+    baud: int = Field(115200, ge=50, le=4_000_000, description="serial speed of an AT port, bit/s")
     interface: IfName | None = Field(None, description="the network interface the modem provides (wwan0)")
 
     @field_validator("device")
@@ -291,9 +304,9 @@ class GPS(Strict):
 class PortForward(Strict):
     """Destination NAT on a router: traffic to the outside address on `ports` goes to `to`."""
 
-    proto: Literal["tcp", "udp"]
+    proto: Literal["tcp", "udp"] = Field(description="tcp or udp")
     ports: str = Field(pattern=r"^[0-9]{1,5}(-[0-9]{1,5})?$", description="one port or a range low-high")
-    to: str
+    to: str = Field(description="the inside host's IPv4 address", json_schema_extra={"pattern": IPV4})
 
     @field_validator("to")
     @classmethod
@@ -326,35 +339,31 @@ class Nat(Strict):
     """A router's address translation: source NAT (masquerade) of everything leaving the
     `outside` interface, and port forwards to inside hosts on the outside address."""
 
-    outside: IfName
-    forwards: list[PortForward] = Field(default_factory=list)
+    outside: IfName = Field(description="the router's interface towards the outside (masquerade leaves by it)")
+    forwards: list[PortForward] = Field(default_factory=list, description="port forwards to inside hosts")
 
 
-# Scenario role defaults: a scenario's --client, --link, ... default to the names of the shipped
-# racks (a1, b1, path1, ...); a host or link that `plays` one of them is used in its place.
+# Role defaults (a1, b1, path1, ...: the shipped racks' names) a host or link stands for (scenarios.base.role_default).
 Played = Annotated[str, Field(pattern=_NAME)]
-_PLAYS_HOST = ("the scenario role defaults this host stands for: a scenario whose role (--client, --server, ...) "
-               "defaults to one of these names (a1, b1, sa1, ns1, ...; `ctl scenarios show NAME` lists them) uses "
-               "this host unless the flag is given")
-_PLAYS_LINK = ("the scenario role defaults this link stands for (path1, path2, sbd1, sbn, lp1, wan1, ...): a "
-               "scenario whose link role defaults to one of them uses this link unless the flag is given")
+_PLAYS = ("the scenario role defaults this {0} stands for: a scenario whose --client, --link, ... defaults to one of "
+          "these names ({1}; `ctl scenarios show NAME` lists them) uses this {0} unless the flag is given")
 
 
 class Host(Strict):
-    role: Role
-    os: Literal["linux", "freebsd", "switch-os"] = "linux"
-    mgmt: Mgmt
-    ssh: SSHDefaults | None = None
-    interfaces: list[Interface] = Field(default_factory=list)
-    shaper: ShaperSpec | None = None
-    snmp: SNMP | None = None
-    modem: Modem | None = None
-    gps: GPS | None = None
+    role: Role = Field(description="endpoint (sends, receives), bridge (shapes links), router, switch or modem-host")
+    os: Literal["linux", "freebsd", "switch-os"] = Field("linux", description="the host's operating system")
+    mgmt: Mgmt = Field(description="the management address ctl reaches it on")
+    ssh: SSHDefaults | None = Field(None, description="this host's own SSH settings (they win over the inventory's)")
+    interfaces: list[Interface] = Field(default_factory=list, description="data interfaces (a bridge's: its ports)")
+    shaper: ShaperSpec | None = Field(None, description="a bridge's shaper: kind tc, dnpipe or dummynet")
+    snmp: SNMP | None = Field(None, description="the host's SNMP agent, polled during runs")
+    modem: Modem | None = Field(None, description="a modem host's modem")
+    gps: GPS | None = Field(None, description="a modem host's gpsd")
     uplink: IfName | None = Field(None, description="interface carrying the modem host's uplink")
     nat: Nat | None = Field(None, description="a router's NAT (the virtual rack installs it with nftables)")
     facts: dict[str, str] = Field(default_factory=dict,
                                   description="known host facts a dry run assumes (os_release, sysctls)")
-    plays: list[Played] = Field(default_factory=list, description=_PLAYS_HOST)
+    plays: list[Played] = Field(default_factory=list, description=_PLAYS.format("host", "a1, b1, sa1, ns1, ..."))
 
     @model_validator(mode="after")
     def _role_fields(self) -> "Host":
@@ -386,17 +395,21 @@ class Host(Strict):
 
 
 class PipeRef(Strict):
-    pipe: int | None = Field(None, ge=1, le=65534)
+    pipe: int | None = Field(None, ge=1, le=65534, description="the dummynet pipe number of this direction")
 
 
 class Baseline(Strict):
     """Link state the rack returns to between runs (unlimited when absent). Each value is
     checked at load with the same parser `ctl link set` uses."""
 
-    bw: str | None = None
-    delay: str | None = None
-    plr: str | None = None
-    queue: str | None = None
+    bw: str | None = Field(None, description="rate of each direction: 20M, 100Mbit/s, 1G (none: unlimited)",
+                           json_schema_extra=value_schema(RATE, {"exclusiveMinimum": 0}, nullable=True))
+    delay: str | None = Field(None, description="one-way delay of each direction, with a unit: 50ms, 0",
+                              json_schema_extra=value_schema(DELAY, {"minimum": 0, "maximum": 0}, nullable=True))
+    plr: str | None = Field(None, description="random loss of each direction: a percentage (0.01%) or 1e-4, not 0.01",
+                            json_schema_extra=value_schema(PROBABILITY, {"minimum": 0, "maximum": 0}, nullable=True))
+    queue: str | None = Field(None, description="queue of each direction: slots (50) or bytes (64KB)",
+                              json_schema_extra=value_schema(QUEUE, {"type": "integer", "minimum": 1}, nullable=True))
 
     @field_validator("bw", "delay", "plr", "queue", mode="before")
     @classmethod
@@ -421,23 +434,27 @@ class Segment(Strict):
     named segment as its `a_segment` / `b_segment`. Segments joined by links must form a
     tree: the bridges are dumb two-port forwarders and a loop would circulate frames."""
 
-    switch: str | None = None
-    description: str = ""
+    switch: str | None = Field(None, description="the switch host carrying it (a key of `hosts`, role switch)")
+    description: str = Field("", description="what the segment is, for people")
 
 
 class Link(Strict):
-    bridge: str
-    a_port: str
-    b_port: str
+    """A shaped link: two ports of a bridge joining the segment of side a to the segment of side b.
+    Forward is a -> b, reverse b -> a."""
+
+    bridge: str = Field(description="the bridge host (a key of `hosts`, role bridge) that shapes this link")
+    a_port: str = Field(description="the bridge's interface facing side a")
+    b_port: str = Field(description="the bridge's interface facing side b")
     a_segment: str | None = Field(None, description="named segment on the a side (default: `<link>.a`)")
     b_segment: str | None = Field(None, description="named segment on the b side (default: `<link>.b`)")
-    forward: PipeRef = PipeRef()
-    reverse: PipeRef = PipeRef()
-    capacity: str = "1G"
-    switch: str | None = None
-    switch_ports: list[str] = Field(default_factory=list)
-    baseline: Baseline | None = None
-    plays: list[Played] = Field(default_factory=list, description=_PLAYS_LINK)
+    forward: PipeRef = Field(PipeRef(), description="the a -> b direction (dummynet: its pipe)")
+    reverse: PipeRef = Field(PipeRef(), description="the b -> a direction (dummynet: its pipe)")
+    capacity: str = Field("1G", description="line rate of the link's ports (a rate: 1G, 100M)",
+                          json_schema_extra={"pattern": RATE})
+    switch: str | None = Field(None, description="the switch host carrying both sides' segments, if any")
+    switch_ports: list[str] = Field(default_factory=list, description="the switch's ports of this link (ifName)")
+    baseline: Baseline | None = Field(None, description="shaping the link returns to between runs (none: unshaped)")
+    plays: list[Played] = Field(default_factory=list, description=_PLAYS.format("link", "path1, sbd1, lp1, ..."))
 
     @field_validator("capacity")
     @classmethod
@@ -454,11 +471,12 @@ class Link(Strict):
 
 
 class InfluxDB(Strict):
-    url: str
-    org: str
-    bucket: str
-    token: SecretRef
-    managed: bool = False
+    url: str = Field(description="http:// or https:// base URL, without credentials or query",
+                     json_schema_extra={"pattern": r"^https?://[^\s@?#]+$"})
+    org: str = Field(description="InfluxDB organization")
+    bucket: str = Field(description="InfluxDB bucket")
+    token: SecretRef = Field(description="where the API token is: {env: NAME} or {file: PATH}, never the token")
+    managed: bool = Field(False, description="the virtual rack runs this InfluxDB itself (`ctl lab up`)")
 
     @field_validator("url")
     @classmethod
@@ -486,12 +504,13 @@ class InfluxDB(Strict):
 class Virtual(Strict):
     """How `ctl lab up` builds this inventory out of network namespaces."""
 
-    netns_prefix: str = Field(pattern=r"^[a-z][a-z0-9]{1,5}$")
-    mgmt_bridge: IfName
-    mgmt_address: str
-    runtime_dir: AbsPath
-    influxdb_port: int = Field(8086, ge=1, le=65535)
-    bastion: str | None = Field(None, description=(
+    netns_prefix: str = Field(pattern=r"^[a-z][a-z0-9]{1,5}$", description="its namespaces are <prefix>-<host>")
+    mgmt_bridge: IfName = Field(description="the management bridge on this machine (an interface name)")
+    mgmt_address: str = Field(description="this machine's address on it, with prefix length (10.250.0.1/24)",
+                              json_schema_extra={"pattern": CIDR})
+    runtime_dir: AbsPath = Field(description="where the rack's keys, sockets and state live while it is up")
+    influxdb_port: int = Field(8086, ge=1, le=65535, description="port of the rack's own InfluxDB")
+    bastion: str | None = Field(None, json_schema_extra={"pattern": IP}, description=(
         "management address of a jump host the virtual rack builds (namespace <prefix>-bastion, sshd "
         "only); hosts whose ssh names a proxy_jump refuse SSH from the controller's address"))
 
@@ -518,18 +537,20 @@ class Virtual(Strict):
 
 
 class Inventory(Strict):
-    version: Literal[1]
-    name: str = Field(pattern=_NAME)
-    kind: Literal["virtual", "physical"]
-    description: str = ""
+    """A rack: its hosts, the links its bridges shape, how ctl reaches them (ctl inventory check FILE)."""
+
+    version: Literal[1] = Field(description="format version of this file: 1")
+    name: str = Field(pattern=_NAME, description="the rack's name (its lock, lease and run records are keyed by it)")
+    kind: Literal["virtual", "physical"] = Field(description="physical, or virtual (namespaces `ctl lab up` builds)")
+    description: str = Field("", description="what the rack is, for people")
     group: str | None = Field(None, pattern=_NAME, description=(
         "the rack group this rack belongs to: a campaign naming `rack_group` runs on every rack of the group"))
-    ssh: SSHDefaults = SSHDefaults()
-    virtual: Virtual | None = None
-    influxdb: InfluxDB | None = None
-    hosts: dict[str, Host]
-    links: dict[str, Link] = Field(default_factory=dict)
-    segments: dict[str, Segment] = Field(default_factory=dict)
+    ssh: SSHDefaults = Field(SSHDefaults(), description="SSH settings of every host (a host's own `ssh` wins)")
+    virtual: Virtual | None = Field(None, description="kind virtual: how `ctl lab up` builds the rack")
+    influxdb: InfluxDB | None = Field(None, description="where run telemetry goes (optional)")
+    hosts: dict[str, Host] = Field(description="the rack's machines by name (lower-case letters, digits, '-')")
+    links: dict[str, Link] = Field(default_factory=dict, description="the shaped links by name")
+    segments: dict[str, Segment] = Field(default_factory=dict, description="named L2 segments (switch VLANs)")
     _source: Path | None = PrivateAttr(None)
 
     @field_validator("hosts", "links", "segments")
@@ -743,29 +764,10 @@ def _address_key(address: str) -> str:
     return str(ip)
 
 
-def format_validation_error(path: Path, exc: ValidationError, lines: dict[tuple, int]) -> str:
-    errors = exc.errors()
-    # An unknown key is usually the cause of a "missing" one next to it: report it first.
-    err = sorted(errors, key=lambda e: e["type"] != "extra_forbidden")[0]
-    loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x in _UNION_TAGS))
-    line = None
-    for cut in range(len(loc), -1, -1):
-        if loc[:cut] in lines:
-            line = lines[loc[:cut]]
-            break
-    field = ".".join(str(x) for x in loc) or "(top level)"
-    msg = err["msg"]
-    if err["type"] == "extra_forbidden":
-        msg = "unknown field (typo?)"
-    elif err["type"] == "missing":
-        msg = "required field missing"
-    msg = msg.removeprefix("Value error, ")
-    more = len(errors) - 1
-    tail = f" (and {more} more error{'s' if more > 1 else ''})" if more else ""
-    return f"{path}:{line if line is not None else '?'}: {field}: {msg}{tail}"
-
-
-_UNION_TAGS = {"tc", "dnpipe", "dummynet", "TcShaper", "DnpipeShaper", "DummynetShaper"}
+def format_validation_error(path: Path, exc: ValidationError, lines: dict[tuple, int], root: Any = None,
+                            hint: str = "") -> str:
+    """The first error of a file in ctl's words (controller.modelerrors), and how many more there are."""
+    return format_first(path, exc, lines, root, more_hint=hint)
 
 
 def load_inventory(path: str | Path) -> Inventory:
@@ -776,7 +778,8 @@ def load_inventory(path: str | Path) -> Inventory:
     try:
         inv = Inventory.model_validate(data)
     except ValidationError as exc:
-        raise InventoryError(format_validation_error(p, exc, lines)) from None
+        raise InventoryError(format_validation_error(p, exc, lines, Inventory,
+                                                     f"; `ctl inventory check {p}` lists every one")) from None
     inv._source = p
     return inv
 

@@ -11,11 +11,14 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator,
+                      model_validator)
 
+from controller.campaign.param_schema import add_scenarios
 from controller.campaign.timing import Window, parse_window
 from controller.errors import ParameterError, UsageError
 from controller.inventory import format_validation_error
+from controller.schema_patterns import DURATION, WINDOW, value_schema
 from controller.yamlload import load_yaml_with_lines
 from controller.units import parse_duration
 
@@ -56,7 +59,9 @@ def _param_value(v: Any) -> str:
     raise ValueError(f"{v!r} is not a parameter value (a string or a number)")
 
 
-ParamValue = Annotated[str, BeforeValidator(_param_value)]
+ParamValue = Annotated[str, BeforeValidator(_param_value),
+                       WithJsonSchema({"type": ["string", "number"], "description": "a parameter value, as on the "
+                                       "command line (20M, 50ms, 0.01%)"})]
 
 
 def _duration_text(what: str, allow_zero: bool = True) -> Callable[[Any], str]:
@@ -69,6 +74,10 @@ def _duration_text(what: str, allow_zero: bool = True) -> Callable[[Any], str]:
     return check
 
 
+# A duration in a campaign file: text (`10s`, `1min`; a bare number is seconds) or a YAML number.
+_DURATION = value_schema(DURATION, {"minimum": 0})
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -77,9 +86,11 @@ class RetryRule(_Strict):
     """attempts: how many attempts a run gets in all when it fails this way; wait: before the
     next attempt; then: what happens when they are used up (skip the run, or pause the campaign)."""
 
-    attempts: int = Field(1, ge=1, le=20)
-    wait: Annotated[str, BeforeValidator(_duration_text("wait"))] = "0s"
-    then: Literal["skip", "pause"] = "skip"
+    attempts: int = Field(1, ge=1, le=20, description="attempts a run gets in all when it fails this way")
+    wait: Annotated[str, BeforeValidator(_duration_text("wait"))] = Field(
+        "0s", description="pause before the next attempt (a duration: 10s, 1min)", json_schema_extra=_DURATION)
+    then: Literal["skip", "pause"] = Field("skip", description=(
+        "when the attempts are used up: skip the run, or pause the campaign"))
 
     @property
     def wait_s(self) -> float:
@@ -87,11 +98,18 @@ class RetryRule(_Strict):
 
 
 class RetryPolicy(_Strict):
-    host_unreachable: RetryRule = Field(RetryRule(attempts=3, wait="60s", then="pause"), alias="host-unreachable")
-    command_failed: RetryRule = Field(RetryRule(attempts=2, wait="10s", then="skip"), alias="command-failed")
-    traffic_error: RetryRule = Field(RetryRule(attempts=3, wait="10s", then="skip"), alias="traffic-error")
-    result_invalid: RetryRule = Field(RetryRule(attempts=2, wait="0s", then="skip"), alias="result-invalid")
-    refused: RetryRule = Field(RetryRule(attempts=1, wait="0s", then="pause"), alias="refused")
+    """What happens to a run that fails, per failure class."""
+
+    host_unreachable: RetryRule = Field(RetryRule(attempts=3, wait="60s", then="pause"), alias="host-unreachable",
+                                        description="a host could not be reached over SSH")
+    command_failed: RetryRule = Field(RetryRule(attempts=2, wait="10s", then="skip"), alias="command-failed",
+                                      description="a command on a host failed")
+    traffic_error: RetryRule = Field(RetryRule(attempts=3, wait="10s", then="skip"), alias="traffic-error",
+                                     description="the traffic (iperf3, BitTorrent) failed")
+    result_invalid: RetryRule = Field(RetryRule(attempts=2, wait="0s", then="skip"), alias="result-invalid",
+                                      description="the run completed but its result is invalid (e.g. no MPTCP)")
+    refused: RetryRule = Field(RetryRule(attempts=1, wait="0s", then="pause"), alias="refused",
+                               description="the rack refused the run before any change (e.g. a missing algorithm)")
 
     def rule(self, klass: str) -> RetryRule:
         return getattr(self, klass.replace("-", "_"))
@@ -100,9 +118,11 @@ class RetryPolicy(_Strict):
 class HealthSpec(_Strict):
     """The check before every run. A failure pauses the campaign with the reason."""
 
-    max_clock_spread: Annotated[str, BeforeValidator(_duration_text("max_clock_spread", False))] = "10ms"
-    clock_samples: int = Field(5, ge=1, le=50)
-    shapers_at_baseline: bool = True
+    max_clock_spread: Annotated[str, BeforeValidator(_duration_text("max_clock_spread", False))] = Field(
+        "10ms", description="largest clock offset between hosts a run may start with (a duration)",
+        json_schema_extra=_DURATION)
+    clock_samples: int = Field(5, ge=1, le=50, description="exchanges per host to measure its clock offset")
+    shapers_at_baseline: bool = Field(True, description="every bridge must be at its inventory baseline")
 
     @property
     def max_clock_spread_s(self) -> float:
@@ -110,38 +130,58 @@ class HealthSpec(_Strict):
 
 
 class HeatmapSpec(_Strict):
-    x: str
-    y: str
-    panels: str | None = None
+    """A heatmap of the report: the metric over two swept parameters."""
+
+    x: str = Field(description="the swept parameter on the x axis")
+    y: str = Field(description="the swept parameter on the y axis")
+    panels: str | None = Field(None, description="a swept parameter with one panel per value")
 
 
 class ReportSpec(_Strict):
-    metric: str | None = None        # summary metric the figures show (default: the scenario's headline)
-    heatmap: HeatmapSpec | None = None
+    """What `ctl campaign report` shows."""
+
+    metric: str | None = Field(None, description=(
+        "the summary metric the figures show (default: the scenario's headline)"))
+    heatmap: HeatmapSpec | None = Field(None, description="a heatmap over two swept parameters")
 
 
 class CampaignSpec(_Strict):
-    version: Literal[1]
-    name: str | None = Field(None, pattern=_NAME)
-    description: str = ""
-    scenario: str
-    fixed: dict[str, ParamValue] = Field(default_factory=dict)
-    sweep: dict[str, list[ParamValue]] | None = None
-    cases: list[dict[str, ParamValue]] | None = None
-    repetitions: int = Field(1, ge=1, le=1000)
-    order: Literal["random", "sequential"] = "random"
-    seed: int | None = Field(None, ge=0, lt=2**63)
-    pause: Annotated[str, BeforeValidator(_duration_text("pause"))] = "0s"
-    window: str | None = None
-    overhead: Annotated[str, BeforeValidator(_duration_text("overhead"))] = "20s"
+    """A campaign: one scenario's runs over a sweep of its parameters, repeated (ctl campaign plan FILE)."""
+
+    # the schema names the scenarios and, per scenario, the parameters `fixed`/`sweep`/`cases` take
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=add_scenarios)
+
+    version: Literal[1] = Field(description="format version of this file: 1")
+    name: str | None = Field(None, pattern=_NAME, description="the campaign's name (default: the file's name)")
+    description: str = Field("", description="what the campaign is for, for people")
+    scenario: str = Field(description="the scenario every run runs (`ctl scenarios` lists them)")
+    fixed: dict[str, ParamValue] = Field(default_factory=dict, description=(
+        "parameters every run gets, as on the command line (`--link2 20M` is `link2: 20M`)"))
+    sweep: dict[str, list[ParamValue]] | None = Field(None, description=(
+        "parameters and their values: every combination is a case (cross product)"))
+    cases: list[dict[str, ParamValue]] | None = Field(None, description="or: the cases, one mapping of parameters each")
+    repetitions: int = Field(1, ge=1, le=1000, description="runs of every case")
+    order: Literal["random", "sequential"] = Field("random", description=(
+        "random (shuffled with a recorded seed) or sequential"))
+    seed: int | None = Field(None, ge=0, lt=2**63, description="the shuffle's seed (default: drawn and recorded)")
+    pause: Annotated[str, BeforeValidator(_duration_text("pause"))] = Field(
+        "0s", description="pause between runs (a duration)", json_schema_extra=_DURATION)
+    window: str | None = Field(None, description=(
+        "daily time window runs may start in, local time HH:MM-HH:MM (22:00-07:00)"),
+        json_schema_extra={"pattern": WINDOW})
+    overhead: Annotated[str, BeforeValidator(_duration_text("overhead"))] = Field(
+        "20s", description="set-up and restore time per run, for the finish-time estimate",
+        json_schema_extra=_DURATION)
     racks: list[str] | None = Field(None, description=(
         "several racks share the runs: their inventory files (relative to this file); each rack's "
         "scheduler claims the next run for its rack, every run is done once"))
     rack_group: str | None = Field(None, pattern=_NAME, description=(
         "or: every rack whose inventory names this `group` shares the runs"))
-    retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy.model_validate({}))
-    health: HealthSpec = Field(default_factory=lambda: HealthSpec.model_validate({}))
-    report: ReportSpec = Field(default_factory=ReportSpec)
+    retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy.model_validate({}), description=(
+        "what happens to a run that fails, per failure class"))
+    health: HealthSpec = Field(default_factory=lambda: HealthSpec.model_validate({}), description=(
+        "the check before every run"))
+    report: ReportSpec = Field(default_factory=ReportSpec, description="what the report shows")
 
     @field_validator("window")
     @classmethod

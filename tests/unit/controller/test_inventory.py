@@ -104,19 +104,21 @@ def test_typo_in_host_names_file_line_field(tmp_path):
 
 def test_typo_at_top_level(tmp_path):
     path, text = variant(tmp_path, VIRTUAL, "description:", "descripton:")
-    assert load_error(path) == f"{path}:{line_of(text, 'descripton:')}: descripton: unknown field (typo?)"
+    assert load_error(path) == f"{path}:{line_of(text, 'descripton:')}: descripton: unknown field (typo?): " \
+        "did you mean `description`?"
 
 
 def test_typo_in_flow_mapping_of_a_list_item(tmp_path):
     old = "{name: p2, address: 10.2.0.21/24, link: path2, side: b}"
     path, text = variant(tmp_path, VIRTUAL, old, old.replace("address:", "adress:"))
-    assert load_error(path) == (f"{path}:{line_of(text, 'adress:')}: hosts.b1.interfaces.1.adress: "
-                                "unknown field (typo?)")
+    assert load_error(path) == (f"{path}:{line_of(text, 'adress:')}: hosts.b1.interfaces[1].adress: "
+                                "unknown field (typo?): did you mean `address`?")
 
 
 def test_typo_in_link(tmp_path):
     path, text = variant(tmp_path, LAB, "    switch_ports: [Gi1/0/5", "    switch_port: [Gi1/0/5")
-    assert load_error(path) == f"{path}:{line_of(text, 'switch_port:')}: links.path2.switch_port: unknown field (typo?)"
+    assert load_error(path) == (f"{path}:{line_of(text, 'switch_port:')}: links.path2.switch_port: unknown field "
+                                "(typo?): did you mean `switch_ports`?")
 
 
 def test_missing_field_points_at_its_parent_key(tmp_path):
@@ -150,7 +152,7 @@ def test_bad_capacity_rate(tmp_path):
     path.write_text(lab.replace("    capacity: 1G\n", "    capacity: -1G\n", 1))
     text = path.read_text()
     assert load_error(path) == (f"{path}:{line_of(text, 'capacity: -1G')}: links.path1.capacity: "
-                                "capacity: '-1G' must be a positive rate")
+                                "'-1G' must be a positive rate")
 
 
 def test_yaml_syntax_error_has_a_line(tmp_path):
@@ -259,7 +261,7 @@ def test_interface_link_without_side(tmp_path):
     path, text = variant(tmp_path, VIRTUAL, old, "{name: p2, address: 10.2.0.22/24, link: path2}")
     msg = load_error(path)
     assert "needs both `link` and `side`" in msg
-    assert msg.startswith(f"{path}:{line_of(text, 'link: path2}')}: hosts.b2.interfaces.1")
+    assert msg.startswith(f"{path}:{line_of(text, 'link: path2}')}: hosts.b2.interfaces[1]")
 
 
 def test_bridge_without_shaper(tmp_path):

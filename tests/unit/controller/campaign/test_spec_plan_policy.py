@@ -135,7 +135,7 @@ def test_unknown_scenario_is_refused_with_file_and_line(inv, tmp_path):
      scenario: distinct-bottleneck
      retry:
        traffic-error: {attempts: 0}
-     """, r"c.yaml:4: retry.traffic-error.attempts: Input should be greater than or equal to 1"),
+     """, r"c.yaml:4: retry.traffic-error.attempts: 0: must be at least 1"),
     ("""
      version: 1
      scenario: distinct-bottleneck
