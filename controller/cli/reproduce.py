@@ -71,17 +71,18 @@ def _print_plan(inv: Inventory, mode: str, planned: list[PlannedCampaign], finis
     print(f"reproduction --{mode} on rack {inv.name} ({inv.kind}): {len(planned)} campaigns, {total} runs")
     print(f"congestion controls: {algs.summary_line(statuses)}")
     print()
-    head = f"{'paper':<9} {'campaign':<28} {'scenario':<20} {'cases x reps':>12} {'runs':>5} {'traffic':>9} " \
+    cw = max([28] + [len(p.spec.name or "") for p in planned])
+    head = f"{'paper':<9} {'campaign':<{cw}} {'scenario':<20} {'cases x reps':>12} {'runs':>5} {'traffic':>9} " \
            f"{'rack time':>10}  finish"
     print(head)
     for p, f in zip(planned, finishes, strict=True):
-        print(f"{p.design.paper:<9} {p.spec.name or '':<28} {p.spec.scenario:<20} "
+        print(f"{p.design.paper:<9} {p.spec.name or '':<{cw}} {p.spec.scenario:<20} "
               f"{f'{len(p.validated)} x {p.spec.repetitions}':>12} {p.runs:>5} {format_span(p.traffic_s):>9} "
               f"{format_span(p.rack_s):>10}  {local(f):%a %H:%M}")
     rack = sum(p.rack_s for p in planned)
     start = f"at {local(not_before):%Y-%m-%d %H:%M}" if not_before else "now"
     finish = f"{local(finishes[-1]):%Y-%m-%d %H:%M} if started {start}" if finishes else "-"
-    print(f"{'total':<9} {'':<28} {'':<20} {'':>12} {total:>5} {format_span(sum(p.traffic_s for p in planned)):>9} "
+    print(f"{'total':<9} {'':<{cw}} {'':<20} {'':>12} {total:>5} {format_span(sum(p.traffic_s for p in planned)):>9} "
           f"{format_span(rack):>10}  {finish}")
     learned = [p for p in planned if p.learned_from]
     print("rack time = traffic + set-up/restore per run (" +

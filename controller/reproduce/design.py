@@ -112,8 +112,9 @@ def deviations(papers: Sequence[str], available: Mapping[str, Any]) -> tuple[lis
                                        "; ".join(f"{cc}: {why}" for cc, why in gone.items())))
         else:
             camps.append(e.design)
-    notes = [f"deviations: {len(camps)} experiments testing the candidate causes of deviations (each with "
-             "its own repetitions and run lengths; the report judges each hypothesis on them)"] if camps else []
+    notes = [f"deviations: {len(camps)} experiment{'s' if len(camps) != 1 else ''} testing the candidate causes "
+             "of deviations (each with its own repetitions and run lengths; the report judges each hypothesis on "
+             "them)"] if camps else []
     return camps, missing, notes
 
 
