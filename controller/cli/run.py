@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 from controller.cli.commands import add_command
 from controller.cli.common import inventory_of, print_json
@@ -81,7 +82,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     partial = bool(outcome.summary and outcome.summary.get("partial"))
     if args.json:
         print_json({"run_id": outcome.run_id, "status": outcome.status, "record": str(outcome.record_dir),
-                     "error": outcome.error, "summary": outcome.summary,
+                     "error": outcome.error, "summary": saved_summary(outcome),
                      "conversions": [c.to_json() for c in plan.conversions]})
     else:
         if outcome.summary is not None and (not partial or
@@ -149,6 +150,15 @@ def print_dry_run(log, plan: RunPlan | None = None) -> None:
             note = f"    # {r.note}" if r.note else ""
             print(f"{i:4d}  {_show_argv(r.argv)}{note}")
         print()
+
+
+def saved_summary(outcome: RunOutcome) -> dict | None:
+    """The summary as the record keeps it (summary.json: with its provenance and units, times ISO
+    8601 UTC), else the run's own when the record has none."""
+    try:
+        return json.loads((Path(outcome.record_dir) / "summary.json").read_text())
+    except (OSError, ValueError, TypeError):
+        return outcome.summary
 
 
 def dry_run_json(outcome: RunOutcome, params: dict, plan: RunPlan) -> dict:

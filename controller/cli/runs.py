@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import json
 import os
 import sys
@@ -318,14 +319,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     given = [bool(args.runs), bool(args.campaign), bool(args.reproduction)]
     if sum(given) > 1:
         raise UsageError("runs export: give RUNS, --campaign or --reproduction, not several")
-    if args.format == "parquet":
-        try:
-            import pyarrow  # noqa: F401  (optional: checked before anything is written)
-        except ImportError:
-            raise UsageError("runs export: --format parquet needs pyarrow: pip install 'ctl[parquet]'") from None
+    if args.format == "parquet" and importlib.util.find_spec("pyarrow") is None:   # before anything is written
+        raise UsageError("runs export: --format parquet needs pyarrow: pip install 'ctl[parquet]'")
     filters = filters_of(args)
     root = runs_dir(args.runs_dir)
-    notes: list[str] = []
+    notes: list[str] = []                 # completed runs of a campaign with no record (exit 1)
+    problems: list[str] = []              # records of the runs dir that cannot be read (skipped)
     if args.runs:
         dirs = [record_dir(r, root) for r in args.runs]        # every RUN checked before anything is written
         sources: Any = (local_source(d) for d in dirs)
@@ -338,7 +337,6 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise UsageError("runs export: the reproduction queued no campaign")
         sources = campaign_sources(refs, notes)
     else:
-        problems: list[str] = []
         sources = (local_source(r.dir) for r in scan(root, filters, problems))
     kept = (s for s in sources if not (args.campaign or args.reproduction or args.runs) or _keeps(filters, s))
     out = Path(args.out)
@@ -347,7 +345,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         w = write_export(fd, str(out), args.format, kept, _param_types, samples=not args.no_samples)
     finally:
         os.close(fd)
-    for line in notes:
+    for line in problems + notes:
         print(f"ctl: warning: {line}", file=sys.stderr)
     data = {"out": str(out), "format": args.format, "runs": w.runs, "files": w.files,
             "without_samples": w.without_samples, "missing": notes}

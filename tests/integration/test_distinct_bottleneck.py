@@ -144,8 +144,17 @@ def test_runs_show_recomputes_the_summary_and_windows_it(completed_run, rack):
     out, record, _ = completed_run
     p = rack.ctl("runs", "show", out["run_id"], "--json")
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["data"] == json.loads((record / "summary.json").read_text())
+    saved = json.loads((record / "summary.json").read_text())
+    assert json.loads(p.stdout)["data"] == saved
     m = json.loads((record / "manifest.json").read_text())
+    # a copied summary.json says which run it is, when (ISO 8601 UTC), with which ctl and rack
+    prov = saved["provenance"]
+    assert prov["run_id"] == out["run_id"] == m["run_id"] and prov["status"] == "completed"
+    assert prov["ctl"] == {"version": m["controller"]["ctl_version"], "commit": m["controller"]["commit"]}
+    assert prov["inventory"]["name"] == m["inventory"]["name"] and prov["parameters"]["given"]["link2"] == "20M"
+    assert all(prov[k].endswith("Z") for k in ("started", "finished"))
+    assert prov["traffic"]["start"].endswith("Z") and prov["traffic"]["duration_s"] > 12
+    assert saved["units"]["receiver_mbps"] == "Mbit/s" and saved["units"]["jain_index"] == "1"
     traffic = m["traffic_window"]["end"] - m["traffic_window"]["start"]
     halves = []
     for w in (":6s", "6s:"):

@@ -273,3 +273,36 @@ def test_export_a_campaign_from_the_local_store(tmp_path, monkeypatch, capsys):
     # list --campaign finds the same runs by the id their manifests carry
     assert main(["runs", "list", "--campaign", c.id, "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["data"]) == len(runs) - 1
+
+
+# The README's "Reading results" example, verbatim (run in a directory holding `export/`).
+README_PANDAS = '''
+import pandas as pd
+
+def load(export, table):
+    """One table of `ctl runs export --format csv`, with the types columns.csv gives."""
+    cols = pd.read_csv(f"{export}/columns.csv")
+    c = cols[cols["table"] == table]
+    kinds = {"string": "string", "int": "Int64", "float": "float64", "bool": "boolean"}
+    return pd.read_csv(f"{export}/{table}.csv",
+                       dtype={r.column: kinds[r.type] for r in c.itertuples() if r.type != "time"},
+                       parse_dates=list(c.loc[c["type"] == "time", "column"]))
+
+flows = load("export", "flows")          # one row per run x flow
+print(flows.groupby(["scenario", "param_cc", "entity"])["receiver_mbps"].mean())
+samples = load("export", "samples")      # one row per point x field
+rtt = samples[(samples.measurement == "subflow") & (samples.metric == "rtt_ms")]
+print(rtt.groupby(["run_id", "link"])["value"].median())
+'''
+
+
+def test_the_readme_pandas_example(csv_export, tmp_path, monkeypatch, capsys):
+    shutil.copytree(csv_export, tmp_path / "export")
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    exec(compile(README_PANDAS, "README.md", "exec"), scope)
+    flows, rtt = scope["flows"], scope["rtt"]
+    assert str(flows["started"].dt.tz) == "UTC" and flows["receiver_mbps"].dtype == "float64"
+    assert set(rtt["unit"]) == {"ms"} and str(rtt["time"].dt.tz) == "UTC"
+    out = capsys.readouterr().out
+    assert "receiver_mbps" in out and "sbd1" in out     # the shared-bottleneck run's two paths
