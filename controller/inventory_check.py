@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from controller.errors import InventoryError
 from controller.inventory import Inventory, SecretRef
@@ -344,7 +344,7 @@ def secret_warnings(inv: Inventory, environ: Mapping[str, str]) -> list[Finding]
         elif isinstance(obj, (list, tuple)):
             for i, v in enumerate(obj):
                 yield from walk(v, loc + (i,))
-        elif hasattr(obj, "model_fields"):
+        elif isinstance(obj, BaseModel):
             for name in type(obj).model_fields:
                 yield from walk(getattr(obj, name), loc + (name,))
     uses: dict[str, list[tuple]] = {}
