@@ -143,7 +143,7 @@ CASES: dict[str, list[tuple[str, str, Callable[[int], str]]]] = {
     "qmicli": [
         ("header-blanks", "'[' and blanks (the cubic header pattern: finding)", lambda n: fill("[", " ", n, "x")),
         ("headerless", "stray lines before an output with no header (a tree per dropped line)", lambda n: fill(
-            "", "a: 'b'\n", n // 2, "LTE:\n" + "  RSSI: '-60 dBm'\n" * max(1, n // 36))),
+            "", "a: 'b'\n", n, "  LTE:\n    RSSI: '-60 dBm'\n")),
         ("repeated-keys", "one key repeated under a header", lambda n: fill(
             "[/dev/cdc-wdm0] Successfully got signal info\n\tLTE:\n", "\t\tRSSI: '-62 dBm'\n", n)),
         ("at-echo", "an AT echo of letters and a blank", lambda n: fill("AT", "a", n, " ")),

@@ -382,12 +382,25 @@ def to_json(text: str) -> dict[str, Any]:
     gives one run per command. Each varbind: {oid, printed, type, value, ...} (see VarBind).
     """
     runs = parse(text)
-    # A run counts when the tool said something recognisable; a `$ command` alone counts only with no
-    # unrecognised line under it (an empty walk), so that a `$ ` opening a line of garbage is not output.
-    if not any(r.varbinds or r.errors or r.notes or (r.command and not r.unparsed) for r in runs):
+    # A run counts when the tool said something recognisable; a `$ command` alone counts only with its exit
+    # status and no unrecognised line under it (an empty walk), so that a `$ ` opening garbage is not output.
+    if not any(r.varbinds or r.errors or r.notes or (r.command and r.exit_status is not None and not r.unparsed)
+               for r in runs):
         shown = next((r.unparsed[0] for r in runs if r.unparsed), "")
         raise ParseError("snmpwalk: nothing recognisable (no `OID = TYPE: value` line)"
                          + (f"; first line: {shown[:60]!r}" if shown else ""))
+    # Bare values (-Oqv: `"text"`, `5`) and untyped `OID value` lines (-Oq) are loose shapes a line of prose
+    # takes by chance. When nothing firmer was seen (a typed `OID = TYPE: value`, an error, a note) and such
+    # lines are outnumbered by lines no rule knows, the input is refused, saying how many, not printed as parsed.
+    unparsed = sum(len(r.unparsed) for r in runs)
+    firm = sum(len(r.errors) + len(r.notes) + sum(1 for v in r.varbinds if v.type is not None or v.exception)
+               for r in runs)
+    loose = sum(len(r.varbinds) for r in runs) - sum(1 for r in runs for v in r.varbinds
+                                                      if v.type is not None or v.exception)
+    if not firm and unparsed > loose:
+        first = next(r.unparsed[0] for r in runs if r.unparsed)
+        raise ParseError(f"snmpwalk: {unparsed} lines not recognised against {loose} untyped values: not snmpwalk "
+                         f"output (first unrecognised line: {first[:60]!r})")
     return {"runs": [r.to_json() for r in runs], "unparsed_lines": sum(len(r.unparsed) for r in runs)}
 
 
