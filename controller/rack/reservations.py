@@ -57,8 +57,10 @@ class RackReserved(RackBusy):
     """The rack is reserved by somebody else for the time asked for (exit 3)."""
 
 
-def local_time(t: float, fmt: str) -> str:
-    return dt.datetime.fromtimestamp(t).astimezone().strftime(fmt)
+def local_time(t: float, fmt: str | None = None) -> str:
+    """Local time: ISO 8601 to the minute with the zone (2025-05-01T09:00+02:00), or as `fmt` says."""
+    when = dt.datetime.fromtimestamp(t).astimezone()
+    return when.isoformat(timespec="minutes") if fmt is None else when.strftime(fmt)
 
 
 @dataclass(frozen=True)
@@ -84,14 +86,13 @@ class Reservation:
         if self.problem:
             return (f"#{self.id} {shown(self.rack, 40)} MALFORMED ({self.problem}), blocks nothing: by {self.who()}"
                     + (f": {shown(self.note, MAX_NOTE)}" if self.note else ""))
-        start = local_time(self.start, "%Y-%m-%dT%H:%M%z")
-        end_fmt = "%H:%M" if local_time(self.end, "%Y-%m-%d") == local_time(self.start, "%Y-%m-%d") \
-            else "%Y-%m-%dT%H:%M"
-        return (f"#{self.id} {shown(self.rack, 40)} {start} to {local_time(self.end, end_fmt)} by {self.who()}"
+        same_day = local_time(self.end, "%Y-%m-%d %z") == local_time(self.start, "%Y-%m-%d %z")
+        end = local_time(self.end, "%H:%M") if same_day else local_time(self.end)
+        return (f"#{self.id} {shown(self.rack, 40)} {local_time(self.start)} to {end} by {self.who()}"
                 + (f": {shown(self.note, MAX_NOTE)}" if self.note else ""))
 
     def until(self) -> str:
-        return local_time(self.end, "%Y-%m-%dT%H:%M%z")
+        return local_time(self.end)
 
     def to_json(self) -> dict:
         d = dict(self.__dict__)

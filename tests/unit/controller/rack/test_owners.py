@@ -135,16 +135,18 @@ def test_reservations_booked_before_the_migration_keep_their_name_marked_uncheck
     assert DatabaseBook(lab.url(lab.alice), "lab-a").cancel(r.id).id == r.id
 
 
-def test_strict_setup_members_without_ownership_use_ctl_but_cannot_lift_the_checks(lab, pg_server):
-    """Members with table privileges only (README: the strict set-up): ctl works for them, the
-    checks are theirs to obey, not to drop."""
-    with connect(lab.url("ctl"), "test") as c:
-        migrate(c)
+def test_strict_setup_members_without_ownership_use_ctl_but_cannot_lift_the_checks(lab, pg_server, tmp_path):
+    """The README's strict set-up: the schema's owner (here `ctl`, the administrator's role) grants
+    members rows by default privileges before the first ctl creates the schema; members use ctl
+    (nothing to create: the schema is up to date) and cannot switch the checks off."""
     member, dave = f"member_{lab.db}", f"dave_{lab.db}"
     pg_server.admin(f"CREATE ROLE {member} NOLOGIN")
     pg_server.admin(f"CREATE ROLE {dave} LOGIN IN ROLE {member}")
-    pg_server.admin(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {member}; "
-                    f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {member}", database=lab.db)
+    pg_server.admin(f"ALTER DEFAULT PRIVILEGES FOR ROLE ctl GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO "
+                    f"{member}; ALTER DEFAULT PRIVILEGES FOR ROLE ctl GRANT USAGE ON SEQUENCES TO {member}",
+                    database=lab.db)
+    with connect(lab.url("ctl"), "test") as c:      # the administrator's first ctl
+        migrate(c)
     now = time.time()
     alices = DatabaseBook(lab.url(lab.alice), "lab-b").add(now + 3600, now + 7200, "")
     book = DatabaseBook(lab.url(dave), "lab-b")
@@ -153,11 +155,17 @@ def test_strict_setup_members_without_ownership_use_ctl_but_cannot_lift_the_chec
     with pytest.raises(UsageError):
         book.cancel(alices.id, force=True)
     assert book.cancel(mine.id).id == mine.id
-    lease = DatabaseLease(lab.url(dave), "lab-b", "run")
+    lease = DatabaseLease(lab.url(dave), "lab-c", "run")          # a rack nobody named before: a new id
     assert lease.try_acquire() is None
     lease.release()
+    from controller.campaign.pg_store import PostgresStore
+    store = PostgresStore(lab.url(dave))
+    try:
+        assert store.campaigns(("queued", "running")) == []
+    finally:
+        store.close()
     with psycopg.connect(lab.url(dave), autocommit=True) as c:
         for sql in ("ALTER TABLE reservations DISABLE TRIGGER USER", "DROP TRIGGER reservations_guard ON reservations",
-                    "ALTER TABLE reservations DROP CONSTRAINT reservations_times"):
+                    "ALTER TABLE reservations DROP CONSTRAINT reservations_times", "CREATE TABLE mine (x int)"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 c.execute(sql)
