@@ -5,14 +5,15 @@
     ctl runs export [RUNS... | --campaign ID | --reproduction ID] [filters]
                     --format csv|jsonl|parquet --out DIR [--no-samples]
                                                           tables for pandas and R
+    ctl runs plot RUN [--format png|pdf|svg] [--dpi N] [--out DIR]
+                                                          every figure again (cli/runs_plot.py)
 
 Filters (list, export): --scenario, --campaign, --since/--until (ISO 8601 with a zone, a date,
 or a duration before now), --status, --param NAME=VALUE (the scenario's parameter, compared
 after parsing: `--param link2=20M` matches 20000000 bit/s however it was typed).
 
-Each action is one `_ACTIONS` entry, a function adding its parser (`plot` is added by the
-figures work the same way). Nothing here writes into a record; an export writes only under
---out (controller.safefs, no link followed).
+Each action is one `_ACTIONS` entry, a function adding its parser. Nothing here writes into a
+record; an export writes only under --out (controller.safefs, no link followed), and so does plot.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from controller.campaign.backends import open_store, store_location
 from controller.campaign.boundary import local_record_dir
 from controller.cli.commands import add_command
 from controller.cli.common import print_json
+from controller.cli.runs_plot import add_plot
 from controller.errors import CtlError, ParameterError, RecordError, UsageError
 from controller.reproduce import record as reproductions
 from controller.results.catalog import STATUSES, Filters, RunInfo, id_time, info_from_manifest, parse_when, scan
@@ -393,13 +395,14 @@ def _add_export(actions: Any) -> None:
     p.set_defaults(func=cmd_export)
 
 
-# One entry per action of `ctl runs`. `plot` (re-draw a run's figures) is added here the same way.
-_ACTIONS: dict[str, Callable[[Any], None]] = {"list": _add_list, "show": _add_show, "export": _add_export}
+# One entry per action of `ctl runs`.
+_ACTIONS: dict[str, Callable[[Any], None]] = {"list": _add_list, "show": _add_show, "export": _add_export,
+                                              "plot": lambda actions: add_plot(actions, record_dir)}
 
 
 def register(sub) -> None:
-    p = add_command(sub, "runs", description="Recorded runs: list them, show one's summary again, export them as "
-                                             "tables for pandas and R.")
+    p = add_command(sub, "runs", description="Recorded runs: list them, show one's summary again, draw its figures "
+                                             "again, export them as tables for pandas and R.")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     for add in _ACTIONS.values():
         add(actions)

@@ -56,6 +56,15 @@ class RunsExport(Strict):
     missing: list[str] = Field(description="completed runs of the campaign that have no record here nor in the store")
 
 
+class RunsPlot(Strict):
+    run_id: str
+    record: str = Field(description="the record directory the figures were drawn from (only read)")
+    out: str = Field(description="the directory the figures were written to")
+    formats: list[Literal["png", "pdf", "svg"]]
+    dpi: int = Field(description="resolution of raster images, dots per inch")
+    files: list[str] = Field(description="every file written")
+
+
 class RecordCtl(Strict):
     version: Optional[str] = Field(description="the version of the ctl that made the run (null: not recorded)")
     commit: Optional[str]
@@ -246,6 +255,7 @@ OUTPUTS: dict[str, Any] = {
     "runs list": list[RunListed],
     "runs show": SummaryDocument,
     "runs export": RunsExport,
+    "runs plot": RunsPlot,
     "scenarios": list[ScenarioListed],
     "scenarios show": ScenarioShown,
     "cc list": CcList,
