@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import subprocess
 import threading
@@ -29,6 +30,46 @@ from nodes.fieldlog.parsers import (WebtorrentFrames, iface_rates, parse_iperf3_
                                     parse_ping_line, rtt_stats)
 
 Log = Callable[[str], None]
+
+# What is read from a tool is bounded: a line longer than MAX_LINE is cut off and dropped (noted in the raw
+# log), a poll command's output longer than MAX_OUTPUT is not used. The tools' real lines are < 1 KB and
+# their outputs a few KB: the bounds only stop a broken or hostile tool from growing the logger's memory
+# or its parsers' work without end.
+MAX_LINE = 64 * 1024
+MAX_OUTPUT = 1 << 20
+
+
+def run_bounded(argv: List[str], timeout_s: float, env: Mapping[str, str],
+                limit: int = MAX_OUTPUT) -> Tuple[Optional[int], bytes]:
+    """(exit status, stdout) of argv; status None when it ran past `timeout_s` or printed more than
+    `limit` bytes (then it is killed: its output is not used)."""
+    p = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(env))
+    assert p.stdout is not None
+    chunks: List[bytes] = []
+    size = 0
+    deadline = time.monotonic() + timeout_s
+    try:
+        fd = p.stdout.fileno()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None, b""                     # ran past its timeout
+            data = os.read(fd, 65536)
+            if not data:
+                break
+            size += len(data)
+            if size > limit:
+                return None, b""                     # more than any real output: not used
+            chunks.append(data)
+        left = max(0.0, deadline - time.monotonic())
+        return p.wait(left), b"".join(chunks)
+    except subprocess.TimeoutExpired:
+        return None, b""
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
 
 
 def _noop(msg: str) -> None:
@@ -93,10 +134,9 @@ class RadioSource:
             out: Dict[str, Optional[str]] = {}
             for name, argv in self.family.poll_commands(self.modem).items():
                 try:
-                    p = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                       timeout=self.timeout_s, env=env)
-                    out[name] = p.stdout.decode("utf-8", "replace") if p.returncode == 0 else None
-                except (OSError, subprocess.TimeoutExpired):
+                    status, data = run_bounded(list(argv), self.timeout_s, env)
+                    out[name] = data.decode("utf-8", "replace") if status == 0 else None
+                except OSError:
                     out[name] = None
             if not any(out.values()):
                 self._exec_needs_setup = True     # modem gone: set it up again when it is back
@@ -235,7 +275,15 @@ class ChildLoop:
             self.on_spawn(self.name, procs.identity(self.proc))
             self._raw("(started pid %d: %s)" % (self.proc.pid, " ".join(self.argv)))
             assert self.proc.stdout is not None
-            for raw in iter(self.proc.stdout.readline, b""):
+            stdout = self.proc.stdout
+            cut = False                      # inside a line that was over MAX_LINE: dropped up to its end
+            for raw in iter(lambda: stdout.readline(MAX_LINE), b""):
+                if cut or (len(raw) >= MAX_LINE and not raw.endswith(b"\n")):
+                    if not cut:
+                        self._raw("(a line over %d bytes: dropped)" % MAX_LINE)
+                        self.log("%s: a line over %d bytes dropped" % (self.name, MAX_LINE))
+                    cut = not raw.endswith(b"\n")
+                    continue
                 line = raw.decode("utf-8", "replace").rstrip("\n")
                 self._raw(line)
                 try:
@@ -341,6 +389,7 @@ class GpsSource:
                     s.sendall(b'?WATCH={"enable":true,"json":true};\n')
                     s.settimeout(2.0)
                     buf = b""
+                    cut = False              # inside a report over MAX_LINE: dropped up to its end
                     while not self._stop.is_set():
                         try:
                             data = s.recv(65536)
@@ -348,12 +397,16 @@ class GpsSource:
                             continue
                         if not data:
                             break
-                        buf += data
-                        while b"\n" in buf:
-                            line, buf = buf.split(b"\n", 1)
+                        *lines, buf = (buf + data).split(b"\n")      # one split per read, not per line
+                        if cut and lines:
+                            lines, cut = lines[1:], False
+                        if len(buf) > MAX_LINE:
+                            buf, cut = b"", True
+                            self.log("gpsd %s:%d: a report over %d bytes dropped" % (self.host, self.port, MAX_LINE))
+                        for line in lines:
                             try:
                                 d = json.loads(line)
-                            except ValueError:
+                            except (ValueError, RecursionError):
                                 continue
                             if isinstance(d, dict) and d.get("class") == "TPV":
                                 fix = tpv(d)

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 FINAL_RE = re.compile(r"^(OK|ERROR|NO CARRIER|\+CME ERROR:.*|\+CMS ERROR:.*)$", re.I)
+_LINE_END = re.compile(rb"\r\n|\n|\r(?=[^\n])")
+MAX_LINE = 64 * 1024          # longer than any reply line a modem prints (a +QENG neighbour list: < 1 KB)
 # Kept in sync with at.URC_PREFIXES by a test; duplicated so this file stays importable on its own.
 URC_PREFIXES = (
     "+QIND", "RDY", "+CPIN", "+QUSIM", "+CEREG", "+CREG", "+CGREG", "+C5GREG", "^HCSQ", "^RSSI", "^MODE",
@@ -153,14 +155,18 @@ class AtPort:
 
     def _take_lines(self) -> list[str]:
         """Complete lines from the buffer. A line ends at \\n, or at \\r not followed by \\n; a trailing \\r
-        waits for the next byte (it may be the first half of \\r\\n)."""
+        waits for the next byte (it may be the first half of \\r\\n). One pass over the buffer, cut once;
+        what is left without a line end is bounded by MAX_LINE (a modem that never ends its line cannot
+        make every read rescan a growing buffer)."""
         lines: list[str] = []
-        while True:
-            m = re.search(rb"\r\n|\n|\r(?=[^\n])", self._buf)
-            if not m:
-                break
-            lines.append(self._buf[:m.start()].decode("utf-8", "replace"))
-            self._buf = self._buf[m.end():]
+        pos = 0
+        for m in _LINE_END.finditer(self._buf):
+            lines.append(self._buf[pos:m.start()].decode("utf-8", "replace"))
+            pos = m.end()
+        self._buf = self._buf[pos:]
+        if len(self._buf) > MAX_LINE:
+            lines.append(self._buf[:MAX_LINE].decode("utf-8", "replace"))   # cut: a line no modem prints
+            self._buf = b""
         return lines
 
     def drain(self) -> list[str]:
