@@ -220,7 +220,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               OLD.id USING ERRCODE = 'insufficient_privilege';
           END IF;
           IF OLD.owner_user IS DISTINCT FROM session_user::text AND NOT {_IS_ADMIN} THEN
-            RAISE EXCEPTION 'reservation #% is %''s: only they, or a member of the database role {ADMIN_ROLE}, cancel it',
+            RAISE EXCEPTION
+              'reservation #% is %''s: only they, or a member of the database role {ADMIN_ROLE}, cancel it',
               OLD.id, OLD.owner_user USING ERRCODE = 'insufficient_privilege';
           END IF;
           NEW.cancelled := extract(epoch FROM clock_timestamp());

@@ -220,8 +220,8 @@ class DatabaseBook:
             if clash:
                 raise RackReserved(f"rack {self.rack}: overlaps reservation {clash[0].text()}")
             # owner_user, created: the database's (a trigger), whatever a client would send
-            row = conn.execute("INSERT INTO reservations (rack, owner_host, starts, ends, note) "
-                               "VALUES (%s,%s,%s,%s,%s) RETURNING *", (self.rack, me["host"], start, end, note)).fetchone()
+            row = conn.execute("INSERT INTO reservations (rack, owner_host, starts, ends, note) VALUES "
+                               "(%s,%s,%s,%s,%s) RETURNING *", (self.rack, me["host"], start, end, note)).fetchone()
         return self._row(row)
 
     def cancel(self, rid: int, *, force: bool = False) -> Reservation:
