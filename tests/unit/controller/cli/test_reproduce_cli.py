@@ -30,7 +30,7 @@ def cli(tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["reproduce", "--papers", "nope"], "ctl: error: --papers: nope is not a paper (known: mcubic, bbrv3, parallel, "
                                         "mptcp-bt, field)"),
-    (["reproduce", "--quick", "--full"], "ctl: error: reproduce: give one of --smoke, --quick, --full"),
+    (["reproduce", "--quick", "--full"], "ctl: error: reproduce: give one of --smoke, --quick, --full, --deviations"),
     (["reproduce", "--at", "25:99"], "ctl: error: --at: '25:99' is neither HH:MM nor an ISO date and time"),
     (["reproduce", "--window", "22:00"], "ctl: error: --window: '22:00' is not a time window (example: 22:00-07:00)"),
     (["reproduce", "status"], "ctl: error: no reproductions yet (`ctl reproduce --quick` starts one)"),
