@@ -41,15 +41,20 @@ def _client_points(points: Iterable[Any], flows: Sequence[str], window: tuple[fl
 
 
 def flow_algorithms(points: Iterable[Any], flows: Sequence[Any]) -> dict[str, str | None]:
-    """Each flow's congestion control: what `ss` saw its sender run most often, else what its
-    spec asked for, else None (the host's default, unknown here)."""
-    seen: dict[str, Counter] = {}
+    """Each flow's congestion control: the one `ss` saw on the sender's sockets that carried its
+    data (weighted by their acked rate: iperf3's control connection runs the host's default and
+    carries nothing), else what its spec asked for, else None (the host's default, unknown here)."""
+    carried: dict[str, Counter] = {}
     names = [f.name for f in flows]
     for p in points:
         if p.measurement == "subflow" and p.tags.get("role") == "client" and p.tags.get("flow") in names \
-                and p.fields.get("cc"):
-            seen.setdefault(p.tags["flow"], Counter())[str(p.fields["cc"])] += 1
-    return {f.name: (seen[f.name].most_common(1)[0][0] if f.name in seen else f.cc) for f in flows}
+                and p.fields.get("cc") and isinstance(p.fields.get("acked_bps"), (int, float)):
+            carried.setdefault(p.tags["flow"], Counter())[str(p.fields["cc"])] += float(p.fields["acked_bps"])
+    out: dict[str, str | None] = {}
+    for f in flows:
+        best = carried.get(f.name, Counter()).most_common(1)
+        out[f.name] = best[0][0] if best and best[0][1] > 0 else f.cc
+    return out
 
 
 def flow_style(flow: str, protocol: str, cc: str | None) -> Style:

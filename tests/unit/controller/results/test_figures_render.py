@@ -20,6 +20,9 @@ import pytest
 
 from controller import palette, plots, scenarios
 from controller.results.figures import CaseData, box_figure, heatmap_figures
+from controller.results.series import flow_algorithms
+from controller.telemetry.points import Point
+from controller.traffic.iperf3 import FlowSpec
 from tests.support.shipped import RECORDED_RUNS, summarized
 
 RUNS = sorted(p.parent for p in RECORDED_RUNS.glob("*/*/manifest.json"))
@@ -170,3 +173,16 @@ def test_output_refuses_what_it_cannot_write():
     with pytest.raises(Exception, match="from 50 to 1200"):
         plots.Output(("png",), 10)
     assert palette.label("share_pct") == "share of the bottleneck (%)"
+
+
+def test_a_flow_is_named_by_the_algorithm_of_the_sockets_that_carried_it():
+    # iperf3's control connection runs the host's default (here bbr) and carries nothing; the data
+    # connection runs what -C asked for: the flow is that algorithm, however many samples each has
+    def sample(sub: str, cc: str, acked: float, t: int) -> Point:
+        return Point("subflow", {"host": "a1", "flow": "tcp", "subflow": sub, "link": "path1", "role": "client"},
+                     {"cc": cc, "acked_bps": acked}, t)
+    pts = [sample("control", "bbr", 0.0, t) for t in range(30)] + \
+        [sample("data", "cubic", 9e7, t) for t in range(20)]
+    spec = FlowSpec("tcp", "tcp", "a1", "b1", "10.0.0.2", 5201)
+    assert flow_algorithms(pts, [spec]) == {"tcp": "cubic"}
+    assert flow_algorithms([], [FlowSpec("tcp", "tcp", "a1", "b1", "10.0.0.2", 5201, cc="lia")]) == {"tcp": "lia"}
