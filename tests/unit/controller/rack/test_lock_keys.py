@@ -89,3 +89,22 @@ def test_rack_ids_are_allocated_once_and_never_change(url):
         assert [(r["classid"], r["objid"]) for r in row] == [(LEASE_CLASS, ids["lab-a"])]
     finally:
         lease.release()
+
+
+def test_a_holder_still_on_a_ctl_from_before_schema_4_is_respected(url):
+    """During an upgrade a controller may still hold a rack by the old key (0x6374, crc32): its
+    rack_leases row names its session, and the new ctl sees that session's old lock."""
+    from controller.rack.lease import legacy_key
+    old = connect(url, "old ctl")
+    try:
+        migrate(old)
+        old.execute("SELECT pg_advisory_lock(%s, %s)", legacy_key("lab-a"))
+        old.execute("INSERT INTO rack_leases (rack, holder_user, holder_host, holder_pid, backend_pid, purpose, since, "
+                    "heartbeat) VALUES ('lab-a', 'x', 'old-pc', 4242, pg_backend_pid(), 'ctl run (old)', 0, 0)")
+        new = DatabaseLease(url, "lab-a", "new ctl")
+        holder = new.try_acquire()
+        assert holder is not None and holder.alive and (holder.host, holder.pid) == ("old-pc", 4242)
+    finally:
+        old.close()
+    assert new.try_acquire() is None        # its session ended: the rack is free
+    new.release()
