@@ -75,12 +75,13 @@ def _print_report(report: CheckReport, fits: list) -> None:
     assert inv is not None
     print(f"{shown}: valid: rack {inv.name} ({inv.kind}), {_n(len(inv.hosts), 'host')}, {_n(len(inv.links), 'link')}"
           + (f", {len(report.warnings)} warning{'s' if len(report.warnings) != 1 else ''}" if report.warnings else ""))
-    print("scenarios with no role flags given (role = host or link it defaults to on this rack):")
+    print("scenarios planned on this rack with no role flag (the host or link each role defaults to here; "
+          "--probe asks the hosts):")
     width = max((len(f.scenario) for f in fits), default=8)
     for f in fits:
         if f.ok:
             roles = ", ".join(r.shown() for r in f.roles)
-            print(escape(f"  {f.scenario:<{width}}  runs      {roles}"))
+            print(escape(f"  {f.scenario:<{width}}  plans     {roles}"))
         else:
             print(escape(f"  {f.scenario:<{width}}  cannot    {f.reason}"))
 

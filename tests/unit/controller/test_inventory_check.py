@@ -134,7 +134,7 @@ def test_the_shipped_inventories_are_valid_and_every_scenario_runs_on_them(tmp_p
         assert p.returncode == 0, p.stderr
         assert p.stdout.startswith(f"{inv}: valid: rack ")
         rows = {l.split()[0]: l.split()[1] for l in p.stdout.splitlines()[2:]}
-        assert rows == {n: "runs" for n in scenarios.available()}, p.stdout
+        assert rows == {n: "plans" for n in scenarios.available()}, p.stdout
         assert ": error" not in p.stderr
 
 
@@ -142,10 +142,9 @@ def test_a_secret_value_is_never_printed(tmp_path):
     secret = "s3cr3t-Value-0123456789"
     text = LAB.read_text()
     text = replace_once(text, "  token: {env: CTL_INFLUX_TOKEN}", f"  token: {secret}\n  tokne: {secret}x")
-    text = replace_once(text, "      auth_key: {env: CTL_SNMP_AUTH}\n      priv_protocol: aes\n"
-                              "      priv_key: {env: CTL_SNMP_PRIV}\n      refresh_s: 0          # bsnmpd (FreeBSD base)",
-                        f"      auth_key: {{env: \"{secret} \"}}\n      priv_protocol: aes\n"
-                        f"      priv_key: {{env: CTL_SNMP_PRIV}}\n      refresh_s: 0          # bsnmpd (FreeBSD base)")
+    dn1_snmp = ("      auth_key: {env: CTL_SNMP_AUTH}\n      priv_protocol: aes\n"
+                "      priv_key: {env: CTL_SNMP_PRIV}\n      refresh_s: 0          # bsnmpd (FreeBSD base)")
+    text = replace_once(text, dn1_snmp, dn1_snmp.replace("{env: CTL_SNMP_AUTH}", f"{{env: \"{secret} \"}}"))
     path = tmp_path / "leaky.yaml"
     path.write_text(text)
     for args in ((), ("--json",)):
@@ -187,8 +186,8 @@ def test_a_secret_that_does_not_resolve_here_is_a_warning_not_an_error(tmp_path)
     ("      - {name: enp3s0, address: 10.30.0.100/24, segment: inet}",
      "      - {name: enp3s0, address: 10.30.0.100/24, segment: inte}", "hosts.tr1.interfaces[0].segment",
      "names segment 'inte', which this inventory does not have (did you mean inet?"),
-    ("    b_segment: sbm\n    forward: {pipe: 10303}", "    b_segment: sbm\n    a_segment: sbm\n    forward: {pipe: 10303}",
-     "links.sbd2", "both sides are segment sbm"),
+    ("    b_segment: sbm\n    forward: {pipe: 10303}",
+     "    b_segment: sbm\n    a_segment: sbm\n    forward: {pipe: 10303}", "links.sbd2", "both sides are segment sbm"),
 ])
 def test_cross_reference_mistakes(tmp_path, old, new, field, words):
     path = tmp_path / "inv.yaml"
@@ -223,7 +222,7 @@ def test_init_writes_the_minimal_three_host_rack_that_check_accepts_as_is(tmp_pa
     c = ctl(tmp_path, "inventory", "check", str(path))
     assert c.returncode == 0, c.stderr
     rows = {l.split()[0]: l for l in c.stdout.splitlines()[2:]}
-    assert "runs" in rows["rtt-loss-sweep"] and "client snd (plays a1)" in rows["rtt-loss-sweep"]
+    assert "plans" in rows["rtt-loss-sweep"] and "client snd (plays a1)" in rows["rtt-loss-sweep"]
     assert "server rcv (plays b1)" in rows["rtt-loss-sweep"]
     # the rack runs rtt-loss-sweep with no role flag; the dry run says what it assumed about the bridge
     d = ctl(tmp_path, "run", "rtt-loss-sweep", "--dry-run", "--duration", "5s", "-i", str(path))
@@ -359,3 +358,35 @@ def test_a_flag_still_wins_and_two_players_of_one_name_are_refused(tmp_path):
     r = check_file(both, environ={})
     assert not r.valid and any("'a1' is already played by host x-a1" in e.message for e in r.errors)
 
+
+
+# ---- the probe asks, it never changes ---------------------------------------------------------------
+
+def test_every_command_the_probe_can_send_is_read_only(invs):
+    from bridges.base import shaper_class
+    from controller.rack import probe
+    cmds = probe.endpoint_commands() + probe.bittorrent_commands("/opt/ctl/bittorrent")
+    for inv in invs.values():
+        for h, host in inv.hosts.items():
+            if host.shaper is not None and any(l.bridge == h for l in inv.links.values()):
+                cmds += shaper_class(host.shaper.kind)(inv, h).read_commands()
+    assert cmds and not [c.argv for c in cmds if c.mutates]
+    # and the probe's own runner refuses one that would
+    import asyncio
+
+    from controller.commands import Command
+
+    class Session:
+        async def run(self, c):
+            raise AssertionError("sent")
+    with pytest.raises(AssertionError, match="mutates"):
+        asyncio.run(probe._run(Session(), [Command(("sysctl", "-w", "x=1"), mutates=True)]))
+
+
+def test_versions_as_tools_print_them():
+    from controller.rack.probe import version_of
+    assert version_of("iperf 3.12 (cJSON 1.7.15)\nLinux vm 6.18\n") == "3.12"
+    assert version_of("mptcpize 0.12\n") == "0.12"
+    assert version_of("ss utility, iproute2-6.1.0\n") == "6.1.0"
+    assert version_of("Python 3.11.7\n") == "3.11.7"
+    assert version_of("") is None and version_of("command not found") is None
