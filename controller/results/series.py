@@ -20,7 +20,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from bridges.base import Direction
 from controller import plots
 from controller.palette import Style, algorithm_style, role_style
 from controller.plots import Series
@@ -157,10 +156,18 @@ def link_series(points: Sequence[Any], inv: Any, plan: Any, window: tuple[float,
         name = f"link {link} (bridge {inv.links[link].bridge})"
         series.append(Series(name, sorted(pts[link]), Style(_LINK_COLOURS[i % len(_LINK_COLOURS)], "", "", name),
                              _LINESTYLES[i // len(_LINK_COLOURS) % len(_LINESTYLES)]))
-        pipe = plan.links.get((link, Direction.FORWARD)) if plan is not None else None
+        pipe = _pipe(plan, link, "forward")
         if pipe is not None and pipe.bw_bps:
             caps[f"link {link}"] = float(pipe.bw_bps)
     return series, caps
+
+
+def _pipe(plan: Any, link: str, direction: str) -> Any:
+    """The plan's pipe of `link` in `direction` ("forward": a -> b, "reverse"), or None."""
+    for (name, d), pipe in (plan.links.items() if plan is not None else ()):
+        if name == link and getattr(d, "value", d) == direction:
+            return pipe
+    return None
 
 
 def median_rtt_s(points: Sequence[Any], flows: Sequence[str], window: tuple[float, float]) -> float | None:
@@ -174,7 +181,7 @@ def planned_rtt_s(plan: Any, links: Sequence[str]) -> float | None:
     """The largest forward + reverse delay the plan sets on the given links (s)."""
     best = None
     for link in links:
-        f, r = plan.links.get((link, Direction.FORWARD)), plan.links.get((link, Direction.REVERSE))
+        f, r = _pipe(plan, link, "forward"), _pipe(plan, link, "reverse")
         d = ((f.delay_us if f else 0) + (r.delay_us if r else 0)) / 1e6
         if d and (best is None or d > best):
             best = d
