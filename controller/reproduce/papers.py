@@ -2,7 +2,7 @@
 
 Where a scenario module already holds a paper's table (shared_bottleneck.TABLE2/TABLE3,
 parallel_streams.PAPER_SHARES) it is used from there; the rest is transcribed here from the
-papers (../shared/seeds, restated in ../shared/experiments.md).
+papers (their bibliographic entries and ctl's restatement: docs/experiments.md).
 """
 from __future__ import annotations
 
@@ -23,19 +23,20 @@ class Paper:
 
 PAPERS: dict[str, Paper] = {p.key: p for p in (
     Paper("mcubic", "MCubic: design and evaluation of Multipath Cubic",
-          "Ro, Ryu, Choe, J. KIIT 16(8), 2018; experiments.md sections 1-2",
+          "Ro, Ryu, Choe, J. KIIT 16(8), 2018; docs/experiments.md sections 1-2",
           "Table 1 (Jain's index, distinct bottlenecks), Tables 2-3 (MPTCP / TCP ratio at a shared bottleneck)"),
     Paper("bbrv3", "Throughput of BBRv3 on an emulation testbed",
-          "Hong, KISTI; experiments.md section 3",
+          "Hong, KISTI; docs/experiments.md section 3",
           "Fig. 1-2: throughput heatmaps over RTT x random loss for Cubic and BBR"),
     Paper("parallel", "Interference between parallel socket connections",
-          "Kim, Huh, Hwang; experiments.md section 6",
+          "Kim, Huh, Hwang; docs/experiments.md section 6",
           "Fig. 4-8: shares of the bottleneck, SC64 + SC2/16/32/64, vs the BNA/IB model"),
     Paper("mptcp-bt", "Multipath TCP for BitTorrent-based applications",
-          "Jeon, Roh, Paik, Lee; experiments.md section 4",
+          "Jeon, Roh, Paik, Lee; docs/experiments.md section 4",
           "Fig. 2 (iperf3 TCP vs MPTCP per initial path), Fig. 3 (BitTorrent download, tracker local / global)"),
     Paper("field", "BitTorrent over WiBro: a field test",
-          "experiments.md section 5", "Table 1 (per scenario: rate, RTT, jitter, CINR) from the latest field runs",
+          "Kim, Wang, Kim, Kwon, Choi; docs/experiments.md section 5",
+          "Table 1 (per scenario: rate, RTT, jitter, CINR) from the latest field runs",
           queued=False),
 )}
 PAPER_KEYS: tuple[str, ...] = tuple(PAPERS)

@@ -1,4 +1,4 @@
-"""distinct-bottleneck: MCubic paper, Fig. 2 and Table 1 (experiments.md section 1).
+"""distinct-bottleneck: MCubic paper, Fig. 2 and Table 1 (docs/experiments.md section 1).
 
 One MPTCP connection whose two subflows take path 1 and path 2, and one single-path TCP
 flow on each path, all started together: each bottleneck is shared by one subflow and one
@@ -212,7 +212,7 @@ def figures(data: Any, summary: dict, out_dir: Path, output: plots.Output | None
 SCENARIO = Scenario(
     name="distinct-bottleneck",
     title="MPTCP vs one TCP flow per path, separate bottlenecks (MCubic paper Fig. 2, Table 1)",
-    reference="Ro, Ryu, Choe: Design and Implementation of MCubic, section 4.1; experiments.md section 1",
+    reference="Ro, Ryu, Choe: Design and Implementation of MCubic, section 4.1; docs/experiments.md section 1",
     description=__doc__ or "",
     params=PARAMS,
     plan=plan,

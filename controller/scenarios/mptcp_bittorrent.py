@@ -1,4 +1,4 @@
-"""mptcp-bittorrent: MPTCP for BitTorrent (Jeon, Roh, Paik, Lee), Fig. 1-3; experiments.md section 4.
+"""mptcp-bittorrent: MPTCP for BitTorrent (Jeon, Roh, Paik, Lee), Fig. 1-3; docs/experiments.md section 4.
 
 Topology: hosts ns1 (seeder) and ns2 (leecher), each on two local paths (`--local1`,
 `--local2`; the paper's routers r1, r2) and on an access link (`--seeder-wan`,
@@ -583,7 +583,7 @@ SCENARIO = Scenario(
     name="mptcp-bittorrent",
     title="MPTCP vs TCP for iperf3 and BitTorrent (webtorrent), local vs global tracker (Jeon et al. Fig. 2-3)",
     reference="Jeon, Roh, Paik, Lee: Feasibility of Adopting Multipath TCP to BitTorrent-based Applications with "
-              "Mininet; experiments.md section 4",
+              "Mininet; docs/experiments.md section 4",
     description=__doc__ or "",
     params=PARAMS,
     plan=plan,

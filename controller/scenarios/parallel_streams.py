@@ -1,5 +1,5 @@
 """parallel-streams: parallel-socket interference (Kim, Huh, Hwang; GridFTP style), Fig. 4-8;
-experiments.md section 6.
+docs/experiments.md section 6.
 
 Host x1 sends over `--base-streams` parallel TCP connections (paper: SC64) for the whole
 run; `--start-after` seconds later host m0 starts `--streams` connections (paper: SC2,
@@ -451,7 +451,7 @@ SCENARIO = Scenario(
     name="parallel-streams",
     title="Interference of parallel TCP connections and the BNA/IB model (Kim et al. Fig. 4-8)",
     reference="Kim, Huh, Hwang: Analysis of the Interference between Parallel Socket Connections and Predictions "
-              "of the Bandwidth; experiments.md section 6",
+              "of the Bandwidth; docs/experiments.md section 6",
     description=__doc__ or "",
     params=PARAMS,
     plan=plan,

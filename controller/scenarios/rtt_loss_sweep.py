@@ -1,4 +1,4 @@
-"""rtt-loss-sweep: BBRv3 emulation paper (Hong, KISTI), experiments.md section 3.
+"""rtt-loss-sweep: BBRv3 emulation paper (Hong, KISTI), docs/experiments.md section 3.
 
 One run is one case of the paper's sweep: a single TCP flow (iperf3) with congestion
 control `--cc` over a dumbbell whose bottleneck is shaped to `--bw` (paper: 1 Gbit/s)
@@ -216,7 +216,7 @@ SCENARIO = Scenario(
     name="rtt-loss-sweep",
     title="One (RTT, loss, congestion control) case of the BBRv3 dumbbell sweep (Hong, Fig. 1-2)",
     reference="Hong: Measurement and Analysis of Throughput for BBRv3 on Emulation-Based Testbed; "
-              "experiments.md section 3",
+              "docs/experiments.md section 3",
     description=__doc__ or "",
     params=PARAMS,
     plan=plan,

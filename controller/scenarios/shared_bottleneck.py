@@ -1,4 +1,4 @@
-"""shared-bottleneck: MCubic paper, Fig. 4-6 and Tables 2-3 (experiments.md section 2).
+"""shared-bottleneck: MCubic paper, Fig. 4-6 and Tables 2-3 (docs/experiments.md section 2).
 
 One MPTCP connection (two subflows) and one single-path TCP flow cross ONE shared
 bottleneck (`--bw`, paper: 100 Mbit/s). Subflow 1 and the TCP flow take path 1, subflow 2
@@ -358,7 +358,7 @@ def ratio_figure(path: Path, s: dict, output: plots.Output | None = None, captio
 SCENARIO = Scenario(
     name="shared-bottleneck",
     title="MPTCP and one TCP flow across one shared bottleneck (MCubic paper Fig. 4-6, Tables 2-3)",
-    reference="Ro, Ryu, Choe: Design and Implementation of MCubic, section 4.2.2; experiments.md section 2",
+    reference="Ro, Ryu, Choe: Design and Implementation of MCubic, section 4.2.2; docs/experiments.md section 2",
     description=__doc__ or "",
     params=PARAMS,
     plan=plan,
