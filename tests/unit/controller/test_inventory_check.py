@@ -390,3 +390,32 @@ def test_versions_as_tools_print_them():
     assert version_of("ss utility, iproute2-6.1.0\n") == "6.1.0"
     assert version_of("Python 3.11.7\n") == "3.11.7"
     assert version_of("") is None and version_of("command not found") is None
+
+
+@pytest.mark.parametrize("release, sysctls, tool, problem", [
+    ("14.1-RELEASE", {}, "dnctl", None),
+    ("13.3-RELEASE", {"net.inet.ip.dummynet.pipe_slot_limit": "1000"}, "ipfw", None),
+    ("14.1-RELEASE", {"net.link.bridge.ipfw": "0"}, "dnctl", "net.link.bridge.ipfw is 0"),
+])
+def test_a_dummynet_bridge_probed_on_the_simulated_freebsd_host(invs, release, sysctls, tool, problem):
+    """The dummynet half of the probe against tests/support/ipfw_fake.py (a test double: there is no
+    FreeBSD bridge here): release, tool, listing format, limits and the settings ctl refuses, and
+    not one command that changes the host."""
+    import asyncio
+
+    from bridges.base import shaper_class
+    from controller.rack.probe import HostProbe, _run, shaper_checks
+    from tests.support.ipfw_fake import FakeDummynetHost
+    inv = invs["lab-rack"]
+    fake = FakeDummynetHost("dn1", release, sysctls=sysctls)
+    results = asyncio.run(_run(fake, shaper_class("dummynet")(inv, "dn1").read_commands()))
+    p = HostProbe("dn1", "bridge", "192.168.50.31", reached=True)
+    shaper_checks(p, inv, results)
+    s = p.facts["shaper"]
+    assert (s["release"], s["tool"], s["listing_format"]) == (release, tool, "modern")
+    assert s["limits"]["net.inet.ip.dummynet.pipe_slot_limit"] == sysctls.get("net.inet.ip.dummynet.pipe_slot_limit",
+                                                                                "100")
+    bad = [c for c in p.checks if not c.ok]
+    assert (bad[0].have.split(":")[0] if bad else None) == problem
+    assert p.ok is (problem is None)
+    assert fake.mutations == []
