@@ -53,7 +53,8 @@ class Finding:
 
     def render(self, path: Path | str) -> str:
         tag = "warning: " if self.severity == "warning" else ""
-        return f"{path}:{self.line if self.line is not None else '?'}: {field_path(self.loc)}: {tag}{self.message}"
+        where = f"{path}:{self.line}" if self.line is not None else str(path)
+        return f"{where}: {field_path(self.loc) + ': ' if self.loc else ''}{tag}{self.message}"
 
     def to_json(self) -> dict:
         return {"line": self.line, "field": field_path(self.loc), "message": self.message, "severity": self.severity}
