@@ -106,12 +106,12 @@ class Topology:
 
 
 class Dnpipe:
-    def __init__(self, topo: Topology, a: str, b: str, name: str) -> None:
+    def __init__(self, topo: Topology, a: str, b: str, name: str, extra: tuple[str, ...] = ()) -> None:
         self.sock = str(topo.tmp / f"{name}.sock")
         self.pidfile = str(topo.tmp / f"{name}.pid")
         self.errlog = open(topo.tmp / f"{name}.err", "w+")
         self.proc = topo.popen(NS_W, [str(DNPIPE), "run", "--a", a, "--b", b, "--control", self.sock,
-                                      "--pidfile", self.pidfile, "--seed", "12345"],
+                                      "--pidfile", self.pidfile, "--seed", "12345", *extra],
                                stdout=subprocess.DEVNULL, stderr=self.errlog)
         deadline = time.monotonic() + 5
         # Readiness: the control socket appears only once the daemon answers on it.
@@ -224,6 +224,39 @@ def test_set_prints_show_and_round_trips(dn):
     assert s["pipes"]["forward"]["config"]["queue_bytes"] == 65536
     s = dn.set("--plr", "0.1", dir="both")
     assert s["pipes"]["forward"]["config"]["plr"] == 0.1 and s["pipes"]["reverse"]["config"]["plr"] == 0.1
+
+
+def test_batch_period_is_bounded_by_the_queue_drain_time(dn):
+    # Under load departures leave in batches of at most --batch-us (200 us by default) and
+    # at most an eighth of the time the queue bound takes to drain at bw: a batch comes
+    # back from a TCP sender as one burst into the queue (README, "Batches and small
+    # queues"). show reports the period that applies; one data thread serves both pipes.
+    def periods(s: dict) -> list[int]:
+        return [s["pipes"][d]["batch_ns"] for d in ("forward", "reverse")]
+
+    assert periods(dn.show()) == [200_000, 200_000]  # bw 0: nothing ever queues
+    # 50 frames of MTU 1500 + 22 bytes of L2 header at 1 Gbit/s drain in 608.8 us.
+    assert periods(dn.set("--bw", "1000000000", "--queue-slots", "50", dir="forward")) == [76_100, 76_100]
+    assert periods(dn.set("--bw", "1000000000", "--queue-slots", "25", dir="reverse")) == [38_050, 38_050]
+    # 1 MiB at 1 Gbit/s and 50 slots at 100 Mbit/s drain in milliseconds: the maximum.
+    assert periods(dn.set("--queue-bytes", str(1 << 20), dir="both")) == [200_000, 200_000]
+    assert periods(dn.set("--bw", "100000000", "--queue-slots", "50", dir="both")) == [200_000, 200_000]
+
+
+def test_batch_period_per_thread_and_option(topo):
+    # With --threads 2 each direction has its own data thread and its own period;
+    # --batch-us sets the maximum. Dangling veths in the wire namespace, a daemon of its own.
+    for a, b in (("dnpqa" + TAG, "dnpqA" + TAG), ("dnpqb" + TAG, "dnpqB" + TAG)):
+        nsrun(NS_W, ["ip", "link", "add", a, "type", "veth", "peer", "name", b])
+        nsrun(NS_W, ["ip", "link", "set", a, "up"])
+    try:
+        d = Dnpipe(topo, "dnpqa" + TAG, "dnpqb" + TAG, "batch", ("--threads", "2", "--batch-us", "100"))
+        s = d.set("--bw", "1000000000", "--queue-slots", "25", dir="forward")
+        assert [s["pipes"][k]["batch_ns"] for k in ("forward", "reverse")] == [38_050, 100_000]
+        topo.stop(d.proc)
+    finally:
+        for a in ("dnpqa" + TAG, "dnpqb" + TAG):
+            nsrun(NS_W, ["ip", "link", "del", a], check=False)
 
 
 @pytest.mark.parametrize("args", [

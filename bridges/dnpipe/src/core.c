@@ -81,6 +81,16 @@ uint64_t dn_ser_ns(uint64_t bytes, uint64_t bw_bps, uint64_t *rem)
     return num / bw_bps;
 }
 
+uint64_t dn_batch_bound_ns(const dn_config *cfg, uint64_t batch_ns, uint32_t max_frame)
+{
+    if (cfg->bw_bps == 0)
+        return batch_ns;
+    unsigned __int128 bytes = cfg->queue_slots ? (unsigned __int128)cfg->queue_slots * max_frame : cfg->queue_bytes;
+    unsigned __int128 drain_ns = bytes * 8U * 1000000000U / cfg->bw_bps;
+    unsigned __int128 bound = drain_ns / DN_BATCH_QUEUE_DIV;
+    return bound < batch_ns ? (uint64_t)bound : batch_ns;
+}
+
 /* ---- pipe ------------------------------------------------------------------------- */
 
 void dn_pipe_init(dn_pipe *p, uint64_t seed, uint64_t now)

@@ -468,6 +468,30 @@ static void unlock_dirs(worker_t *wk)
         pthread_mutex_unlock(&wk->dirs[k]->lock);
 }
 
+/* The batch period of a worker: the smallest its pipes allow (dn_batch_bound_ns). Called
+ * with the worker's pipe locks held, or on configs copied under them. */
+static uint64_t batch_of(const dn_config *const *cfg, const dir_ctx *const *d, int n, uint64_t batch_ns)
+{
+    uint64_t b = batch_ns;
+    for (int k = 0; k < n; k++) {
+        uint64_t x = dn_batch_bound_ns(cfg[k], batch_ns, atomic_load_explicit(&d[k]->max_frame, memory_order_relaxed));
+        if (x < b)
+            b = x;
+    }
+    return b;
+}
+
+static uint64_t worker_batch_ns(worker_t *wk)
+{
+    const dn_config *cfg[2];
+    const dir_ctx *d[2];
+    for (int k = 0; k < wk->ndirs; k++) {
+        cfg[k] = &wk->dirs[k]->pipe.cfg;
+        d[k] = wk->dirs[k];
+    }
+    return batch_of(cfg, d, wk->ndirs, wk->batch_ns);
+}
+
 static void *data_thread(void *arg)
 {
     worker_t *wk = arg;
@@ -506,11 +530,12 @@ static void *data_thread(void *arg)
         }
         if (more)
             continue; /* more frames waiting: keep going without sleeping */
+        uint64_t batch = worker_batch_ns(wk);
         unlock_dirs(wk);
         /* Under load, wake at most once per batch period: frames arriving meanwhile wait
          * in the ring with their kernel timestamps, so the pipe's arithmetic is
          * unaffected; departures are at most one period late. */
-        uint64_t not_before = (got || sent) ? iter_start + wk->batch_ns : 0;
+        uint64_t not_before = (got || sent) ? iter_start + batch : 0;
         wait_next(wk, &w, next, empty, not_before);
         iter_start = mono_ns();
         lock_dirs(wk);
@@ -592,11 +617,17 @@ static void render_show(daemon_t *D, dn_buf *b)
     dn_buf_json_string(b, D->o->b);
     dn_buf_printf(b, ",\"uptime_s\":%.6f,\"seed\":%" PRIu64 ",\"pipes\":{", up, D->seed);
     for (int i = 0; i < 2; i++) {
+        /* The batch period that applies to this pipe's departures: its worker's, which
+         * serves both pipes with --threads 1. */
+        const dn_config *c[2] = {&cfg[0], &cfg[1]};
+        const dir_ctx *d[2] = {&D->dir[0], &D->dir[1]};
+        uint64_t batch = D->nworkers == 1 ? batch_of(c, d, 2, D->wk[0].batch_ns)
+                                          : batch_of(c + i, d + i, 1, D->wk[i].batch_ns);
         dn_buf_printf(b, "%s\"%s\":{\"config\":", i ? "," : "", D->dir[i].name);
         dn_json_config(b, &cfg[i]);
         dn_buf_printf(b, ",\"counters\":");
         dn_json_counters(b, &cnt[i]);
-        dn_buf_printf(b, "}");
+        dn_buf_printf(b, ",\"batch_ns\":%" PRIu64 "}", batch);
     }
     dn_buf_printf(b, "}}");
 }

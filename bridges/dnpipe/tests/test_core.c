@@ -383,6 +383,38 @@ TEST(gbit_frame_time)
     CHECK_EQ(dn_ser_ns(1514, 0, NULL), 0);
 }
 
+TEST(batch_bound_from_queue_drain_time)
+{
+    const uint64_t B = 200 * US;
+    /* 50 slots of 1522-byte frames at 1 Gbit/s drain in 608.8 us: an eighth is 76.1 us. */
+    dn_config c = cfg(1000000000ULL, 0, 0, 50, 0);
+    CHECK_EQ(dn_batch_bound_ns(&c, B, 1522), 76100);
+    /* 25 slots: half of that. 100 slots: 152.2 us, still below the 200 us maximum. */
+    c.queue_slots = 25;
+    CHECK_EQ(dn_batch_bound_ns(&c, B, 1522), 38050);
+    c.queue_slots = 100;
+    CHECK_EQ(dn_batch_bound_ns(&c, B, 1522), 152200);
+    /* A queue that takes long to drain leaves the configured maximum: 1 MiB at 1 Gbit/s
+     * drains in 8.39 ms; 50 slots at 100 Mbit/s in 6.09 ms. */
+    c = cfg(1000000000ULL, 0, 0, 0, 1 << 20);
+    CHECK_EQ(dn_batch_bound_ns(&c, B, 1522), B);
+    c = cfg(100000000ULL, 0, 0, 50, 0);
+    CHECK_EQ(dn_batch_bound_ns(&c, B, 1522), B);
+    /* A byte bound ignores the frame size: 1500 bytes at 10 Gbit/s drain in 1.2 us. */
+    c = cfg(10000000000ULL, 0, 0, 0, 1500);
+    CHECK_EQ(dn_batch_bound_ns(&c, B, 9022), 150);
+    /* bw 0: nothing ever waits in the queue, the maximum applies; a maximum of 0 stays 0. */
+    c = cfg(0, 0, 0, 5, 0);
+    CHECK_EQ(dn_batch_bound_ns(&c, B, 1522), B);
+    c = cfg(1000000000ULL, 0, 0, 50, 0);
+    CHECK_EQ(dn_batch_bound_ns(&c, 0, 1522), 0);
+    /* The largest bound at the smallest rate does not overflow: 100000 slots of 65535-byte
+     * frames at 1 bit/s take 5.24e19 ns to drain, above 2^64 (1.8e19); an eighth fits. */
+    c = cfg(1, 0, 0, DN_QSLOTS_MAX, 0);
+    CHECK_EQ(dn_batch_bound_ns(&c, B, 65535), B);
+    CHECK_EQ(dn_batch_bound_ns(&c, UINT64_MAX, 65535), 6553500000000000000ULL);
+}
+
 TEST(tx_error_counts)
 {
     dn_pipe p;
@@ -636,6 +668,7 @@ int main(void)
     RUN(delay_increase_applies_only_after_change);
     RUN(long_run_rate_is_exact);
     RUN(gbit_frame_time);
+    RUN(batch_bound_from_queue_drain_time);
     RUN(tx_error_counts);
     RUN(reset_peak_goes_to_current);
     RUN(loss_statistics);
