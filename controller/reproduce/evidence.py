@@ -125,7 +125,7 @@ def judge_hypothesis(h: Hypothesis, cells: Cells) -> HypothesisResult:
     reason = f"{len(measured)} of {len(results)} comparisons measured: {counts([r.finding for r in measured])}"
     reached = [r for r in measured if r.reaches_target]
     if reached:
-        reason += "; the paper's value lies within the treated condition's 95 % CI in " + ", ".join(
+        reason += "; the target (the paper's value, or the model's) lies within the treated condition's 95 % CI in " + ", ".join(
             r.comparison.label for r in reached)
     return HypothesisResult(h, status, reason, results)
 
