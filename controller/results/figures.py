@@ -116,18 +116,25 @@ def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str,
     ax.set_title(title, fontsize=10)
     path = plots.save(fig, out / "boxplot.png", output)
     note = f"; {single} case{'s' if single != 1 else ''} with one repetition: mean only, no CI" if single else ""
-    return [(path, f"{metric} per case over repetitions (box: quartiles; dots: each repetition, in its congestion "
-                   f"control's colour where the cases vary it; diamond: mean and 95% CI{note})")]
+    return [(path, f"{metric} per case over repetitions (box: quartiles, from two repetitions up; dots: each "
+                   f"repetition, in its congestion control's colour where the cases vary it; diamond: mean and 95% CI"
+                   f"{note})")]
 
 
 def draw_boxes(ax: Any, data: Sequence[tuple[CaseData, list[float]]]) -> int:
     """Draw the boxes, dots and means on `ax`; returns how many cases had one value (no CI drawn)."""
     labels = [case_label(cd.varied) for cd, _ in data]
     pos = list(range(1, len(data) + 1))
-    try:  # matplotlib >= 3.10 names it `orientation`; `vert` goes away in 3.13
-        ax.boxplot([vs for _, vs in data], positions=pos, orientation="horizontal", widths=0.6, showfliers=False)
-    except TypeError:
-        ax.boxplot([vs for _, vs in data], positions=pos, vert=False, widths=0.6, showfliers=False)
+    # a box only from two repetitions up: one value drawn as a box would look exact
+    boxed = [(p, vs) for p, (_cd, vs) in zip(pos, data, strict=True) if len(vs) >= 2]
+    if boxed:
+        try:  # matplotlib >= 3.10 names it `orientation`; `vert` goes away in 3.13
+            ax.boxplot([vs for _, vs in boxed], positions=[p for p, _ in boxed], orientation="horizontal", widths=0.6,
+                       showfliers=False)
+        except TypeError:
+            ax.boxplot([vs for _, vs in boxed], positions=[p for p, _ in boxed], vert=False, widths=0.6,
+                       showfliers=False)
+    ax.set_ylim(0.4, len(data) + 0.6)
     labelled: set[str] = set()
     single = 0
     for p, (cd, vs) in zip(pos, data, strict=True):

@@ -28,3 +28,13 @@ def test_caption_says_which_cases_have_no_ci(tmp_path):
     assert path.exists() and caption.endswith("1 case with one repetition: mean only, no CI)")
     (_p, caption), = box_figure([case(1, [0.7, 0.8])], "jain_index", tmp_path, "t")
     assert "no CI" not in caption
+
+
+def test_no_box_from_one_repetition():
+    plt = plots.pyplot()
+    fig, ax = plt.subplots()
+    data = [(case(0, [0.7]), [0.7]), (case(1, [0.7, 0.8, 0.75]), [0.7, 0.8, 0.75])]
+    draw_boxes(ax, data)
+    boxes = [ln for ln in ax.get_lines() if ln.get_label().startswith("_child") and len(ln.get_xdata()) == 5]
+    assert len(boxes) == 1 and {round(y) for y in boxes[0].get_ydata()} == {2}     # the second case's only
+    plt.close(fig)
