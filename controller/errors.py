@@ -5,6 +5,8 @@ on stderr and the subclass's exit code. Anything else is a bug and keeps its tra
 """
 from __future__ import annotations
 
+from controller.textsafe import shown
+
 
 class CtlError(Exception):
     """Root of every error ctl raises deliberately."""
@@ -12,7 +14,9 @@ class CtlError(Exception):
     exit_code = 1
 
     def one_line(self) -> str:
-        text = " ".join(str(self).split())
+        """The message on one line, every terminal control escaped (a value from a host, a
+        file or the lab database inside a message can never move the user's cursor)."""
+        text = shown(" ".join(str(self).split()))
         return text or type(self).__name__
 
 

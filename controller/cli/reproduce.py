@@ -29,6 +29,7 @@ from controller.reproduce.measure import collect
 from controller.reproduce.queue import PlannedCampaign, finish_times, prepare, submit
 from controller.reproduce.verdicts import Context, judge, unavailable_rows
 from controller.settings import runs_dir
+from controller.textsafe import shown
 
 
 def _mode(args: argparse.Namespace) -> str:
@@ -238,7 +239,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
     print(f"reproduction {r.id} (--{r.mode}, rack {r.inventory_name}, created {local(r.created):%Y-%m-%d %H:%M})")
     for e, c, p in progs:
-        print(f"  {progress_line(c, p)}" + (f"  ({c.reason})" if c.reason else ""))
+        print(f"  {progress_line(c, p)}" + (f"  ({shown(c.reason)})" if c.reason else ""))
     print(f"  total {progress_bar(done, failed, total)} {done}/{total} runs done" + (f", {failed} failed" if failed else "")
           + (f"; about {format_span(left_s)} of rack time left (campaigns run one after the other)" if active else ""))
     if active and not scheduler_owner():

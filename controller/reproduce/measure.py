@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from controller.campaign.boundary import local_record_dir, record_roots
 from controller.campaign.progress import progress_of
 from controller.errors import CtlError
 from controller.reproduce.cells import Cells, add_value, build_cells
@@ -163,8 +164,10 @@ def _load_json(path: Path) -> dict | None:
     return d if isinstance(d, dict) else None
 
 
-def completed_runs(store: Any, c: Any) -> Iterator[tuple[dict[str, str], str, dict]]:
-    """(varied parameters, record dir, summary) of every run of a campaign that completed."""
+def completed_runs(store: Any, c: Any, roots: list[Path] | None = None) -> Iterator[tuple[dict[str, str], str, dict]]:
+    """(varied parameters, record dir, summary) of every run of a campaign that completed. A record
+    dir comes from a store row: it is read only where this controller keeps records (`roots`,
+    default its runs dirs; campaign.boundary), never where a row of the lab database points."""
     attempts: dict[int, list[Any]] = {}
     for a in store.attempts(c.num):
         attempts.setdefault(a.seq, []).append(a)
@@ -174,9 +177,10 @@ def completed_runs(store: Any, c: Any) -> Iterator[tuple[dict[str, str], str, di
         ok = [a for a in attempts.get(r.seq, []) if a.status == "completed"]
         if not ok:
             continue
-        s = _load_json(Path(ok[-1].record_dir) / "summary.json")
+        d = local_record_dir(ok[-1].record_dir, shared=bool(getattr(store, "shared", False)), roots=roots)
+        s = _load_json(d / "summary.json") if d is not None else None
         if s is not None:
-            yield r.varied, ok[-1].record_dir, s
+            yield r.varied, str(d), s
 
 
 def _kernel_of(manifest: Mapping[str, Any]) -> str | None:
@@ -243,7 +247,7 @@ def collect(store: Any, r: Reproduction, window_summary: WindowSummary | None = 
         cd = CampaignData(entry["key"], entry["paper"], entry["title"], c, progress_of(store, c))
         cd.failures = [a for a in store.attempts(c.num) if a.klass and a.klass != "ok"]
         exp = EXPERIMENTS.get(entry["key"])
-        for varied, record, s in completed_runs(store, c):
+        for varied, record, s in completed_runs(store, c, record_roots([Path(r.runs_root)])):
             cd.runs.append((varied, record, s))
             if exp is not None:
                 windowed = windows_of(r, Path(record), exp, window_summary) if exp.windows else None
