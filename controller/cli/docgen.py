@@ -190,6 +190,8 @@ def _type(s: dict, link: Callable[[str], str]) -> str:
         if key in s:
             parts = []
             for alt in s[key]:
+                if "pattern" in s and alt.get("type") == "string" and "pattern" not in alt:
+                    alt = {**alt, "pattern": s["pattern"]}     # the pattern given beside the alternatives
                 t = _type(alt, link)
                 if t not in parts:
                     parts.append(t)
@@ -202,10 +204,21 @@ def _type(s: dict, link: Callable[[str], str]) -> str:
             return "map of names to " + _type(s["additionalProperties"], link)
         return "object"
     if t == "string" and "pattern" in s:
-        return "string (pattern)"
+        return _pattern_names().get(s["pattern"], "string (pattern)")
     if isinstance(t, list):
         return " or ".join(t)
     return t or "any value"
+
+
+def _pattern_names() -> dict[str, str]:
+    """ctl's value grammars (controller.schema_patterns) by their pattern, in words."""
+    from controller import schema_patterns as sp
+    from controller.schemas.outputs import ISO_PATTERN
+    return {sp.RATE: "rate (`20M`, `100Mbit/s`)", sp.DURATION: "duration (`30s`, `10min`)",
+            sp.DELAY: "delay (`50ms`)", sp.PROBABILITY: "loss (`0.01%`, `1e-4`)", sp.SIZE: "size (`64KB`)",
+            sp.QUEUE: "queue (`50` slots, `64KB`)", sp.IP: "IP address", sp.MGMT: "IP address or host name",
+            sp.CIDR: "address/prefix (`10.1.0.1/24`)", sp.WINDOW: "daily window (`21:30-07:00`)",
+            ISO_PATTERN: "ISO 8601 time with zone"}
 
 
 def _bounds(s: dict) -> str:
@@ -265,6 +278,8 @@ def schema_tables(root: dict, defs: dict, prefix: str, level: int = 2, root_titl
         extra = s.get("additionalProperties")
         if extra is False:
             out += ["", "No other field is allowed."]
+        elif extra is True or extra is None:
+            out += ["", "Other fields may appear (a later version may add keys)."]
         out.append("")
     return out
 
@@ -277,8 +292,8 @@ def inventory_page() -> str:
              f"{FORMAT_VERSION}, from the model ctl validates it with. The same descriptions are in the JSON "
              "Schema `inventory/inventory.schema.json`, which an editor with a YAML language server uses as you "
              "type; `ctl inventory check FILE` checks what a schema cannot (addresses, links that exist, the "
-             "roles scenarios need). String fields marked *pattern* accept what ctl's own parsers accept "
-             "(rates `20M`, delays `50ms`, loss `0.01%`, addresses); the schema holds each pattern.")
+             "roles scenarios need). A rate, delay, loss, queue or address field accepts what ctl's own parser "
+             "of that value accepts, and nothing else: the schema holds each grammar as a pattern.")
     return page("Inventory fields", intro, schema_tables(s, s.get("$defs", {}), "inv", root_title="Inventory"))
 
 
