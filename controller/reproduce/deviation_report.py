@@ -1,11 +1,10 @@
 """The report's account of deviations (pure): what each paper's text establishes (citations), each
 hypothesis with its experiment, its numbers and what they mean, the calibrations, and the experiments'
-tables. Blocks in the report's own form (report.Block); `hypothesis_html` / `hypothesis_md` render
-the one block kind this adds.
+tables. Blocks in the report's own form (report.Block); the report's templates render the one
+block kind this adds ("hypothesis", from `hypothesis_lines`).
 """
 from __future__ import annotations
 
-import html
 from typing import Sequence
 
 from controller.reproduce.cells import Cells
@@ -79,20 +78,6 @@ def hypothesis_lines(h: HypothesisResult) -> list[str]:
     lines.append(f"prediction: {hy.prediction}")
     lines += [r.text() for r in h.comparisons]
     return lines
-
-
-def hypothesis_html(h: HypothesisResult) -> str:
-    cls = "hv-" + h.status.replace(" ", "-")
-    items = "".join(f"<li>{html.escape(x)}</li>" for x in hypothesis_lines(h))
-    return (f'<div class="hyp" id="hyp-{html.escape(h.hypothesis.id)}"><p><span class="v {cls}">'
-            f"{html.escape(h.status)}</span> <b>hypothesis {html.escape(h.hypothesis.id)}</b>: "
-            f"{html.escape(h.hypothesis.statement)}</p><p>{html.escape(h.reason)}</p><ul>{items}</ul></div>")
-
-
-def hypothesis_md(h: HypothesisResult) -> list[str]:
-    out = [f"- **{h.status}**: hypothesis `{h.hypothesis.id}`: {h.hypothesis.statement}. {h.reason}."]
-    out += [f"  - {x}" for x in hypothesis_lines(h)]
-    return out + [""]
 
 
 CSS = """
