@@ -55,3 +55,18 @@ def test_a_claim_without_a_tested_hypothesis_says_so():
     hyps, _ = judge_all(build_cells({}), ["mcubic"])
     assert dev.no_hypothesis_note("mcubic-fairest", hyps) is not None
     assert dev.no_hypothesis_note("mcubic-ratio-at-least-1", hyps) is None
+
+
+def test_the_rendered_report_shows_a_hypothesis_in_html_and_markdown(tmp_path):
+    from controller.reproduce import report as rep
+    cells = build_cells(_acc_run_length())
+    hyps, _ = judge_all(cells, ["mcubic"])
+    rl = next(h for h in hyps if h.hypothesis.id == "mcubic-run-length")
+    content = {"title": "t", "intro": [("p", "intro")],
+               "sections": [("MCubic", [("h3", "Claims"), ("hypothesis", rl), ("p", dev.RULE)])]}
+    page = rep.render_html(content, tmp_path)
+    md = rep.render_md(content, tmp_path)
+    for text in (page, md):
+        assert "mcubic-run-length" in text and rl.status in text
+        assert "experiment: dev-mcubic-run-length" in text and "MCubic paper, section 4.2.2" in text
+    assert 'hv-' in page
