@@ -5,8 +5,8 @@ calibrations that check the rack itself (pure data).
 Nothing here is a cause until its experiment says so: the report shows each hypothesis with its
 experiment's numbers and what they mean (controller.reproduce.evidence decides, with the rule in
 controller.reproduce.effects). A statement about a paper is a `Citation`: the paper's own words
-(../shared/seeds/, Korean, quoted verbatim) or the source file it rests on, and what follows from
-them. Predictions are fixed here, before any run: an experiment is never tuned to a paper's number.
+(Korean, quoted verbatim; the tests check each quote against the papers) or the source file it
+rests on, and what follows from them. Predictions are fixed here, before any run: an experiment is never tuned to a paper's number.
 
 The experiments are ordinary campaigns (`ctl reproduce --deviations` queues them; `--full` queues
 them after the papers' own designs; the same files are shipped in campaigns/deviations/).
@@ -20,9 +20,6 @@ from controller.reproduce.campaign_design import CampaignDesign
 from controller.scenarios.shared_bottleneck import TABLE2, TABLE3
 
 # ---- citations -----------------------------------------------------------------------------------
-
-MCUBIC_SEED = "../shared/seeds/003_80802e81c57424bb.txt"
-
 
 @dataclass(frozen=True)
 class Citation:
@@ -80,7 +77,7 @@ BT_KERNEL = Citation(
     "the paper ran upstream Linux MPTCP (v1, kernel 6.8) under Mininet, as ctl does (upstream MPTCP, its "
     "in-kernel path manager); the paper does not state its path-manager settings (endpoints, limits)")
 BBR_KERNEL = Citation(
-    "BBRv3 paper, section 3",
+    "BBRv3 paper, section 2 (본론)",
     "22.04 버전의 Ubuntu, 6.4.0+v3+7542cc7c41c0+GCE 버전의 BBRv3 커널 버전 및 Mininet(ver.2.3.0)이 적용된다.",
     "the paper ran Google's BBRv3 kernel; upstream Linux's `bbr` (net/ipv4/tcp_bbr.c) is BBRv1, so on a stock "
     "kernel the `bbr` rows here are BBRv1, not the algorithm the paper is about")
@@ -90,7 +87,7 @@ BBR_LOSS_THRESH = Citation(
     "BBRv2/v3 bound their in-flight data when a round's loss rate exceeds 2 %; BBRv1 has no such loss response, "
     "so v1 and v3 can differ exactly where the paper adds random loss")
 BBR_SHAPING = Citation(
-    "BBRv3 paper, section 3",
+    "BBRv3 paper, section 2 (본론)",
     "송신측 스위치의 오른쪽 인터페이스에 TBF(Token Bucket Filter)를 이용하여 1Gbps의 병목 지점을 생성하고 network "
     "buffer는 1BDP(Bandwidth Delay Product)로 설정한다. 추가적으로 NetEm을 이용하여 RTT, 패킷 손실률의 변화를 설정한다.",
     "the paper shaped with tbf and netem in the kernel; the virtual rack shapes with the dnpipe forwarder in user "
@@ -279,7 +276,8 @@ HYPOTHESES: tuple[Hypothesis, ...] = (
                          ("mcubic_nohs", _col("delay", d)), toward=_t2(d)) for d in ("100ms", "200ms"))),
     Hypothesis(
         "balia-floor", "mcubic", (),
-        "BALIA's lower ratio against a Reno flow than LIA's (README: 0.78 vs 0.88) comes from the fractional alpha "
+        "BALIA's lower ratio against a Reno flow than LIA's (bench/cc_tables.py's do-no-harm table: 0.78 vs 0.88) "
+        "comes from the fractional alpha "
         "of its decrease (the BALIA paper's formula, up to 0.75 w cut); the authors' Linux code floors alpha (w/2)",
         (Citation("multipath-tcp/mptcp, branch mptcp_v0.96, net/mptcp/mptcp_balia.c, mptcp_balia_recalc_ai()",
                   "alpha = div64_u64(max_rate, rate); ... md = ((tp->snd_cwnd >> 1) * min(mptcp_balia_scale(alpha, "
