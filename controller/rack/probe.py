@@ -82,7 +82,7 @@ class HostProbe:
 
     def problems(self) -> list[str]:
         if not self.reached:
-            return [f"not reached: {self.error}"]
+            return [f"not reached: {(self.error or '').removeprefix(self.host + ': ')}"]
         return [f"needs {c.need}, has {c.have}" for c in self.checks if c.blocking and not c.ok]
 
     def to_json(self) -> dict:
@@ -322,7 +322,9 @@ def verdicts(inv: Inventory, fits: list[ScenarioFit], hosts: dict[str, HostProbe
             out.append(ScenarioVerdict(f.scenario, False, [f.reason or "cannot be planned on this rack"], []))
             continue
         used = f.hosts(inv)
-        reasons = [f"{h}: {why}" for h in used if h in hosts for why in hosts[h].problems()]
+        # an unreached host's error is in its own row (and its JSON): here only that it was not reached
+        reasons = [f"{h}: {'not reached' if not hosts[h].reached else why}" for h in used if h in hosts
+                   for why in hosts[h].problems()]
         mptcp_hosts = {h for h, ep in f.plan.endpoints.items() if ep.mptcp} | set(f.plan.mptcp_hosts) | \
             {h for fl in f.plan.flows if fl.protocol == "mptcp" for h in (fl.client, fl.server)}
         for h in sorted(mptcp_hosts & set(hosts)):
@@ -375,7 +377,9 @@ def _cell(p: HostProbe) -> list[str]:
     cc = p.facts.get("congestion") or {}
     clock = p.facts.get("clock") or {}
     shaper = p.facts.get("shaper") or {}
-    if p.role == "endpoint":
+    if not p.reached:
+        what = "not reached"
+    elif p.role == "endpoint":
         what = (f"MPTCP {'on' if p.facts.get('mptcp_enabled') == '1' else 'OFF'}; iperf3 {tools.get('iperf3') or '-'}, "
                 f"mptcpize {tools.get('mptcpize') or '-'}, ss/nstat {tools.get('ss') or '-'}; BPF cc "
                 f"{'yes' if any(v == 'loadable' for v in (cc.get('bpf') or {}).values()) else 'no'}")
