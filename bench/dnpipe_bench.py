@@ -4,9 +4,9 @@
 Not a test: it prints a table (and optionally writes JSON). Needs root, iproute2,
 ethtool, iperf3, ping, nstat, gcc/make. Namespaces and links are prefixed `dnpb`.
 
-    sudo .venv/bin/python bench/dnpipe_bench.py            # full run, ~6 minutes
-    sudo .venv/bin/python bench/dnpipe_bench.py --quick    # ~2 minutes, smaller samples
-    ... --only rtt,tcp --json out.json
+    sudo .venv/bin/python bench/dnpipe_bench.py            # full run, ~15 minutes
+    sudo .venv/bin/python bench/dnpipe_bench.py --quick    # ~5 minutes, smaller samples
+    ... --only rtt,tcp,fwd --profile --json out.json
 
 Topology per path: client ns --veth-- wire ns (dnpipe, or a kernel bridge with tbf for
 the reference) --veth-- server ns. Offloads are off on every veth of the path.
@@ -30,6 +30,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dnpipe_cpu import (Profiler, describe_split, kernel_threads_cpu_s, machine_busy_s, proc_cpu_s, run_rusage,
+                        timed_wake_cost_us)
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "bridges" / "dnpipe"
 DNPIPE = SRC / "build" / "dnpipe"
@@ -40,8 +43,9 @@ TCP_GOODPUT_SHARE = 1448 / 1514        # TCP payload per full frame (timestamps 
 TCP_CC = ["-C", "cubic"]                # set by --cc; the machine's default may be bbr
 
 
-def run(argv: list[str], check: bool = True, timeout: float | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=timeout)
+def run(argv: list[str], check: bool = True, timeout: float | None = None,
+        input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=timeout, input=input)
 
 
 _last_stat: list[int] = []
@@ -76,6 +80,8 @@ class NetPath:
         self.made: list[str] = []
         self.sock = f"/tmp/dnpb{TAG}{key}.sock"
         self.dn: subprocess.Popen | None = None
+        self.srv: subprocess.Popen | None = None
+        self.threaded = False
 
     def nsrun(self, ns: str, argv: list[str], **kw) -> subprocess.CompletedProcess:
         return run(["ip", "netns", "exec", ns, *argv], **kw)
@@ -120,7 +126,8 @@ class NetPath:
             for ifname in (self.wa, self.wb):
                 self.nsrun(self.ns_w, ["ip", "link", "set", ifname, "master", br])
             self.nsrun(self.ns_w, ["ip", "link", "set", br, "up"])
-        self.popen(self.ns_s, ["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.srv = self.popen(self.ns_s, ["iperf3", "-s", "-p", "5201"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
         time.sleep(0.2)
         self.nsrun(self.ns_c, ["ping", "-c", "2", "-i", "0.2", "-W", "2", self.ip_s], check=False)
 
@@ -136,6 +143,23 @@ class NetPath:
         for ns in self.made:
             run(["ip", "netns", "del", ns], check=False)
         self.made.clear()
+
+    def endpoint_rx(self, threaded: bool) -> None:
+        """Where the endpoints' kernels receive: inline (the default: in the context of
+        whoever sends into their veth, dnpipe's send calls included) or in their own
+        threaded-NAPI kernel threads, as on separate machines. NAPI on a veth needs GRO
+        on the receiving end; only the endpoints' receive side changes, so the frames
+        that reach the wire are the same."""
+        if threaded == self.threaded:
+            return
+        for ns, ifname in ((self.ns_c, self.ca), (self.ns_s, self.sb)):
+            if threaded:
+                self.nsrun(ns, ["ethtool", "-K", ifname, "gro", "on"])
+                self.nsrun(ns, ["tee", f"/sys/class/net/{ifname}/threaded"], input="1\n")
+            else:
+                self.nsrun(ns, ["tee", f"/sys/class/net/{ifname}/threaded"], input="0\n", check=False)
+                self.nsrun(ns, ["ethtool", "-K", ifname, "gro", "off"])
+        self.threaded = threaded
 
     # dnpipe control
     def ctl(self, *args: str) -> dict:
@@ -160,6 +184,11 @@ class NetPath:
         return (int(f[11]) + int(f[12])) / CLK_TCK
 
     # tbf reference
+    def unshaped(self) -> None:
+        """The kernel bridge alone: no qdisc on its ports (a veth's default, noqueue)."""
+        for ifname in (self.wa, self.wb):
+            self.nsrun(self.ns_w, ["tc", "qdisc", "del", "dev", ifname, "root"], check=False)
+
     def tbf(self, rate: int, limit: int) -> None:
         burst = max(15140, rate // 8 // 1000)  # 10 frames or 1 ms at rate
         for ifname in (self.wa, self.wb):
@@ -168,13 +197,15 @@ class NetPath:
 
     # traffic
     def iperf(self, args: list[str], timeout: float = 120) -> dict:
+        """iperf3's JSON; `_client_cpu_s` is the client's CPU time (its rusage at exit)."""
         for attempt in range(5):
-            out = self.nsrun(self.ns_c, ["iperf3", "-c", self.ip_s, "-p", "5201", "-J", *args], timeout=timeout,
-                             check=False)
+            stdout, stderr, cpu = run_rusage(["ip", "netns", "exec", self.ns_c, "iperf3", "-c", self.ip_s, "-p",
+                                              "5201", "-J", *args], timeout)
             try:
-                d = json.loads(out.stdout)
+                d = json.loads(stdout)
             except json.JSONDecodeError:
-                d = {"error": out.stdout + out.stderr}
+                d = {"error": stdout + stderr}
+            d["_client_cpu_s"] = cpu
             # The server may still be closing the previous test (at 1.6 s RTT that takes a
             # while); it refuses or resets the control connection, and we retry.
             if "error" not in d:
@@ -403,44 +434,137 @@ def bench_rtt(path: NetPath, rep: Report, quick: bool) -> None:
                 f"lateness {late_us(c0, c1):.0f} us, load {loadavg()}")
 
 
-def bench_tcp(path: NetPath, rep: Report, quick: bool, tbf_path: NetPath | None) -> None:
-    """One TCP flow per rate, symmetric link, no delay. Twice: with dummynet's default
-    queue of 50 slots (0.6 ms of buffer at 1 Gbit/s, where TCP itself loses throughput
-    to drop bursts: the kernel's tbf does no better) and with a 1 MiB byte queue
-    (dummynet's default pipe_byte_limit), which shows what the forwarder sustains."""
+@dataclass
+class Flow:
+    """One iperf3 TCP flow through a path, with whose CPU it took."""
+    got: float              # receiver goodput, bit/s (nan: iperf3 failed)
+    retr: int
+    el: float               # wall time of the measurement, s
+    cpu_dn: float           # dnpipe process, cores (0 on the kernel bridge)
+    cpu_path: float         # dnpipe + both iperf3 + softirq/NAPI threads, cores
+    machine: float          # the whole machine busy, cores (others' work included)
+    c0: dict | None = None  # dnpipe forward counters before / after
+    c1: dict | None = None
+    pkts: int = 0           # frames dnpipe sent, both directions
+    split: dict = field(default_factory=dict)
+    error: str = ""
+
+
+def tcp_flow(path: NetPath, dur: int, profile: bool = False) -> Flow:
+    """One cubic flow (2 s omitted, then `dur` s) through `path`, whatever it runs."""
+    dn = path.dn.pid if path.dn else None
+    srv = path.srv.pid if path.srv else None
+    show0 = path.ctl("show")["pipes"] if dn else None
+    d0, s0, k0, m0 = proc_cpu_s(dn), proc_cpu_s(srv), kernel_threads_cpu_s(f"dnpb{TAG}"), machine_busy_s()
+    t0 = time.monotonic()
+    prof: list[Profiler] = []
+    timer = threading.Timer(2.5, lambda: prof.append(Profiler(dn, dur - 1))) if profile and dn else None
+    if timer:
+        timer.start()
+    r = path.iperf(["-t", str(dur + 2), "-O", "2", *TCP_CC])
+    el = time.monotonic() - t0
+    d1, s1, k1, m1 = proc_cpu_s(dn), proc_cpu_s(srv), kernel_threads_cpu_s(f"dnpb{TAG}"), machine_busy_s()
+    if timer:
+        timer.join()
+    f = Flow(got=r.get("end", {}).get("sum_received", {}).get("bits_per_second", float("nan")),
+             retr=r.get("end", {}).get("sum_sent", {}).get("retransmits", 0), el=el, cpu_dn=(d1 - d0) / el,
+             cpu_path=(d1 - d0 + s1 - s0 + k1 - k0 + r["_client_cpu_s"]) / el, machine=(m1 - m0) / el,
+             split=prof[0].split() if prof else {}, error=str(r.get("error", ""))[:80])
+    if dn:
+        show1 = path.ctl("show")["pipes"]
+        f.c0, f.c1 = show0["forward"]["counters"], show1["forward"]["counters"]
+        f.pkts = sum(show1[d]["counters"]["tx_pkts"] - show0[d]["counters"]["tx_pkts"] for d in ("forward", "reverse"))
+    return f
+
+
+def flow_note(f: Flow, rate: int | None) -> str:
+    """The note of a flow's row: CPU and, for dnpipe, what its counters say."""
+    out = []
+    if f.c0 is not None and rate:
+        busy = (f.c1["tx_bytes"] - f.c0["tx_bytes"]) * 8 / f.el / rate
+        out.append(f"max {100 * TCP_GOODPUT_SHARE:.1f}% (1448/1514), link busy ~{100 * busy:.0f}%")
+    out.append(f"retr {f.retr}")
+    if f.c0 is not None:
+        out.append(f"queue drops {f.c1['drop_queue_pkts'] - f.c0['drop_queue_pkts']}, lateness {late_us(f.c0, f.c1):.0f} us")
+        out.append(f"{f.pkts / f.el / 1e3:.0f} kpps, {f.pkts / max(1e-9, f.cpu_dn * f.el) / 1e3:.0f} k pkts per CPU-s")
+    out.append(f"path cpu {100 * f.cpu_path:.0f}%, machine busy {100 * f.machine:.0f}%")
+    if f.split:
+        out.append(describe_split(f.split))
+    return ", ".join(out) + f", load {loadavg()}"
+
+
+def bench_tcp(path: NetPath, rep: Report, quick: bool, tbf_path: NetPath | None, profile: bool) -> None:
+    """One TCP flow per rate, symmetric link, no delay, through dnpipe and then, at the
+    same rate, through the kernel bridge with tbf (the reference of the same run). Twice:
+    with dummynet's default queue of 50 slots (0.6 ms of buffer at 1 Gbit/s, where drop
+    bursts cost TCP throughput) and with a 1 MiB byte queue (dummynet's default
+    pipe_byte_limit). At 1 Gbit/s both once more with the endpoints receiving in their own
+    kernel threads, which takes their TCP work out of dnpipe's send calls (dnpipe_cpu.py)."""
     dur = 6 if quick else 12
     queues = (("50 slots", {"queue_slots": 50}, 50 * 1514), ("1 MiB", {"queue_bytes": 1 << 20}, 1 << 20))
     for qname, qarg, tbf_limit in queues:
-        for rate, share in ((20_000_000, 0.95), (100_000_000, 0.95), (1_000_000_000, 0.90)):
+        cases = [(r, False) for r in (20_000_000, 100_000_000, 1_000_000_000)] + [(1_000_000_000, True)]
+        for rate, threaded in cases:
+            where = ", endpoints rx threaded" if threaded else ""
+            path.endpoint_rx(threaded)
             path.reset()
             path.set(bw=rate, **qarg)
-            c0, cpu0, t0 = path.counters(), path.cpu_s(), time.monotonic()
-            r = path.iperf(["-t", str(dur + 2), "-O", "2", *TCP_CC])
-            el = time.monotonic() - t0
-            cpu = (path.cpu_s() - cpu0) / el
-            c1 = path.counters()
-            if "sum_received" not in r.get("end", {}):
-                rep.add("tcp", f"1 flow, {rate // 1_000_000} Mbit/s, q {qname}", f"{rate / 1e6:.0f} Mbit/s",
-                        "iperf3 failed", "", "FAIL", str(r.get("error", ""))[:80])
+            f = tcp_flow(path, dur, profile and rate == 1_000_000_000)
+            item = f"1 flow, {rate // 1_000_000} Mbit/s, q {qname}{where}"
+            if math.isnan(f.got):
+                rep.add("tcp", item, f"{rate / 1e6:.0f} Mbit/s", "iperf3 failed", "", "FAIL", f.error)
                 continue
-            got = r["end"]["sum_received"]["bits_per_second"]
-            retr = r["end"]["sum_sent"].get("retransmits", 0)
-            busy = (c1["tx_bytes"] - c0["tx_bytes"]) * 8 / el / rate
-            rep.add("tcp", f"1 flow, {rate // 1_000_000} Mbit/s, q {qname}", f"{rate / 1e6:.0f} Mbit/s",
-                    f"{got / 1e6:.1f} Mbit/s ({100 * got / rate:.1f}%), cpu {100 * cpu:.0f}%",
-                    f">= {100 * share:.0f}% of bw", verdict(got >= share * rate),
-                    f"max {100 * TCP_GOODPUT_SHARE:.1f}% (1448/1514), link busy ~{100 * busy:.0f}%, retr {retr}, "
-                    f"queue drops {c1['drop_queue_pkts'] - c0['drop_queue_pkts']}, lateness {late_us(c0, c1):.0f} us, "
-                    f"load {loadavg()}")
-        if tbf_path is None:
-            continue
-        for rate in (20_000_000, 100_000_000, 1_000_000_000):
+            rep.add("tcp", item, f"{rate / 1e6:.0f} Mbit/s",
+                    f"{f.got / 1e6:.1f} Mbit/s ({100 * f.got / rate:.1f}%), cpu {100 * f.cpu_dn:.0f}%",
+                    ">= 95% of bw" + (", cpu <= 25%" if rate == 1_000_000_000 else ""),
+                    verdict(f.got >= 0.95 * rate and (rate < 1_000_000_000 or f.cpu_dn <= 0.25)), flow_note(f, rate))
+            if tbf_path is None:
+                continue
+            tbf_path.endpoint_rx(threaded)
             tbf_path.tbf(rate, tbf_limit)
-            r = tbf_path.iperf(["-t", str(dur + 2), "-O", "2", *TCP_CC])
-            got = r.get("end", {}).get("sum_received", {}).get("bits_per_second", float("nan"))
-            rep.add("tcp-tbf", f"1 flow, {rate // 1_000_000} Mbit/s, limit {qname}", f"{rate / 1e6:.0f} Mbit/s",
-                    f"{got / 1e6:.1f} Mbit/s ({100 * got / rate:.1f}%)", "reference", "n/a",
-                    f"kernel bridge + tbf, limit {tbf_limit} B, load {loadavg()}")
+            t = tcp_flow(tbf_path, dur)
+            rep.add("tcp-tbf", f"1 flow, {rate // 1_000_000} Mbit/s, limit {qname}{where}", f"{rate / 1e6:.0f} Mbit/s",
+                    f"{t.got / 1e6:.1f} Mbit/s ({100 * t.got / rate:.1f}%)", "reference", "n/a",
+                    f"kernel bridge + tbf, limit {tbf_limit} B, path cpu {100 * t.cpu_path:.0f}% (dnpipe's "
+                    f"{100 * f.cpu_path:.0f}%: ratio {f.cpu_path / max(1e-9, t.cpu_path):.2f}; per Mbit/s "
+                    f"{(f.cpu_path / f.got) / max(1e-18, t.cpu_path / t.got):.2f}), machine busy "
+                    f"{100 * t.machine:.0f}%, load {loadavg()}")
+    path.endpoint_rx(False)
+    if tbf_path is not None:
+        tbf_path.endpoint_rx(False)
+
+
+def bench_fwd(path: NetPath, rep: Report, quick: bool, bridge: NetPath | None, profile: bool) -> None:
+    """Unshaped forwarding: one TCP flow through dnpipe at bw 0 (every frame due at once)
+    and through the plain kernel bridge (no qdisc): what this machine can forward at all,
+    in bit/s and frames per second, and dnpipe's frames per CPU-second."""
+    dur = 6 if quick else 12
+    wake, call = timed_wake_cost_us()
+    rep.add("fwd", "a timed wake-up on this machine", "sleep 100 us, slack 1 ns", f"{wake:.1f} us of CPU",
+            "report", "n/a", f"a plain system call {call:.2f} us: the cost is the hardware timer each sleep "
+            f"programs; dnpipe pays it per batch, load {loadavg()}")
+    for threaded in (False, True):
+        where = ", endpoints rx threaded" if threaded else ""
+        path.endpoint_rx(threaded)
+        path.reset()
+        path.set(queue_bytes=1 << 20)
+        f = tcp_flow(path, dur, profile)
+        rep.add("fwd", f"unshaped, 1 TCP flow{where}", "bw 0 (unlimited)",
+                f"{f.got / 1e6:.0f} Mbit/s, {f.pkts / f.el / 1e3:.0f} kpps, cpu {100 * f.cpu_dn:.0f}%",
+                "report", "n/a", flow_note(f, None))
+        if bridge is None:
+            continue
+        bridge.endpoint_rx(threaded)
+        bridge.unshaped()
+        b = tcp_flow(bridge, dur)
+        rep.add("fwd-bridge", f"unshaped, 1 TCP flow{where}", "kernel bridge, no qdisc",
+                f"{b.got / 1e6:.0f} Mbit/s", "reference", "n/a",
+                f"dnpipe {100 * f.got / b.got:.0f}% of it; path cpu {100 * b.cpu_path:.0f}% (dnpipe's "
+                f"{100 * f.cpu_path:.0f}%, per Mbit/s ratio {(f.cpu_path / f.got) / max(1e-18, b.cpu_path / b.got):.2f})"
+                f", machine busy {100 * b.machine:.0f}%, load {loadavg()}")
+    path.endpoint_rx(False)
+    if bridge is not None:
+        bridge.endpoint_rx(False)
 
 
 def bench_loss(path: NetPath, rep: Report, quick: bool) -> None:
@@ -581,9 +705,13 @@ def bench_exit(rep: Report) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="shorter runs and smaller samples")
-    ap.add_argument("--only", default="rtt,tcp,loss,queue,two,exit",
-                    help="comma list of sections: rtt, tcp, loss, queue, two, exit (default: all)")
-    ap.add_argument("--no-tbf", action="store_true", help="skip the kernel tbf reference")
+    ap.add_argument("--only", default="rtt,tcp,fwd,loss,queue,two,exit",
+                    help="comma list of sections: rtt, tcp, fwd (unshaped forwarding), loss, queue, two, exit "
+                         "(default: all)")
+    ap.add_argument("--no-tbf", action="store_true", help="skip the kernel bridge references (tbf, plain bridge)")
+    ap.add_argument("--profile", action="store_true",
+                    help="sample dnpipe with perf during the 1 Gbit/s and unshaped flows and print where its CPU "
+                         "time goes (its own work vs the endpoints' kernel work run inside its send calls)")
     ap.add_argument("--cc", default="cubic", help="TCP congestion control of the iperf3 flows (default cubic)")
     ap.add_argument("--json", help="also write the rows as JSON to this file")
     ap.add_argument("--dnpipe-arg", action="append", default=[], metavar="ARG",
@@ -607,7 +735,7 @@ def main() -> int:
         paths.append(a)
         a.setup()
         tbf = None
-        if "tcp" in only and not args.no_tbf:
+        if only & {"tcp", "fwd"} and not args.no_tbf:
             tbf = NetPath("t", 3, kind="tbf")
             paths.append(tbf)
             tbf.setup()
@@ -615,8 +743,13 @@ def main() -> int:
               f" run args {' '.join(args.dnpipe_arg) or '(defaults)'}, TCP {args.cc}, load {loadavg()}", flush=True)
         if "rtt" in only:
             bench_rtt(a, rep, args.quick)
+        profile = args.profile and Profiler.available()
+        if args.profile and not profile:
+            print("--profile: perf is missing or refused here (apt-get install linux-perf); no split", flush=True)
         if "tcp" in only:
-            bench_tcp(a, rep, args.quick, tbf)
+            bench_tcp(a, rep, args.quick, tbf, profile)
+        if "fwd" in only:
+            bench_fwd(a, rep, args.quick, tbf, profile)
         if "loss" in only:
             bench_loss(a, rep, args.quick)
         if "queue" in only:
