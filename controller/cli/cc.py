@@ -2,7 +2,8 @@
 
 A kernel built-in (`reno`, `cubic`, `bbr`, anything the endpoints' kernels list) is runnable
 where every endpoint lists it; one of ctl's BPF programs (nodes/congestion) where every
-endpoint's kernel can load it (BTF, struct_ops, bpftool) and the controller can build it.
+endpoint's kernel can load it (BTF, struct_ops, bpftool) and the controller can build it. Variants
+(another reading of a paper's algorithm, for analysis) are listed apart, each with its reading.
 The probe is read-only: nothing on a host changes. A virtual rack's endpoints are namespaces
 of this machine's kernel, so its probe runs here and the rack need not be up.
 """
@@ -22,24 +23,42 @@ def cmd_cc(args: argparse.Namespace) -> int:
     probe = (lambda i, hosts: algs.probe_local(hosts)) if inv.kind == "virtual" else None
     statuses = algs.available_algorithms(inv, probe=probe)
     rows = []
-    for name, st in sorted(statuses.items(), key=lambda kv: (kv[1].kind != "kernel", kv[0])):
+    for name, st in sorted(statuses.items(), key=lambda kv: _order(kv[0], kv[1].kind)):
         alg = ALGORITHMS.get(name)
         rows.append({**st.to_json(),
                      "source": f"nodes/congestion/bpf/{alg.source}" if alg else "kernel",
+                     "defines": list(alg.defines) if alg else [],
                      "title": alg.title if alg else None,
                      "reference": alg.reference if alg else None,
-                     "on_plain_tcp": alg.base if alg else None})
+                     "on_plain_tcp": alg.base if alg else None,
+                     "variant_of": alg.variant_of if alg else None,
+                     "for_analysis": bool(alg and alg.is_variant),
+                     "reading": alg.reading if alg else None})
     if args.json:
         print_json({"rack": inv.name, "endpoints": algs.endpoint_hosts(inv), "algorithms": rows})
         return 0
     print(f"congestion controls on rack {inv.name} (endpoints: {', '.join(algs.endpoint_hosts(inv))})")
     w = max((len(r["name"]) for r in rows), default=4)
     for r in rows:
+        if r["for_analysis"]:
+            continue
         mark = "yes" if r["runnable"] else "no "
         print(f"  {r['name']:<{w}}  {mark}  {r['kind']:<6}  {r['reason']}")
+    variants = [r for r in rows if r["for_analysis"]]
+    if variants:
+        print("variants for analysis (another reading of a paper's algorithm, never used in its place):")
+        for r in variants:
+            mark = "yes" if r["runnable"] else "no "
+            print(f"  {r['name']:<{w}}  {mark}  variant of {r['variant_of']}: {r['reading']}")
     print("ask for one with any scenario's --cc (or a campaign's `cc:` sweep); "
           "BPF programs are loaded for the run and removed after it")
     return 0
+
+
+def _order(name: str, kind: str) -> tuple[int, str]:
+    """Kernel built-ins, then the papers' algorithms, then the variants for analysis."""
+    alg = ALGORITHMS.get(name)
+    return (0 if kind == "kernel" else 2 if alg is not None and alg.is_variant else 1, name)
 
 
 def register(sub) -> None:

@@ -84,7 +84,8 @@ def assess(states: Mapping[str, CongestionState | str], build_problem: str | Non
         if problems:
             out[name] = AlgorithmStatus(name, "bpf", False, "ctl's BPF program cannot load: " + "; ".join(problems))
         else:
-            out[name] = AlgorithmStatus(name, "bpf", True, f"ctl's BPF program ({alg.source}, {alg.reference}), "
+            what = f"variant of {alg.variant_of} for analysis, " if alg.is_variant else ""
+            out[name] = AlgorithmStatus(name, "bpf", True, f"ctl's BPF program ({what}{alg.source}, {alg.reference}), "
                                                            "loaded for each run" + note)
     return out
 
@@ -163,9 +164,14 @@ def available_algorithms(inv: Inventory, *, probe: Probe | None = None,
 
 
 def summary_line(statuses: Mapping[str, AlgorithmStatus]) -> str:
-    ok = [s.name for s in statuses.values() if s.runnable]
-    no = [s.name for s in statuses.values() if not s.runnable]
-    return f"runnable: {', '.join(ok) or 'none'}" + (f"; not runnable: {', '.join(no)}" if no else "")
+    """One line: what runs, what does not, and the variants for analysis apart (never a paper's row)."""
+    def variant(name: str) -> bool:
+        return name in ALGORITHMS and ALGORITHMS[name].is_variant
+    ok = [s.name for s in statuses.values() if s.runnable and not variant(s.name)]
+    no = [s.name for s in statuses.values() if not s.runnable and not variant(s.name)]
+    va = [s.name + ("" if s.runnable else " (not runnable)") for s in statuses.values() if variant(s.name)]
+    return (f"runnable: {', '.join(ok) or 'none'}" + (f"; not runnable: {', '.join(no)}" if no else "")
+            + (f"; variants for analysis: {', '.join(va)}" if va else ""))
 
 
 def dumps(statuses: Mapping[str, AlgorithmStatus]) -> str:

@@ -10,7 +10,9 @@ file system). For a physical rack each distinct kernel's BTF is read from one en
 against it (cached by the BTF's sha256 in the state dir), and copied to the endpoint
 (`hostctl put`, sha256-checked) as part of loading. A kernel that cannot do it is refused
 before anything changes. The run record names each algorithm, its source, the sha256 of its
-source and of the object that ran, and the BTF it was built for.
+source and of the object that ran, the BTF it was built for, and for a variant what it is a
+variant of and its reading; when the run is the last to leave a program, how many connection
+entries its coupling map still held (0 unless a subflow left without clearing its slot).
 """
 from __future__ import annotations
 
@@ -145,10 +147,13 @@ class CongestionStage:
                     self.uploads.setdefault(h, []).append(hostctl_command(
                         "put", b.sha256_of(n), on_host, mutates=True, stdin=data,
                         note=f"copy the {n} object built for this kernel"))
+                alg = ALGORITHMS[n]
                 entry = record.setdefault(n, {"source": b.objects[n]["source"],
                                               "source_sha256": b.objects[n]["source_sha256"],
+                                              "defines": list(alg.defines),
                                               "object_sha256": b.sha256_of(n), "btf_id": b.btf_id,
-                                              "reference": ALGORITHMS[n].reference, "hosts": []})
+                                              "reference": alg.reference, "variant_of": alg.variant_of,
+                                              "reading": alg.reading, "hosts": []})
                 entry["hosts"].append(h)
             self.drivers[h] = CongestionDriver(h, self.holder, objects)
         self.manifest["congestion"] = {
@@ -199,14 +204,30 @@ class CongestionStage:
             now = drv.expected_state(self.before[h], self.wanted[h])
         else:
             now = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
-        await run_all(self.sessions[h], drv.plan_restore(self.before[h], now))
+        left = drv.conns_left(await run_all(self.sessions[h], drv.plan_restore(self.before[h], now)))
         if self.dry_run:
             return
+        self._record_conns_left(h, left)
         after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
         diffs = drv.restored_equal(self.before[h], after)
         if diffs:
             problems.append(f"{h}: congestion controls: " + "; ".join(diffs))
         self.manifest["congestion"]["hosts"][h]["restored"] = after.to_json()
+
+
+    def _record_conns_left(self, h: str, left: Mapping[str, int | None]) -> None:
+        """What each program's coupling map still held when this run, its last holder, unloaded
+        it (every connection gone: 0); a phantom is a warning on the run, not a restore failure."""
+        if not left:
+            return                      # another run still holds what this host used: not checked here
+        cong = self.manifest["congestion"]
+        cong["hosts"][h]["conns_left"] = dict(left)
+        for name, n in sorted(left.items()):
+            if n:
+                msg = (f"{h}: {name}: {n} connection entr{'y' if n == 1 else 'ies'} left in its coupling map after "
+                       "every connection closed (a subflow that left without clearing its slot)")
+                cong.setdefault("warnings", []).append(msg)
+                self.progress("warning: " + msg)
 
 
 def _build_or_refuse(host: str, btf: Path, dest: Path, arch: str | None) -> Build:

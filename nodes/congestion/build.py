@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nodes.congestion.btfcheck import UnsafeBTF, check_file, shown_diagnostics
-from nodes.congestion.catalog import ALGORITHMS, BPF_DIR
+from nodes.congestion.catalog import ALGORITHMS, BPF_DIR, Algorithm
 
 LOCAL_BTF = Path("/sys/kernel/btf/vmlinux")
-FORMAT = 2          # 2: reproducible objects (path-independent debug information)
+FORMAT = 3          # 2: reproducible objects (path-independent debug information); 3: variants (defines)
 ARCHES = {"x86_64": "x86", "amd64": "x86", "aarch64": "arm64", "arm64": "arm64", "s390x": "s390",
           "ppc64le": "powerpc", "riscv64": "riscv"}
 
@@ -78,24 +78,31 @@ def _run(argv: list[str], what: str) -> str:
     return p.stdout
 
 
-def compile_argv(clang: str, source: Path, out: Path, include: Path, arch: str, trace: bool) -> list[str]:
+def compile_argv(clang: str, source: Path, out: Path, include: Path, arch: str, trace: bool,
+                 alg: Algorithm | None = None) -> list[str]:
     """The one clang command line of a program (pure). The build is reproducible: the paths of
     this checkout, of the temporary include directory and of the working directory are mapped
     to constants in the debug information, so the same sources for the same BTF give the same
     object (same sha256) on every controller and in every state dir; two racks on one kernel
-    can then share one registered program."""
+    can then share one registered program. A variant (`alg` with defines) is the same source
+    with its -D flags, its map prefix (CTL_NAME) and its kernel name (CTL_ALG)."""
     argv = [clang, "-g", "-O2", "-target", "bpf", "-mcpu=v3", f"-D__TARGET_ARCH_{arch}", "-I", str(include),
             "-I", str(BPF_DIR), f"-ffile-prefix-map={include}=/ctl/include",
             f"-ffile-prefix-map={BPF_DIR}=/ctl/nodes/congestion/bpf", "-fdebug-compilation-dir=/ctl"]
     if trace:
         argv.append("-DCTL_TRACE")
+    if alg is not None and alg.defines:
+        argv += [f"-DCTL_NAME={alg.stem}", f"-DCTL_ALG={alg.name}"] + [f"-D{d}" for d in alg.defines]
     return argv + ["-c", str(source), "-o", str(out)]
 
 
 def _sources_digest() -> str:
+    """The sources and what the catalog builds from them (a changed define is a changed build)."""
     h = hashlib.sha256()
     for p in sorted(BPF_DIR.glob("*")):
         h.update(p.name.encode() + b"\0" + p.read_bytes())
+    for name, alg in sorted(ALGORITHMS.items()):
+        h.update(json.dumps([name, alg.source, alg.stem, list(alg.defines)]).encode())
     return h.hexdigest()
 
 
@@ -136,10 +143,11 @@ def build(btf: Path = LOCAL_BTF, dest: Path | None = None, *, trace: bool = Fals
             alg = ALGORITHMS[name]
             obj = out_dir / f"{name}.bpf.o"
             part = obj.with_suffix(".o.part")
-            _run(compile_argv(clang, alg.path, part, include, arch, trace), f"clang {alg.source}")
+            _run(compile_argv(clang, alg.path, part, include, arch, trace, alg), f"clang {alg.source} ({name})")
             os.replace(part, obj)
             objects[name] = {"path": str(obj), "sha256": sha256_file(obj), "source": f"nodes/congestion/bpf/{alg.source}",
-                             "source_sha256": sha256_file(alg.path)}
+                             "source_sha256": sha256_file(alg.path), "defines": list(alg.defines),
+                             "kernel_name": alg.trace_name if trace else alg.name}
     clang_version = _run([clang, "--version"], "clang --version").splitlines()[0]
     doc = {"format": FORMAT, "btf_id": bid, "btf_sha256": sha256_file(btf), "arch": arch, "trace": trace,
            "sources_sha256": digest, "clang": clang_version, "objects": objects}
@@ -162,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"build: {exc}", file=sys.stderr)
         return 1
     for name, o in sorted(b.objects.items()):
-        print(f"{name:8s} {o['sha256'][:16]}  {o['path']}")
+        print(f"{name:14s} {o['sha256'][:16]}  {o['path']}")
     return 0
 
 

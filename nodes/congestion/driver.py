@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from controller.commands import Command, CommandResult
 from controller.errors import ParameterError, ParseError
 from nodes.congestion import hostctl
-from nodes.congestion.catalog import ALGORITHMS
+from nodes.congestion.catalog import ALGORITHMS, paper_algorithms, variants
 
 HOSTCTL_SOURCE = open(hostctl.__file__).read()
 # bpf_rdonly_cast (6.2) and mptcp_subflow_context.subflow_id (6.6): older kernels fail the build anyway,
@@ -123,7 +123,8 @@ class CongestionDriver:  # implements nodes.base.EndpointDriver[frozenset[str], 
             elif name not in observed.available:
                 raise ParameterError(f"{self.host}: congestion control {name} not available (this kernel offers: "
                                      f"{' '.join(observed.available) or 'none'}; ctl can load: "
-                                     f"{' '.join(sorted(ALGORITHMS))})")
+                                     f"{' '.join(sorted(paper_algorithms()))}; variants for analysis: "
+                                     f"{' '.join(sorted(variants()))})")
 
     def plan(self, desired: frozenset[str], observed: CongestionState) -> list[Command]:
         out = []
@@ -164,6 +165,22 @@ class CongestionDriver:  # implements nodes.base.EndpointDriver[frozenset[str], 
         return [hostctl_command("unload", name, self.holder, mutates=True,
                                 note=f"this run leaves {name}; unregistered when no other run holds it")
                 for name in now.held_by(self.holder)]
+
+    def conns_left(self, results: list[CommandResult]) -> dict[str, int | None]:
+        """From the unload commands' answers: for each program this run was the last to leave,
+        the entries its coupling map still held (None: not known)."""
+        out: dict[str, int | None] = {}
+        for r in results:
+            if r.argv[3:4] != ("unload",) or not r.stdout.strip():
+                continue
+            try:
+                d = json.loads(r.stdout.strip().splitlines()[-1])
+            except ValueError:
+                continue
+            if isinstance(d, dict) and d.get("action") == "unregistered":
+                n = d.get("conns_left")
+                out[str(d.get("name"))] = n if isinstance(n, int) and not isinstance(n, bool) else None
+        return out
 
     def restored_equal(self, before: CongestionState, after: CongestionState) -> list[str]:
         diffs = []

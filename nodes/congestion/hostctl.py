@@ -9,6 +9,13 @@ allowed list if it was not there), later holders share it, the last one to leave
 it (by the id it registered) and takes back exactly what it added. An algorithm registered by
 something else than ctl is never touched. Every verb prints one JSON object.
 
+Before the last holder unregisters a program it counts the entries left in the program's
+coupling map (`<short>_conns`, found through the programs of the struct_ops map it registered,
+never by name alone: another rack's program may have a map of the same name): every MPTCP
+connection deletes its entry when its last subflow leaves, so a count above zero once the
+connections are gone is a phantom the program failed to clear. It waits up to CONNS_WAIT_S for
+closing sockets to be released, and reports the count as `conns_left`.
+
     probe                          kernel, BTF, bpftool, available/allowed, what ctl holds
     load NAME SHA256 OBJECT HOLDER register or share NAME (OBJECT must have that sha256)
     unload NAME HOLDER             leave NAME; unregister when no holder is left
@@ -26,8 +33,10 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 
 DIR = "/run/ctl-cc"
+CONNS_WAIT_S = 15.0    # a closed connection drains its send buffer first (seconds on a slow, long path)
 HOLDERS = DIR + "/holders.json"
 ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
@@ -85,6 +94,60 @@ def _registered() -> dict[str, int]:
             if d.get("kernel_struct_ops") == "tcp_congestion_ops":
                 out[str(d.get("name"))] = int(d.get("id"))
     return out
+
+
+def _bpftool_json(*args: str):
+    tool = _bpftool()
+    if tool is None:
+        return None
+    p = subprocess.run([tool, "-j", *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        return None
+
+
+def _maps_of(struct_ops_id: int) -> dict[str, int]:
+    """The maps the programs of one struct_ops map use: name -> id (from the kernel's own
+    references: struct_ops -> prog ids -> map ids)."""
+    tool = _bpftool()
+    if tool is None:
+        return {}
+    # read as text: bpftool 7.1 prints `dump id N` as objects separated by commas, not one JSON document
+    p = subprocess.run([tool, "-j", "struct_ops", "dump", "id", str(struct_ops_id)], capture_output=True, text=True)
+    progs = sorted({int(x) for x in re.findall(r"prog_id:(\d+)", p.stdout)}) if p.returncode == 0 else []
+    out: dict[str, int] = {}
+    for pid in progs:
+        prog = _bpftool_json("prog", "show", "id", str(pid)) or {}
+        for mid in prog.get("map_ids", []) if isinstance(prog, dict) else []:
+            m = _bpftool_json("map", "show", "id", str(mid)) or {}
+            if isinstance(m, dict) and m.get("name"):
+                out[str(m["name"])] = int(mid)
+    return out
+
+
+def _conns_map(maps: dict[str, int]) -> int | None:
+    ids = [i for n, i in maps.items() if n.endswith("_conns")]
+    return ids[0] if len(ids) == 1 else None
+
+
+def _count_entries(map_id: int) -> int | None:
+    doc = _bpftool_json("map", "dump", "id", str(map_id))
+    return len(doc) if isinstance(doc, list) else None
+
+
+def _conns_left(map_id: int | None, wait_s: float = CONNS_WAIT_S) -> int | None:
+    """Entries in the coupling map, after waiting up to wait_s for it to empty (None: unknown)."""
+    if map_id is None:
+        return None
+    deadline = time.monotonic() + wait_s
+    while True:
+        n = _count_entries(map_id)
+        if not n or time.monotonic() >= deadline:
+            return n
+        time.sleep(0.1)
 
 
 def _sha256(path: str) -> str:
@@ -181,11 +244,13 @@ def load(name: str, sha: str, obj: str, holder: str) -> None:
         h.doc[name] = {"id": int(m.group(2)), "sha256": sha, "object": obj, "holders": [holder],
                        "added_allowed": False}
         h.save()
+        h.doc[name]["conns_map"] = _conns_map(_maps_of(int(m.group(2))))
+        h.save()
         added, note = _allow(name)
         h.doc[name]["added_allowed"] = added
         h.save()
         _out({"ok": True, "action": "registered", "name": name, "id": int(m.group(2)), "added_allowed": added,
-              "allowed_note": note, "holders": [holder]})
+              "allowed_note": note, "holders": [holder], "conns_map": h.doc[name]["conns_map"]})
     finally:
         h.close()
 
@@ -202,7 +267,10 @@ def unload(name: str, holder: str) -> None:
             h.save()
             _out({"ok": True, "action": "left", "name": name, "holders": entry["holders"]})
             return
+        conns_left = None
         if entry["id"] in set(_registered().values()):
+            # checked before unregistering: the map goes with the program
+            conns_left = _conns_left(entry.get("conns_map"))
             tool = _bpftool()
             p = subprocess.run([tool or "bpftool", "struct_ops", "unregister", "id", str(entry["id"])],
                                capture_output=True, text=True)
@@ -221,7 +289,7 @@ def unload(name: str, holder: str) -> None:
                 _fail(f"unregistered {name} but could not take it off the allowed list: {exc.strerror}")
         del h.doc[name]
         h.save()
-        _out({"ok": True, "action": "unregistered", "name": name, "id": entry["id"]})
+        _out({"ok": True, "action": "unregistered", "name": name, "id": entry["id"], "conns_left": conns_left})
     finally:
         h.close()
 

@@ -14,8 +14,9 @@ layer on real traffic. Windows are in packets, RTTs in microseconds.
 """
 from __future__ import annotations
 
+import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 MAX_SUBFLOWS = 8
@@ -170,12 +171,20 @@ def balia_cnt(v: View) -> int:
     return min(t, U32_MAX) or 1
 
 
-def balia_ssthresh(v: View, cwnd: int) -> int:
+def balia_floor_decrease_spec(w: Sequence[float], rtt: Sequence[float], r: int) -> float:
+    """The window after a loss in the authors' Linux code (mptcp_balia.c): alpha floored to an integer."""
+    x = [wk / rk for wk, rk in zip(w, rtt)]
+    return w[r] - w[r] / 2 * min(float(math.floor(max(x) / x[r])), 1.5)
+
+
+def balia_ssthresh(v: View, cwnd: int, floor: bool = False) -> int:
+    """ssthresh after a loss, as balia.bpf.c (floor: balia_floor, the authors' integer alpha)."""
     rates = _balia_rates(v) if v.n > 1 else None
     if rates is None:
         return max(cwnd >> 1, 2)                       # tcp_reno_ssthresh
     x_max, _s, x_me = rates
-    alpha = min((x_max << 10) // x_me, 3 << 9)
+    alpha = (x_max // x_me) << 10 if floor else (x_max << 10) // x_me
+    alpha = min(alpha, 3 << 9)
     md = ((cwnd >> 1) * alpha) >> 10
     return cwnd - md if cwnd > md + 1 else 1
 
@@ -284,8 +293,16 @@ def mcubic_kc(v: View, k: int) -> int:
     return sum(k2 // kj for kj in v.aux if kj)
 
 
+def _mcubic_cnt_of(cwnd: int, target: int, last_max_cwnd: int) -> int:
+    cnt = cwnd // (target - cwnd) if target > cwnd else 100 * cwnd
+    if last_max_cwnd == 0 and cnt > 20:
+        cnt = 20
+    return min(max(cnt, 2), U32_MAX)
+
+
 def mcubic_cnt(cwnd: int, t: int, kc: int, origin: int, last_max_cwnd: int) -> tuple[int, int]:
-    """(cnt, target) for one ACK in congestion avoidance; t and kc in 2^-10 s units."""
+    """(cnt, target) for one ACK in congestion avoidance, eq. 10 literally (mcubic); t and kc in
+    2^-10 s units. Below the origin the target is clamped at 0."""
     offs = kc - t if t < kc else t - kc
     offs = min(offs, MC_MAX_OFFS)
     delta = (MC_C_SCALED * offs * offs * offs) >> 40
@@ -293,18 +310,117 @@ def mcubic_cnt(cwnd: int, t: int, kc: int, origin: int, last_max_cwnd: int) -> t
         target = 0 if delta >= origin else origin - delta
     else:
         target = origin + delta
-    cnt = cwnd // (target - cwnd) if target > cwnd else 100 * cwnd
+    return _mcubic_cnt_of(cwnd, target, last_max_cwnd), target
+
+
+MC_ACK_RATIO_SHIFT = 4
+MC_ACK_RATIO_LIMIT = 32 << MC_ACK_RATIO_SHIFT
+
+
+def mcubic_wrap_cnt(cwnd: int, t: int, kc: int, origin: int, last_max_cwnd: int, delayed_ack: int
+                    ) -> tuple[int, int]:
+    """(cnt in ACKs, target) of mcubic_wrap: Linux 3.14's bictcp_update() with K_mptcp, its u32
+    `delta` and `bic_target` (origin - delta wraps modulo 2^32), its cnt rules (no TCP-friendly
+    step) and its delayed-ACK conversion `(cnt << 4) / delayed_ack`, 0 becoming 1."""
+    offs = min(kc - t if t < kc else t - kc, MC_MAX_OFFS)
+    delta = ((MC_C_SCALED * offs * offs * offs) >> 40) & U32_MAX
+    target = (origin - delta) & U32_MAX if t < kc else (origin + delta) & U32_MAX
+    cnt = cwnd // (target - cwnd) if target > cwnd else (100 * cwnd) & U32_MAX
     if last_max_cwnd == 0 and cnt > 20:
         cnt = 20
-    cnt = max(cnt, 2)
-    return min(cnt, U32_MAX), target
+    cnt = ((cnt << MC_ACK_RATIO_SHIFT) & U32_MAX) // (delayed_ack or 1)
+    return cnt or 1, target
+
+
+def mcubic_delayed_ack(ratio: int, pkts_acked: int) -> int:
+    """Linux 3.14 bictcp_acked(): ratio = ratio - ratio/16 + packets acked, clamped to 1..32<<4."""
+    r = ratio - (ratio >> MC_ACK_RATIO_SHIFT) + pkts_acked
+    return min(max(r, 1), MC_ACK_RATIO_LIMIT)
+
+
+MC_STRETCH_SHIFT = 20
+
+
+def mcubic_stretch_target_spec(t: float, k_mptcp: float, w_max: float, w0: float) -> float:
+    """mcubic_stretch's curve: from W_0 at t = 0 to W_max at t = K_mptcp (concave), then Cubic's
+    convex part; t and K in seconds."""
+    if t < k_mptcp:
+        return w_max - (w_max - w0) * ((k_mptcp - t) / k_mptcp) ** 3
+    return C * (t - k_mptcp) ** 3 + w_max
+
+
+def mcubic_stretch_cnt(cwnd: int, t: int, kc: int, origin: int, last_max_cwnd: int, w0: int) -> tuple[int, int]:
+    """(cnt, target) of mcubic_stretch, as mcubic.bpf.c -DMC_STRETCH computes it."""
+    if t < kc:
+        span = origin - w0 if origin > w0 else 0
+        r = ((kc - t) << MC_STRETCH_SHIFT) // kc
+        r3 = (((r * r) >> MC_STRETCH_SHIFT) * r) >> MC_STRETCH_SHIFT
+        target = origin - ((span * r3) >> MC_STRETCH_SHIFT)
+    else:
+        offs = min(t - kc, MC_MAX_OFFS)
+        target = origin + ((MC_C_SCALED * offs * offs * offs) >> 40)
+    return _mcubic_cnt_of(cwnd, target, last_max_cwnd), target
+
+
+# ---- HyStart (Linux 6.18 net/ipv4/tcp_cubic.c), in every MCubic build but mcubic_nohs ------------
+
+HYSTART_ACK_TRAIN, HYSTART_DELAY = 0x1, 0x2
+HYSTART_MIN_SAMPLES = 8
+HYSTART_DELAY_MIN, HYSTART_DELAY_MAX = 4000, 16000       # us
+HYSTART_LOW_WINDOW = 16
+HYSTART_ACK_DELTA_US = 2000
+
+
+@dataclass(frozen=True)
+class HyStart:
+    """One subflow's HyStart round state (times in us, 32 bits as tcp_cubic.c's clock)."""
+
+    round_start: int
+    last_ack: int
+    end_seq: int
+    curr_rtt: int
+    sample_cnt: int
+
+
+def _s32(x: int) -> int:
+    x &= U32_MAX
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
+def hystart_update(st: HyStart, *, now: int, snd_una: int, snd_nxt: int, cwnd: int, delay: int, delay_min: int,
+                   ack_delay: int, paced: bool) -> tuple[HyStart, int]:
+    """hystart_update() for one RTT sample in slow start: (the new state, the detectors that fired:
+    HYSTART_ACK_TRAIN | HYSTART_DELAY; any of them sets ssthresh = cwnd)."""
+    found = 0
+    if _s32(st.end_seq - snd_una) < 0:                         # after(snd_una, end_seq): a new round
+        st = HyStart(now & U32_MAX, now & U32_MAX, snd_nxt & U32_MAX, U32_MAX, 0)
+    if cwnd < HYSTART_LOW_WINDOW:
+        return st, 0
+    if _s32(now - st.last_ack) <= HYSTART_ACK_DELTA_US:         # ack train
+        st = replace(st, last_ack=now & U32_MAX)
+        threshold = (delay_min + ack_delay) & U32_MAX
+        if not paced:
+            threshold >>= 1
+        # (s32)(now - round_start) > threshold compares as u32 in C (threshold is a u32), as in Linux
+        if ((now - st.round_start) & U32_MAX) > threshold:
+            found |= HYSTART_ACK_TRAIN
+    curr = min(st.curr_rtt, delay)                              # delay increase
+    st = replace(st, curr_rtt=curr)
+    if st.sample_cnt < HYSTART_MIN_SAMPLES:
+        st = replace(st, sample_cnt=st.sample_cnt + 1)
+    elif curr > delay_min + min(max(delay_min >> 3, HYSTART_DELAY_MIN), HYSTART_DELAY_MAX):
+        found |= HYSTART_DELAY
+    return st, found
 
 
 # ---- traces of a test build (-DCTL_TRACE) --------------------------------------------------------
 
-EV_INCREASE, EV_SSTHRESH, EV_ROUND = 1, 2, 3
-_TRACE = struct.Struct("<6I" + "2I8I8I8Q" + "4q" + "4q")
-TRACE_RECORD_SIZE = _TRACE.size            # 224 bytes, struct ctl_trace_rec
+EV_INCREASE, EV_SSTHRESH, EV_ROUND, EV_HYSTART, EV_LINK, EV_UNLINK = 1, 2, 3, 4, 5, 6
+# why a subflow's link to its connection entry changed (inputs[0] of EV_LINK / EV_UNLINK)
+WHY_PUBLISH, WHY_RESET, WHY_RELEASE, WHY_LEAVING, WHY_EVICTED = 1, 2, 3, 4, 5
+TRACE_INPUTS, TRACE_OUTPUTS = 12, 6
+_TRACE = struct.Struct("<8I" + "2I8I8I8Q" + f"{TRACE_INPUTS}q" + f"{TRACE_OUTPUTS}q")
+TRACE_RECORD_SIZE = _TRACE.size            # 312 bytes, struct ctl_trace_rec
 
 
 @dataclass(frozen=True)
@@ -313,23 +429,28 @@ class TraceRecord:
     event: int
     cwnd_before: int
     ssthresh: int
-    acked: int
+    acked: int              # (HyStart: the RTT sample, us)
     extra: int              # the record's spare field (wvegas: queue_delay before the round)
+    token: int              # the MPTCP connection the deciding subflow is linked to (0: none)
+    sub: int                # the deciding subflow's slot in that connection's entry
     view: View
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
 
 
 def decode_trace_record(raw: bytes) -> TraceRecord | None:
-    """One `ctl_trace_rec` (None for an unused slot)."""
+    """One `ctl_trace_rec` (None for an unused slot). `view.n` is what the program counted,
+    even beyond MAX_SUBFLOWS (the arrays hold at most MAX_SUBFLOWS)."""
     f = _TRACE.unpack(raw)
-    seq, event, cwnd_before, ssthresh, acked, extra = f[:6]
+    seq, event, cwnd_before, ssthresh, acked, extra, token, sub = f[:8]
     if not seq:
         return None
-    n, self_ = f[6], f[7]
-    n = min(n, MAX_SUBFLOWS)
-    view = View(tuple(f[8:8 + n]), tuple(f[16:16 + n]), tuple(f[24:24 + n]), self_)
-    return TraceRecord(seq, event, cwnd_before, ssthresh, acked, extra, view, tuple(f[32:36]), tuple(f[36:40]))
+    n, self_ = f[8], f[9]
+    k = min(n, MAX_SUBFLOWS)
+    view = View(tuple(f[10:10 + k]), tuple(f[18:18 + k]), tuple(f[26:26 + k]), self_)
+    i = 34
+    return TraceRecord(seq, event, cwnd_before, ssthresh, acked, extra, token, sub, view,
+                       tuple(f[i:i + TRACE_INPUTS]), tuple(f[i + TRACE_INPUTS:i + TRACE_INPUTS + TRACE_OUTPUTS]))
 
 
 def replay(algorithm: str, r: TraceRecord) -> tuple[int, ...] | None:
@@ -338,27 +459,42 @@ def replay(algorithm: str, r: TraceRecord) -> tuple[int, ...] | None:
     v = r.view
     if algorithm == "lia" and r.event == EV_INCREASE:
         return (lia_cnt(v),)
-    if algorithm == "balia" and r.event == EV_INCREASE:
+    if algorithm in ("balia", "balia_floor") and r.event == EV_INCREASE:
         return (balia_cnt(v),)
-    if algorithm == "balia" and r.event == EV_SSTHRESH:
-        return (balia_ssthresh(v, r.cwnd_before),) if v.n else None
+    if algorithm in ("balia", "balia_floor") and r.event == EV_SSTHRESH:
+        return (balia_ssthresh(v, r.cwnd_before, floor=algorithm == "balia_floor"),) if v.n else None
     if algorithm == "olia" and r.event == EV_INCREASE:
         inc = olia_increase(v)
         cwnd, acc = olia_apply(r.cwnd_before, r.inputs[0], inc, r.acked)
         return inc, acc, cwnd
     if algorithm == "wvegas" and r.event == EV_ROUND:
-        rtt, base, alpha, weight = r.inputs
+        rtt, base, alpha, weight = r.inputs[:4]
         q = rtt - base if rtt > base else 0
         if r.cwnd_before < r.ssthresh and (r.cwnd_before * q) // (rtt or 1) <= WV_GAMMA:
             return None                                  # plain slow start: the kernel's own
         d, _qd = wvegas_round(v if v.n else None, r.cwnd_before, r.ssthresh, rtt, base, alpha, weight, r.extra)
         return d.cwnd, d.ssthresh, d.alpha, d.weight
-    if algorithm == "mcubic" and r.event == EV_INCREASE:
-        t, origin, last_max, k = r.inputs
+    if algorithm in MCUBIC_READINGS and r.event == EV_INCREASE:
+        t, origin, last_max, k, w0, delayed_ack = r.inputs[:6]
         kc = mcubic_kc(v, k)
-        cnt, target = mcubic_cnt(r.cwnd_before, t, kc, origin, last_max)
+        if algorithm == "mcubic_wrap":
+            cnt, target = mcubic_wrap_cnt(r.cwnd_before, t, kc, origin, last_max, delayed_ack)
+        elif algorithm == "mcubic_stretch":
+            cnt, target = mcubic_stretch_cnt(r.cwnd_before, t, kc, origin, last_max, w0)
+        else:
+            cnt, target = mcubic_cnt(r.cwnd_before, t, kc, origin, last_max)
         return cnt, kc, target
+    if algorithm in MCUBIC_READINGS and r.event == EV_HYSTART:
+        now, snd_una, snd_nxt, delay_min, ack_delay, paced, round_start, last_ack, end_seq, curr_rtt, samples = \
+            r.inputs[:11]
+        st, found = hystart_update(HyStart(round_start, last_ack, end_seq, curr_rtt, samples), now=now,
+                                   snd_una=snd_una, snd_nxt=snd_nxt, cwnd=r.cwnd_before, delay=r.acked,
+                                   delay_min=delay_min, ack_delay=ack_delay, paced=bool(paced))
+        return found, r.cwnd_before if found else r.ssthresh, st.round_start, st.last_ack, st.curr_rtt, st.sample_cnt
     return None
+
+
+MCUBIC_READINGS = ("mcubic", "mcubic_wrap", "mcubic_stretch", "mcubic_nohs")
 
 
 def check_trace(algorithm: str, records: Sequence[TraceRecord]) -> tuple[int, list[tuple[TraceRecord, tuple]]]:

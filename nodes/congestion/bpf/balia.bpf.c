@@ -18,9 +18,20 @@
  * bits (x_k <= 2^28) and cnt is computed as (S^2 / (x_r + x_max)) * 10 * w_r / (4 x_r + x_max):
  * S^2 / (x_r + x_max) <= n^2 x_max <= 2^34, so with w <= 2^18 every intermediate stays below
  * 2^56, and the one rounding that matters comes last. alpha_r has 10 fractional bits.
+ *
+ * balia_floor (-DBALIA_FLOOR, registered as its own algorithm): the decrease of the authors'
+ * Linux code (multipath-tcp/mptcp, branch mptcp_v0.96, net/mptcp/mptcp_balia.c,
+ * mptcp_balia_recalc_ai()): `alpha = div64_u64(max_rate, rate)` is an integer (floored), then
+ * `md = ((tp->snd_cwnd >> 1) * min(alpha << alpha_scale, (3 << alpha_scale) >> 1)) >> alpha_scale`:
+ * a loss cuts w/2 while max_k x_k < 2 x_r and 0.75 w from there on, never in between. Only the
+ * floor is taken from that code: the rates and the window are this subflow's at the loss (theirs
+ * keeps the md of the last recalculation), and the increase is unchanged (theirs computes it from
+ * the rates as 10 w (sum x)^2 / ((x_r + x_max)(4 x_r + x_max)) too, with no rounded alpha).
  * nodes/congestion/model.py: `balia_cnt`, `balia_ssthresh`.
  */
+#ifndef CTL_NAME
 #define CTL_NAME balia
+#endif
 #include "ctl_cc.h"
 
 char _license[] SEC("license") = "GPL";
@@ -105,7 +116,7 @@ void BPF_PROG(balia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		ctl_single_view(sk, 0, &c.v);
 	__u32 cnt = balia_cnt(&c);
 #ifdef CTL_TRACE
-	struct ctl_trace_rec *r = ctl_trace_slot();
+	struct ctl_trace_rec *r = ctl_trace_slot(sk);
 	if (r) {
 		r->event = CTL_EV_INCREASE;
 		r->cwnd_before = tp->snd_cwnd;
@@ -127,14 +138,18 @@ __u32 BPF_PROG(balia_ssthresh, struct sock *sk)
 	if (!ctl_publish(sk, 0, &c.v) || c.v.n <= 1 || !balia_rates(&c)) {
 		out = tcp_reno_ssthresh(sk);
 	} else {
+#ifdef BALIA_FLOOR
+		__u64 alpha = (c.x_max / c.x_me) << 10;          /* the authors' integer alpha */
+#else
 		__u64 alpha = (c.x_max << 10) / c.x_me;          /* alpha_r, 10 fractional bits */
+#endif
 		if (alpha > (3 << 9))
 			alpha = 3 << 9;                             /* min(alpha, 1.5) */
 		__u64 md = ((__u64)(w >> 1) * alpha) >> 10;
 		out = w > md + 1 ? w - (__u32)md : 1;
 	}
 #ifdef CTL_TRACE
-	struct ctl_trace_rec *r = ctl_trace_slot();
+	struct ctl_trace_rec *r = ctl_trace_slot(sk);
 	if (r) {
 		r->event = CTL_EV_SSTHRESH;
 		r->cwnd_before = w;
@@ -159,12 +174,12 @@ void BPF_PROG(balia_release, struct sock *sk)
 }
 
 SEC(".struct_ops")
-struct tcp_congestion_ops balia = {
+struct tcp_congestion_ops CTL_NAME = {
 	.init = (void *)balia_init,
 	.cong_avoid = (void *)balia_cong_avoid,
 	.ssthresh = (void *)balia_ssthresh,
 	.undo_cwnd = (void *)balia_undo_cwnd,
 	.release = (void *)balia_release,
-	.name = CTL_OPS_NAME("balia"),
+	.name = CTL_OPS_NAME,
 	.flags = CTL_CONG_NON_RESTRICTED,
 };

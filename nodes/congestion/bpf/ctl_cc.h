@@ -7,13 +7,29 @@
  *
  * Coupling: a subflow's tcp_sock has is_mptcp set and its icsk_ulp_data points at its
  * struct mptcp_subflow_context; read through bpf_rdonly_cast, that gives the connection's
- * socket (`conn`, the map key) and the subflow's `subflow_id` (its slot, modulo
- * CTL_MAX_SUBFLOWS). Each subflow writes its own slot before every decision and reads its
- * siblings' slots. The reads are untrusted and two subflows may update concurrently: a window
- * computation tolerates a sibling's value being one ACK old. `.release` clears the slot and
- * the last subflow deletes the entry.
+ * socket (`conn`, the map key), the connection's `token` and the subflow's `subflow_id` (its
+ * slot, modulo CTL_MAX_SUBFLOWS). Each subflow writes its own slot before every decision and
+ * reads its siblings' slots. The reads are untrusted and two subflows may update concurrently:
+ * a window computation tolerates a sibling's value being one ACK old.
  *
- * Each algorithm file defines CTL_NAME (its map name prefix) before including this header.
+ * A map that cannot lie about who is in the connection:
+ * - the entry holds the connection's token and every lookup compares it: an entry with another
+ *   token belongs to a dead connection whose address was reused (its subflows' slots were never
+ *   cleared): the first subflow of the new connection to publish resets it before use;
+ * - a subflow keeps the key, token and slot it published under in the last 16 bytes of its own
+ *   private congestion-control area (`struct ctl_link`, after the algorithm's state), so it can
+ *   leave the entry on every way it goes: `.release` (close, destroy, tcp_disconnect, another
+ *   congestion control chosen), and a fallback to plain TCP noticed at its next decision
+ *   (is_mptcp cleared or its ulp data gone: the key cannot be read any more, the link still has
+ *   it), and a close (the subflow sent its FIN) noticed at its next decision. A subflow that
+ *   left never couples again. TCP_CA_Loss is not leaving;
+ * - the last active slot deletes the entry (an atomic count of active slots decides which subflow
+ *   is last), so after the last connection closes the map is empty (the tests and every run check
+ *   that before unloading).
+ *
+ * Each algorithm file defines CTL_NAME (its map name prefix, at most 9 characters, see
+ * nodes/congestion/catalog.py) before including this header, unless the build passes
+ * -DCTL_NAME=... and -DCTL_ALG=... (a variant built from the same source).
  */
 #ifndef CTL_CC_H
 #define CTL_CC_H
@@ -40,6 +56,11 @@ extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
 #define CTL_CAT2(a, b) a##b
 #define CTL_CAT(a, b) CTL_CAT2(a, b)
 #define CTL_MAP(suffix) CTL_CAT(CTL_NAME, suffix)
+#define CTL_STR2(x) #x
+#define CTL_STR(x) CTL_STR2(x)
+#ifndef CTL_ALG
+#define CTL_ALG CTL_NAME
+#endif
 
 struct ctl_slot {
 	__u32 cwnd;     /* packets */
@@ -51,9 +72,23 @@ struct ctl_slot {
 
 struct ctl_conn {
 	__u32 token;
-	__u32 pad;
+	__u32 nactive;                  /* active slots; changed only atomically (see ctl_unlink) */
 	struct ctl_slot s[CTL_MAX_SUBFLOWS];
 };
+
+/* Where this subflow published (kept in its own private congestion-control area). */
+enum { CTL_LINK_NONE = 0, CTL_LINK_LINKED = 1, CTL_LINK_LEFT = 2 };
+struct ctl_link {
+	__u64 key;                      /* the connection's socket address */
+	__u32 token;
+	__u8 slot;
+	__u8 state;                     /* CTL_LINK_* */
+	__u16 pad;
+};
+#define CTL_PRIV_SIZE sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv)
+#define CTL_LINK_OFF (CTL_PRIV_SIZE - sizeof(struct ctl_link))
+/* An algorithm's private state must leave room for the link after it. */
+#define CTL_PRIV_FITS(type) _Static_assert(sizeof(type) <= CTL_LINK_OFF, #type " overlaps struct ctl_link")
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -72,17 +107,21 @@ struct ctl_view {
 };
 
 #ifdef CTL_TRACE
-#define CTL_TRACE_LEN 16384
+#ifndef CTL_TRACE_LEN
+#define CTL_TRACE_LEN 32768
+#endif
 struct ctl_trace_rec {
 	__u32 seq;
 	__u32 event;                    /* CTL_EV_* */
 	__u32 cwnd_before;
 	__u32 ssthresh;
-	__u32 acked;
+	__u32 acked;                    /* (HyStart: the RTT sample, us) */
 	__u32 pad;                      /* wvegas: queue_delay before the round */
+	__u32 token;                    /* the connection this subflow is linked to (0: none) */
+	__u32 sub;                      /* its slot in the connection's entry */
 	struct ctl_view v;
-	__s64 in[4];                    /* algorithm inputs beyond the view (own state) */
-	__s64 out[4];                   /* what the algorithm decided */
+	__s64 in[12];                   /* algorithm inputs beyond the view (own state) */
+	__s64 out[6];                   /* what the algorithm decided */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -97,7 +136,9 @@ struct {
 	__type(value, __u32);
 } CTL_MAP(_tidx) SEC(".maps");
 
-static __always_inline struct ctl_trace_rec *ctl_trace_slot(void)
+static __always_inline struct ctl_link *ctl_link_of(struct sock *sk);
+
+static __always_inline struct ctl_trace_rec *ctl_trace_slot(struct sock *sk)
 {
 	__u32 zero = 0, *idx = bpf_map_lookup_elem(&CTL_MAP(_tidx), &zero);
 	if (!idx)
@@ -106,13 +147,21 @@ static __always_inline struct ctl_trace_rec *ctl_trace_slot(void)
 	if (i >= CTL_TRACE_LEN)
 		return 0;               /* full: the test reads what fits */
 	struct ctl_trace_rec *r = bpf_map_lookup_elem(&CTL_MAP(_trace), &i);
-	if (r)
+	if (r) {
+		struct ctl_link *l = ctl_link_of(sk);
 		r->seq = i + 1;
+		r->token = l->state == CTL_LINK_LINKED ? l->token : 0;
+		r->sub = l->slot;
+	}
 	return r;
 }
 #endif
 
-enum { CTL_EV_INCREASE = 1, CTL_EV_SSTHRESH = 2, CTL_EV_ROUND = 3 };
+enum { CTL_EV_INCREASE = 1, CTL_EV_SSTHRESH = 2, CTL_EV_ROUND = 3, CTL_EV_HYSTART = 4,
+       CTL_EV_LINK = 5, CTL_EV_UNLINK = 6 };
+/* Why a subflow's link changed (trace in[0] of CTL_EV_LINK / CTL_EV_UNLINK). */
+enum { CTL_WHY_PUBLISH = 1, CTL_WHY_RESET = 2, CTL_WHY_RELEASE = 3, CTL_WHY_LEAVING = 4,
+       CTL_WHY_EVICTED = 5 };
 
 /* TCP_CONG_NON_RESTRICTED (include/net/tcp.h; a #define, so not in vmlinux.h): any socket may
  * select the algorithm and a network namespace other than the initial one may make it its
@@ -120,12 +169,13 @@ enum { CTL_EV_INCREASE = 1, CTL_EV_SSTHRESH = 2, CTL_EV_ROUND = 3 };
  * the BitTorrent step's client picks no algorithm per connection: it runs the host's default. */
 #define CTL_CONG_NON_RESTRICTED 0x1
 
-/* The name the kernel registers: a test build is "<name>_trace", so it never meets a real
- * run's algorithm of the same name on a shared kernel. */
+/* The name the kernel registers: the algorithm's name (CTL_ALG), or for a test build
+ * "<CTL_NAME>_trace" (CTL_NAME is at most 9 characters, so this fits the kernel's 15), so it
+ * never meets a real run's algorithm on a shared kernel. */
 #ifdef CTL_TRACE
-#define CTL_OPS_NAME(n) n "_trace"
+#define CTL_OPS_NAME CTL_STR(CTL_NAME) "_trace"
 #else
-#define CTL_OPS_NAME(n) n
+#define CTL_OPS_NAME CTL_STR(CTL_ALG)
 #endif
 
 static __always_inline struct tcp_sock *ctl_tp(struct sock *sk) { return (struct tcp_sock *)sk; }
@@ -133,6 +183,11 @@ static __always_inline struct tcp_sock *ctl_tp(struct sock *sk) { return (struct
 static __always_inline void *ctl_priv(struct sock *sk)
 {
 	return (void *)((struct inet_connection_sock *)sk)->icsk_ca_priv;
+}
+
+static __always_inline struct ctl_link *ctl_link_of(struct sock *sk)
+{
+	return (struct ctl_link *)((char *)((struct inet_connection_sock *)sk)->icsk_ca_priv + CTL_LINK_OFF);
 }
 
 static __always_inline __u32 ctl_min_u32(__u32 a, __u32 b) { return a < b ? a : b; }
@@ -147,7 +202,8 @@ static __always_inline int ctl_is_cwnd_limited(struct sock *sk)
 	return tp->is_cwnd_limited;
 }
 
-/* The subflow's connection key and slot, or 0 when the socket is plain TCP. */
+/* The subflow's connection key, slot and token, or 0 when the socket is plain TCP (never an
+ * MPTCP subflow, or one that fell back: is_mptcp cleared or its ulp data gone). */
 static __always_inline __u64 ctl_conn_key(struct sock *sk, __u32 *slot, __u32 *token)
 {
 	struct tcp_sock *tp = ctl_tp(sk);
@@ -167,30 +223,134 @@ static __always_inline __u64 ctl_conn_key(struct sock *sk, __u32 *slot, __u32 *t
 static __always_inline __u32 ctl_clamp_cwnd(__u32 w) { return w > CTL_MAX_CWND ? CTL_MAX_CWND : w; }
 static __always_inline __u32 ctl_clamp_rtt(__u32 r) { return r > CTL_MAX_RTT_US ? CTL_MAX_RTT_US : r; }
 
+static __always_inline void ctl_clear_entry(struct ctl_conn *c, __u32 token)
+{
+	for (int i = 0; i < CTL_MAX_SUBFLOWS; i++) {
+		c->s[i].active = 0;
+		c->s[i].cwnd = 0;
+		c->s[i].rtt_us = 0;
+		c->s[i].aux = 0;
+		c->s[i].id = 0;
+	}
+	c->nactive = 0;
+	c->token = token;
+}
+
+/* A subflow that has closed (FIN sent: FIN_WAIT1/2, CLOSING, LAST_ACK, TIME_WAIT, CLOSE) is
+ * leaving its connection, although its socket lives until `.release`. */
+static __always_inline int ctl_leaving(struct sock *sk)
+{
+	__u8 st = sk->__sk_common.skc_state;
+	return !(st == TCP_ESTABLISHED || st == TCP_SYN_SENT || st == TCP_SYN_RECV || st == TCP_CLOSE_WAIT);
+}
+
+/* This subflow leaves the connection entry it is linked to (its slot cleared; the last slot
+ * deletes the entry) and never couples again. An entry that another connection took over
+ * (another token) is not touched. */
+static __always_inline void ctl_trace_link(struct sock *sk, __u32 event, __u32 why, __s64 found, __s64 deleted)
+{
+#ifdef CTL_TRACE
+	struct ctl_trace_rec *r = ctl_trace_slot(sk);
+	if (r) {
+		struct ctl_link *l = ctl_link_of(sk);
+		r->event = event;
+		r->cwnd_before = ctl_tp(sk)->snd_cwnd;
+		r->token = l->token;                /* the connection it was or is linked to */
+		r->in[0] = why;
+		r->in[1] = sk->__sk_common.skc_state;
+		r->in[2] = l->state;
+		r->out[0] = found;                  /* its entry was there (and its own) */
+		r->out[1] = deleted;                /* it was the last slot: the entry is gone */
+	}
+#endif
+}
+
+static __always_inline void ctl_unlink(struct sock *sk, __u32 why)
+{
+	struct ctl_link *l = ctl_link_of(sk);
+	if (l->state != CTL_LINK_LINKED) {
+		l->state = CTL_LINK_LEFT;
+		return;
+	}
+	__u64 key = l->key;
+	l->state = CTL_LINK_LEFT;
+	struct ctl_conn *c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);
+	if (!c || c->token != l->token) {
+		ctl_trace_link(sk, CTL_EV_UNLINK, why, 0, 0);
+		return;
+	}
+	__u32 slot = l->slot & (CTL_MAX_SUBFLOWS - 1);
+	if (!c->s[slot].active) {
+		ctl_trace_link(sk, CTL_EV_UNLINK, why, 1, 0);
+		return;
+	}
+	c->s[slot].active = 0;
+	c->s[slot].cwnd = 0;
+	c->s[slot].rtt_us = 0;
+	/* The last slot deletes the entry. Not by scanning the siblings' flags: two subflows closing
+	 * at once on two CPUs could each still see the other's flag set (a store may wait in the
+	 * store buffer past a later load, even on x86) and neither would delete; the atomic count
+	 * gives exactly one of them the 1 -> 0 step. */
+	if (__sync_fetch_and_sub(&c->nactive, 1) != 1) {
+		ctl_trace_link(sk, CTL_EV_UNLINK, why, 1, 0);
+		return;
+	}
+	bpf_map_delete_elem(&CTL_MAP(_conns), &key);
+	ctl_trace_link(sk, CTL_EV_UNLINK, why, 1, 1);
+}
+
 /* Publish this subflow's state into the connection entry and copy out the view every
- * decision is computed from. Returns 0 for plain TCP (the caller behaves as its uncoupled
- * counterpart), 1 otherwise. */
+ * decision is computed from. Returns 0 for plain TCP, a subflow that left its connection or
+ * one without an RTT sample yet (the caller behaves as its uncoupled counterpart), 1
+ * otherwise. */
 static __always_inline int ctl_publish(struct sock *sk, __u64 aux, struct ctl_view *v)
 {
 	struct tcp_sock *tp = ctl_tp(sk);
+	struct ctl_link *l = ctl_link_of(sk);
 	__u32 slot = 0, token = 0;
-	__u64 key = ctl_conn_key(sk, &slot, &token);
-	if (!key)
+	if (l->state == CTL_LINK_LEFT)
+		return 0;
+	__u64 key = ctl_leaving(sk) ? 0 : ctl_conn_key(sk, &slot, &token);
+	if (l->state == CTL_LINK_LINKED && (key != l->key || token != l->token)) {
+		ctl_unlink(sk, CTL_WHY_LEAVING); /* closing, fell back to TCP, or no longer that connection's */
+		return 0;
+	}
+	if (!key || !token)
 		return 0;
 	struct ctl_conn *c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);
+	if (c && c->token != token) {
+		if (l->state == CTL_LINK_LINKED) {
+			/* our entry was taken over: we are the stale one; never fight over it */
+			l->state = CTL_LINK_LEFT;
+			ctl_trace_link(sk, CTL_EV_UNLINK, CTL_WHY_EVICTED, 0, 0);
+			return 0;
+		}
+		ctl_clear_entry(c, token);      /* a dead connection's leftovers at a reused address */
+		ctl_trace_link(sk, CTL_EV_LINK, CTL_WHY_RESET, 1, 0);
+	}
 	if (!c) {
 		struct ctl_conn zero = {};
 		zero.token = token;
 		bpf_map_update_elem(&CTL_MAP(_conns), &key, &zero, BPF_NOEXIST);
 		c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);
-		if (!c)
+		if (!c || c->token != token)
 			return 0;
 	}
 	slot &= CTL_MAX_SUBFLOWS - 1;
+	if (l->state != CTL_LINK_LINKED) {
+		l->key = key;
+		l->token = token;
+		l->slot = slot;
+		l->state = CTL_LINK_LINKED;
+		ctl_trace_link(sk, CTL_EV_LINK, CTL_WHY_PUBLISH, 1, 0);
+	}
 	c->s[slot].cwnd = ctl_clamp_cwnd(tp->snd_cwnd);
 	c->s[slot].rtt_us = ctl_clamp_rtt(tp->srtt_us >> 3);
 	c->s[slot].aux = aux;
-	c->s[slot].active = 1;
+	if (!c->s[slot].active) {
+		c->s[slot].active = 1;
+		__sync_fetch_and_add(&c->nactive, 1);
+	}
 	__u32 n = 0;
 	v->self = CTL_MAX_SUBFLOWS;
 	for (int i = 0; i < CTL_MAX_SUBFLOWS; i++) {
@@ -218,23 +378,11 @@ static __always_inline void ctl_single_view(struct sock *sk, __u64 aux, struct c
 	v->aux[0] = aux;
 }
 
+/* `.release`: the subflow goes away (destroyed, disconnected, or switched to another
+ * congestion control); found through the link, whatever is_mptcp and the ulp data say now. */
 static __always_inline void ctl_release(struct sock *sk)
 {
-	__u32 slot = 0, token = 0;
-	__u64 key = ctl_conn_key(sk, &slot, &token);
-	if (!key)
-		return;
-	struct ctl_conn *c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);
-	if (!c)
-		return;
-	slot &= CTL_MAX_SUBFLOWS - 1;
-	c->s[slot].active = 0;
-	c->s[slot].cwnd = 0;
-	c->s[slot].rtt_us = 0;
-	for (int i = 0; i < CTL_MAX_SUBFLOWS; i++)
-		if (c->s[i].active)
-			return;
-	bpf_map_delete_elem(&CTL_MAP(_conns), &key);
+	ctl_unlink(sk, CTL_WHY_RELEASE);
 }
 
 #endif

@@ -18,7 +18,9 @@
  *
  * One subflow (or plain TCP): cnt = w_i, which is Reno.
  */
+#ifndef CTL_NAME
 #define CTL_NAME lia
+#endif
 #include "ctl_cc.h"
 
 char _license[] SEC("license") = "GPL";
@@ -73,7 +75,7 @@ void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		ctl_single_view(sk, 0, &v);
 	__u32 cnt = lia_cnt(&v);
 #ifdef CTL_TRACE
-	struct ctl_trace_rec *r = ctl_trace_slot();
+	struct ctl_trace_rec *r = ctl_trace_slot(sk);
 	if (r) {
 		r->event = CTL_EV_INCREASE;
 		r->cwnd_before = tp->snd_cwnd;
@@ -105,12 +107,12 @@ void BPF_PROG(lia_release, struct sock *sk)
 }
 
 SEC(".struct_ops")
-struct tcp_congestion_ops lia = {
+struct tcp_congestion_ops CTL_NAME = {
 	.init = (void *)lia_init,
 	.cong_avoid = (void *)lia_cong_avoid,
 	.ssthresh = (void *)lia_ssthresh,
 	.undo_cwnd = (void *)lia_undo_cwnd,
 	.release = (void *)lia_release,
-	.name = CTL_OPS_NAME("lia"),
+	.name = CTL_OPS_NAME,
 	.flags = CTL_CONG_NON_RESTRICTED,
 };

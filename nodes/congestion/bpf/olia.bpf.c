@@ -23,7 +23,9 @@
  * equal metrics after that rounding are equally best (as the reference implementation,
  * mptcp_olia.c, compares them for equality). nodes/congestion/model.py: `olia_increase`.
  */
+#ifndef CTL_NAME
 #define CTL_NAME olia
+#endif
 #include "ctl_cc.h"
 
 char _license[] SEC("license") = "GPL";
@@ -35,6 +37,7 @@ struct olia {
 	__u32 pad;
 	__s64 acc;                   /* fractional window change, 2^-16 packets */
 };
+CTL_PRIV_FITS(struct olia);
 
 static __always_inline __u64 olia_l(const struct olia *ca)
 {
@@ -162,7 +165,7 @@ void BPF_PROG(olia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	tp->snd_cwnd = (__u32)w;
 	ca->acc = acc;
 #ifdef CTL_TRACE
-	struct ctl_trace_rec *r = ctl_trace_slot();
+	struct ctl_trace_rec *r = ctl_trace_slot(sk);
 	if (r) {
 		r->event = CTL_EV_INCREASE;
 		r->cwnd_before = cwnd_before;
@@ -208,13 +211,13 @@ void BPF_PROG(olia_release, struct sock *sk)
 }
 
 SEC(".struct_ops")
-struct tcp_congestion_ops olia = {
+struct tcp_congestion_ops CTL_NAME = {
 	.init = (void *)olia_init,
 	.cong_avoid = (void *)olia_cong_avoid,
 	.set_state = (void *)olia_set_state,
 	.ssthresh = (void *)olia_ssthresh,
 	.undo_cwnd = (void *)olia_undo_cwnd,
 	.release = (void *)olia_release,
-	.name = CTL_OPS_NAME("olia"),
+	.name = CTL_OPS_NAME,
 	.flags = CTL_CONG_NON_RESTRICTED,
 };

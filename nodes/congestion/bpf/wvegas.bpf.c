@@ -20,7 +20,9 @@
  * total_alpha 10 (packets queued by the whole connection), gamma 1; weights and rates have
  * 16 fractional bits. nodes/congestion/model.py: `wvegas_round`.
  */
+#ifndef CTL_NAME
 #define CTL_NAME wvegas
+#endif
 #include "ctl_cc.h"
 
 char _license[] SEC("license") = "GPL";
@@ -41,6 +43,7 @@ struct wvegas {
 	__u32 alpha;
 	__u32 queue_delay;     /* us */
 };
+CTL_PRIV_FITS(struct wvegas);
 
 struct wv_ctx {
 	struct ctl_view v;
@@ -177,7 +180,7 @@ static __always_inline void wv_round(struct sock *sk, struct wvegas *ca, __u32 a
 		tp->snd_cwnd = tp->snd_cwnd_clamp;
 	tp->snd_ssthresh = wv_current_ssthresh(sk);
 #ifdef CTL_TRACE
-	struct ctl_trace_rec *r = ctl_trace_slot();
+	struct ctl_trace_rec *r = ctl_trace_slot(sk);
 	if (r) {
 		r->event = CTL_EV_ROUND;
 		r->cwnd_before = w;
@@ -241,7 +244,7 @@ void BPF_PROG(wvegas_release, struct sock *sk)
 }
 
 SEC(".struct_ops")
-struct tcp_congestion_ops wvegas = {
+struct tcp_congestion_ops CTL_NAME = {
 	.init = (void *)wvegas_init,
 	.cong_avoid = (void *)wvegas_cong_avoid,
 	.pkts_acked = (void *)wvegas_pkts_acked,
@@ -250,6 +253,6 @@ struct tcp_congestion_ops wvegas = {
 	.ssthresh = (void *)wvegas_ssthresh,
 	.undo_cwnd = (void *)wvegas_undo_cwnd,
 	.release = (void *)wvegas_release,
-	.name = CTL_OPS_NAME("wvegas"),
+	.name = CTL_OPS_NAME,
 	.flags = CTL_CONG_NON_RESTRICTED,
 };
