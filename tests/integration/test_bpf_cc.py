@@ -1,33 +1,51 @@
 """The BPF congestion controls on this kernel, checked against their reference model.
 
-A test build of every algorithm (-DCTL_TRACE: registered as `<name>_trace`, so it never meets
-a real run's algorithm on this shared kernel) records each window decision in a map. Real
-MPTCP traffic (mptcpize iperf3, one subflow per path) crosses two shaped paths between three
-namespaces of this test's own; afterwards every recorded decision is replayed through
-nodes/congestion/model.py and must agree exactly, the decisions must have been coupled (two
-subflows in one view), and nothing may stay registered.
+A test build of every algorithm and variant (-DCTL_TRACE: registered as `<short>_trace`, so it
+never meets a real run's algorithm on this shared kernel) records each window decision (and each
+HyStart decision of the MCubic builds) in a map. Real MPTCP traffic (a bulk transfer that closes
+cleanly, one subflow per path) crosses two shaped paths between three namespaces of this test's own; afterwards every
+recorded decision is replayed through nodes/congestion/model.py and must agree exactly.
+
+The coupling map must not lie: no decision may see more subflows than its connection has (two
+here), both must be seen together, and once the connections are gone the program's coupling map
+(`<short>_conns`, found through the programs of the struct_ops map this test registered) must be
+empty before the program is unregistered. A connection that falls back to TCP (a server without
+MPTCP) and a subflow the server's path manager removes mid-connection leave no phantom slot. One
+test runs long enough at 200 ms RTT (the dnpipe forwarder: this kernel has no netem) to replay
+MCubic's multi-second epochs, including the frozen (mcubic) and wrapped (mcubic_wrap) phases.
+Nothing may stay registered.
 """
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from nodes.congestion import hostctl
 from nodes.congestion.build import build
 from nodes.congestion.catalog import ALGORITHMS
-from nodes.congestion.model import check_trace, decode_trace_record
+from nodes.congestion.model import (EV_HYSTART, EV_INCREASE, EV_LINK, EV_ROUND, EV_SSTHRESH, EV_UNLINK, TRACE_RECORD_SIZE, TraceRecord,
+                                    check_trace, decode_trace_record)
+from tests.support.bpfmap import BpfMap
 
 pytestmark = pytest.mark.integration
 
+ROOT = Path(__file__).resolve().parents[2]
 HOSTCTL = [sys.executable, hostctl.__file__]
+BULK = str(ROOT / "tests" / "support" / "mptcp_bulk.py")
 PFX = f"cc{os.getpid() % 100000}"
 A, R, B = f"{PFX}a", f"{PFX}r", f"{PFX}b"
 HOLDER = f"test:{os.getpid()}"
+SUBFLOWS = 2                                    # what every connection here has at most
+MCUBIC_HYSTART = ("mcubic", "mcubic_wrap", "mcubic_stretch")
 
 
 def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -41,33 +59,41 @@ def ns(name: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess
     return sh("ip", "netns", "exec", name, *argv, check=check)
 
 
+def _two_paths(a: str, r: str, b: str, net: int, shape) -> None:
+    """a -- r -- b over two veth paths (10.<net>.1/24 and 10.<net>.2/24), each forwarded in r by
+    `shape(i, r_port_a, r_port_b)`; MPTCP on with one extra subflow, b signalling its second
+    address."""
+    for n in (a, r, b):
+        sh("ip", "netns", "add", n)
+        ns(n, "ip", "link", "set", "lo", "up")
+    for i in (1, 2):
+        sh("ip", "link", "add", f"va{i}", "netns", a, "type", "veth", "peer", "name", f"ra{i}", "netns", r)
+        sh("ip", "link", "add", f"vb{i}", "netns", b, "type", "veth", "peer", "name", f"rb{i}", "netns", r)
+        ns(a, "ip", "addr", "add", f"10.{net}.{i}.1/24", "dev", f"va{i}")
+        ns(b, "ip", "addr", "add", f"10.{net}.{i}.2/24", "dev", f"vb{i}")
+        for n, dev in ((a, f"va{i}"), (b, f"vb{i}"), (r, f"ra{i}"), (r, f"rb{i}")):
+            ns(n, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off", check=False)
+            ns(n, "ip", "link", "set", dev, "up")
+        shape(i, f"ra{i}", f"rb{i}")
+    for n in (a, b):
+        ns(n, "sysctl", "-q", "net.mptcp.enabled=1")
+        ns(n, "ip", "mptcp", "limits", "set", "subflows", str(SUBFLOWS - 1), "add_addr_accepted", "1")
+    ns(b, "ip", "mptcp", "endpoint", "add", f"10.{net}.2.2", "dev", "vb2", "signal", "id", "7")
+
+
 @pytest.fixture(scope="module")
 def paths():
     """a -- r -- b, two paths bridged in r: 20 and 10 Mbit/s token buckets with 30 kB queues
     towards b (losses and queueing delay, so every branch of every algorithm runs)."""
-    for n in (A, R, B):
-        sh("ip", "netns", "add", n)
-        ns(n, "ip", "link", "set", "lo", "up")
+    def shape(i, pa, pb):
+        ns(R, "ip", "link", "add", f"br{i}", "type", "bridge")
+        for port in (pa, pb):
+            ns(R, "ip", "link", "set", port, "master", f"br{i}")
+        ns(R, "ip", "link", "set", f"br{i}", "up")
+        ns(R, "tc", "qdisc", "add", "dev", pb, "root", "tbf", "rate", ("20mbit", "10mbit")[i - 1], "burst", "4kb",
+           "limit", "30kb")
     try:
-        for i, rate in ((1, "20mbit"), (2, "10mbit")):
-            sh("ip", "link", "add", f"va{i}", "netns", A, "type", "veth", "peer", "name", f"ra{i}", "netns", R)
-            sh("ip", "link", "add", f"vb{i}", "netns", B, "type", "veth", "peer", "name", f"rb{i}", "netns", R)
-            ns(R, "ip", "link", "add", f"br{i}", "type", "bridge")
-            for port in (f"ra{i}", f"rb{i}"):
-                ns(R, "ip", "link", "set", port, "master", f"br{i}")
-                ns(R, "ip", "link", "set", port, "up")
-            ns(R, "ip", "link", "set", f"br{i}", "up")
-            ns(A, "ip", "addr", "add", f"10.93.{i}.1/24", "dev", f"va{i}")
-            ns(B, "ip", "addr", "add", f"10.93.{i}.2/24", "dev", f"vb{i}")
-            ns(A, "ip", "link", "set", f"va{i}", "up")
-            ns(B, "ip", "link", "set", f"vb{i}", "up")
-            for n, dev in ((A, f"va{i}"), (B, f"vb{i}"), (R, f"ra{i}"), (R, f"rb{i}")):
-                ns(n, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", check=False)
-            ns(R, "tc", "qdisc", "add", "dev", f"rb{i}", "root", "tbf", "rate", rate, "burst", "4kb", "limit", "30kb")
-        for n in (A, B):
-            ns(n, "sysctl", "-q", "net.mptcp.enabled=1")
-            ns(n, "ip", "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2")
-        ns(B, "ip", "mptcp", "endpoint", "add", "10.93.2.2", "dev", "vb2", "signal")
+        _two_paths(A, R, B, 93, shape)
         yield
     finally:
         for n in (A, R, B):
@@ -79,48 +105,264 @@ def objects(tmp_path_factory):
     return build(dest=tmp_path_factory.mktemp("cc-build"), trace=True)
 
 
-def _maps_named(name: str) -> list[int]:
-    maps = json.loads(sh("bpftool", "-j", "map", "show").stdout)
-    return sorted(m["id"] for m in maps if m.get("name") == name)
-
-
-def _dump(map_id: int) -> list[bytes]:
-    doc = json.loads(sh("bpftool", "-j", "map", "dump", "id", str(map_id)).stdout)
-    return [bytes(int(x, 16) for x in e["value"]) for e in doc]
-
-
 def _hostctl(*args: str) -> dict:
     p = subprocess.run(HOSTCTL + list(args), capture_output=True, text=True)
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+class Registered:
+    """One trace build registered for this test, its maps found through its own programs."""
+
+    def __init__(self, algorithm: str, objects) -> None:
+        self.alg = ALGORITHMS[algorithm]
+        self.name = self.alg.trace_name
+        loaded = _hostctl("load", self.name, objects.sha256_of(algorithm), str(objects.object_of(algorithm)), HOLDER)
+        assert loaded["ok"] and loaded["action"] == "registered", loaded
+        self.unloaded: dict | None = None
+        try:
+            self.maps = hostctl._maps_of(loaded["id"])
+            stem = self.alg.stem
+            assert {f"{stem}_conns", f"{stem}_trace", f"{stem}_tidx"} <= set(self.maps), self.maps
+            assert loaded["conns_map"] == self.maps[f"{stem}_conns"]
+        except BaseException:
+            self.unload()
+            raise
+
+    def conns(self) -> int:
+        """Entries in the coupling map now."""
+        return len(json.loads(sh("bpftool", "-j", "map", "dump", "id", str(self.maps[f"{self.alg.stem}_conns"])).stdout))
+
+    def wait_empty(self, timeout: float = 20) -> int:
+        """Wait for the connections to be gone (a closed socket drains its send buffer first: at
+        3 Mbit/s and 200 ms that takes seconds); the entries left."""
+        deadline = time.monotonic() + timeout
+        while (n := self.conns()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return n
+
+    def records(self) -> list[TraceRecord]:
+        with BpfMap(self.maps[f"{self.alg.stem}_tidx"], 4) as idx:
+            raw = idx.lookup(0)
+            used = int.from_bytes(raw, "little") if raw else 0
+        out = []
+        with BpfMap(self.maps[f"{self.alg.stem}_trace"], TRACE_RECORD_SIZE) as trace:
+            for i in range(used):
+                raw = trace.lookup(i)
+                r = decode_trace_record(raw) if raw else None
+                if r is not None:
+                    out.append(r)
+        return out
+
+    def unload(self) -> dict:
+        if self.unloaded is None:
+            self.unloaded = _hostctl("unload", self.name, HOLDER)
+        return self.unloaded
+
+
+def bulk(client: str, server: str, addr: str, port: int, cc: str, seconds: float, *,
+         mptcp_server: bool = True, during=None) -> int:
+    """One MPTCP bulk transfer client -> server that ends cleanly (tests/support/mptcp_bulk.py:
+    the receiver reads to the end before it closes, so every subflow closes within round trips);
+    `during(sender)` runs while the sender does. Returns the bytes received."""
+    srv = subprocess.Popen(["ip", "netns", "exec", server, sys.executable, BULK, "recv" if mptcp_server else "recv-tcp",
+                            str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout is not None and srv.stdout.readline().strip() == "listening", srv.stderr
+        cli = subprocess.Popen(["ip", "netns", "exec", client, sys.executable, BULK, "send", addr, str(port), cc,
+                                str(seconds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if during is not None:
+            during(cli)
+        out, err = cli.communicate(timeout=seconds + 120)
+        assert cli.returncode == 0, err
+        received, err = srv.communicate(timeout=60)
+        assert srv.returncode == 0, err
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait(timeout=10)
+    assert int(received) == int(out) > 0
+    return int(received)
+
+
+def links(records: list[TraceRecord]) -> dict[tuple[int, int], list[tuple[str, int, int, int, int]]]:
+    """(connection token, slot) -> how that subflow joined and left: (event, why, tcp state, its
+    entry was found, the entry was deleted)."""
+    names = {EV_LINK: "link", EV_UNLINK: "unlink"}
+    out: dict[tuple[int, int], list[tuple[str, int, int, int, int]]] = defaultdict(list)
+    for r in records:
+        if r.event in names:
+            out[(r.token, r.sub)].append((names[r.event], r.inputs[0], r.inputs[1], r.outputs[0], r.outputs[1]))
+    return dict(out)
+
+
+def assert_map_emptied(what: str, left: dict, records: list[TraceRecord]) -> None:
+    """hostctl unloaded the program with its coupling map empty; every subflow that linked left."""
+    assert left["ok"] and left["action"] == "unregistered", left
+    joined = links(records)
+    assert left["conns_left"] == 0, f"{what}: {left['conns_left']} phantom connection entries; links: {joined}"
+    stuck = {k: v for k, v in joined.items() if v[-1][0] != "unlink"}
+    assert not stuck, f"{what}: subflows that never left: {stuck}"
+
+
+def check_decisions(algorithm: str, records: list[TraceRecord], *, min_replayed: int = 20,
+                    subflows: int = SUBFLOWS) -> tuple[int, list[TraceRecord]]:
+    """Every decision agrees with the model; none saw more subflows than its connection had."""
+    replayed, bad = check_trace(algorithm, records)
+    assert replayed >= min_replayed, f"{algorithm}: only {replayed} decisions recorded ({len(records)} records)"
+    assert bad == [], f"{algorithm}: {len(bad)} of {replayed} decisions differ from the model; first: {bad[0]}"
+    views = [r for r in records if r.event in (EV_INCREASE, EV_SSTHRESH, EV_ROUND)]
+    too_many = [r for r in views if r.view.n > subflows]
+    assert not too_many, f"{algorithm}: a decision saw {too_many[0].view.n} subflows: {too_many[0]}"
+    slots = defaultdict(set)
+    for r in views:
+        if r.token:
+            slots[r.token].add(r.sub)
+    assert all(len(s) <= subflows for s in slots.values()), dict(slots)
+    return replayed, [r for r in views if r.view.n == 2]
+
+
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_the_program_decides_as_its_model_on_real_traffic(algorithm, paths, objects):
-    name = f"{algorithm}_trace"
-    loaded = _hostctl("load", name, objects.sha256_of(algorithm), str(objects.object_of(algorithm)), HOLDER)
-    assert loaded["ok"] and loaded["action"] == "registered", loaded
+    reg = Registered(algorithm, objects)
     try:
-        trace_map = _maps_named(f"{algorithm}_trace")[-1]       # the one just created with it
-        server = subprocess.Popen(["ip", "netns", "exec", B, "mptcpize", "run", "iperf3", "-s", "-1", "-p", "5301"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            time.sleep(0.5)
-            client = ns(A, "mptcpize", "run", "iperf3", "-c", "10.93.1.2", "-p", "5301", "-t", "6", "-C", name, "-J")
-        finally:
-            server.wait(timeout=15)
-        result = json.loads(client.stdout)
-        assert result["end"]["sum_received"]["bytes"] > 0
-        records = [r for r in (decode_trace_record(b) for b in _dump(trace_map)) if r is not None]
+        bulk(A, B, "10.93.1.2", 5301, reg.name, 6)
+        reg.wait_empty()
+        records = reg.records()
     finally:
-        left = _hostctl("unload", name, HOLDER)
-    assert left["ok"] and left["action"] == "unregistered", left
-    replayed, bad = check_trace(algorithm, records)
-    assert replayed >= 20, f"{algorithm}: only {replayed} decisions recorded ({len(records)} records)"
-    assert bad == [], f"{algorithm}: {len(bad)} of {replayed} decisions differ from the model; first: {bad[0]}"
-    coupled = [r for r in records if r.view.n == 2]
+        left = reg.unload()
+    assert_map_emptied(algorithm, left, records)
+    _, coupled = check_decisions(algorithm, records)
     assert coupled, f"{algorithm}: no decision saw both subflows of the connection"
-    # one connection's subflows: two slots of one entry, both with this connection's state
-    assert all(len(set(r.view.rtt)) >= 1 for r in coupled)
+    hystart = [r for r in records if r.event == EV_HYSTART]
+    if algorithm in MCUBIC_HYSTART:
+        assert hystart, f"{algorithm}: no HyStart decision recorded"
+    else:
+        assert not hystart
+
+
+def test_a_fallback_and_a_removed_subflow_leave_no_phantom_slot(paths, objects):
+    """An MPTCP client against a server without MPTCP falls back to TCP at the handshake; then
+    a new MPTCP connection, whose second subflow the server's path manager removes after 3 s
+    (REMOVE_ADDR: the client closes it). Neither leaves a slot behind: the fallback
+    connection's decisions see one subflow, the next connection never sees more than its two,
+    only its remaining subflow once the other is gone, and the map is empty after each."""
+    reg = Registered("mcubic", objects)
+    try:
+        bulk(A, B, "10.93.1.2", 5302, reg.name, 3, mptcp_server=False)
+        assert reg.wait_empty() == 0, f"the fallback connection left its entry: {links(reg.records())}"
+        fallback = reg.records()
+        assert fallback and all(r.view.n <= 1 for r in fallback if r.event == EV_INCREASE), fallback[:3]
+
+        def remove_second_address(sender):
+            time.sleep(3.5)
+            ns(B, "ip", "mptcp", "endpoint", "delete", "id", "7")
+        try:
+            bulk(A, B, "10.93.1.2", 5303, reg.name, 7, during=remove_second_address)
+        finally:
+            ns(B, "ip", "mptcp", "endpoint", "add", "10.93.2.2", "dev", "vb2", "signal", "id", "7", check=False)
+        reg.wait_empty()
+        records = reg.records()[len(fallback):]
+    finally:
+        left = reg.unload()
+    assert_map_emptied("mcubic", left, fallback + records)
+    _, coupled = check_decisions("mcubic", records)
+    assert coupled, "the second connection never coupled its two subflows"
+    token = coupled[0].token
+    # the joined subflow (slot 1, the server's second address) left while the first still sent
+    gone = [i for i, r in enumerate(records) if r.event == EV_UNLINK and (r.token, r.sub) == (token, 1)]
+    assert gone, f"the removed subflow never left: {links(records)}"
+    after = [r for r in records[gone[0]:] if r.event == EV_INCREASE and (r.token, r.sub) == (token, 0)]
+    assert len(after) >= 20, f"only {len(after)} decisions of the remaining subflow after the other left"
+    assert all(r.view.n == 1 for r in after), \
+        f"after the second subflow left, decisions still saw {max(r.view.n for r in after)} subflows"
+
+
+# ---- the long replay: MCubic's epochs at 200 ms RTT ----------------------------------------------
+
+DNPIPE = next((p for p in (ROOT / ".state" / "bin" / "dnpipe", ROOT / "bridges" / "dnpipe" / "build" / "dnpipe")
+               if p.exists()), None)
+LA, LR, LB = f"{PFX}la", f"{PFX}lr", f"{PFX}lb"
+LONG_S = 30
+LONG_RATE_BPS = 3_000_000
+ONE_WAY_US = 100_000                    # 200 ms RTT
+LONG_QUEUE_SLOTS = 25
+
+
+@pytest.fixture(scope="module")
+def long_paths(tmp_path_factory):
+    """Two paths of 3 Mbit/s, 100 ms each way, 25-packet drop-tail queues, each a dnpipe
+    forwarder in its own right (this kernel has no netem)."""
+    if DNPIPE is None:
+        pytest.fail("dnpipe is not built: scripts/setup.sh builds it into .state/bin/dnpipe")
+    tmp = tmp_path_factory.mktemp("dnpipe")
+    procs: list[subprocess.Popen] = []
+
+    def shape(i, pa, pb):
+        sock = tmp / f"p{i}.sock"
+        procs.append(subprocess.Popen(["ip", "netns", "exec", LR, str(DNPIPE), "run", "--a", pa, "--b", pb,
+                                       "--control", str(sock), "--seed", str(i)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        sh(str(DNPIPE), "ctl", "--control", str(sock), "set", "--dir", "both", "--bw", str(LONG_RATE_BPS),
+           "--delay-us", str(ONE_WAY_US), "--queue-slots", str(LONG_QUEUE_SLOTS))
+    try:
+        _two_paths(LA, LR, LB, 94, shape)
+        yield
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        for n in (LA, LR, LB):
+            sh("ip", "netns", "del", n, check=False)
+
+
+def test_mcubic_epochs_at_a_long_rtt_replay_with_their_frozen_and_wrapped_phases(long_paths, objects):
+    """mcubic and mcubic_wrap side by side for 30 s at 200 ms RTT (two MPTCP connections over
+    the same two paths): every decision of both agrees with the model, and each reading shows
+    the phase it is about after a loss of a coupled subflow -- a run of decisions with the
+    target at or below the window (cnt = 100 cwnd: the literal reading's freeze) for mcubic, a
+    target wrapped below zero (above 2^31) for mcubic_wrap."""
+    regs = {a: Registered(a, objects) for a in ("mcubic", "mcubic_wrap")}
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            runs = [pool.submit(bulk, LA, LB, "10.94.1.2", port, reg.name, LONG_S)
+                    for port, reg in zip((5401, 5402), regs.values())]
+            for f in runs:
+                f.result(timeout=LONG_S + 120)
+        for r in regs.values():
+            r.wait_empty()
+        records = {a: r.records() for a, r in regs.items()}
+    finally:
+        lefts = {a: r.unload() for a, r in regs.items()}
+    for a, left in lefts.items():
+        assert_map_emptied(a, left, records.get(a, []))
+    for a, recs in records.items():
+        assert len(recs) < 32768, f"{a}: the trace map filled up ({len(recs)} records)"
+        _, coupled = check_decisions(a, recs, min_replayed=500)
+        assert coupled, a
+    frozen = _longest_run(records["mcubic"], lambda r: r.outputs[2] <= r.cwnd_before and r.inputs[0] < r.outputs[1]
+                          and r.outputs[0] == 100 * r.cwnd_before)
+    assert frozen >= 20, f"mcubic: no frozen phase (longest run of cnt = 100 cwnd below the origin: {frozen})"
+    wrapped = [r for r in records["mcubic_wrap"] if r.event == EV_INCREASE and r.outputs[2] >= 1 << 31]
+    assert wrapped, "mcubic_wrap: no wrapped target"
+    assert all(r.outputs[0] == 1 for r in wrapped), "a wrapped target must give 3.14's minimum cnt"
+
+
+def _longest_run(records: list[TraceRecord], pred) -> int:
+    """The longest run of consecutive decisions of one subflow for which pred holds."""
+    best, cur = 0, defaultdict(int)
+    for r in records:
+        if r.event != EV_INCREASE:
+            continue
+        key = (r.token, r.sub)
+        cur[key] = cur[key] + 1 if pred(r) else 0
+        best = max(best, cur[key])
+    return best
 
 
 def test_nothing_stays_registered(paths, objects):
@@ -135,12 +377,15 @@ def test_builds_are_reproducible(tmp_path):
     state dir, another working directory): records name an object sha256 anyone can rebuild,
     and two racks on one kernel share one registered program instead of refusing each other."""
     from nodes.congestion.build import LOCAL_BTF
-    here = build(LOCAL_BTF, tmp_path / "one")
+    names = ["lia", "mcubic", "mcubic_wrap", "mcubic_stretch"]    # a plain source, and one with variants
+    here = build(LOCAL_BTF, tmp_path / "one", names=names)
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        there = build(LOCAL_BTF, tmp_path / "elsewhere" / "two")
+        there = build(LOCAL_BTF, tmp_path / "elsewhere" / "two", names=names)
     finally:
         os.chdir(cwd)
     assert here.directory != there.directory
-    assert {n: here.sha256_of(n) for n in ALGORITHMS} == {n: there.sha256_of(n) for n in ALGORITHMS}
+    assert {n: here.sha256_of(n) for n in names} == {n: there.sha256_of(n) for n in names}
+    # one source, distinct programs: every variant is its own object
+    assert len({here.sha256_of(n) for n in names}) == len(names)

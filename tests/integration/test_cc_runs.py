@@ -116,7 +116,7 @@ def test_every_variant_runs_and_its_record_names_its_reading(cc_rack, variant):
     p = cc_rack.ctl("run", "shared-bottleneck", "--delay", "20ms", "--cc", variant, "--duration", "20s", "--json",
                     timeout=400)
     assert p.returncode == 0, p.stderr[-2000:]
-    m = json.loads((Path(json.loads(p.stdout)["record"]) / "manifest.json").read_text())
+    m = json.loads((Path(json.loads(p.stdout)["data"]["record"]) / "manifest.json").read_text())
     assert m["status"] == "completed", m["status"]
     cong = m["congestion"]
     alg, want = cong["algorithms"][variant], ALGORITHMS[variant]
