@@ -30,6 +30,7 @@ APT_PACKAGES=(
     clang bpftool libbpf-dev linux-libc-dev   # BPF congestion controls (nodes/congestion)
     postgresql    # the lab database's tests start their own server (initdb + pg_ctl); no service is enabled
     sudo          # a virtual host may log in as a non-root account that runs ctl's commands with sudo -n
+    modemmanager polkitd dbus   # the virtual modem host runs the real ModemManager (own bus, polkitd; no service enabled)
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -44,9 +45,16 @@ if [ ${#missing[@]} -gt 0 ]; then
         printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; policy_added=1
     fi
     trap '[ $policy_added = 1 ] && rm -f /usr/sbin/policy-rc.d' EXIT
-    apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
-        "${missing[@]}" >/dev/null
+    # apt writes temporary files under $TMPDIR (default /tmp): on a machine whose /tmp is not
+    # world-writable with the sticky bit (mode 1777) it cannot, so it gets a private one that is.
+    apt_tmp=
+    if [ "$(stat -c %a "${TMPDIR:-/tmp}" 2>/dev/null)" != 1777 ]; then
+        apt_tmp=$(mktemp -d /root/.ctl-apt-tmp.XXXXXX); chmod 1777 "$apt_tmp"
+    fi
+    TMPDIR=${apt_tmp:-${TMPDIR:-/tmp}} apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
+    TMPDIR=${apt_tmp:-${TMPDIR:-/tmp}} DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install \
+        -y -q --no-install-recommends "${missing[@]}" >/dev/null
+    [ -z "$apt_tmp" ] || rm -rf "$apt_tmp"
 fi
 
 # Python: the system interpreter (3.11 on bookworm), isolated in .venv.
