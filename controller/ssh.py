@@ -37,6 +37,13 @@ _SPAWN_WRAPPER = 'echo "ctl-pid $$ $(ps -o lstart= -p $$ 2>/dev/null)"; exec "$@
 _ENV_PREFIX = ("env", "LC_ALL=C", "LANG=C")
 _TIMEOUT_GRACE = 2  # seconds between TERM and KILL of a remote command that ran over time
 _MAX_LOGGED = 1 << 20  # bytes of stdout kept in the command log per command
+# What a host may send ctl (its outputs are data, and bounded): a command's stdout (an iperf3 -J
+# of a long run is tens of MB; `ctl parse` takes up to 64 MiB), its stderr, and one line of a
+# long-running process's stream (the sampler's lines are a few KB). Beyond: the command fails
+# with that said, the line is dropped and counted -- never an unbounded buffer in the controller.
+MAX_STDOUT = 64 << 20
+MAX_STDERR = 1 << 20
+MAX_LINE = 1 << 20
 
 
 # Sent once per connection: a quoted argument with a newline and a `$`, which a POSIX shell
@@ -351,15 +358,11 @@ class SSHSession:
         t0 = time.monotonic()
         try:
             await self.connect()
-            proc = await asyncio.wait_for(
-                self._connection().run(line, input=command.stdin, check=False),
-                timeout + _TIMEOUT_GRACE + 3)
-            status = proc.exit_status
-            if status is None and proc.exit_signal:
-                status = None
-            elif status in (124, 137):  # timeout(1): TERM sent (124) or KILLed after grace (137)
+            status, out, err = await asyncio.wait_for(self._run_capped(line, command.stdin),
+                                                      timeout + _TIMEOUT_GRACE + 3)
+            if status in (124, 137):  # timeout(1): TERM sent (124) or KILLed after grace (137)
                 status = None if time.monotonic() - t0 >= timeout else status
-            result = CommandResult(self.host, command.argv, status, _text(proc.stdout), _text(proc.stderr),
+            result = CommandResult(self.host, command.argv, status, out, err,
                                    started=started, duration=time.monotonic() - t0, note=command.note)
         except asyncio.TimeoutError:
             result = CommandResult(self.host, command.argv, None, "", "timed out (no answer from host)",
@@ -372,6 +375,27 @@ class SSHSession:
             raise SSHError(self.host, f"connection lost during `{command.text()[:120]}`: {exc}") from None
         self.log.add(result)
         return result
+
+    async def _run_capped(self, line: str, stdin: str | None) -> tuple[int | None, str, str]:
+        """(exit status, stdout, stderr) of one remote command line, each stream read in chunks up
+        to its cap (MAX_STDOUT, MAX_STDERR): a host that sends more is cut off, the command counts
+        as failed (status None) and its stderr says why."""
+        proc = await self._connection().create_process(line, encoding="utf-8", errors="replace")
+        if stdin:                      # as asyncssh's run(input=...): given input, then EOF
+            proc.stdin.write(stdin)
+            proc.stdin.write_eof()
+        (out, out_over), (err, err_over) = await asyncio.gather(_read_capped(proc.stdout, MAX_STDOUT),
+                                                                _read_capped(proc.stderr, MAX_STDERR))
+        if out_over or err_over:
+            proc.close()
+            which = "stdout" if out_over else "stderr"
+            cap = MAX_STDOUT if out_over else MAX_STDERR
+            return None, out, (err + f"\nctl: the host sent more than {cap >> 20} MiB on {which}: cut off").lstrip()
+        completed = await proc.wait(check=False)
+        status = completed.exit_status
+        if status is None and completed.exit_signal:
+            status = None
+        return status, out, err
 
     async def check(self, command: Command) -> CommandResult:
         result = await self.run(command)
@@ -411,6 +435,57 @@ class SSHSession:
         self._tunnels = []
 
 
+async def _read_capped(reader: Any, cap: int) -> tuple[str, bool]:
+    """Everything `reader` sends until EOF, or the first `cap` characters and True when it sends more."""
+    parts: list[str] = []
+    size = 0
+    while True:
+        chunk = await reader.read(1 << 16)
+        if not chunk:
+            return "".join(parts), False
+        size += len(chunk)
+        if size > cap:
+            parts.append(chunk[:max(0, cap - (size - len(chunk)))])
+            return "".join(parts), True
+        parts.append(chunk)
+
+
+async def bounded_lines(reader: Any, limit: int = MAX_LINE, on_dropped: Callable[[int], None] | None = None
+                        ) -> AsyncIterator[str]:
+    """The lines of a stream, each at most `limit` characters: a longer line is dropped whole (its
+    length given to `on_dropped`) and reading goes on at the next newline. Linear in the input:
+    each chunk is scanned once."""
+    buf: list[str] = []
+    size = 0
+    dropping = False
+    while True:
+        chunk = await reader.read(1 << 16)
+        if not chunk:
+            if buf and not dropping:
+                yield "".join(buf)
+            elif dropping and on_dropped:
+                on_dropped(size)
+            return
+        start = 0
+        while True:
+            nl = chunk.find("\n", start)
+            piece = chunk[start:] if nl < 0 else chunk[start:nl]
+            if not dropping:
+                if size + len(piece) > limit:
+                    dropping, buf = True, []
+                else:
+                    buf.append(piece)
+            size += len(piece)
+            if nl < 0:
+                break
+            if dropping:
+                if on_dropped:
+                    on_dropped(size)
+            else:
+                yield "".join(buf)
+            buf, size, dropping, start = [], 0, False, nl + 1
+
+
 def _text(data: Any) -> str:
     if data is None:
         return ""
@@ -435,6 +510,7 @@ class SSHRemoteProcess:
         self._stderr_task = asyncio.ensure_future(self._drain_stderr())
         self._stderr: list[str] = []
         self.stdout_lines = 0
+        self.dropped_lines = 0
         self._result: CommandResult | None = None
 
     async def read_pid(self) -> None:
@@ -450,17 +526,22 @@ class SSHRemoteProcess:
 
     async def _drain_stderr(self) -> None:
         try:
-            async for line in self._proc.stderr:
+            async for line in bounded_lines(self._proc.stderr, MAX_STDERR):
                 if len(self._stderr) < 2000:
-                    self._stderr.append(line)
+                    self._stderr.append(line + "\n")
         except (asyncssh.Error, OSError):
             pass
 
+    def _dropped(self, length: int) -> None:
+        self.dropped_lines += 1
+
     async def lines(self) -> AsyncIterator[str]:
+        """The process's stdout, line by line; a line over MAX_LINE is dropped and counted
+        (`dropped_lines`), never buffered whole."""
         try:
-            async for line in self._proc.stdout:
+            async for line in bounded_lines(self._proc.stdout, MAX_LINE, self._dropped):
                 self.stdout_lines += 1
-                yield line.rstrip("\n")
+                yield line
         except (asyncssh.Error, OSError, ConnectionError) as exc:
             self.session.mark_lost(exc)
             raise SSHError(self.host, f"lost the stream of `{shlex.join(self.argv)[:80]}`: {exc}") from None

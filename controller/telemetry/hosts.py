@@ -55,6 +55,7 @@ class HostStream:
         self.prev_if: dict[str, tuple[int, list[int]]] = {}
         self.samples = 0
         self.late = 0
+        self.malformed = 0      # records that were JSON but not what the sampler writes
         self.error: str | None = None
         self.raw = None
 
@@ -79,9 +80,14 @@ class HostStream:
                     rec = json.loads(line)
                 except ValueError:
                     continue
-                if "hello" in rec:
+                if not isinstance(rec, dict) or "hello" in rec:
                     continue
-                self.hub.emit(self.to_points(rec))
+                try:
+                    points = self.to_points(rec)
+                except (KeyError, TypeError, ValueError, IndexError, OverflowError):
+                    self.malformed += 1     # a record the sampler never writes: skipped, counted
+                    continue
+                self.hub.emit(points)
         except SSHError as exc:
             self.error = exc.one_line()
             self.hub.on_stream_lost(self.host, exc)
