@@ -5,13 +5,17 @@ where every endpoint lists it; one of ctl's BPF programs (nodes/congestion) wher
 endpoint's kernel can load it (BTF, struct_ops, bpftool) and the controller can build it. Variants
 (another reading of a paper's algorithm, for analysis) are listed apart, each with its reading.
 The probe is read-only: nothing on a host changes. A virtual rack's endpoints are namespaces
-of this machine's kernel, so its probe runs here and the rack need not be up.
+of this machine's kernel, so its probe runs here and the rack need not be up. Listing builds
+nothing either: only the toolchain is checked, and a BPF program is compiled for an endpoint's
+kernel when a run first needs it (then reused), which the list says.
 """
 from __future__ import annotations
 
 import argparse
+import shutil
+from pathlib import Path
 
-from controller.cli.commands import Parser, add_command
+from controller.cli.commands import JSON_HELP, Parser, add_command
 from controller.cli.common import inventory_of, print_json
 from nodes.congestion.catalog import ALGORITHMS
 
@@ -21,7 +25,7 @@ def cmd_cc(args: argparse.Namespace) -> int:
 
     inv = inventory_of(args)
     probe = (lambda i, hosts: algs.probe_local(hosts)) if inv.kind == "virtual" else None
-    statuses = algs.available_algorithms(inv, probe=probe)
+    statuses = algs.available_algorithms(inv, probe=probe, build_check=toolchain_problem)
     rows = []
     for name, st in sorted(statuses.items(), key=lambda kv: _order(kv[0], kv[1].kind)):
         alg = ALGORITHMS.get(name)
@@ -33,7 +37,8 @@ def cmd_cc(args: argparse.Namespace) -> int:
                      "on_plain_tcp": alg.base if alg else None,
                      "variant_of": alg.variant_of if alg else None,
                      "for_analysis": bool(alg and alg.is_variant),
-                     "reading": alg.reading if alg else None})
+                     "reading": alg.reading if alg else None,
+                     "built_on_first_use": alg is not None})
     if args.json:
         print_json({"rack": inv.name, "endpoints": algs.endpoint_hosts(inv), "algorithms": rows})
         return 0
@@ -52,7 +57,16 @@ def cmd_cc(args: argparse.Namespace) -> int:
             print(f"  {r['name']:<{w}}  {mark}  variant of {r['variant_of']}: {r['reading']}")
     print("ask for one with any scenario's --cc (or a campaign's `cc:` sweep); "
           "BPF programs are loaded for the run and removed after it")
+    print("BPF programs build on first use: compiled for an endpoint's kernel when a run first needs them, then "
+          "reused; this list built nothing")
     return 0
+
+
+def toolchain_problem(_inv=None) -> str | None:
+    """Why this controller could not build ctl's BPF programs (None: clang and bpftool are there).
+    Builds nothing: a list or a dry run has no side effect; a run builds on first use."""
+    missing = [t for t in ("clang", "bpftool") if shutil.which(t) is None and not Path("/usr/sbin", t).exists()]
+    return f"{', '.join(missing)} not installed (scripts/setup.sh installs them)" if missing else None
 
 
 def _order(name: str, kind: str) -> tuple[int, str]:
@@ -66,8 +80,8 @@ def register(sub) -> None:
                     description="Congestion controls the rack's endpoints can run (kernel built-ins and "
                                 "ctl's BPF programs), with the reason for those they cannot.")
     ls = p.add_subparsers(dest="cc_command", required=True, parser_class=Parser, metavar="ACTION")
-    sp = ls.add_parser("list", help="every algorithm, runnable or not, and where it comes from",
+    sp = ls.add_parser("list", help="every algorithm, runnable or not, and where it comes from (builds nothing)",
                        allow_abbrev=False)
-    sp.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help="rack description (YAML)")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--json", action="store_true",
+                    help=JSON_HELP + "; per algorithm: kind, runnable and why, source, defines, variant_of and reading")
     sp.set_defaults(func=cmd_cc)

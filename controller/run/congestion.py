@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import os
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -31,6 +33,29 @@ from nodes.congestion.catalog import ALGORITHMS
 from nodes.congestion.driver import CongestionDriver, CongestionState, LoadObject, hostctl_command
 
 OBJECTS_ON_HOST = "/run/ctl-cc/objects"
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def holder_id(rack: str, state_identity: str, run_id: str) -> str:
+    """The id a run holds BPF programs under in a host's /run/ctl-cc/holders.json (pure).
+
+    One kernel may serve several racks (the virtual racks of one machine, or two controllers
+    driving endpoints of one host), each with its own state dir, and two of them may start runs
+    with the same run id (same second, scenario and parameters): the id names the rack, the
+    state dir (`state_identity`, see `state_identity()`) and the run, so no run can take
+    another's hold for its own and leave a program registered, or unload it under the other."""
+    return "run:" + "/".join(_SAFE.sub("_", part) or "_" for part in (rack, state_identity, run_id))
+
+
+def state_identity(path: Path) -> str:
+    """Which state dir this is, on this machine: its real path and inode, hashed (12 hex digits)."""
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+        ident = f"{real}\0{st.st_dev}\0{st.st_ino}"
+    except OSError:
+        ident = real                    # not made yet: its path alone
+    return hashlib.sha256(ident.encode()).hexdigest()[:12]
 
 
 def wanted_by_host(endpoints: Mapping[str, Any]) -> dict[str, frozenset[str]]:
@@ -94,7 +119,7 @@ class CongestionStage:
 
     def __init__(self, run_id: str, inv: Inventory, endpoints: Mapping[str, Any], sessions: Mapping[str, Any],
                  manifest: dict, *, dry_run: bool, progress: Callable[[str], None]):
-        self.holder = f"run:{run_id}"
+        self.holder = holder_id(str(getattr(inv, "name", "") or "rack"), state_identity(state_dir()), run_id)
         self.inv = inv
         self.wanted = wanted_by_host(endpoints)
         self.sessions = sessions

@@ -225,7 +225,7 @@ def check_decisions(algorithm: str, records: list[TraceRecord], *, min_replayed:
 def test_the_program_decides_as_its_model_on_real_traffic(algorithm, paths, objects):
     reg = Registered(algorithm, objects)
     try:
-        bulk(A, B, "10.93.1.2", 5301, reg.name, 6)
+        bulk(A, B, "10.93.1.2", 5301, reg.name, 4)
         reg.wait_empty()
         records = reg.records()
     finally:
@@ -363,6 +363,31 @@ def _longest_run(records: list[TraceRecord], pred) -> int:
         cur[key] = cur[key] + 1 if pred(r) else 0
         best = max(best, cur[key])
     return best
+
+
+def test_two_racks_with_one_run_id_hold_a_program_apart(objects, tmp_path):
+    """Two racks on this kernel whose runs got the same run id: each holds the program under
+    its own holder id (rack, state dir, run), so the first to leave does not unregister it from
+    under the other, and the last one does."""
+    from controller.run.congestion import holder_id, state_identity
+    rid = "20261126T000000Z_shared-bottleneck_cc-lia"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    h1 = holder_id("virtual", state_identity(tmp_path / "a"), rid)
+    h2 = holder_id("virtual", state_identity(tmp_path / "b"), rid)
+    name, sha, obj = "lia_trace", objects.sha256_of("lia"), str(objects.object_of("lia"))
+    first = _hostctl("load", name, sha, obj, h1)
+    try:
+        assert first["action"] == "registered", first
+        second = _hostctl("load", name, sha, obj, h2)
+        assert second["action"] == "shared" and second["holders"] == [h1, h2], second
+        assert _hostctl("unload", name, h1)["action"] == "left"
+        assert name in open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+    finally:
+        _hostctl("unload", name, h1)
+        last = _hostctl("unload", name, h2)
+    assert last["action"] == "unregistered", last
+    assert name not in open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
 
 
 def test_nothing_stays_registered(paths, objects):

@@ -44,10 +44,15 @@ def holders() -> dict:
 def cc_rack(rack):
     before = available()
     yield rack
-    runs = {p.name for p in rack.runs_dir.iterdir()} if rack.runs_dir.exists() else set()
+    ours = set()
+    for d in rack.runs_dir.iterdir() if rack.runs_dir.exists() else ():
+        try:
+            ours.add(json.loads((d / "manifest.json").read_text())["congestion"]["holder"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
     for name, entry in holders().items():
         for h in list(entry.get("holders", [])):
-            if h.startswith("run:") and h[4:] in runs:     # ours: never another rack's
+            if h in ours:                                   # ours: never another rack's
                 subprocess.run([sys.executable, hostctl.__file__, "unload", name, h], capture_output=True)
     assert available() <= before | set(), f"left registered: {sorted(available() - before)}"
 
@@ -101,7 +106,8 @@ def test_a_bpf_algorithm_runs_on_every_data_subflow_and_leaves_nothing(cc_rack):
     assert all(names == ["olia"] for names in observed["mptcp"].values())  # ... on olia only
     assert all(names == ["cubic"] for names in observed["tcp"].values())
     assert "olia" not in available() and available() == before
-    assert not any(h.startswith(f"run:{out['run_id']}") for e in holders().values() for h in e["holders"])
+    assert cong["holder"].startswith("run:") and cong["holder"].endswith("/" + out["run_id"])
+    assert not any(h == cong["holder"] for e in holders().values() for h in e["holders"])
     # the run checked the program's coupling map before unloading it: every connection's entry gone
     left = {h: st["conns_left"] for h, st in cong["hosts"].items() if "conns_left" in st}
     assert left and all(v == {"olia": 0} for v in left.values()), left
@@ -199,7 +205,7 @@ def test_the_physical_rack_path_builds_for_the_endpoints_btf_and_ships_the_objec
     before = available()
     endpoint = ThisMachineAsAnEndpoint()
     manifest: dict = {}
-    stage = CongestionStage("20261124T000000Z_physical-path-test", SimpleNamespace(kind="physical"),
+    stage = CongestionStage("20261124T000000Z_physical-path-test", SimpleNamespace(kind="physical", name="phys"),
                             {"endpoint1": EndpointConfig(congestion_controls=frozenset({"mcubic"}))},
                             {"endpoint1": endpoint}, manifest, dry_run=False, progress=lambda s: None)
     shipped = []
@@ -224,8 +230,7 @@ def test_the_physical_rack_path_builds_for_the_endpoints_btf_and_ships_the_objec
         assert "mcubic" not in available() and available() == before
     finally:
         for name in ("mcubic",):
-            subprocess.run([sys.executable, hostctl.__file__, "unload", name,
-                            "run:20261124T000000Z_physical-path-test"], capture_output=True)
+            subprocess.run([sys.executable, hostctl.__file__, "unload", name, stage.holder], capture_output=True)
         for f in shipped:
             if os.path.basename(f) not in objects_before:
                 Path(f).unlink(missing_ok=True)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from controller.errors import ParameterError, ParseError
-from controller.run.congestion import congestion_problems, subflow_congestion, wanted_by_host
+from controller.run.congestion import (congestion_problems, holder_id, state_identity, subflow_congestion,
+                                      wanted_by_host)
 from controller.telemetry.points import Point
 from nodes.congestion.build import compile_argv
 from nodes.congestion.driver import CongestionDriver, LoadObject, parse_probe
@@ -136,3 +137,18 @@ def test_the_build_command_line():
     assert argv[:5] == ["/usr/bin/clang", "-g", "-O2", "-target", "bpf"]
     assert "-mcpu=v3" in argv and "-D__TARGET_ARCH_x86" in argv and "-DCTL_TRACE" in argv
     assert argv[-4:] == ["-c", "/src/lia.bpf.c", "-o", "/out/lia.o"]
+
+
+def test_holder_ids_are_unique_per_rack_state_dir_and_run(tmp_path):
+    """Two racks on one kernel (or two state dirs) starting runs with the same run id hold a BPF
+    program apart: neither can leave, or unload, the other's hold."""
+    rid = "20261124T155434Z_shared-bottleneck_delay-100ms_cc-lia"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    sa, sb = state_identity(tmp_path / "a"), state_identity(tmp_path / "b")
+    assert sa != sb and len(sa) == 12 and state_identity(tmp_path / "a" / ".." / "a") == sa
+    ids = {holder_id("virtual", sa, rid), holder_id("lab", sa, rid), holder_id("virtual", sb, rid),
+           holder_id("virtual", sa, rid + "x")}
+    assert len(ids) == 4
+    assert holder_id("virtual", sa, rid) == f"run:virtual/{sa}/{rid}"
+    assert holder_id("a b/../c", sa, rid).startswith("run:a_b_.._c/")        # one token, no separators
