@@ -195,11 +195,17 @@ def release_cc_holds(runs_dir: Path) -> list[str]:
         doc = json.loads(Path(hostctl.HOLDERS).read_text())
     except (OSError, ValueError):
         return []
-    ours = {p.name for p in runs_dir.iterdir()} if runs_dir.exists() else set()
+    ours = set()                      # the holder ids our runs recorded (run:<rack>/<state>/<run id>)
+    for p in runs_dir.iterdir() if runs_dir.exists() else ():
+        ours.add(f"run:{p.name}")     # records written before holder ids named the rack
+        try:
+            ours.add(json.loads((p / "manifest.json").read_text())["congestion"]["holder"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
     released = []
     for name, entry in doc.items():
         for h in list(entry.get("holders", [])):
-            if h.startswith("run:") and h[4:] in ours:
+            if h in ours:
                 subprocess.run([sys.executable, hostctl.__file__, "unload", name, h], capture_output=True)
                 released.append(f"{name} ({h})")
     return released
