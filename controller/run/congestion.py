@@ -29,6 +29,7 @@ from controller.errors import CtlError, ParameterError, VerifyError
 from controller.inventory import Inventory
 from controller.settings import state_dir
 from nodes.congestion.build import ARCHES, Build, BuildError, build
+from nodes.congestion import hostctl
 from nodes.congestion.catalog import ALGORITHMS
 from nodes.congestion.driver import CongestionDriver, CongestionState, LoadObject, hostctl_command
 
@@ -242,15 +243,19 @@ class CongestionStage:
 
     def _record_conns_left(self, h: str, left: Mapping[str, int | None]) -> None:
         """What each program's coupling map still held when this run, its last holder, unloaded
-        it (every connection gone: 0); a phantom is a warning on the run, not a restore failure."""
+        it (hostctl waits up to 15 s for closing connections; every connection gone: 0). Above 0
+        is a warning on the run, not a restore failure: a connection still closing (an MPTCP
+        peer that closed with data in flight can keep its subflows probing for about a minute)
+        or a subflow that left without clearing its slot."""
         if not left:
             return                      # another run still holds what this host used: not checked here
         cong = self.manifest["congestion"]
         cong["hosts"][h]["conns_left"] = dict(left)
         for name, n in sorted(left.items()):
             if n:
-                msg = (f"{h}: {name}: {n} connection entr{'y' if n == 1 else 'ies'} left in its coupling map after "
-                       "every connection closed (a subflow that left without clearing its slot)")
+                msg = (f"{h}: {name}: {n} connection entr{'y' if n == 1 else 'ies'} still in its coupling map "
+                       f"{hostctl.CONNS_WAIT_S:.0f} s after the traffic (a connection still closing, or a subflow "
+                       "that left without clearing its slot)")
                 cong.setdefault("warnings", []).append(msg)
                 self.progress("warning: " + msg)
 

@@ -227,6 +227,7 @@ def test_the_physical_rack_path_builds_for_the_endpoints_btf_and_ships_the_objec
         problems: list[str] = []
         asyncio.run(stage.restore_host("endpoint1", problems))
         assert problems == []
+        assert manifest["congestion"]["hosts"]["endpoint1"]["conns_left"] == {"mcubic": 0}   # checked, then left
         assert "mcubic" not in available() and available() == before
     finally:
         for name in ("mcubic",):
