@@ -30,7 +30,8 @@ from controller.lab.influxd import InfluxServer
 from controller.lab.snmpd_conf import render_snmpd_conf
 from controller.settings import state_dir
 from controller.safefs import create_private, private_dir, read_private, write_private
-from controller.lab.plan import Daemon, LAB_FORMAT, LabPlan, REQUIRED_TOOLS, host_dir, plan_lab
+from controller.lab import mmhost
+from controller.lab.plan import Daemon, LAB_FORMAT, LabPlan, REQUIRED_TOOLS, host_dir, plan_lab, runs_modemmanager
 
 
 # A secret as ctl writes one (secrets.token_urlsafe) or a person would: one line, one token of
@@ -204,9 +205,13 @@ def check_prerequisites(inv: Inventory) -> None:
     plan = plan_lab(inv)
     tools = REQUIRED_TOOLS + (("nft",) if any(h.nat is not None for h in inv.hosts.values()) or plan.after_start
                               else ()) + (("sudo",) if any(sudo for _u, sudo in plan.accounts.values()) else ())
+    if any(runs_modemmanager(inv, h) for h in inv.hosts):
+        tools += ("dbus-daemon", "ModemManager", "mmcli", mmhost.POLKITD)
     missing = [t for t in tools if shutil.which(t) is None and not Path("/usr/sbin", t).exists()]
     if missing:
         hint = " (Debian package nftables: the virtual NAT router needs it)" if "nft" in missing else ""
+        if {"dbus-daemon", "ModemManager", "mmcli", mmhost.POLKITD} & set(missing):
+            hint += " (Debian packages modemmanager, polkitd, dbus: the virtual modem host runs them)"
         raise LabError(f"missing tools for the virtual rack: {', '.join(missing)}{hint} (run scripts/setup.sh)")
 
 

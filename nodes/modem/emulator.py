@@ -35,6 +35,8 @@ import tty
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
+from nodes.modem.emulator_3gpp import Settings, answer, registration_urcs, split_command_line
+from nodes.modem.emulator_profiles import PROFILES, Profile
 from nodes.modem.radio import LTE_BW_MHZ, NR_BW_MHZ, RadioSample, lte_cell
 
 
@@ -192,21 +194,6 @@ def field_test_trace() -> DriveTrace:
 # ---------------------------------------------------------------------------------------------------------
 # Reply builders per vendor (data tables; a command a vendor lacks answers ERROR, as real modems do)
 
-def _csq(s: DriveState) -> list[str]:
-    v = max(0, min(31, round((s.rssi_dbm + 113) / 2)))
-    return [f"+CSQ: {v},99"]
-
-
-def _cesq(s: DriveState) -> list[str]:
-    # Telit manual shape for LTE: "+CESQ: 99,99,255,255,<rsrq>,<rsrp>"
-    return [f"+CESQ: 99,99,255,255,{(s.rsrq_db + 20) * 2},{s.rsrp_dbm + 141}"]
-
-
-def _cops(s: DriveState) -> list[str]:
-    act = 13 if s.nr is not None else 7           # TS 27.007 AcT (ASSUMPTION, not in fixtures)
-    return [f'+COPS: 0,0,"{s.operator_name}",{act}']
-
-
 def _qeng(s: DriveState) -> list[str]:
     c = s.cell
     sinr_raw = (s.sinr_db + 20) // 2               # vendor doc: dB = 2X - 20
@@ -265,25 +252,18 @@ def _plain(fn: Callable[[DriveState], list[str]]) -> Builder:
     return lambda emu, s: fn(s)
 
 
-def _cereg(emu: "AtModemEmulator", s: DriveState) -> list[str]:
-    if emu.cereg_n < 2:
-        return [f"+CEREG: {emu.cereg_n},1"]
-    act = 7
-    return [f'+CEREG: {emu.cereg_n},1,"{s.cell.tac:04X}","{s.cell.eci:X}",{act}']
-
-
-COMMON: dict[str, Builder] = {"AT+CSQ": _plain(_csq), "AT+COPS?": _plain(_cops), "AT+CEREG?": _cereg,
-                              "AT+CPIN?": lambda emu, s: ["+CPIN: READY"]}
+# Vendor commands only: the standard ones (+CSQ, +CESQ, +COPS, +CEREG, +CPIN, identification, SIM, ...) are
+# answered by emulator_3gpp.answer for every vendor, except those a vendor's table below lacks.
 VENDORS: dict[str, dict[str, Builder]] = {
-    "quectel": {**COMMON, 'AT+QENG="SERVINGCELL"': _plain(_qeng), "AT+CESQ": _plain(_cesq)},
-    "sierra": {**COMMON, "AT!GSTATUS?": _gstatus, "AT+CESQ": _plain(_cesq)},
-    "huawei": {**COMMON, "AT^HCSQ?": _plain(_hcsq), "AT^SYSINFOEX": _plain(_sysinfoex)},
-    "generic": {**COMMON, "AT+CESQ": _plain(_cesq)},
+    "quectel": {'AT+QENG="SERVINGCELL"': _plain(_qeng)},
+    "sierra": {"AT!GSTATUS?": _gstatus},
+    "huawei": {"AT^HCSQ?": _plain(_hcsq), "AT^SYSINFOEX": _plain(_sysinfoex)},
+    "generic": {},
 }
-BOOT_URCS: dict[str, tuple[str, ...]] = {
-    "quectel": ("RDY", "+CPIN: READY", "+QUSIM: 1", "+QIND: SMS DONE"),
-    "sierra": (), "huawei": (), "generic": (),
-}
+# Standard commands a vendor's emulated modem does not answer (ERROR, as a real modem without them): the
+# emulated Huawei reports LTE signal through ^HCSQ only (its recorded samples, 02c H1/H2), not +CESQ.
+LACKS: dict[str, frozenset[str]] = {"huawei": frozenset({"+CESQ"})}
+BOOT_URCS: dict[str, tuple[str, ...]] = {v: PROFILES[v].boot_urcs for v in VENDORS}
 FAMILY_VENDOR = {"at-quectel": "quectel", "at-sierra": "sierra", "at-huawei": "huawei", "at-generic": "generic"}
 
 
@@ -299,9 +279,9 @@ class AtModemEmulator:
         self.trace = trace
         self.clock = clock
         self.vendor = vendor
+        self.profile: Profile = PROFILES[vendor]
         self.overrides = {k.upper(): v for k, v in (overrides or {}).items()}
-        self.echo = True
-        self.cereg_n = 0
+        self.settings = Settings.power_up(self.profile)
         self.resets = 0
         self.commands_seen: list[str] = []
         self._pending_urcs: list[str] = []
@@ -319,6 +299,14 @@ class AtModemEmulator:
     def __enter__(self) -> "AtModemEmulator":
         self._thread.start()
         return self
+
+    @property
+    def echo(self) -> bool:
+        return self.settings.echo
+
+    @property
+    def cereg_n(self) -> int:
+        return self.settings.cereg
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -354,7 +342,7 @@ class AtModemEmulator:
                 self._feed(data)
 
     def _tick(self) -> None:
-        """Follow the trace: reset/boot transitions and URCs of a new state."""
+        """Follow the trace: reset/boot transitions, registration URCs, and the URCs of a new state."""
         st = self.trace.state_at(self.clock())
         if st is self._last:
             return
@@ -366,9 +354,12 @@ class AtModemEmulator:
         if prev is not None and not prev.responding:
             # Back from a reset: power-up defaults and the vendor's boot URCs.
             self.resets += 1
-            self.echo = True
-            self.cereg_n = 0
+            self.settings = Settings.power_up(self.profile)
             for u in BOOT_URCS[self.vendor]:        # a booting modem announces itself at once
+                self._write(b"\r\n" + u.encode() + b"\r\n")
+        elif prev is not None:
+            # Registration or cell changed: the modem says so at once when the TE asked (+CEREG=1/2).
+            for u in registration_urcs(prev, st, self.settings):
                 self._write(b"\r\n" + u.encode() + b"\r\n")
         # A state's own URCs are held back and written between the echo and the reply of the next command.
         self._pending_urcs.extend(st.urcs)
@@ -398,38 +389,54 @@ class AtModemEmulator:
 
     def _handle(self, raw: bytes) -> None:
         cmd = raw.decode("ascii", "replace").strip()
+        if not cmd:
+            return                                   # a bare CR: nothing to answer (V.250: empty line ignored)
         self.commands_seen.append(cmd)
-        if self.echo:
+        if self.settings.echo:
             self._write(raw + b"\r")
         self._flush_urcs()                           # URCs between echo and reply: the hard case
         lines, final = self.reply(cmd)
         out = b""
         if lines:
             out += b"\r\n" + b"\r\n".join(x.encode() for x in lines) + b"\r\n"
-        out += b"\r\n" + final.encode() + b"\r\n"
-        self._write(out)
+        if not self.settings.quiet:
+            out += b"\r\n" + self._result(final).encode() + b"\r\n"
+        if out:
+            self._write(out)
+
+    def _result(self, final: str) -> str:
+        """V.250 V0 gives numeric result codes (0 OK, 4 ERROR); +CME ERROR stays as it is."""
+        if self.settings.verbose:
+            return final
+        return {"OK": "0", "ERROR": "4"}.get(final, final)
 
     def reply(self, cmd: str) -> tuple[list[str], str]:
-        """(information lines, final result code) for one command in the current state."""
+        """(information lines, final result code) for one command line in the current state: each command of
+        the line in turn (V.250 5.2.1), stopping at the first that fails."""
         up = cmd.upper().replace(" ", "")
         if up in self.overrides:
             lines, final = self.overrides[up]
             return list(lines), final
         st = self._last if self._last is not None else self.trace.state_at(self.clock())
-        if up in ("AT", "ATZ", "AT&F"):
-            return [], "OK"
-        m = re.fullmatch(r"ATE([01]?)", up)
-        if m:
-            self.echo = m.group(1) == "1"
-            return [], "OK"
-        m = re.fullmatch(r"AT\+CEREG=([0-5])", up)
-        if m:
-            self.cereg_n = int(m.group(1))
-            return [], "OK"
-        builder = VENDORS[self.vendor].get(up)
-        if builder is None:
+        if not up.startswith("AT"):
             return [], "ERROR"
-        return builder(self, st), "OK"
+        out: list[str] = []
+        for part in split_command_line(cmd):
+            pu = part.upper().replace(" ", "")
+            builder = VENDORS[self.vendor].get("AT" + pu)
+            if builder is not None:
+                got: tuple[list[str], str] | None = (builder(self, st), "OK")
+            elif any(pu.startswith(x) for x in LACKS.get(self.vendor, ())):
+                got = None
+            else:
+                got = answer(part, self.settings, self.profile, st)
+            if got is None:
+                return out, "ERROR"                  # a command this modem lacks (V.250: ERROR, line aborted)
+            lines, final = got
+            out += lines
+            if final != "OK":
+                return out, final
+        return out, "OK"
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
-"""Field-test mode on the virtual rack: a field run on m1 whose uplink is cut for a minute, whose logger
-is killed with -9 and started again, and whose modem resets -- nothing measured lost, nothing doubled.
+"""Field-test mode on the virtual rack: a field run on m2 (read over its AT port) whose uplink is cut for a
+minute, whose logger is killed with -9 and started again, and whose modem resets -- nothing measured lost,
+nothing doubled. (m1, read through the real ModemManager, is tests/integration/test_field_mm.py.)
 
-m1's "modem" is the AT modem emulator, a TEST DOUBLE for hardware we do not have, started by
-`ctl lab up` on a pty in m1's namespace; it replays field_test_trace() (50 s: SINR dip at 10 s, cell
+m2's "modem" is the AT modem emulator, a TEST DOUBLE for hardware we do not have, started by
+`ctl lab up` on a pty in m2's namespace; it replays field_test_trace() (50 s: SINR dip at 10 s, cell
 A -> B at 20 s, modem silent 30..33 s, NR leg added at 40 s) looped on the wall clock, so the trace
-state at wall time T is state_at(T mod 50). Real: SSH, the logger process on m1, ping, iperf3 and
-InfluxDB; m1's uplink is its management interface, so `ip link set mgmt0 down` cuts SSH and InfluxDB.
+state at wall time T is state_at(T mod 50). Real: SSH, the logger process on m2, ping, iperf3 and
+InfluxDB; m2's uplink is its management interface, so `ip link set mgmt0 down` cuts SSH and InfluxDB.
 
 Timeline (about 2.5 minutes): start with an iperf3 download (server in the root namespace) -> ~12 s ->
 kill -9 the logger -> `ctl field start` again (resumes the same run) -> ~8 s -> uplink down for 60 s
@@ -40,8 +41,8 @@ def ctl_json(rack, *args: str, timeout: float = 120) -> dict:
     return json.loads(p.stdout)["data"]
 
 
-def m1_status(rack) -> dict:
-    return ctl_json(rack, "field", "status", "--host", "m1")["m1"]
+def m2_status(rack) -> dict:
+    return ctl_json(rack, "field", "status", "--host", "m2")["m2"]
 
 
 def wait_until(pred, timeout: float, step: float = 1.0, what: str = "") -> None:
@@ -103,59 +104,59 @@ def iperf3_server(rack):
 def test_field_run_loses_nothing_across_uplink_cut_restart_and_modem_reset(rack, iperf3_server):
     t_test = time.monotonic()
     trace = field_test_trace()
-    root = Path(rack.inventory.virtual.runtime_dir) / "hosts" / "m1" / "field"
-    link = Path(rack.inventory.virtual.runtime_dir) / "hosts" / "m1" / "ttyAT0"
+    root = Path(rack.inventory.virtual.runtime_dir) / "hosts" / "m2" / "field"
+    link = Path(rack.inventory.virtual.runtime_dir) / "hosts" / "m2" / "ttyAT0"
     assert link.is_symlink() and os.path.exists(os.path.realpath(link)), "the modem test double is not running"
 
     # ---- start -------------------------------------------------------------------------------------------
-    out = ctl_json(rack, "field", "start", "--host", "m1", "--workload", "iperf3", "--server", iperf3_server,
+    out = ctl_json(rack, "field", "start", "--host", "m2", "--workload", "iperf3", "--server", iperf3_server,
                    "--rate", "1M", "--duration", "10m")
     run_id = out["run_id"]
-    assert out["hosts"]["m1"]["action"] == "started" and out["hosts"]["m1"]["run_id"] == run_id
+    assert out["hosts"]["m2"]["action"] == "started" and out["hosts"]["m2"]["run_id"] == run_id
     record = Path(out["record"])
     assert json.loads((record / "manifest.json").read_text())["status"] == "logging"
-    wait_until(lambda: (m1_status(rack).get("last") or {}).get("seq", -1) >= 10, 40, what="10 s of samples")
+    wait_until(lambda: (m2_status(rack).get("last") or {}).get("seq", -1) >= 10, 40, what="10 s of samples")
 
     # ---- logger restart: kill -9, then start again -> the same run continues ---------------------------------
-    st = m1_status(rack)
+    st = m2_status(rack)
     assert st["state"] == "logging" and st["run_id"] == run_id
     os.kill(st["pid"], signal.SIGKILL)
-    wait_until(lambda: m1_status(rack)["state"] == "unfinished", 10, 0.3, "the killed logger's run to be unfinished")
+    wait_until(lambda: m2_status(rack)["state"] == "unfinished", 10, 0.3, "the killed logger's run to be unfinished")
     # A restart within the slot's grace takes the next tick and records a plain `resume` (no second
     # lost): ctl's commands now take well under a second, so wait until seconds are surely missed.
     time.sleep(3)
-    again = ctl_json(rack, "field", "start", "--host", "m1", "--workload", "idle")
-    assert again["hosts"]["m1"]["action"] == "resumed" and again["hosts"]["m1"]["run_id"] == run_id
+    again = ctl_json(rack, "field", "start", "--host", "m2", "--workload", "idle")
+    assert again["hosts"]["m2"]["action"] == "resumed" and again["hosts"]["m2"]["run_id"] == run_id
     assert again["record"] is None                      # no new record: the run is the same
     time.sleep(8)
 
     # ---- uplink cut: SSH and InfluxDB unreachable for a minute ---------------------------------------------------
-    rack.netns("m1", "ip", "link", "set", "mgmt0", "down")
+    rack.netns("m2", "ip", "link", "set", "mgmt0", "down")
     t_cut = time.time_ns()
     try:
-        during = ctl_json(rack, "field", "status", "--host", "m1", timeout=60)["m1"]
+        during = ctl_json(rack, "field", "status", "--host", "m2", timeout=60)["m2"]
         assert during["state"] == "unreachable", during
         time.sleep(max(0.0, CUT_S - (time.time_ns() - t_cut) / NS))
     finally:
-        rack.netns("m1", "ip", "link", "set", "mgmt0", "up")
+        rack.netns("m2", "ip", "link", "set", "mgmt0", "up")
     t_up = time.time_ns()
 
     # ---- back: the host forwards what it spooled; then stop and report ---------------------------------------------
     # caught up: at most the current second's records not yet acknowledged (stop drains the rest)
-    wait_until(lambda: (lambda s: s.get("pending_points", 99) <= 5 and not s.get("push_error"))(m1_status(rack)),
+    wait_until(lambda: (lambda s: s.get("pending_points", 99) <= 5 and not s.get("push_error"))(m2_status(rack)),
                60, 2.0, "the host to forward its spool")
     # the workload comes back too (its restart backs off up to 10 s while the uplink is gone)
-    wait_until(lambda: bool((m1_status(rack).get("last") or {}).get("dl_bps")), 40, 2.0, "iperf3 to download again")
+    wait_until(lambda: bool((m2_status(rack).get("last") or {}).get("dl_bps")), 40, 2.0, "iperf3 to download again")
     time.sleep(2)
-    stopped = ctl_json(rack, "field", "stop", "--host", "m1")
-    assert stopped["m1"]["action"] == "stopped" and stopped["m1"]["run_id"] == run_id
+    stopped = ctl_json(rack, "field", "stop", "--host", "m2")
+    assert stopped["m2"]["action"] == "stopped" and stopped["m2"]["run_id"] == run_id
     summary = ctl_json(rack, "field", "report", run_id)
 
     # ---- nothing lost, nothing doubled: InfluxDB == host spool == fetched record ------------------------------------
     host_spool = root / "runs" / run_id / "metrics.jsonl"
     data = host_spool.read_bytes()
     assert (record / "metrics.jsonl").read_bytes() == data
-    assert (record / "raw" / "m1" / "metrics.jsonl").read_bytes() == data
+    assert (record / "raw" / "m2" / "metrics.jsonl").read_bytes() == data
     points, _ = read_points(host_spool)
     spooled = spool_values(points)
     stored = influx_points(rack, run_id)
@@ -205,7 +206,7 @@ def test_field_run_loses_nothing_across_uplink_cut_restart_and_modem_reset(rack,
     assert lost and back and all(2 <= e.fields["missing"] <= 4 for e in back)
 
     # ---- handovers: on the host (settled events) and in the report, with time and before/after values ----------------
-    report_ho = summary["handovers"]["m1"]
+    report_ho = summary["handovers"]["m2"]
     cell_changes = [e for e in report_ho if e["kind"] == "cell-change"]
     assert cell_changes
     for e in cell_changes:
@@ -238,14 +239,14 @@ def test_field_run_loses_nothing_across_uplink_cut_restart_and_modem_reset(rack,
     # ---- the field run record and the report ------------------------------------------------------------------------------
     manifest = json.loads((record / "manifest.json").read_text())
     assert manifest["scenario"] == "field" and manifest["status"] == "stopped"
-    assert len(manifest["field"]["hosts"]["m1"]["starts"]) == 2
+    assert len(manifest["field"]["hosts"]["m2"]["starts"]) == 2
     assert manifest["figures"] == ["fig4_timeline.png", "download_cdf.png"]
     assert (record / "fig4_timeline.png").stat().st_size > 10_000
     for name in ("run.json", "state.json", "metrics.influx.json", "logger.log", "raw/radio.jsonl", "raw/ping.log",
                  "raw/workload.log"):
-        assert (record / "raw" / "m1" / name).exists(), name
+        assert (record / "raw" / "m2" / name).exists(), name
     (row,) = summary["table1"]
-    assert row["host"] == "m1" and row["seconds_logged"] == len(ticks) and row["seconds_not_logged"] == len(missing)
+    assert row["host"] == "m2" and row["seconds_logged"] == len(ticks) and row["seconds_not_logged"] == len(missing)
     assert row["quality_metric"] == "sinr_db" and row["rtt_ms"] is not None and row["jitter_ms"] is not None
     assert row["bandwidth_kbps"] > 0 and row["handovers"] == len(report_ho)
     (pct,) = summary["download_percentiles"]
@@ -253,6 +254,6 @@ def test_field_run_loses_nothing_across_uplink_cut_restart_and_modem_reset(rack,
                                             t_cut <= p.time_ns <= t_up) + len(dl_after)
     assert pct["p5_kbps"] <= pct["p50_kbps"] <= pct["p95_kbps"]
     text = rack.ctl("field", "report", run_id, "--no-fetch")
-    assert text.returncode == 0 and "Table 1" in text.stdout and "m1" in text.stdout
+    assert text.returncode == 0 and "Table 1" in text.stdout and "m2" in text.stdout
     print(f"field integration test took {time.monotonic() - t_test:.0f} s; "
           f"{len(ticks)} seconds, {len(points)} points, gap {sorted(missing)}")

@@ -54,13 +54,18 @@ def labinv():
 # ---- settings and commands ---------------------------------------------------------------------------
 
 def test_virtual_modem_device_is_the_test_double_link_under_the_runtime_dir(vinv):
-    assert modem_hosts(vinv) == ["m1"]
-    assert resolve_device(vinv, "m1") == "/run/ctl/ctlv/hosts/m1/ttyAT0"
-    assert field_root(vinv, "m1") == "/run/ctl/ctlv/hosts/m1/field"
+    assert modem_hosts(vinv) == ["m1", "m2"]
+    assert resolve_device(vinv, "m2") == "/run/ctl/ctlv/hosts/m2/ttyAT0"
+    assert field_root(vinv, "m2") == "/run/ctl/ctlv/hosts/m2/field"
     from controller.lab.plan import modem_test_doubles
-    (d,) = modem_test_doubles(vinv)
-    assert d.host == "m1" and d.argv[d.argv.index("--link") + 1] == resolve_device(vinv, "m1")
-    assert d.argv[:4] == ("ip", "netns", "exec", "ctlv-m1") and d.argv[-1] == "at-quectel"
+    doubles = {(d.host, d.name): d for d in modem_test_doubles(vinv)}
+    d = doubles[("m2", "modem-test-double")]
+    assert d.argv[d.argv.index("--link") + 1] == resolve_device(vinv, "m2")
+    assert d.argv[:4] == ("ip", "netns", "exec", "ctlv-m2") and d.argv[-1] == "at-quectel"
+    # m1 reads its (emulated) modem through the real ModemManager: the device is the modem's identity
+    assert resolve_device(vinv, "m1") == "867978050021665"
+    assert [name for (h, name) in doubles if h == "m1"] == ["modem-test-double", "system-bus", "polkitd",
+                                                            "ModemManager"]
 
 
 def test_physical_rack_paths(labinv):
