@@ -148,8 +148,8 @@ class NetPath:
         """Where the endpoints' kernels receive: inline (the default: in the context of
         whoever sends into their veth, dnpipe's send calls included) or in their own
         threaded-NAPI kernel threads, as on separate machines. NAPI on a veth needs GRO
-        on the receiving end; only the endpoints' receive side changes, so the frames
-        that reach the wire are the same."""
+        on the receiving end; the endpoints still send MTU-sized frames (their transmit
+        offloads stay off), but the server, receiving coalesced segments, ACKs less often."""
         if threaded == self.threaded:
             return
         for ns, ifname in ((self.ns_c, self.ca), (self.ns_s, self.sb)):
