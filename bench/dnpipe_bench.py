@@ -118,7 +118,9 @@ class NetPath:
             deadline = time.monotonic() + 5
             while not os.path.exists(self.sock):  # appears once the daemon answers
                 if self.dn.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"dnpipe on path {self.key} did not start")
+                    self.dn_err.flush()
+                    raise RuntimeError(f"dnpipe on path {self.key} did not start: "
+                                       f"{open(self.dn_err.name).read().strip()}")
                 time.sleep(0.01)
         else:
             br = f"dnpb{TAG}{self.key}br"
@@ -143,6 +145,13 @@ class NetPath:
         for ns in self.made:
             run(["ip", "netns", "del", ns], check=False)
         self.made.clear()
+        if getattr(self, "dn_err", None):  # dnpipe's stderr: its warnings are printed, the file removed
+            self.dn_err.close()
+            for line in open(self.dn_err.name):
+                if "dnpipe: ready:" not in line:
+                    print(f"  path {self.key}: {line.rstrip()}", flush=True)
+            os.unlink(self.dn_err.name)
+            self.dn_err = None
 
     def endpoint_rx(self, threaded: bool) -> None:
         """Where the endpoints' kernels receive: inline (the default: in the context of
