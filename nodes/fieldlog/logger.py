@@ -5,7 +5,8 @@ A tick (seq k, due at start + k * interval):
   2. read the uplink counters, take the ping replies, the latest GPS fix and the workload's progress;
   3. wait (until 0.8 interval after the tick) for the radio round;
   4. append the tick's records to the spool in one write: `field` (always: the per-second heartbeat),
-     `iface`, `radio` (only when the modem answered), events (modem lost/back, handovers now settled);
+     `iface`, `radio` (only when the modem answered), events (modem lost/back; the modem found, moved to
+     another path or enabled again after a reset, from nodes/fieldlog/modemtrack.py; handovers now settled);
   5. append the raw poll round to raw/radio.jsonl.
 A separate thread forwards the spool to InfluxDB (influx.Pusher); sampling never waits for it.
 
@@ -27,6 +28,14 @@ from nodes.fieldlog import procs, rundir
 from nodes.fieldlog.handovers import OnlineHandovers
 from nodes.fieldlog.schedule import NS, due_ns, finished, missing_between, next_seq
 from nodes.fieldlog.spool import AppendFile, tail_lines
+
+
+TRACKER_FIELDS = ("path", "from_path", "detail")     # string fields of the modem trackers' events
+
+
+def tracker_fields(fields: Dict[str, Any]) -> Dict[str, Any]:
+    """A tracker event's fields as points carry them: the known ones, as strings (fixed types per field)."""
+    return {k: str(fields[k]) for k in TRACKER_FIELDS if fields.get(k) is not None}
 
 
 class TextLog:
@@ -301,6 +310,9 @@ class FieldLogger:
         if rr is not None:
             recs.append(rr)
         if src.radio is not None:
+            take = getattr(src.radio, "take_events", None)       # found / moved / enabled again: before "back"
+            for kind, fields in (take() if take is not None else []):
+                recs.append(P.event_record(kind, t_ns, self.base, seq=k, **tracker_fields(fields)))
             recs += self._modem_events(k, t_ns, sample is not None)
             for t_ev, ev in self.handovers.feed(t_ns, sample):
                 recs.append(P.handover_record(ev, t_ev, self.base))

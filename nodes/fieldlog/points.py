@@ -8,7 +8,7 @@ Measurements (every point also carries the tags run, scenario="field", host):
 | radio       | technology, cell | seq, rssi_dbm, rsrp_dbm, rsrq_db, sinr_db, cinr_db, snr_db, rscp_dbm, ecio_db, tx_power_dbm, signal_quality_pct, cell_id, cell_id_int, enb_id, local_cell_id, pci, tac, lac, band, arfcn, frequency_khz, bandwidth_mhz, ul_bandwidth_mhz, operator_name, mcc, mnc, registration, connection, nr_* (the EN-DC NR leg) -- only when the modem answered: a silent modem is a missing point, never zeros |
 | iface       | iface            | rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, tx_dropped, rx_bps, tx_bps (the uplink) |
 | handover    | kind             | before_/after_ time_s, technology, cell_id, pci, rsrp_dbm, metric_db; metric, dip_start_s, dip_end_s, dip_duration_s, dip_min_db, gap_s, detected ("host") |
-| field_event | event            | seq, detail, and per event: from_seq/to_seq/missing (gap, late), outage_s (modem-back), exit_status (workload-exit) |
+| field_event | event            | seq, detail, and per event: from_seq/to_seq/missing (gap, late), outage_s (modem-back), exit_status (workload-exit), path/from_path (modem-found, modem-moved, modem-enabled, modem-not-enabled: where the modem is now / was) |
 
 Field types are fixed per name (InfluxDB refuses a field whose type changes within a shard): every
 value is coerced to the type listed in the tables below before it is written.

@@ -100,48 +100,64 @@ class RadioSource:
         self.log = log
         self._poller: Any = None
         self._exec_needs_setup = True
+        self._events: List[Tuple[str, Dict[str, Any]]] = []
+        self._cv = threading.Condition()
         self._poll_round = poll_round or self._default_round()
         self._want: Optional[int] = None
         self._result: Optional[Tuple[int, Any, Dict[str, Any]]] = None
         self._busy = False
-        self._cv = threading.Condition()
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="radio", daemon=True)
 
     # one poll round -> ({command name: raw text | None}, urcs)
     def _default_round(self) -> Callable[[], Tuple[Dict[str, Optional[str]], List[str]]]:
+        from nodes.fieldlog import modemtrack
         if self.family.transport == "serial":
             from nodes.modem.serial_poll import AtPoller
             self._poller = AtPoller(self.modem.device, self.modem.baud,
                                     setup=[c.template[0] for c in self.family.setup],
                                     commands={c.name: c.template[0] for c in self.family.poll}, timeout_s=self.timeout_s)
+            return modemtrack.SerialTracker(self._poller, event=self._event, log=self.log).round
+        env = dict(os.environ, LC_ALL="C", LANG="C")
 
-            def serial_round() -> Tuple[Dict[str, Optional[str]], List[str]]:
-                out = self._poller.poll_once()
-                return out, list(self._poller.last_urcs)
-            return serial_round
+        def run(argv: Tuple[str, ...], timeout_s: float) -> Tuple[Optional[int], str]:
+            try:
+                status, data = run_bounded(list(argv), timeout_s, env)
+            except OSError as exc:
+                self.log("%s: %s" % (argv[0], exc))
+                return None, ""
+            return status, data.decode("utf-8", "replace")
+        if self.family.name == "mmcli":
+            return modemtrack.MmcliTracker(self.family, self.modem, run, event=self._event, log=self.log,
+                                           poll_timeout_s=self.timeout_s).round
+        if self.family.name == "qmicli":
+            return modemtrack.QmiTracker(self.family, self.modem, run, event=self._event, log=self.log,
+                                         poll_timeout_s=self.timeout_s).round
 
         def exec_round() -> Tuple[Dict[str, Optional[str]], List[str]]:
-            env = dict(os.environ, LC_ALL="C", LANG="C")
             if self._exec_needs_setup:
                 for argv in self.family.setup_commands(self.modem).values():
-                    try:
-                        subprocess.run(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                       timeout=self.timeout_s, env=env)
-                    except (OSError, subprocess.TimeoutExpired):
-                        pass
+                    run(tuple(argv), self.timeout_s)
                 self._exec_needs_setup = False
             out: Dict[str, Optional[str]] = {}
             for name, argv in self.family.poll_commands(self.modem).items():
-                try:
-                    status, data = run_bounded(list(argv), self.timeout_s, env)
-                    out[name] = data.decode("utf-8", "replace") if status == 0 else None
-                except OSError:
-                    out[name] = None
+                status, text = run(tuple(argv), self.timeout_s)
+                out[name] = text if status == 0 else None
             if not any(out.values()):
                 self._exec_needs_setup = True     # modem gone: set it up again when it is back
             return out, []
         return exec_round
+
+    def _event(self, kind: str, fields: Dict[str, Any]) -> None:
+        """An event of the modem's tracker (found, moved, enabled again): the logger writes it at its next tick."""
+        self.log("modem %s: %s" % (kind, fields.get("detail", "")))
+        with self._cv:
+            self._events.append((kind, dict(fields)))
+
+    def take_events(self) -> List[Tuple[str, Dict[str, Any]]]:
+        with self._cv:
+            out, self._events = self._events, []
+        return out
 
     def start(self) -> None:
         self._thread.start()

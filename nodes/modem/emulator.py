@@ -440,9 +440,18 @@ class AtModemEmulator:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# ModemManager-shaped JSON source (test double): what `mmcli -m 0 -J`, `--signal-get -J` and
-# `--location-get -J` would print for the same trace. Shapes follow 02a SAMPLES C and D (compact one-line
-# JSON, sorted keys, every scalar a string, "--" for no value, numbers "%.2f"); location per mmcli source.
+# ModemManager-shaped JSON source (test double): what mmcli 1.20.4 prints about this emulator's modem (a Quectel
+# RM530N-GL on one AT port, as `ctl lab up` runs it under the real daemon) for the same trace. The shapes are
+# those of the REAL captures in tests/fixtures/generated/modemmanager (key for key: a unit test compares them):
+# compact one-line JSON, sorted keys, every scalar a string, "--" for no value, numbers "%.2f"; no "5g.rssi";
+# location tac six hex digits, cid eight, lac "0000". The values are the ones the daemon derives from this
+# emulator's replies: LTE rsrp/rsrq from +CESQ (rssi and snr stay "--": an AT modem's +CESQ has neither),
+# signal quality from +CSQ (100 x index / 31, truncated: 25 -> 80, as in the capture), tac/cid from +CEREG,
+# mcc/mnc from the numeric +COPS; access technology "lte" also with the NR leg (+CEREG reports E-UTRAN).
+
+MM_PREFIX = "/org/freedesktop/ModemManager1"
+MM_DEVICE_ID = "3486248a65421b0208a27638064ca3f79e0e0237"    # as the real daemon printed it for this modem
+
 
 def _mm(v: float | None) -> str:
     return "--" if v is None else f"{v:.2f}"
@@ -452,42 +461,64 @@ def _dump(obj: dict) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
-def mmcli_outputs(trace: DriveTrace, t: float, *, index: int = 0) -> dict[str, str | None]:
-    """{"modem": ..., "signal": ..., "location": ...} stdout texts; all None while the modem resets (MM
-    drops the modem object: mmcli prints "error: couldn't find modem" on stderr)."""
+def mmcli_list(indices: Sequence[int]) -> str:
+    """`mmcli -L -J` with the modems Modem/<i>."""
+    return _dump({"modem-list": [f"{MM_PREFIX}/Modem/{i}" for i in indices]})
+
+
+def mmcli_outputs(trace: DriveTrace, t: float, *, index: int = 0, state: str = "registered",
+                  device: str = "ctl-virtual-modem-m1") -> dict[str, str | None]:
+    """{"modem": ..., "signal": ..., "location": ...} stdout texts of `mmcli -m <index> -J`, `--signal-get -J`,
+    `--location-get -J`; all None while the modem resets (ModemManager has dropped the modem object: mmcli
+    prints "error: couldn't find modem" on stderr). `state` "disabled": the modem as the daemon re-creates it
+    after a reset -- no radio values, signal refresh rate 0, and no location ("error: modem not enabled yet")."""
     s = trace.state_at(t)
     if not s.responding:
         return {"modem": None, "signal": None, "location": None}
     c = s.cell
-    access = ["lte", "5gnr"] if s.nr is not None else ["lte"]
-    quality = max(0, min(100, round((s.rssi_dbm + 113) * 100 / 62)))
+    p = PROFILES["quectel"]
+    enabled = state != "disabled"
+    quality = int(100 * max(0, min(31, round((s.rssi_dbm + 113) / 2))) / 31) if enabled else 0
     modem = {"modem": {
-        "3gpp": {"enabled-locks": [], "imei": "867978050021665", "operator-code": f"{c.mcc}{c.mnc}",
-                 "operator-name": s.operator_name, "packet-service-state": "attached", "pco": "--",
-                 "registration-state": "home"},
-        "dbus-path": f"/org/freedesktop/ModemManager1/Modem/{index}",
-        "generic": {"access-technologies": access, "manufacturer": "Quectel", "model": "RM530N-GL",
-                    "plugin": "quectel", "ports": ["cdc-wdm0 (qmi)", "ttyUSB2 (at)", "ttyUSB3 (at)", "wwan0 (net)"],
-                    "power-state": "on", "primary-port": "cdc-wdm0", "revision": "RM530NGLAAR05A01M4G",
-                    "signal-quality": {"recent": "yes", "value": str(quality)}, "state": "connected",
-                    "state-failed-reason": "--"},
+        "3gpp": {"5gnr": {"registration-settings": {"drx-cycle": "--", "mico-mode": "--"}}, "enabled-locks": [],
+                 "eps": {"initial-bearer": {"dbus-path": "--", "settings": {"apn": "--", "ip-type": "--",
+                                                                            "password": "--", "user": "--"}},
+                         "ue-mode-operation": "--"},
+                 "imei": p.imei, "operator-code": f"{c.mcc}{c.mnc}" if enabled else "--",
+                 "operator-name": s.operator_name if enabled else "--",
+                 "packet-service-state": "attached" if enabled else "--", "pco": "--",
+                 "registration-state": "home" if enabled else "--"},
+        "cdma": {"activation-state": "--", "cdma1x-registration-state": "--", "esn": "--",
+                 "evdo-registration-state": "--", "meid": "--", "nid": "--", "sid": "--"},
+        "dbus-path": f"{MM_PREFIX}/Modem/{index}",
+        "generic": {"access-technologies": ["lte"] if enabled else [], "bearers": [], "carrier-configuration": "--",
+                    "carrier-configuration-revision": "--", "current-bands": [],
+                    "current-capabilities": ["gsm-umts, lte"], "current-modes": "allowed: 2g, 3g, 4g; preferred: none",
+                    "device": device, "device-identifier": MM_DEVICE_ID, "drivers": [],
+                    "equipment-identifier": p.imei, "hardware-revision": "--", "manufacturer": p.manufacturer,
+                    "model": p.model, "own-numbers": [p.sim.msisdn], "plugin": "quectel", "ports": ["tty63 (at)"],
+                    "power-state": "on", "primary-port": "tty63", "primary-sim-slot": "--", "revision": p.revision,
+                    "signal-quality": {"recent": "yes", "value": str(quality)},
+                    "sim": f"{MM_PREFIX}/SIM/{index}", "sim-slots": [], "state": state, "state-failed-reason": "--",
+                    "supported-bands": [], "supported-capabilities": ["gsm-umts, lte"],
+                    "supported-ip-families": ["ipv4", "ipv6", "ipv4v6"],
+                    "supported-modes": ["allowed: 2g, 3g, 4g; preferred: none"], "unlock-required": "--",
+                    "unlock-retries": ["sim-pin (3)", "sim-puk (10)", "sim-pin2 (3)", "sim-puk2 (10)"]},
     }}
-    nr = s.nr
     signal = {"modem": {"signal": {
-        "5g": {"error-rate": "--", "rsrp": _mm(nr.rsrp_dbm if nr else None), "rsrq": _mm(nr.rsrq_db if nr else None),
-               "rssi": "--", "snr": _mm(nr.sinr_db if nr else None)},
+        "5g": {"error-rate": "--", "rsrp": "--", "rsrq": "--", "snr": "--"},
         "cdma1x": {"ecio": "--", "error-rate": "--", "rssi": "--"},
         "evdo": {"ecio": "--", "error-rate": "--", "io": "--", "rssi": "--", "sinr": "--"},
         "gsm": {"error-rate": "--", "rssi": "--"},
-        "lte": {"error-rate": "--", "rsrp": _mm(s.rsrp_dbm), "rsrq": _mm(s.rsrq_db), "rssi": _mm(s.rssi_dbm),
-                "snr": _mm(s.sinr_db)},
-        "refresh": {"rate": "1"}, "threshold": {"error-rate": "no", "rssi": "0"},
+        "lte": {"error-rate": "--", "rsrp": _mm(s.rsrp_dbm if enabled else None),
+                "rsrq": _mm(s.rsrq_db if enabled else None), "rssi": "--", "snr": "--"},
+        "refresh": {"rate": "1" if enabled else "0"}, "threshold": {"error-rate": "no", "rssi": "0"},
         "umts": {"ecio": "--", "error-rate": "--", "rscp": "--", "rssi": "--"},
     }}}
     location = {"modem": {"location": {
         "3gpp": {"cid": f"{c.eci:08X}", "lac": "0000", "mcc": str(int(c.mcc)), "mnc": str(int(c.mnc)),
-                 "tac": f"{c.tac:04X}"},
+                 "tac": f"{c.tac:06X}"},
         "cdma-bs": {"latitude": "--", "longitude": "--"},
         "gps": {"altitude": "--", "latitude": "--", "longitude": "--", "nmea": [], "utc": "--"},
     }}}
-    return {"modem": _dump(modem), "signal": _dump(signal), "location": _dump(location)}
+    return {"modem": _dump(modem), "signal": _dump(signal), "location": _dump(location) if enabled else None}

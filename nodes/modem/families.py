@@ -114,6 +114,9 @@ FAMILIES: dict[str, ModemFamily] = {
     "mmcli": ModemFamily(
         "mmcli", "exec",
         setup=(
+            # ModemManager never enables a modem by itself (NetworkManager does); the field logger runs this
+            # only on a modem it finds disabled, and after a reset only if it enabled it (fieldlog/modemtrack).
+            PollCommand("enable", _MMCLI + ("-e",), mmcli.parse_sample),
             # Without a refresh rate every extended signal value stays "--" (02a SAMPLE D).
             PollCommand("signal-setup", _MMCLI + ("--signal-setup=1",), mmcli.parse_sample),
             PollCommand("location-enable", _MMCLI + ("--location-enable-3gpp",), mmcli.parse_sample),
@@ -123,7 +126,8 @@ FAMILIES: dict[str, ModemFamily] = {
             PollCommand("signal", _MMCLI + ("--signal-get", "-J"), mmcli.parse_sample),
             PollCommand("location", _MMCLI + ("--location-get", "-J"), mmcli.parse_sample),
         ),
-        notes="device = ModemManager modem index or D-Bus path",
+        notes="device = the modem's equipment id (IMEI), device id, physical device, D-Bus path, index or "
+              "'any': the logger pins the modem it finds and follows it across resets (fieldlog/modemtrack)",
     ),
     "qmicli": ModemFamily(
         "qmicli", "exec", setup=(),

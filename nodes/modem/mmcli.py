@@ -59,9 +59,10 @@ HUMAN_KEYS: dict[tuple[str, str], str] = {
 SIGNAL_SECTIONS = {"CDMA1x": "cdma1x", "EV-DO": "evdo", "GSM": "gsm", "UMTS": "umts", "LTE": "lte", "5G": "5g"}
 SIGNAL_LABELS = {"rssi": "rssi", "rsrq": "rsrq", "rsrp": "rsrp", "s/n": "snr", "error rate": "error-rate",
                  "ecio": "ecio", "sinr": "sinr", "io": "io", "rscp": "rscp"}
-# Location "3GPP" section: the MCC is labelled "operator code" and the MNC "operator name" (sic).
-LOCATION_LABELS = {"operator code": "mcc", "operator name": "mnc", "location area code": "lac",
-                   "tracking area code": "tac", "cell id": "cid"}
+# Location "3GPP" section: the MCC is labelled "operator code" and the MNC "operator name" (sic) up to some
+# release; ModemManager 1.20.4 prints "operator mcc" / "operator mnc" (tests/fixtures/generated/modemmanager).
+LOCATION_LABELS = {"operator code": "mcc", "operator name": "mnc", "operator mcc": "mcc", "operator mnc": "mnc",
+                   "location area code": "lac", "tracking area code": "tac", "cell id": "cid"}
 GPS_LABELS = {"utc": "utc", "longitude": "longitude", "latitude": "latitude", "altitude": "altitude",
               "nmea": "nmea"}
 # mmcli <= 1.6 (cli/mmcli-modem-location.c) named its location sections differently and printed LAC and
@@ -198,6 +199,12 @@ def _kw(s: RadioSample) -> dict[str, Any]:
     return {k: getattr(s, k) for k in s.__dataclass_fields__}
 
 
+# Modem states (ModemManager's MMModemState) in which the radio values it reports are the modem's current
+# ones. In the others (failed, unknown, initializing, locked, disabled, disabling, enabling) the modem is not
+# measuring: a disabled modem still reports signal quality "0" (recent "no") -- a value nobody measured.
+RADIO_STATES = {"enabled", "searching", "registered", "disconnecting", "connecting", "connected"}
+
+
 def modem_fields(m: dict) -> dict[str, Any]:
     g = m.get("generic") or {}
     t = m.get("3gpp") or {}
@@ -205,6 +212,11 @@ def modem_fields(m: dict) -> dict[str, Any]:
     sq = g.get("signal-quality") or {}
     return {
         "dbus_path": _val(m.get("dbus-path")),
+        # The modem's identity: the IMEI/MEID, a hash ModemManager keeps for the same hardware, the physical
+        # device (sysfs path, or a kernel event's uid): what finds the modem again after a reset.
+        "equipment_identifier": _val(g.get("equipment-identifier")),
+        "device_identifier": _val(g.get("device-identifier")),
+        "device": _val(g.get("device")),
         "manufacturer": _val(g.get("manufacturer")), "model": _val(g.get("model")),
         "revision": _val(g.get("revision")), "plugin": _val(g.get("plugin")),
         "state": _val(g.get("state")), "power_state": _val(g.get("power-state")),
@@ -222,8 +234,10 @@ def modem_fields(m: dict) -> dict[str, Any]:
     }
 
 
-def modem_sample(m: dict) -> RadioSample:
+def modem_sample(m: dict) -> RadioSample | None:
     f = modem_fields(m)
+    if f["state"] is not None and f["state"] not in RADIO_STATES:
+        return None                       # not measuring (disabled after a reset, locked, ...): a gap, not zeros
     mcc, mnc = split_plmn(f["operator_code"])
     return RadioSample(
         technology=technology_from_access(f["access_technologies"]),
@@ -466,6 +480,8 @@ def parse_outputs(text: str) -> list[dict[str, Any]]:
         s = line.strip()
         if s.startswith("Successfully setup signal quality information"):
             outputs.append({"type": "signal-setup", "format": "text", "fields": {"message": s}, "sample": None})
+        elif s in ACKS:
+            outputs.append({"type": ACKS[s], "format": "text", "fields": {"message": s}, "sample": None})
         elif s.startswith("error:"):
             outputs.append({"type": "error", "format": "text", "fields": {"message": s}, "sample": None})
     if body.lstrip().startswith("{"):
@@ -490,6 +506,10 @@ def parse_outputs(text: str) -> list[dict[str, Any]]:
 
 
 PRIORITY = ("modem", "signal", "location")
+# The other acknowledgements the field logger's setup commands print (mmcli 1.20.4: -e, --location-enable-3gpp;
+# tests/fixtures/generated/modemmanager enable.txt, location_enable_3gpp.txt).
+ACKS = {"successfully enabled the modem": "enable", "successfully disabled the modem": "disable",
+        "successfully setup location gathering": "location-setup"}
 
 
 def parse_sample(text: str) -> RadioSample | None:

@@ -478,3 +478,75 @@ def test_pusher_sends_right_after_an_fsync_not_a_polling_interval_later(tmp_path
         stop.set()
         spool.durable.set()
         t.join()
+
+
+# ---- the modem re-enumerated by ModemManager: found again, enabled again, the gap recorded ------------------------
+
+class TrackerRadio:
+    """The radio source with the mmcli tracker, one round per tick, synchronously (the threaded RadioSource is
+    tests/unit/nodes/test_field_sources.py); ModemManager is the fake printing the real 1.20.4 shapes."""
+
+    def __init__(self, tracker):
+        self.tracker, self.family = tracker, tracker.family
+        self.events: list = []
+        tracker.event = lambda kind, fields: self.events.append((kind, fields))
+
+    def start(self): ...
+
+    def stop(self): ...
+
+    def request(self, seq):
+        self.out = self.tracker.round()[0]
+        return True
+
+    def result(self, seq, deadline):
+        return self.family.merge(self.out), {"replies": self.out}
+
+    def take_events(self):
+        out, self.events = self.events, []
+        return out
+
+
+def test_a_modem_manager_reset_is_a_marked_gap_with_the_modem_found_and_enabled_again(tmp_path):
+    from nodes.fieldlog.modemtrack import MmcliTracker
+    from nodes.fieldlog.sources import ModemSettings
+    from nodes.modem.families import FAMILIES
+    from tests.support.fake_modemmanager import FakeModemManager
+    paths = rundir.Paths(str(tmp_path), "r1")
+    os.makedirs(paths.runs, exist_ok=True)
+    cfg = dict(_config(duration_s=50), modem={"family": "mmcli", "device": "867978050021665"})
+    rundir.create(paths, cfg, now_ns=T0)
+    clock = FakeClock(T0)
+    pos = lambda: ((clock.t - T0) / NS) % 50                               # noqa: E731
+    mm = FakeModemManager(pos)
+
+    class Stop(ClockedStop):
+        def wait(self, timeout=None):
+            done = super().wait(timeout)
+            if 30 <= pos() < 37 and mm.present:                             # the daemon drops the modem ...
+                mm.reset()
+            elif pos() >= 37 and not mm.present:                            # ... and re-creates it, disabled
+                mm.reappear()
+            return done
+    cfg, st = rundir.load(paths)
+    radio = TrackerRadio(MmcliTracker(FAMILIES["mmcli"], ModemSettings("mmcli", cfg["modem"]["device"]), mm.run))
+    lg = FieldLogger(paths, cfg, st, stop=Stop(clock, T0 + 100 * NS), clock_ns=clock,
+                     monotonic=lambda: clock.t / NS, sources=Sources(radio=radio), log=lambda m: None)
+    assert lg.run() == "completed"
+    pts = read_points(Path(paths.spool))[0]
+    field = {p.fields["seq"]: p for p in pts if p.measurement == "field"}
+    radio_pts = {p.fields["seq"]: p for p in pts if p.measurement == "radio"}
+    assert sorted(field) == list(range(50))                                  # every second has its point
+    assert sorted(set(field) - set(radio_pts)) == list(range(30, 37))        # the reset: marked, not filled
+    assert all(field[k].fields["modem_ok"] is (k not in range(30, 37)) for k in field)
+    assert {p.fields["rsrp_dbm"] for p in radio_pts.values()} == {-93.0, -98.0, -110.0, -112.0}
+    assert all(p.fields["mcc"] == "234" and p.fields["tac"] == 12299 for p in radio_pts.values())
+    ev = [(p.tags["event"], p.fields["seq"], p.fields.get("path", "")) for p in pts if p.measurement == "field_event"
+          and p.tags["event"] not in ("start", "complete")]
+    m = "/org/freedesktop/ModemManager1/Modem/"
+    assert ev == [("modem-found", 0, m + "0"), ("modem-enabled", 0, m + "0"), ("modem-lost", 30, ""),
+                  ("modem-moved", 37, m + "1"), ("modem-enabled", 37, m + "1"), ("modem-back", 37, "")]
+    back = next(p for p in pts if p.measurement == "field_event" and p.tags["event"] == "modem-back")
+    assert back.fields["missing"] == 7
+    hos = [(p.tags["kind"], (p.time_ns - T0) // NS) for p in pts if p.measurement == "handover"]
+    assert ("cell-change", 20) in hos

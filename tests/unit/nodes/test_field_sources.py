@@ -1,6 +1,6 @@
 """The logger's measuring sources against local stand-ins (no rack): gpsd (a TCP server speaking the
 recorded gpsd JSON of 02e), ModemManager (a fake `mmcli` printing emulator.mmcli_outputs() -- the
-ModemManager-shaped TEST DOUBLE), the serial AT emulator (TEST DOUBLE) on a pty, and a workload
+ModemManager-shaped TEST DOUBLE, in the shapes of the real 1.20.4 captures), the serial AT emulator (TEST DOUBLE) on a pty, and a workload
 process replaying webtorrent-cli's recorded output.
 """
 from __future__ import annotations
@@ -68,13 +68,16 @@ def test_gps_fix_too_old_is_not_used():
 
 
 FAKE_MMCLI = """#!{python}
-# A stand-in for mmcli (TEST DOUBLE): prints what ModemManager would for the drive trace at t=5 s.
+# A stand-in for mmcli (TEST DOUBLE): prints what ModemManager 1.20.4 prints for the drive trace at t=5 s
+# (emulator.mmcli_outputs: the shapes of the real captures in tests/fixtures/generated/modemmanager).
 import sys
 sys.path.insert(0, {root!r})
-from nodes.modem.emulator import field_test_trace, mmcli_outputs
+from nodes.modem.emulator import field_test_trace, mmcli_list, mmcli_outputs
 args = sys.argv[1:]
 out = mmcli_outputs(field_test_trace(), 5.0)
-if "--signal-get" in args:
+if "-L" in args:
+    print(mmcli_list([0]))
+elif "--signal-get" in args:
     print(out["signal"])
 elif "--location-get" in args:
     print(out["location"])
@@ -89,7 +92,7 @@ def test_radio_source_runs_the_mmcli_family_as_processes(tmp_path, monkeypatch):
     fake.write_text(FAKE_MMCLI.format(python=sys.executable, root=str(ROOT)))
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
-    src = S.RadioSource(S.ModemSettings("mmcli", "0"), timeout_s=10.0)
+    src = S.RadioSource(S.ModemSettings("mmcli", "867978050021665"), timeout_s=10.0)     # by its IMEI
     src.start()
     try:
         assert src.request(1)
@@ -98,7 +101,8 @@ def test_radio_source_runs_the_mmcli_family_as_processes(tmp_path, monkeypatch):
     finally:
         src.stop()
     want = field_test_trace().truth_at(5.0)
-    assert sample.technology == "lte" and sample.rsrp_dbm == want.rsrp_dbm and sample.snr_db == want.sinr_db
+    # ModemManager reads an AT modem's LTE rsrp/rsrq from +CESQ; it has no SINR/SNR for it
+    assert sample.technology == "lte" and sample.rsrp_dbm == want.rsrp_dbm and sample.rsrq_db == want.rsrq_db
     assert sample.cell_id_int == CELL_A.eci and set(raw["replies"]) == {"modem", "signal", "location"}
 
 

@@ -1,0 +1,262 @@
+"""Finding the modem again: poll rounds that follow the modem by its identity, not by where it was.
+
+On a bus or a subway a modem resets and re-enumerates as a matter of course. Where it is changes; what it is
+does not (nodes/modem/identity.py). Each tracker here runs one family's poll round (the logger's radio
+worker calls `round()` once per tick) and, when the modem is not where it was, finds it again by the
+identity it pinned the first time, says so as an event, and goes on:
+
+* `MmcliTracker` (family mmcli): ModemManager drops Modem/N on a reset and creates the same modem as
+  Modem/N+1, *disabled* -- it never enables a modem by itself (NetworkManager normally does). The tracker
+  lists the modems (`mmcli -L -J`), reads each one's identity (`mmcli -m PATH -J`), takes the one it pinned
+  (or, the first time, the one the inventory's `device` names: an index, a D-Bus path, an equipment id, a
+  device id or the physical device, or "any"), enables it again if this field test enabled it, runs the
+  family's setup again (signal polling, 3GPP location), and polls it by its current path.
+* `QmiTracker` (family qmicli): a device path (/dev/cdc-wdm0) that vanished is looked for among the paths
+  of the same name stem, by the IMEI `qmicli --dms-get-ids` printed the first time.
+* `SerialTracker` (AT families): an AT port that vanished is looked for the same way, by the IMEI of
+  AT+CGSN. Other ports are only opened while the configured one is gone, and only those of its name stem.
+
+A round while the modem is away returns no output (the logger records the second as a gap: `modem_ok`
+false, no radio point). Events (`modem-found`, `modem-moved`, `modem-enabled`, `modem-not-enabled`) go
+through `event(kind, fields)`; the logger writes them as `field_event` points of the tick that saw them.
+Standard library only (runs on the modem host).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from nodes.modem.identity import (ModemIdentity, at_equipment_id, candidates_like, choose, mmcli_identity,
+                                  mmcli_modem_paths, qmicli_equipment_id, same_modem)
+from nodes.modem.mmcli import RADIO_STATES
+
+Run = Callable[[Tuple[str, ...], float], Tuple[Optional[int], str]]   # argv, timeout -> (exit status, stdout)
+Event = Callable[[str, Dict[str, Any]], None]
+Log = Callable[[str], None]
+Outputs = Dict[str, Optional[str]]
+
+MMCLI = ("env", "LC_ALL=C", "mmcli")
+
+
+def _noop(*_a: Any) -> None:
+    return None
+
+
+class _Settings:
+    """The family's `{device}` placeholder filled with where the modem is now."""
+
+    def __init__(self, family: str, device: str, baud: int, interface: Optional[str]):
+        self.family, self.device, self.baud, self.interface = family, device, baud, interface
+
+
+class MmcliTracker:
+    def __init__(self, family: Any, modem: Any, run: Run, *, event: Event = _noop, log: Log = _noop,
+                 poll_timeout_s: float = 0.7, action_timeout_s: float = 20.0):
+        self.family = family
+        self.modem = modem
+        self.selector = str(modem.device)
+        self.run = run
+        self.event = event
+        self.log = log
+        self.poll_timeout_s = poll_timeout_s
+        self.action_timeout_s = action_timeout_s
+        self.pinned: Optional[ModemIdentity] = None
+        self.where: Optional[str] = None          # the D-Bus path the modem has now (None: not found)
+        self.enabled_by_us = False
+        self.met_enabled: Optional[bool] = None   # the modem's state the first time: enabled by someone else?
+        self.ready = False                        # setup (signal polling, location) done at `where`
+        self.enable_refused_at: Optional[str] = None
+
+    def _at(self, path: str) -> _Settings:
+        return _Settings(self.family.name, path, getattr(self.modem, "baud", 115200), getattr(self.modem, "interface", None))
+
+    def _locate(self) -> Optional[Tuple[ModemIdentity, str]]:
+        status, text = self.run(MMCLI + ("-L", "-J"), self.poll_timeout_s)
+        if status != 0:
+            return None
+        try:
+            paths = mmcli_modem_paths(text)
+        except ValueError:
+            return None
+        seen = []
+        for path in paths:
+            st, t = self.run(MMCLI + ("-m", path, "-J"), self.poll_timeout_s)
+            ident = mmcli_identity(t) if st == 0 else None
+            if ident is not None:
+                seen.append((ident.at(path), t))
+        pick = choose(self.selector, [i for i, _t in seen], self.pinned)
+        return next(((i, t) for i, t in seen if i is pick), None)
+
+    def _found(self, ident: ModemIdentity) -> None:
+        if self.pinned is None:
+            self.event("modem-found", {"path": ident.location, "detail": "reading modem %s at %s (device %r)"
+                                       % (ident.describe(), ident.location, self.selector)})
+        elif ident.location != self.pinned.location:
+            self.event("modem-moved", {"from_path": self.pinned.location, "path": ident.location,
+                                       "detail": "modem %s is now %s (was %s): re-enumerated"
+                                       % (ident.describe(), ident.location, self.pinned.location)})
+        self.pinned = ident
+        self.where = ident.location
+        self.ready = False
+
+    def _enable(self, ident: ModemIdentity) -> bool:
+        """Enable a disabled modem if this field test may: the first time it meets the modem (disabled), and
+        after a reset again only if it was this field test that enabled it. True when it is enabled now."""
+        if self.met_enabled is None:
+            self.met_enabled = False
+        elif not self.enabled_by_us:
+            if self.enable_refused_at != ident.location:
+                self.enable_refused_at = ident.location
+                self.event("modem-not-enabled", {"path": ident.location, "detail":
+                                                 "modem %s is disabled; this field test did not enable it, so it "
+                                                 "leaves it to its manager" % ident.describe()})
+            return False
+        enable = self.family.setup_commands(self._at(ident.location)).get("enable")
+        if enable is None:
+            return False
+        status, _ = self.run(tuple(enable), self.action_timeout_s)
+        if status != 0:
+            self.log("mmcli: enabling %s failed (exit %s); trying again next round" % (ident.location, status))
+            return False
+        again = self.enabled_by_us
+        self.enabled_by_us = True
+        self.event("modem-enabled", {"path": ident.location, "detail": "enabled modem %s at %s %s"
+                                     % (ident.describe(), ident.location,
+                                        "again after a reset" if again else "(ModemManager does not enable "
+                                        "modems by itself)")})
+        return True
+
+    def _setup(self, path: str) -> None:
+        ok = True
+        for name, argv in self.family.setup_commands(self._at(path)).items():
+            if name == "enable":
+                continue
+            status, _ = self.run(tuple(argv), self.action_timeout_s)
+            ok = ok and status == 0
+        self.ready = ok
+
+    def round(self) -> Tuple[Outputs, List[str]]:
+        out: Outputs = {c.name: None for c in self.family.poll}
+        modem_text: Optional[str] = None
+        ident: Optional[ModemIdentity] = None
+        if self.where is not None:
+            status, text = self.run(MMCLI + ("-m", self.where, "-J"), self.poll_timeout_s)
+            ident = mmcli_identity(text) if status == 0 else None
+            if ident is not None and self.pinned is not None and (not self.pinned.known() or same_modem(ident, self.pinned)):
+                ident = ident.at(self.where)
+                modem_text = text
+            else:
+                self.log("mmcli: modem %s not at %s any more" % (self.pinned.describe() if self.pinned else "?",
+                                                                 self.where))
+                self.where, self.ready, ident = None, False, None
+        if ident is None:
+            found = self._locate()
+            if found is None:
+                return out, []
+            ident, modem_text = found
+            self._found(ident)
+        assert ident is not None and ident.location is not None
+        if ident.state == "disabled":
+            if not self._enable(ident):
+                out["modem"] = modem_text            # the modem as it is (disabled: no radio values)
+                return out, []
+            status, text = self.run(MMCLI + ("-m", ident.location, "-J"), self.poll_timeout_s)
+            modem_text = text if status == 0 else None
+            ident = (mmcli_identity(text) or ident).at(ident.location) if status == 0 else ident
+        elif self.met_enabled is None:
+            self.met_enabled = ident.state in RADIO_STATES   # enabled by someone else (NetworkManager)
+        if not self.ready and ident.state in RADIO_STATES:
+            self._setup(ident.location)
+        out["modem"] = modem_text
+        for name, argv in self.family.poll_commands(self._at(ident.location)).items():
+            if name == "modem":
+                continue
+            status, text = self.run(tuple(argv), self.poll_timeout_s)
+            out[name] = text if status == 0 else None
+        return out, []
+
+
+class QmiTracker:
+    """qmicli by device path, following the modem's IMEI when the path disappears."""
+
+    def __init__(self, family: Any, modem: Any, run: Run, *, event: Event = _noop, log: Log = _noop,
+                 poll_timeout_s: float = 0.7, present: Callable[[str], List[str]] = lambda pattern: glob.glob(pattern),
+                 exists: Callable[[str], bool] = os.path.exists):
+        self.family, self.modem, self.run = family, modem, run
+        self.event, self.log = event, log
+        self.poll_timeout_s = poll_timeout_s
+        self.present, self.exists = present, exists
+        self.where = str(modem.device)
+        self.imei: Optional[str] = None
+
+    def _ids(self, path: str) -> Optional[str]:
+        status, text = self.run(("qmicli", "-d", path, "-p", "--dms-get-ids"), self.poll_timeout_s)
+        return qmicli_equipment_id(text) if status == 0 else None
+
+    def round(self) -> Tuple[Outputs, List[str]]:
+        out: Outputs = {c.name: None for c in self.family.poll}
+        if not self.exists(self.where) and self.imei is not None:
+            d, _, name = self.where.rpartition("/")
+            stem = name.rstrip("0123456789")
+            for cand in candidates_like(self.where, self.present(f"{d}/{stem}*")):
+                if cand != self.where and self._ids(cand) == self.imei:
+                    self.event("modem-moved", {"from_path": self.where, "path": cand, "detail":
+                                               "modem IMEI %s is now %s (was %s)" % (self.imei, cand, self.where)})
+                    self.where = cand
+                    break
+            else:
+                return out, []
+        for name, argv in self.family.poll_commands(_Settings("qmicli", self.where, 0, None)).items():
+            status, text = self.run(tuple(argv), self.poll_timeout_s)
+            out[name] = text if status == 0 else None
+        if self.imei is None and any(out.values()):
+            self.imei = self._ids(self.where)
+            if self.imei:
+                self.event("modem-found", {"path": self.where, "detail": "reading modem IMEI %s at %s"
+                                           % (self.imei, self.where)})
+        return out, []
+
+
+class SerialTracker:
+    """An AtPoller whose port is looked for again (by the IMEI of AT+CGSN) when its device path vanished."""
+
+    def __init__(self, poller: Any, *, event: Event = _noop, log: Log = _noop,
+                 identify: Optional[Callable[[str], Optional[str]]] = None,
+                 present: Callable[[str], List[str]] = lambda pattern: glob.glob(pattern),
+                 exists: Callable[[str], bool] = os.path.exists):
+        self.poller = poller
+        self.event, self.log = event, log
+        self.identify = identify or self._identify
+        self.present, self.exists = present, exists
+        self.imei: Optional[str] = None
+
+    def _identify(self, path: str) -> Optional[str]:
+        from nodes.modem.serial_poll import AtPort
+        try:
+            with AtPort(path, self.poller.baud, timeout_s=0.5) as port:
+                return at_equipment_id(port.command("AT+CGSN").text)
+        except (OSError, TimeoutError, ValueError):
+            return None
+
+    def round(self) -> Tuple[Outputs, List[str]]:
+        p = self.poller
+        if p.port is None and not self.exists(p.path) and self.imei is not None:
+            d, _, name = p.path.rpartition("/")
+            stem = name.rstrip("0123456789")
+            for cand in candidates_like(p.path, self.present(f"{d}/{stem}*")):
+                if cand != p.path and self.identify(cand) == self.imei:
+                    self.event("modem-moved", {"from_path": p.path, "path": cand, "detail":
+                                               "AT port of modem IMEI %s is now %s (was %s)" % (self.imei, cand, p.path)})
+                    p.path = cand
+                    break
+        out = p.poll_once()
+        if self.imei is None and any(v is not None for v in out.values()) and p.port is not None:
+            try:
+                self.imei = at_equipment_id(p.port.command("AT+CGSN").text)
+            except (OSError, TimeoutError):
+                self.imei = None
+            if self.imei:
+                self.event("modem-found", {"path": p.path, "detail": "reading modem IMEI %s at %s" % (self.imei, p.path)})
+        return out, list(p.last_urcs)
