@@ -1,19 +1,52 @@
-"""Packaging glue: pyproject.toml declares everything; this only adds the repository's data
-folders (the shipped inventories, campaign files, the dnpipe and BitTorrent tools' sources)
-to the built package as `controller/shipped/...`, so an installed ctl finds them
-(controller.settings.packaged_inventory) while the checkout keeps its top-level layout.
-setuptools has no declarative way to map a folder outside the packages into one."""
+"""Packaging glue: pyproject.toml declares everything; this only
+
+- adds the repository's data folders (the shipped inventories, campaign files, the dnpipe and
+  BitTorrent tools' sources) to the built package as `controller/shipped/...`, so an installed
+  ctl finds them (controller.settings.shipped_dir) while the checkout keeps its top-level layout
+  (setuptools has no declarative way to map a folder outside the packages into one);
+- installs the manual page, man/man1/ctl.1 (generated from the parser: `python -m
+  controller.cli.manpage --write`), as share/man/man1/ctl.1 of the environment, where `man ctl`
+  finds it;
+- builds out of tree: setuptools' build/ and ctl.egg-info/ go to a temporary directory removed
+  afterwards, so `pip install .` writes nothing into the checkout (a stale build/lib could carry
+  deleted modules into the next wheel). `--build-base` and `--egg-base` still choose others."""
 from __future__ import annotations
 
+import atexit
 import json
+import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build import build
 from setuptools.command.build_py import build_py
+from setuptools.command.egg_info import egg_info
 
 ROOT = Path(__file__).resolve().parent
+_SCRATCH: list[str] = []
+
+
+def _scratch() -> str:
+    """One temporary directory per build process for setuptools' own files, removed at exit."""
+    if not _SCRATCH:
+        _SCRATCH.append(tempfile.mkdtemp(prefix="ctl-build-"))
+        atexit.register(shutil.rmtree, _SCRATCH[0], True)
+    return _SCRATCH[0]
+
+
+class BuildOutOfTree(build):
+    def initialize_options(self) -> None:
+        super().initialize_options()
+        self.build_base = os.path.join(_scratch(), "build")
+
+
+class EggInfoOutOfTree(egg_info):
+    def initialize_options(self) -> None:
+        super().initialize_options()
+        self.egg_base = _scratch()
 SHIPPED = {"inventory": "controller/shipped/inventory", "campaigns": "controller/shipped/campaigns",
            "bridges/dnpipe": "controller/shipped/dnpipe", "nodes/bittorrent": "controller/shipped/bittorrent"}
 PATTERNS = ("*.yaml", "*.json", "*.md", "*.c", "*.h", "Makefile", "*.js")
@@ -49,4 +82,5 @@ class BuildPyWithShipped(build_py):
                     shutil.copy2(p, target)
 
 
-setup(cmdclass={"build_py": BuildPyWithShipped})
+setup(cmdclass={"build_py": BuildPyWithShipped, "build": BuildOutOfTree, "egg_info": EggInfoOutOfTree},
+      data_files=[("share/man/man1", ["man/man1/ctl.1"])])

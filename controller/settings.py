@@ -13,6 +13,13 @@ Defaults follow where ctl runs:
 The config file is $CTL_CONFIG, else the first of `$XDG_CONFIG_HOME/ctl/config.yaml`
 (~/.config/ctl/config.yaml) and `/etc/ctl/config.yaml` that exists: a YAML mapping with any of
 `state_dir`, `runs_dir`, `inventory`, `database_url` (never secrets: those stay references).
+A flag is registered once by the command line (`set_flag`, `ctl -i FILE ...`), so every module
+that resolves a setting sees it, whichever command runs.
+
+Shipped files (the inventories and campaign files ctl comes with) live in the checkout's
+`inventory/` and `campaigns/`, or in the installed package's `controller/shipped/`; a name that
+is not a path that exists (`-i lab-rack.example.yaml`, `ctl campaign plan rtt-loss-sweep.yaml`)
+is looked up there (`find_shipped`).
 """
 from __future__ import annotations
 
@@ -88,10 +95,49 @@ def _defaults() -> dict[str, tuple[str, str]]:
 
 def packaged_inventory() -> Path:
     """The shipped virtual rack's inventory: the checkout's, else the installed package data."""
-    here = PROJECT_ROOT / "inventory" / "virtual.yaml"
-    if here.exists():
-        return here
-    return Path(__file__).resolve().parent / "shipped" / "inventory" / "virtual.yaml"
+    return shipped_dir("inventory") / "virtual.yaml"
+
+
+# kind -> the folder of the checkout; an installed package carries it as controller/shipped/<kind>
+# (setup.py copies it there).
+SHIPPED_KINDS = {"inventory": "inventory", "campaigns": "campaigns"}
+
+
+def shipped_dir(kind: str) -> Path:
+    """Where the shipped files of `kind` ("inventory", "campaigns") are: the checkout's folder,
+    else the installed package's."""
+    if in_checkout():
+        return PROJECT_ROOT / SHIPPED_KINDS[kind]
+    return Path(__file__).resolve().parent / "shipped" / SHIPPED_KINDS[kind]
+
+
+def shipped_files(kind: str) -> list[str]:
+    """The names of the shipped YAML files of `kind`, relative to its folder, sorted."""
+    base = shipped_dir(kind)
+    if not base.is_dir():
+        return []
+    return sorted(str(p.relative_to(base)) for p in base.rglob("*.yaml") if p.is_file())
+
+
+def find_shipped(kind: str, name: str) -> Path | None:
+    """A shipped file of `kind` by its name (`rtt-loss-sweep.yaml`, `rtt-loss-sweep`,
+    `deviations/NAME.yaml`), or None: a name with `..`, an absolute path or a name that is not
+    a shipped file finds nothing."""
+    if not name or os.path.isabs(name) or ".." in Path(name).parts or "\\" in name:
+        return None
+    for candidate in (name, name + ".yaml"):
+        if candidate in shipped_files(kind):
+            return shipped_dir(kind) / candidate
+    return None
+
+
+def existing_or_shipped(kind: str, value: str) -> Path:
+    """`value` as a path when it names a file that exists, else the shipped file of that name,
+    else `value` itself (whose reader then says it cannot read it)."""
+    path = Path(os.path.expanduser(value))
+    if path.exists():
+        return path
+    return find_shipped(kind, value) or path
 
 
 @dataclass(frozen=True)
@@ -103,9 +149,29 @@ class Setting:
 
 # What export_state_dir() put into the environment itself, with where it really came from.
 _EXPORTED: dict[str, Setting] = {}
+# Flags the command line gave for the whole command (`ctl -i FILE ...`: set_flag).
+_FLAGS: dict[str, str] = {}
+
+
+def set_flag(name: str, value: str | None) -> None:
+    """The command line's flag for setting `name` (None: none given), seen by every later
+    `resolve(name)` of this process: `ctl -i FILE config show` says "command-line flag"."""
+    if value is None:
+        _FLAGS.pop(name, None)
+    else:
+        _FLAGS[name] = str(value)
 
 
 def resolve(name: str, flag: str | None = None) -> Setting:
+    s = _resolve(name, flag if flag else _FLAGS.get(name))
+    if name == "inventory" and s.value and not Path(os.path.expanduser(s.value)).exists():
+        found = find_shipped("inventory", s.value)      # `-i lab-rack.example.yaml`
+        if found is not None:
+            return Setting(name, str(found), f"{s.source}: {s.value} shipped with ctl")
+    return s
+
+
+def _resolve(name: str, flag: str | None) -> Setting:
     if flag:
         return Setting(name, str(flag), "command-line flag")
     env = os.environ.get(ENV[name])

@@ -27,6 +27,7 @@ APT_PACKAGES=(
     chromium
     systemd       # systemd-analyze: the shipped unit files are verified by the tests
     groff-base    # ctl(1), generated from the parser, is checked with groff
+    man-db        # ... and read with man (man -l, man -w), as a user reads the installed page
     clang bpftool libbpf-dev linux-libc-dev   # BPF congestion controls (nodes/congestion)
     postgresql    # the lab database's tests start their own server (initdb + pg_ctl); no service is enabled
     sudo          # a virtual host may log in as a non-root account that runs ctl's commands with sudo -n

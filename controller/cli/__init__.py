@@ -15,34 +15,49 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import select
 import sys
 
 from controller.argutil import join_negative_values
-from controller.cli.commands import COMMANDS, Parser
+from controller.cli import commands
+from controller.cli.commands import (COMMANDS, INVENTORY_HELP, QUIET_HELP, DeprecatedName, Parser, setting_default,
+                                     suggest)
 from controller.errors import CtlError, UsageError
-from controller.settings import export_state_dir
+from controller.settings import export_state_dir, set_flag
 
 # The order `ctl --help` lists the commands in.
 ORDER = ("run", "runs", "scenarios", "cc", "link", "campaign", "reproduce", "rack", "inventory", "lab", "field",
          "report", "metrics", "parse")
-# Every exit status ctl uses (also in the README); `ctl --help` prints this table.
+# Every exit status ctl uses (also in the README); `ctl --help` prints this table. "Nothing found"
+# follows one rule everywhere: a list or status that finds nothing is an answer (0), a thing named
+# on the command line, or the latest one a command must act on, that does not exist is bad input (2).
 EXIT_CODES = (
-    (0, "success (a run completed and its result is valid)"),
+    (0, "success (a run completed and its result is valid); a list or status that finds nothing is a success "
+        "too and says so (--json: an empty list, or null for one thing)"),
     (1, "failed: an error on the rack or in ctl (the run record and stderr say which)"),
-    (2, "bad input (usage, parameters, inventory, campaign file, unparsable data): nothing was touched"),
+    (2, "bad input (usage, parameters, inventory, campaign file, unparsable data; a run, campaign, reproduction "
+        "or reservation named on the command line, or the latest one a command must act on, that does not "
+        "exist): nothing was touched"),
     (3, "the rack is busy (another controller holds its lock or lease) or reserved by somebody else"),
     (4, "a run completed but its result is invalid (e.g. MPTCP not negotiated; reasons in the summary)"),
     (130, "interrupted by SIGINT (Ctrl-C): the rack was restored"),
+    (141, "stdout was closed by its reader (`ctl ... | head`): ctl stopped writing, quietly, as git does "
+          "(128 + SIGPIPE); what it was doing otherwise is unaffected"),
     (143, "stopped by SIGTERM: the rack was restored"),
 )
-EPILOG = "exit status:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES)
+EPILOG = ("-i/--inventory, -q/--quiet and -v/--verbose mean the same before or after the command.\n\n"
+          "exit status:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES))
 _GLOBAL_WITH_VALUE = ("--inventory", "-i")
 # asyncssh and pysnmp log through `logging`: quiet unless -v asks (-vv: their debug too).
 _LIBRARY_LOGGERS = ("asyncssh", "pysnmp", "psycopg", "influxdb_client", "urllib3")
+# Arguments without a help text on purpose: internal (run --campaign: the scheduler's), an old
+# name kept hidden, -v after the command (documented once, with the global options), and -i where
+# it means nothing (inventory init writes a new inventory; it reads none).
+HIDDEN = {("run", "--campaign"), ("", "--log-quiet"), ("*", "--verbose"), ("inventory init", "--inventory")}
 
 
-def command_word(argv: list[str]) -> str | None:
-    """The top-level command named in argv (skipping global options), or None."""
+def command_index(argv: list[str]) -> int | None:
+    """Where the top-level command is in argv (skipping global options), or None."""
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -52,8 +67,14 @@ def command_word(argv: list[str]) -> str | None:
         if a.startswith("-"):
             i += 1
             continue
-        return a
+        return i
     return None
+
+
+def command_word(argv: list[str]) -> str | None:
+    """The top-level command named in argv (skipping global options), or None."""
+    i = command_index(argv)
+    return argv[i] if i is not None else None
 
 
 def build_parser(populate: str | None = "*") -> Parser:
@@ -64,19 +85,62 @@ def build_parser(populate: str | None = "*") -> Parser:
     p.add_argument("--version", action="store_true", help="ctl's version, git commit and Python, then exit")
     p.add_argument("--verbose", "-v", action="count", default=0,
                    help="log more on stderr (-v: ctl's and its libraries' info; -vv: debug, SSH included)")
-    p.add_argument("--log-quiet", "-q", dest="log_quiet", action="store_true",
-                   help="log errors only (progress lines are the commands' own `--quiet`)")
-    p.add_argument("--inventory", "-i", help="rack description (default: $CTL_INVENTORY or inventory/virtual.yaml)")
+    p.add_argument("--quiet", "-q", dest="global_quiet", action="store_true", help=QUIET_HELP)
+    p.add_argument("--log-quiet", dest="global_quiet", action=DeprecatedName, new="--quiet", nargs=0,
+                   help=argparse.SUPPRESS)
+    p.add_argument("--inventory", "-i", metavar="FILE", help=f"{INVENTORY_HELP} ({setting_default('inventory')})")
     sub = p.add_subparsers(dest="command", required=False, parser_class=Parser, metavar="COMMAND")
     for name in ORDER + tuple(n for n in COMMANDS.names() if n not in ORDER):
         if populate == "*" or name == populate:
             COMMANDS.get(name)(sub)
         else:
             sub.add_parser(name, help=COMMANDS.help(name))
-    # `--inventory` is accepted after the command too (`ctl run X ... --inventory FILE`).
     for sp in sub.choices.values():
-        sp.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help="rack description (YAML)")
+        _add_everywhere(sp)
     return p
+
+
+def _add_everywhere(p: argparse.ArgumentParser) -> None:
+    """-i, -q and -v after the command too, with the meaning they have before it: on every
+    (sub)command's parser (`ctl config show -i FILE`, `ctl link show -q`). Not set unless given
+    (SUPPRESS), so a value given before the command stays."""
+    added = []
+    if "--inventory" not in p._option_string_actions:
+        added.append(p.add_argument("--inventory", "-i", default=argparse.SUPPRESS, metavar="FILE",
+                                    help=INVENTORY_HELP))
+    if "--quiet" not in p._option_string_actions and "-q" not in p._option_string_actions:
+        added.append(p.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS, help=QUIET_HELP))
+    if "--verbose" not in p._option_string_actions and "-v" not in p._option_string_actions:
+        added.append(p.add_argument("--verbose", "-v", dest="sub_verbose", action="count", default=argparse.SUPPRESS,
+                                    help=argparse.SUPPRESS))
+    for a in added:
+        a.everywhere = True      # the manual page documents them once, with the global options
+    for a in p._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for sp in a.choices.values():
+                _add_everywhere(sp)
+
+
+def leaf_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command `args` were parsed for."""
+    p = parser
+    while True:
+        sub = next((a for a in p._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(args, sub.dest, None) if sub is not None else None
+        if sub is None or not isinstance(name, str) or name not in sub.choices:
+            return p
+        p = sub.choices[name]
+
+
+def unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> UsageError:
+    """`unrecognized arguments: --duraton 5s (did you mean --duration?)`."""
+    leaf = leaf_parser(parser, args)
+    options = set(leaf._option_string_actions) | set(parser._option_string_actions)
+    options = {o for o in options if o.startswith("--")}
+    first = next((a.split("=", 1)[0] for a in extra if a.startswith("-")), None)
+    hint = suggest(first, sorted(options)) if first else ""
+    where = leaf.prog.removeprefix("ctl").strip()
+    return UsageError((f"{where}: " if where else "") + f"unrecognized arguments: {' '.join(extra)}{hint}")
 
 
 def configure_logging(verbose: int, quiet: bool = False) -> None:
@@ -101,6 +165,29 @@ def complete() -> None:
     argcomplete.autocomplete(build_parser("*"), always_complete_options="long")
 
 
+def _stdout_closed() -> bool:
+    """stdout is a pipe (or socket) whose reader has gone (poll says POLLERR/POLLHUP)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _fd, ev in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def closed_pipe() -> int:
+    """`ctl ... | head`: the reader went away. Quiet, as git is: nothing on stderr, exit 141 (128 +
+    SIGPIPE, what a shell reports for a process killed by it); stdout goes to /dev/null so that
+    Python's final flush does not print a traceback-like "Exception ignored" line."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None and "_ARGCOMPLETE" in os.environ:
         complete()
@@ -112,16 +199,25 @@ def main(argv: list[str] | None = None) -> int:
             print(version_line())
             return 0
         word = command_word(args_in)
+        commands.LIVE = True        # help texts name this machine's settings
         parser = build_parser(word if word in COMMANDS else None)
+        if word == "run":
+            from controller.cli.run import prepare_argv   # the scenario's name first, its parameters in --help
+            i = command_index(args_in)
+            assert i is not None
+            args_in = args_in[:i + 1] + prepare_argv(parser, args_in[i + 1:])
         args, extra = parser.parse_known_args(args_in)
-        configure_logging(args.verbose, args.log_quiet)
+        args.quiet = bool(args.global_quiet or getattr(args, "quiet", False))
+        args.verbose += getattr(args, "sub_verbose", 0)
+        configure_logging(args.verbose, args.quiet)
+        set_flag("inventory", getattr(args, "inventory", None))     # -i for every command, before or after it
         if args.command is None:
             raise UsageError("which command? (`ctl --help` lists them)")
         dest = getattr(args, "extra_args", None)
         if dest:
             setattr(args, dest, extra)  # e.g. a scenario's own parameters
         elif extra:
-            raise UsageError(f"unrecognized arguments: {' '.join(extra)}")
+            raise unrecognized(parser, args, extra)
         from controller.cli.common import command_words, set_command   # loaded by the command already
         set_command(command_words(parser, args))    # named in the --json envelope
         return args.func(args)
@@ -132,4 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         print("ctl: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return 1
+        if _stdout_closed():
+            return closed_pipe()
+        raise
+    finally:
+        commands.LIVE = False       # a caller in the same process builds the generic texts again

@@ -19,11 +19,11 @@ from controller.campaign.spec import CampaignError, CampaignFileError, load_camp
 from controller.campaign.status import SchedulerView, interruption, scheduler_view
 from controller.campaign.store import campaign_dir
 from controller.campaign.timing import estimate_finish, format_span, learned_overhead, local, parse_at, progress_bar
-from controller.cli.commands import Parser, add_command
+from controller.cli.commands import JSON_HELP, Parser, add_command, setting_default
 from controller.cli.common import inventory_of, print_json
 from controller.inventory import load_inventory, resolve_inventory_path
 from controller.labdb import whoami
-from controller.settings import runs_dir
+from controller.settings import existing_or_shipped, runs_dir
 from controller.textsafe import shown
 from controller.units import parse_duration
 
@@ -109,7 +109,7 @@ MAX_HORIZON_S = 366 * 86400
 def _planned(args: argparse.Namespace) -> dict:
     """Load, validate and expand a campaign file; no state anywhere is changed. A campaign on
     several racks is checked against every rack's inventory (each must be able to run every case)."""
-    path = Path(args.file)
+    path = existing_or_shipped("campaigns", args.file)    # `ctl campaign plan rtt-loss-sweep.yaml`
     spec, lines, text = load_campaign(path)
     racks = rack_inventories(spec, path, lines)
     inv = racks[0][1] if racks else inventory_of(args)
@@ -616,67 +616,70 @@ def cmd_export(args: argparse.Namespace) -> int:
 # ---- registration ----------------------------------------------------------------------------
 
 def register(sub) -> None:
-    p = add_command(sub, "campaign", description="Campaigns: many runs of one scenario from a campaign file (YAML), "
-                                   "crash-safe and resumable, on one rack or several.")
-    cs = p.add_subparsers(dest="campaign_command", required=True, parser_class=Parser)
+    p = add_command(sub, "campaign", allow_abbrev=False,
+                    description="Campaigns: many runs of one scenario from a campaign file (YAML), crash-safe and "
+                                "resumable, on one rack or several.")
+    cs = p.add_subparsers(dest="campaign_command", required=True, parser_class=Parser, metavar="ACTION")
 
     def add(name: str, func: Any, help_: str) -> argparse.ArgumentParser:
-        sp = cs.add_parser(name, help=help_, allow_abbrev=False)
-        sp.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help="rack description (YAML)")
+        sp = cs.add_parser(name, help=help_, description=help_, allow_abbrev=False)
         sp.set_defaults(func=func)
         return sp
 
+    file_help = "the campaign file: a path, or the name of a shipped one (`ctl config show` lists them)"
+    id_help = "the campaign: its number (#N), id or a unique part of it (default: the only active one, else the latest)"
     sp = add("plan", cmd_plan, "print the expanded runs, rack time and finish time; change nothing")
-    sp.add_argument("file")
-    sp.add_argument("--at", help="start time for the estimate (HH:MM or ISO date and time)")
+    sp.add_argument("file", metavar="FILE", help=file_help)
+    sp.add_argument("--at", metavar="TIME", help="start time for the estimate (HH:MM or ISO 8601 date and time)")
     sp.add_argument("--force", action="store_true", help="plan a campaign that would finish more than a year from now")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; every run with its parameters, rack time and "
+                                                                    "estimated finish")
 
     sp = add("submit", cmd_submit, "queue a campaign")
-    sp.add_argument("file")
-    sp.add_argument("--at", help="not before this time (HH:MM: the next such time; or ISO date and time)")
-    sp.add_argument("--runs-dir", help="where run records go (default: $CTL_RUNS_DIR or runs/)")
+    sp.add_argument("file", metavar="FILE", help=file_help)
+    sp.add_argument("--at", metavar="TIME", help="not before this time (HH:MM: the next such time; or ISO 8601 date "
+                                                 "and time)")
+    sp.add_argument("--runs-dir", metavar="DIR", help=f"where run records go ({setting_default('runs_dir')})")
     sp.add_argument("--force", action="store_true", help="queue a campaign that would finish more than a year from now")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; the queued campaign's number, id and plan")
 
     sp = add("status", cmd_status, "campaigns and their progress")
-    sp.add_argument("id", nargs="?")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("id", nargs="?", metavar="ID", help="one campaign's number (#N) or id (default: every campaign)")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; per campaign: state, progress, ETA")
     sp.add_argument("--watch", action="store_true", help="live progress bar with ETA until the campaign stops; "
                                                           "exit 0 when it is done, 1 when it stopped short")
 
     sp = add("pause", cmd_pause, "pause after the current run (--now: stop it, restore, re-run later)")
-    sp.add_argument("id", nargs="?")
-    sp.add_argument("--now", action="store_true")
-    sp.add_argument("--reason")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("id", nargs="?", metavar="ID", help=id_help)
+    sp.add_argument("--now", action="store_true", help="stop the current run now (the rack is restored; the run is "
+                                                        "queued again)")
+    sp.add_argument("--reason", metavar="TEXT", help="why, one line: shown by `ctl campaign status`")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; the campaign's state")
 
     sp = add("resume", cmd_resume, "continue a paused or interrupted campaign (in this terminal unless "
                                    "a scheduler is running)")
-    sp.add_argument("id", nargs="?")
+    sp.add_argument("id", nargs="?", metavar="ID", help=id_help)
     sp.add_argument("--no-wait", action="store_true", help="only mark it resumed; the daemon runs it")
-    sp.add_argument("--quiet", "-q", action="store_true")
-    sp.add_argument("--json", action="store_true", help="with --no-wait: the campaign's state as JSON")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; with --no-wait: the campaign's state")
 
     sp = add("cancel", cmd_cancel, "stop a campaign for good (the current run is stopped, the rack restored)")
-    sp.add_argument("id", nargs="?")
-    sp.add_argument("--reason")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("id", nargs="?", metavar="ID", help=id_help)
+    sp.add_argument("--reason", metavar="TEXT", help="why, one line: shown by `ctl campaign status`")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; the campaign's state")
 
     sp = add("report", cmd_report, "write the HTML + Markdown report")
-    sp.add_argument("id", nargs="?")
-    sp.add_argument("--out", help="directory (default: <state>/campaigns/<id>/report)")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("id", nargs="?", metavar="ID", help=id_help)
+    sp.add_argument("--out", metavar="DIR", help=f"directory ({setting_default('state_dir', 'campaigns/ID/report')})")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; the report's files")
 
     sp = add("daemon", cmd_daemon, "run queued campaigns (for a systemd unit); with --inventory: the campaigns of "
                                    "that rack (one daemon per rack, on any controller)")
     sp.add_argument("--exit-when-idle", action="store_true", help="exit when no campaign is queued or running")
-    sp.add_argument("--lease", default="60s", help="how long a claimed run stays this daemon's without a renewal "
-                                                   "(default 60s; renewed every 2 s): after a kill -9, another "
-                                                   "rack's daemon takes the run back once it has run out")
-    sp.add_argument("--quiet", "-q", action="store_true")
+    sp.add_argument("--lease", default="60s", metavar="DURATION",
+                    help="how long a claimed run stays this daemon's without a renewal (default 60s; renewed every "
+                         "2 s): after a kill -9, another rack's daemon takes the run back once it has run out")
 
     sp = add("export", cmd_export, "write the uploaded records (manifest, summary) of every rack as record "
                                    "directories")
-    sp.add_argument("id", nargs="?")
-    sp.add_argument("--out", required=True, help="directory (one sub-directory per run)")
+    sp.add_argument("id", nargs="?", metavar="ID", help=id_help)
+    sp.add_argument("--out", required=True, metavar="DIR", help="directory (one sub-directory per run)")

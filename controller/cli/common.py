@@ -20,8 +20,10 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
+from controller.errors import RecordError, UsageError
 from controller.inventory import Inventory, load_inventory, resolve_inventory_path
 from controller.results.wire import iso_utc, to_wire
 from controller.version import commit, version
@@ -33,6 +35,17 @@ _command: list[str] = []        # the words of the command being run (set_comman
 def inventory_of(args: argparse.Namespace) -> Inventory:
     """The rack a command works on: --inventory > $CTL_INVENTORY > inventory/virtual.yaml."""
     return load_inventory(resolve_inventory_path(args.inventory))
+
+
+def run_record(runs_root: Path, run: str | None) -> Path:
+    """The record of a run named on the command line (or the latest, for a command that acts on
+    one): one that does not exist is bad input (exit 2), as everywhere ("nothing found" rule in
+    `ctl --help`)."""
+    from controller.results.records import find_run
+    try:
+        return find_run(runs_root, run)
+    except RecordError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def command_words(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:

@@ -332,10 +332,11 @@ def json_output_page() -> str:
         def link(name: str, command: str = command) -> str:
             return f"[{name}](#{slug('out', command, name)})"
         body += [f"`data`: {_type(data, link)}.", ""]
+        shown: set[str] = set()
         for name in _refs_in(data, defs):
             if name == "Ctl":
                 continue
-            body += schema_tables(defs[name], defs, slug("out", command), level=4, root_title=name)[:]
+            body += _unseen(schema_tables(defs[name], defs, slug("out", command), level=4, root_title=name), shown)
     intro = ("With `--json` every command prints one JSON document on stdout, the same envelope for every "
              "command; `data` is the command's own output. Every time in it is ISO 8601 with its zone (ctl "
              "writes UTC, `Z`), every duration in seconds (`_s`). The JSON Schema of each command's output is "
@@ -343,6 +344,20 @@ def json_output_page() -> str:
              "outputs against them). Objects marked as allowing other fields may gain keys in later versions; a "
              "script should rely only on the keys listed.")
     return page("JSON output", intro, body)
+
+
+def _unseen(lines: list[str], shown: set[str]) -> list[str]:
+    """The sections (from one heading to the next) of `lines` whose heading is not in `shown`
+    yet: a model nested in two of a command's models gets one table (and one anchor)."""
+    out: list[str] = []
+    keep = True
+    for line in lines:
+        if line.startswith("#"):
+            keep = line not in shown
+            shown.add(line)
+        if keep:
+            out.append(line)
+    return out
 
 
 def _refs_in(s: dict, defs: dict) -> list[str]:

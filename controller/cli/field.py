@@ -7,8 +7,8 @@ import sys
 import time
 from typing import Any
 
-from controller.cli.commands import add_command
-from controller.cli.common import inventory_of, print_json
+from controller.cli.commands import JSON_HELP, Parser, add_command, setting_default
+from controller.cli.common import inventory_of, print_json, run_record
 from controller.errors import CtlError, ParameterError
 from controller.field.figures import write_report
 from controller.field.host import fetch, start, status, stop
@@ -16,7 +16,6 @@ from controller.field.options import FieldOptions, check_hosts, check_options
 from controller.field.records import open_field_record
 from controller.field.stats import render_report
 from controller.lab.ops import ensure_lab
-from controller.results.records import find_run
 from controller.settings import runs_dir
 from controller.units import parse_duration
 
@@ -115,7 +114,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     inv = inventory_of(args)
     say = _say(args.quiet)
-    rec = open_field_record(find_run(runs_dir(args.runs_dir), args.run))
+    rec = open_field_record(run_record(runs_dir(args.runs_dir), args.run))
     if not args.no_fetch:
         asyncio.run(fetch(inv, rec, say))
     if not (rec.dir / "metrics.jsonl").exists():
@@ -133,42 +132,45 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = add_command(sub, "field")
-    fs = p.add_subparsers(dest="field_action", required=True, parser_class=type(p))
+    p = add_command(sub, "field", allow_abbrev=False,
+                    description="Field tests on modem hosts: a logger started detached on each host samples the "
+                                "radio, GPS and a workload; ctl reads, stops and reports it.")
+    fs = p.add_subparsers(dest="field_action", required=True, parser_class=Parser, metavar="ACTION")
+    runs_help = f"where field run records go ({setting_default('runs_dir')})"
 
-    s = fs.add_parser("start", help="start (or resume) the logger on modem hosts")
-    s.add_argument("--host", action="append", required=True, help="modem host (repeat for several)")
-    s.add_argument("--workload", choices=["iperf3", "torrent", "idle"], default="idle")
+    s = fs.add_parser("start", help="start (or resume) the logger on modem hosts", allow_abbrev=False)
+    s.add_argument("--host", action="append", required=True, metavar="HOST", help="modem host (repeat for several)")
+    s.add_argument("--workload", choices=["iperf3", "torrent", "idle"], default="idle",
+                   help="traffic while logging: iperf3 downloads, a torrent download or none (default idle)")
     s.add_argument("--duration", help="wall time from the run's start, e.g. 2h (default: until stopped)")
-    s.add_argument("--server", help="iperf3 server HOST[:PORT] for --workload iperf3")
+    s.add_argument("--server", metavar="HOST[:PORT]", help="iperf3 server HOST[:PORT] for --workload iperf3")
     s.add_argument("--rate", help="iperf3 download rate asked of the server (-b), e.g. 2M")
     s.add_argument("--torrent", help="torrent id for --workload torrent (path on the host, magnet, URL)")
-    s.add_argument("--torrent-out", help="download directory on the host (default: in the run's directory)")
-    s.add_argument("--ping", help="reference host for RTT and jitter (default: the InfluxDB host)")
-    s.add_argument("--runs-dir")
-    s.add_argument("--json", action="store_true")
-    s.add_argument("--quiet", "-q", action="store_true")
+    s.add_argument("--torrent-out", metavar="DIR", help="download directory on the host (default: in the run's "
+                                                        "directory)")
+    s.add_argument("--ping", metavar="HOST", help="reference host for RTT and jitter (default: the InfluxDB host)")
+    s.add_argument("--runs-dir", metavar="DIR", help=runs_help)
+    s.add_argument("--json", action="store_true", help=JSON_HELP + "; per host: the run started or resumed")
     s.set_defaults(func=cmd_start)
 
-    st = fs.add_parser("status", help="what the loggers are doing (read from the hosts)")
-    st.add_argument("--host", action="append")
-    st.add_argument("--json", action="store_true")
+    st = fs.add_parser("status", help="what the loggers are doing (read from the hosts)", allow_abbrev=False)
+    st.add_argument("--host", action="append", metavar="HOST", help="only this modem host (repeat for several; "
+                                                                    "default: every modem host)")
+    st.add_argument("--json", action="store_true", help=JSON_HELP + "; per host: state, run, pid, samples, spool")
     st.set_defaults(func=cmd_status)
 
-    sp = fs.add_parser("stop", help="stop the loggers by PID, then fetch their spools")
-    sp.add_argument("--host", action="append")
-    sp.add_argument("--no-fetch", action="store_true")
-    sp.add_argument("--runs-dir")
-    sp.add_argument("--json", action="store_true")
-    sp.add_argument("--quiet", "-q", action="store_true")
+    sp = fs.add_parser("stop", help="stop the loggers by PID, then fetch their spools", allow_abbrev=False)
+    sp.add_argument("--host", action="append", metavar="HOST", help="only this modem host (repeat for several; "
+                                                                    "default: every modem host)")
+    sp.add_argument("--no-fetch", action="store_true", help="stop only; leave the spools on the hosts")
+    sp.add_argument("--runs-dir", metavar="DIR", help=runs_help)
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; per host: what was stopped and fetched")
     sp.set_defaults(func=cmd_stop)
 
-    r = fs.add_parser("report", help="fetch a field run's spools and write Table 1, Fig. 4, percentiles")
-    r.add_argument("run", nargs="?", help="field run id or path (default: the latest run)")
+    r = fs.add_parser("report", help="fetch a field run's spools and write Table 1, Fig. 4, percentiles",
+                      allow_abbrev=False)
+    r.add_argument("run", nargs="?", metavar="RUN", help="field run id or path (default: the latest run)")
     r.add_argument("--no-fetch", action="store_true", help="report from what was fetched before")
-    r.add_argument("--runs-dir")
-    r.add_argument("--json", action="store_true")
-    r.add_argument("--quiet", "-q", action="store_true")
+    r.add_argument("--runs-dir", metavar="DIR", help=runs_help)
+    r.add_argument("--json", action="store_true", help=JSON_HELP + "; the table's rows and the figures' files")
     r.set_defaults(func=cmd_report)
-    for sp_ in (s, st, sp, r):   # `ctl field start ... --inventory FILE` as with every other command
-        sp_.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help="rack description (YAML)")

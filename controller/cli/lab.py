@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from controller.cli.commands import add_command
+from controller.cli.commands import JSON_HELP, Parser, add_command
 from controller.cli.common import inventory_of, print_json
 from controller.errors import RackBusy
 from controller.lab.ops import lab_status, lab_up_cli
@@ -55,10 +55,14 @@ def _lab_up_down(inv, action: str) -> int:
     raise AssertionError(action)
 
 
-
-
 def register(sub) -> None:
-    lab_p = add_command(sub, "lab")
-    lab_p.add_argument("action", choices=["up", "down", "status"])
-    lab_p.add_argument("--json", action="store_true")
-    lab_p.set_defaults(func=cmd_lab)
+    lab_p = add_command(sub, "lab", allow_abbrev=False,
+                        description="The virtual rack: network namespaces on this machine, each host a real sshd "
+                                    "(needs root).")
+    acts = lab_p.add_subparsers(dest="action", required=True, parser_class=Parser, metavar="ACTION")
+    for name, help_ in (("up", "build the virtual rack of the inventory (or repair a part that is down)"),
+                        ("down", "remove the virtual rack: its namespaces, links and daemons"),
+                        ("status", "whether every host and daemon of the virtual rack is up (exit 1 when not)")):
+        sp = acts.add_parser(name, help=help_, description=help_, allow_abbrev=False)
+        sp.add_argument("--json", action="store_true", help=JSON_HELP)
+        sp.set_defaults(func=cmd_lab)

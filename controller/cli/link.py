@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from controller.cli.commands import Parser, add_command
+from controller.cli.commands import JSON_HELP, DeprecatedName, Parser, add_command
 from controller.cli.common import inventory_of, print_json
 from controller.cli.console import Console
 from controller.errors import UsageError
@@ -20,6 +20,7 @@ from controller.lab.ops import ensure_lab
 from controller.rack import links as linkops
 from controller.rack.lease import hold_rack, parse_wait
 from controller.rack.reservations import check_free
+from controller.units import parse_probability
 
 
 def _say(msg: str) -> None:
@@ -38,9 +39,11 @@ def _hold(inv, args: argparse.Namespace, what: str, busy_s: float) -> Iterator[N
 def cmd_set(args: argparse.Namespace) -> int:
     inv = inventory_of(args)
     dirs = linkops.directions(args.dir)
-    linkops.check_set(inv, args.link, dirs, args.bw, args.delay, args.plr, args.queue)
+    if args.loss is not None:
+        parse_probability(args.loss, what="--loss")     # its error names the flag the user typed
+    linkops.check_set(inv, args.link, dirs, args.bw, args.delay, args.loss, args.queue)
     with _hold(inv, args, f"ctl link set {args.link}", 10.0):
-        entry = asyncio.run(linkops.link_set(inv, args.link, dirs, args.bw, args.delay, args.plr, args.queue))
+        entry = asyncio.run(linkops.link_set(inv, args.link, dirs, args.bw, args.delay, args.loss, args.queue))
     if args.json:
         print_json({k: v for k, v in entry.items() if k != "commands"})
     else:
@@ -112,36 +115,42 @@ def register(sub) -> None:
 
     def add(name: str, func, help_: str) -> argparse.ArgumentParser:
         sp = ls.add_parser(name, help=help_, description=help_, allow_abbrev=False)
-        sp.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help="rack description (YAML)")
         sp.set_defaults(func=func)
         if name != "show":
             sp.add_argument("--wait", nargs="?", const="forever", default=None, metavar="DURATION",
                             help="wait for the rack when another controller holds it (or up to DURATION)")
         return sp
 
+    link_help = "the link's name in the inventory (`ctl link show` lists them)"
     sp = add("set", cmd_set, "change a link's shaping and leave it so (runs restore to it)")
-    sp.add_argument("link")
-    sp.add_argument("--bw", help="bandwidth, e.g. 20M, 100Mbit/s, 1G (0 = unlimited)")
-    sp.add_argument("--delay", help="one-way delay per direction, e.g. 50ms")
-    sp.add_argument("--plr", help="random loss on arrival: a percentage (0.01%%) or a fraction in scientific "
-                                  "notation (1e-4); a bare number such as 0.01 is refused as ambiguous")
-    sp.add_argument("--queue", help="drop-tail queue: slots (50) or bytes (64KB)")
-    sp.add_argument("--dir", default="both", help="forward (a->b), reverse (b->a) or both (default)")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("link", metavar="LINK", help=link_help)
+    sp.add_argument("--bw", metavar="RATE", help="bandwidth, e.g. 20M, 100Mbit/s, 1G (0 = unlimited)")
+    sp.add_argument("--delay", metavar="DELAY", help="one-way delay per direction, e.g. 50ms")
+    sp.add_argument("--loss", metavar="LOSS", help="random loss on arrival, the name every scenario uses: a "
+                    "percentage (0.01%%) or a fraction in scientific notation (1e-4); a bare number such as 0.01 is "
+                    "refused as ambiguous")
+    sp.add_argument("--plr", dest="loss", metavar="LOSS", action=DeprecatedName, new="--loss")
+    sp.add_argument("--queue", metavar="QUEUE", help="drop-tail queue: slots (50) or bytes (64KB)")
+    sp.add_argument("--dir", default="both", choices=["forward", "reverse", "both"],
+                    help="forward (a->b), reverse (b->a) or both (default)")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; the link's shaping before and after")
 
     sp = add("reset", cmd_reset, "return links to the inventory's baseline (unshaped where it has none)")
-    sp.add_argument("link", nargs="?")
+    sp.add_argument("link", nargs="?", metavar="LINK", help=link_help + "; or --all")
     sp.add_argument("--all", action="store_true", help="every link of the inventory")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; per link: the shaping it was reset to")
 
     sp = add("show", cmd_show, "shaping and counters of every pipe (or of one link)")
-    sp.add_argument("link", nargs="?")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("link", nargs="?", metavar="LINK", help=link_help + " (default: every link)")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; per link and direction: shaping and counters")
 
     sp = add("measure", cmd_measure, "RTT/jitter (ping), throughput (iperf3), loss (counted UDP) vs configured")
-    sp.add_argument("link")
-    sp.add_argument("--pings", type=int, default=20, help="ping count (0.2 s apart)")
-    sp.add_argument("--tcp-seconds", type=float, default=8.0)
-    sp.add_argument("--streams", type=int, default=4, help="parallel TCP streams (saturate shallow queues)")
-    sp.add_argument("--udp-seconds", type=float, default=5.0)
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("link", metavar="LINK", help=link_help)
+    sp.add_argument("--pings", type=int, default=20, metavar="N", help="ping count (0.2 s apart; default 20)")
+    sp.add_argument("--tcp-seconds", type=float, default=8.0, metavar="SECONDS",
+                    help="length of the iperf3 TCP throughput test, in seconds (default 8)")
+    sp.add_argument("--streams", type=int, default=4, metavar="N",
+                    help="parallel TCP streams (saturate shallow queues; default 4)")
+    sp.add_argument("--udp-seconds", type=float, default=5.0, metavar="SECONDS",
+                    help="length of the counted UDP loss test, in seconds (default 5)")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; measured vs configured, per quantity")

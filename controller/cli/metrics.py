@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import argparse
 
-from controller.cli.commands import add_command
-from controller.cli.common import inventory_of, print_json
+from controller.cli.commands import JSON_HELP, Parser, add_command, setting_default
+from controller.cli.common import inventory_of, print_json, run_record
 from controller.errors import CtlError
-from controller.results.records import find_run
 from controller.settings import runs_dir
 from controller.telemetry.influx import require_target, runs_with_pending
 from controller.telemetry.spool import InfluxSender, PushState, pending_points, push_once
@@ -18,7 +17,13 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     if args.all:
         targets = runs_with_pending(root)
     else:
-        targets = [find_run(root, args.run)]
+        targets = [run_record(root, args.run)]
+    if not targets:            # nothing found is an answer: exit 0
+        if args.json:
+            print_json([])
+        else:
+            print("nothing to send: every run's points are in InfluxDB")
+        return 0
     sender = InfluxSender(require_target(inv))
     results = []
     try:
@@ -36,16 +41,18 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     else:
         for r in results:
             print(f"{r['run']}: sent {r['sent_now']} points now, {r['sent_total']} in all, {r['pending']} pending")
-        if not results:
-            print("nothing to send")
     return 0
 
 
 def register(sub) -> None:
-    p = add_command(sub, "metrics")
-    p.add_argument("action", choices=["push"])
-    p.add_argument("run", nargs="?", help="run id or path (default: the latest run)")
-    p.add_argument("--all", action="store_true", help="every run with points not yet in InfluxDB")
-    p.add_argument("--runs-dir")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_metrics)
+    p = add_command(sub, "metrics", allow_abbrev=False,
+                    description="A run's telemetry points kept in its record (metrics.jsonl) and InfluxDB.")
+    acts = p.add_subparsers(dest="action", required=True, parser_class=Parser, metavar="ACTION")
+    sp = acts.add_parser("push", help="send the points InfluxDB has not received yet, exactly once",
+                         description="Send a run's spooled points to the inventory's InfluxDB, exactly once.",
+                         allow_abbrev=False)
+    sp.add_argument("run", nargs="?", metavar="RUN", help="run id or record path (default: the latest run)")
+    sp.add_argument("--all", action="store_true", help="every run with points not yet in InfluxDB")
+    sp.add_argument("--runs-dir", metavar="DIR", help=f"where run records are ({setting_default('runs_dir')})")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; per run: points sent now, in all, pending")
+    sp.set_defaults(func=cmd_metrics)

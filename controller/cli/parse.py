@@ -14,9 +14,12 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    parse_p = add_command(sub, "parse")
-    parse_p.add_argument("kind", choices=kinds())
-    parse_p.add_argument("file", help="file with the tool's output ('-' for stdin)")
+    parse_p = add_command(sub, "parse", allow_abbrev=False,
+                          description="Parse saved raw output of a tool ctl runs and print it as JSON (the --json "
+                                      "envelope), as ctl reads it during a run.")
+    parse_p.add_argument("kind", metavar="KIND", choices=kinds(),
+                         help="which tool's output: " + ", ".join(kinds()))
+    parse_p.add_argument("file", metavar="FILE", help="file with the tool's output ('-' for stdin)")
     parse_p.add_argument("--partial", action="store_true",
                          help="return what was recognised plus the lines that were not (each with the reason), "
                               "instead of refusing the input at its first unknown line")

@@ -173,11 +173,10 @@ def register(sub) -> None:
     p = add_command(sub, "rack", description="Who holds a rack (its lease) and who booked it (reservations). "
                                              "The lease and the reservations live in the lab database "
                                              "($CTL_DATABASE_URL) or, without one, on the rack's first host.")
-    rs = p.add_subparsers(dest="rack_command", required=True, parser_class=Parser)
+    rs = p.add_subparsers(dest="rack_command", required=True, parser_class=Parser, metavar="ACTION")
 
     def add(name: str, func: Any, help_: str) -> argparse.ArgumentParser:
-        sp = rs.add_parser(name, help=help_, allow_abbrev=False)
-        sp.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help="rack description (YAML)")
+        sp = rs.add_parser(name, help=help_, description=help_, allow_abbrev=False)
         sp.set_defaults(func=func)
         return sp
 
@@ -187,23 +186,23 @@ def register(sub) -> None:
 
     sp = add("reserve", cmd_reserve, "book a rack (at most 31 days): nobody else's ad-hoc run starts in it, no "
                                      "campaign runs into it")
-    sp.add_argument("rack", help="the rack's name (its inventory's `name`)")
-    sp.add_argument("--from", dest="from_", help="start: now (default), HH:MM local time (the next such time) or "
+    sp.add_argument("rack", metavar="RACK", help="the rack's name (its inventory's `name`)")
+    sp.add_argument("--from", dest="from_", metavar="TIME", help="start: now (default), HH:MM local time (the next such time) or "
                                                  "ISO 8601 date and time (a zone allowed)")
-    sp.add_argument("--to", help="end: HH:MM local time (the next such time after the start) or ISO 8601 date "
+    sp.add_argument("--to", metavar="TIME", help="end: HH:MM local time (the next such time after the start) or ISO 8601 date "
                                  "and time")
-    sp.add_argument("--for", dest="for_", help="or: how long, with a unit (2h, 90min)")
-    sp.add_argument("--note", help="what for: one line, at most 200 characters, no control characters")
+    sp.add_argument("--for", dest="for_", metavar="DURATION", help="or: how long, with a unit (2h, 90min)")
+    sp.add_argument("--note", metavar="TEXT", help="what for: one line, at most 200 characters, no control characters")
     sp.add_argument("--json", action="store_true", help="print the reservation as JSON")
 
     sp = add("reservations", cmd_reservations, "reservations ahead (--all: with the past ones the book keeps); "
                                                "a malformed one is shown as such and blocks nothing")
-    sp.add_argument("rack", nargs="?", help="the rack's name (default: the inventory's)")
+    sp.add_argument("rack", nargs="?", metavar="RACK", help="the rack's name (default: the inventory's)")
     sp.add_argument("--all", action="store_true", help="the past ones too")
     sp.add_argument("--json", action="store_true", help="print them as JSON (times in seconds since the epoch)")
 
     sp = add("cancel", cmd_cancel, "cancel a reservation of yours (--force: anybody's, with a lab database only "
                                    "as a member of the database role ctl_admin)")
-    sp.add_argument("id", type=int, help="the reservation's number (#N in `ctl rack reservations`)")
-    sp.add_argument("--rack", help="the rack (default: the inventory's)")
+    sp.add_argument("id", type=int, metavar="ID", help="the reservation's number (#N in `ctl rack reservations`)")
+    sp.add_argument("--rack", metavar="RACK", help="the rack (default: the inventory's)")
     sp.add_argument("--force", action="store_true", help="cancel somebody else's reservation")

@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from controller.cli.commands import add_command
+from controller.cli.commands import JSON_HELP, Parser, add_command
 from controller.cli.common import print_json
 from controller.errors import UsageError
 from controller.scenarios.rtt_loss_sweep import find_summaries, heatmap_grid, render_grid, write_heatmap
@@ -29,11 +29,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = add_command(sub, "report")
-    rs = p.add_subparsers(dest="kind", required=True)
-    r = rs.add_parser("rtt-loss", help="heatmap of RTT x loss per congestion control from rtt-loss-sweep runs")
-    r.add_argument("paths", nargs="+", help="run records, or directories holding them (searched recursively)")
-    r.add_argument("--metric", choices=["throughput_mbps", "share_pct"], default="throughput_mbps")
-    r.add_argument("--out", "-o", help="where heatmap.png and heatmap.json go (default: FIRST_PATH/rtt-loss-report)")
-    r.add_argument("--json", action="store_true", help="print the grid as JSON")
+    p = add_command(sub, "report", allow_abbrev=False,
+                    description="Figures and tables over many run records, wherever they are.")
+    rs = p.add_subparsers(dest="kind", required=True, parser_class=Parser, metavar="KIND")
+    r = rs.add_parser("rtt-loss", help="heatmap of RTT x loss per congestion control from rtt-loss-sweep runs",
+                      description="The BBRv3 paper's RTT x loss heatmaps from any rtt-loss-sweep runs.",
+                      allow_abbrev=False)
+    r.add_argument("paths", nargs="+", metavar="RUN_OR_DIR",
+                   help="run records, or directories holding them (searched recursively)")
+    r.add_argument("--metric", choices=["throughput_mbps", "share_pct"], default="throughput_mbps",
+                   help="what a cell shows: the flow's throughput in Mbit/s, or its share of the bottleneck in "
+                        "%% (default throughput_mbps)")
+    r.add_argument("--out", "-o", metavar="DIR",
+                   help="where heatmap.png and heatmap.json go (default: FIRST_PATH/rtt-loss-report)")
+    r.add_argument("--json", action="store_true", help=JSON_HELP + "; the grid, its runs and the figure's file")
     r.set_defaults(func=cmd_report)

@@ -6,6 +6,7 @@ import asyncio
 import json
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from controller.campaign.progress import progress_of
 from controller.campaign.scheduler import Scheduler, SchedulerLock, SchedulerOptions, scheduler_owner
 from controller.campaign.timing import format_span, local, parse_at, parse_window, progress_bar
 from controller.cli.campaign import Console, progress_line
-from controller.cli.commands import Parser, add_command
+from controller.cli.cc import toolchain_problem
+from controller.cli.commands import JSON_HELP, Parser, add_command, setting_default
 from controller.cli.common import inventory_of, print_json
 from controller.errors import UsageError
 from controller.inventory import Inventory, resolve_inventory_path
@@ -43,13 +45,7 @@ def _statuses(inv: Inventory, dry_run: bool) -> dict[str, algs.AlgorithmStatus]:
     """What the rack can run. A virtual rack's endpoints are namespaces of this machine's kernel:
     the probe runs here (the rack need not be up). A dry run builds nothing."""
     probe = (lambda i, hosts: algs.probe_local(hosts)) if inv.kind == "virtual" else None
-    build_check = None
-    if dry_run:
-        def build_check(i: Inventory) -> str | None:
-            from shutil import which
-            missing = [t for t in ("clang", "bpftool") if which(t) is None and not Path("/usr/sbin", t).exists()]
-            return f"{', '.join(missing)} not installed" if missing else None
-    return algs.available_algorithms(inv, probe=probe, build_check=build_check)
+    return algs.available_algorithms(inv, probe=probe, build_check=toolchain_problem if dry_run else None)
 
 
 def _plan_json(mode: str, papers: list[str], planned: list[PlannedCampaign], finishes: list[float], rd: Any,
@@ -209,14 +205,32 @@ def _report(r: record.Reproduction, out: str | None, as_json: bool, extra: dict 
                     "verdicts": [{"paper": c.paper, "claim": c.id, "status": v.status, "strength": v.strength}
                                  for c, v in res["judged"]]})
         return 0
-    width = max((len(c.text) for c, _ in res["judged"]), default=10)
-    for c, v in res["judged"]:
-        print(f"{c.paper:<9} {c.text[:90]:<{min(width, 90)}}  {v.status}" + (f" ({v.strength})" if v.strength else ""))
+    for line in verdict_lines([(c.paper, c.text, v.status + (f" ({v.strength})" if v.strength else ""))
+                               for c, v in res["judged"]]):
+        print(line)
     print(f"\nreport: {res['html']}\nmarkdown: {res['markdown']}")
     return 0
 
 
+def verdict_lines(rows: list[tuple[str, str, str]], width: int = 90) -> list[str]:
+    """(paper, claim, verdict) rows as a table whose claim column wraps at words, never inside one
+    (pure): the verdict stands on the claim's first line, continuation lines are indented."""
+    col = min(width, max((len(t) for _, t, _ in rows), default=10))
+    out = []
+    for paper, text, verdict in rows:
+        lines = textwrap.wrap(" ".join(text.split()), col, break_long_words=False, break_on_hyphens=False) or [""]
+        out.append(f"{paper:<9} {lines[0]:<{col}}  {verdict}")
+        out += [f"{'':<9} {line}" for line in lines[1:]]
+    return out
+
+
 def cmd_status(args: argparse.Namespace) -> int:
+    if args.id is None and not record.all_ids():
+        # Nothing found is an answer (`ctl --help`: exit status): 0, said on stderr; JSON null.
+        if args.json:
+            print_json(None)
+        print("no reproductions yet (`ctl reproduce --quick` starts one)", file=sys.stderr)
+        return 0
     r = record.find(args.id)
     if not store_exists():
         raise UsageError("no campaign store yet")
@@ -290,7 +304,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     p = add_command(sub, "reproduce", description="Regenerate every paper's tables and figures on this rack: one group "
-                    "of campaigns and one report with a verdict per claim.")
+                    "of campaigns and one report with a verdict per claim. Without an action: plan and queue a "
+                    "reproduction (and run it here unless a scheduler does).")
     p.add_argument("--quick", action="store_true", help="about 30 minutes on the virtual rack (the default)")
     p.add_argument("--full", action="store_true", help="the papers' own designs (the 600-run sweep included), then "
                    "the deviation experiments")
@@ -298,36 +313,40 @@ def register(sub) -> None:
     p.add_argument("--deviations", action="store_true",
                    help="only the experiments that test each candidate cause of a deviation from a paper "
                         "(--full runs them too, after the papers' designs); the report judges each hypothesis")
-    p.add_argument("--papers", help="comma-separated: mcubic,bbrv3,parallel,mptcp-bt,field (default: all)")
+    p.add_argument("--papers", metavar="LIST", help="comma-separated: mcubic,bbrv3,parallel,mptcp-bt,field "
+                                                    "(default: all)")
     p.add_argument("--dry-run", action="store_true", help="print the campaigns, runs, rack time and finish; change nothing")
-    p.add_argument("--at", help="not before this time (HH:MM or ISO date and time)")
-    p.add_argument("--window", help="runs only inside this daily stretch, e.g. 22:00-07:00 (over as many nights as "
-                   "it takes)")
-    p.add_argument("--runs-dir", help="where run records go (default: $CTL_RUNS_DIR or runs/)")
+    p.add_argument("--at", metavar="TIME", help="not before this time (HH:MM or ISO 8601 date and time)")
+    p.add_argument("--window", metavar="HH:MM-HH:MM", help="runs only inside this daily stretch, e.g. 22:00-07:00 "
+                                                           "(over as many nights as it takes)")
+    p.add_argument("--runs-dir", metavar="DIR", help=f"where run records go ({setting_default('runs_dir')})")
     p.add_argument("--no-wait", action="store_true", help="only queue the campaigns (the daemon runs them)")
-    p.add_argument("--quiet", "-q", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP + "; the plan (campaigns, runs, rack time, finish), "
+                                                                   "and the verdicts when it ran here")
     p.set_defaults(func=cmd_start)
-    rs = p.add_subparsers(dest="reproduce_command", parser_class=Parser)
+    rs = p.add_subparsers(dest="reproduce_command", parser_class=Parser, metavar="ACTION")
 
     def add(name: str, help_: str):
-        sp = rs.add_parser(name, help=help_, allow_abbrev=False)
-        sp.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help="rack description (YAML)")
-        return sp
+        return rs.add_parser(name, help=help_, description=help_, allow_abbrev=False)
 
+    id_help = "the reproduction: its id or a unique part of it (default: the latest)"
     sp = add("status", "progress of a reproduction's campaigns (default: the latest)")
-    sp.add_argument("id", nargs="?")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("id", nargs="?", metavar="ID", help=id_help)
+    sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                    help=JSON_HELP + "; runs done and failed, ETA, per campaign (null: no reproduction yet)")
     sp.set_defaults(func=cmd_status)
 
     sp = add("report", "write the HTML + Markdown report (default: the latest)")
-    sp.add_argument("id", nargs="?")
-    sp.add_argument("--out", help="directory (default: <state>/reproductions/<id>/report)")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("id", nargs="?", metavar="ID", help=id_help)
+    sp.add_argument("--out", metavar="DIR",
+                    help=f"directory ({setting_default('state_dir', 'reproductions/ID/report')})")
+    sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                    help=JSON_HELP + "; the report's files and a verdict per claim")
     sp.set_defaults(func=cmd_report)
 
     sp = add("compare", "two reproductions side by side (ids, or their report directories)")
-    sp.add_argument("a")
-    sp.add_argument("b")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("a", metavar="FIRST", help="a reproduction id, or a report directory (its measured.json)")
+    sp.add_argument("b", metavar="SECOND", help="the other one, compared with FIRST")
+    sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                    help=JSON_HELP + "; every cell of both, flagged where they differ, and changed verdicts")
     sp.set_defaults(func=cmd_compare)

@@ -9,10 +9,11 @@ import sys
 import time
 from pathlib import Path
 
-from controller.cli.commands import add_command
+from controller import scenarios
+from controller.cli.commands import JSON_HELP, add_command, known, setting_default, suggest
 from controller.cli.common import inventory_of, print_json
 from controller.cli.console import Console
-from controller.errors import CtlError
+from controller.errors import CtlError, UsageError
 from controller.lab.ops import ensure_lab
 from controller.rack.lease import hold_rack, parse_wait
 from controller.rack.reservations import check_free
@@ -29,7 +30,21 @@ from controller.telemetry.influx import influx_target, push_pending
 ADHOC_OVERHEAD_S = 20.0
 
 
+def check_words(name: str, params: list[str]) -> None:
+    """A misspelt scenario or parameter is bad input with "did you mean" (before the inventory is
+    read); the scenario's own parser checks the values."""
+    known(name, scenarios.available(), "scenario")
+    flags = [p.flag for p in scenarios.get(name).all_params()]
+    for a in params:
+        flag = a.split("=", 1)[0]
+        if a.startswith("--") and flag not in flags:
+            hint = suggest(flag, flags)
+            if hint:
+                raise UsageError(f"run {name}: unrecognized arguments: {flag}{hint}")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    check_words(args.scenario, args.params)
     inv = inventory_of(args)
     scenario, params, given, plan = prepare_run(args.scenario, args.params, inv)
     # A value that reaches the rack changed (rounded, capped, converted) is never silent: one
@@ -180,35 +195,102 @@ def _show_argv(argv) -> str:
                     (f"<{len(a)}-byte constant script>" if len(a) > 400 else shlex.quote(a)) for a in argv)
 
 
+def _scenario_index(rest: list[str], run_p: argparse.ArgumentParser, names: list[str]) -> int | None:
+    """Where the scenario's name is among the words after `run` (pure): the first word that is
+    not an option or an option's value. An option run's parser does not know is a scenario
+    parameter, and every one of those takes a value (`--duration 10s`)."""
+    i = 0
+    while i < len(rest):
+        a = rest[i]
+        if a == "--":
+            return i + 1 if i + 1 < len(rest) else None
+        if not a.startswith("-") or a == "-":
+            return i
+        if "=" in a:
+            i += 1
+            continue
+        action = run_p._option_string_actions.get(a)
+        if action is None or action.nargs is None:
+            i += 2
+        elif action.nargs == "?":
+            nxt = rest[i + 1] if i + 1 < len(rest) else None
+            i += 1 if nxt is None or nxt.startswith("-") or nxt in names else 2
+        else:
+            i += 1 if action.nargs == 0 else 2
+    return None
+
+
+def prepare_argv(parser: argparse.ArgumentParser, rest: list[str]) -> list[str]:
+    """The words after `ctl run`, with the scenario's name moved first, so options and parameters
+    go before or after it alike (`ctl run --duration 10s distinct-bottleneck`); with -h/--help,
+    the named scenario's parameters join run's own in the help (`ctl run NAME --help`)."""
+    run_p = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["run"]
+    names = scenarios.available()
+    i = _scenario_index(rest, run_p, names)
+    helping = "-h" in rest or "--help" in rest
+    if i is None:
+        if helping:
+            return rest
+        raise UsageError("run: which scenario? (`ctl scenarios` lists them: " + ", ".join(names) + ")")
+    name = rest[i]
+    if helping and name in names:
+        add_scenario_params(run_p, scenarios.get(name))
+    return [name] + rest[:i] + rest[i + 1:]
+
+
+def _param_help(param) -> str:
+    """A parameter's help as `ctl scenarios show` gives it: its text, default and range with units."""
+    rng = ""
+    if param.choices:
+        rng = f"; one of {', '.join(param.choices)}"
+    elif param.min is not None or param.max is not None:
+        lo, hi = (param.display(b) if b is not None else "" for b in (param.min, param.max))
+        rng = f"; {lo}..{hi}"
+    text = f"{param.help} ({param.type}, default {param.display(param.default)}{rng})"
+    return text.replace("%", "%%")      # argparse expands %(...)s in help texts
+
+
+def add_scenario_params(p: argparse.ArgumentParser, scenario) -> None:
+    """The scenario's own parameters on run's parser, for its help and for completion (a real
+    run parses them with the scenario's own parser): `ctl run shared-bottleneck --d<TAB>`
+    offers --delay, --delay1, --delay2, --duration."""
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.description = (f"Run {scenario.name}: {scenario.title}\nreference: {scenario.reference}\n\n"
+                     + "\n".join(line.rstrip() for line in scenario.description.strip().splitlines()))
+    group = p.add_argument_group(f"parameters of {scenario.name} (also `ctl scenarios show {scenario.name}`)")
+    for param in scenario.all_params():
+        if param.flag not in p._option_string_actions:
+            group.add_argument(param.flag, help=_param_help(param), metavar=param.type.upper(),
+                               choices=list(param.choices) if param.choices else None)
+
+
 def _add_scenario_params_for_completion(p: argparse.ArgumentParser) -> None:
     """Completion only: the scenario named on the line being completed contributes its own
-    parameters (with their help), so `ctl run shared-bottleneck --d<TAB>` offers --delay,
-    --delay1, --delay2, --duration. A real run parses them with the scenario's own parser."""
-    from controller import scenarios
+    parameters (with their help)."""
     words = os.environ.get("COMP_LINE", "").split()
     name = next((w for w in words[words.index("run") + 1:] if not w.startswith("-")), None) \
         if "run" in words else None
     if name not in scenarios.available():
         return
-    for param in scenarios.get(name).all_params():
-        if param.flag not in p._option_string_actions:
-            p.add_argument(param.flag, help=param.help, metavar=param.type.upper(),
-                           choices=list(param.choices) if param.choices else None)
+    add_scenario_params(p, scenarios.get(name))
 
 
 def register(sub) -> None:
-    p = add_command(sub, "run", allow_abbrev=False,
-                       description="Run SCENARIO; its own parameters follow (see `ctl scenarios show NAME`).")
-    scenario_arg = p.add_argument("scenario")
-    scenario_arg.completer = lambda **_kw: __import__("controller.scenarios", fromlist=["available"]).available()
+    names = scenarios.available()
+    p = add_command(sub, "run", allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter,
+                    description="Run SCENARIO on the rack. Its own parameters (--PARAM VALUE, values with units) go\n"
+                                "before or after its name: `ctl run SCENARIO --help` lists them.",
+                    epilog="scenarios:\n" + "\n".join(f"  {n}" for n in names))
+    scenario_arg = p.add_argument("scenario", metavar="SCENARIO",
+                                  help="the experiment to run (`ctl scenarios` lists them with their titles)")
+    scenario_arg.completer = lambda **_kw: scenarios.available()
     if "_ARGCOMPLETE" in os.environ:
         _add_scenario_params_for_completion(p)
     p.add_argument("--dry-run", action="store_true", help="print every command for every host; change nothing")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout (with --dry-run: the "
-                                                       "plan, the values changed on their way to the rack and "
-                                                       "every command)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--runs-dir", help="where run records go (default: $CTL_RUNS_DIR or runs/)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP + "; the run's id, status, record, conversions and "
+                   "summary (with --dry-run: the plan, the values changed on their way to the rack and every "
+                   "command)")
+    p.add_argument("--runs-dir", metavar="DIR", help=f"where run records go ({setting_default('runs_dir')})")
     p.add_argument("--wait", nargs="?", const="forever", default=None, metavar="DURATION",
                    help="wait for the rack when another controller holds it (as long as it takes, or up to "
                         "DURATION, e.g. 10m); without it a held rack is exit 3 at once")

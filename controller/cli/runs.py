@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator
 from controller import scenarios
 from controller.campaign.backends import open_store, store_location
 from controller.campaign.boundary import local_record_dir
-from controller.cli.commands import add_command
+from controller.cli.commands import add_command, setting_default
 from controller.cli.common import print_json
 from controller.cli.runs_plot import add_plot
 from controller.errors import CtlError, ParameterError, RecordError, UsageError
@@ -123,7 +123,7 @@ def _add_show(actions: Any) -> None:
                    help="summarize only this part of the traffic: durations from the traffic's start, e.g. "
                         "45s:600s, :45s (from the start), 300s: (to the end), 0:10m")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
-    p.add_argument("--runs-dir", help="where run records are (default: $CTL_RUNS_DIR, the config file, or runs/)")
+    p.add_argument("--runs-dir", metavar="DIR", help=f"where run records are ({setting_default('runs_dir')})")
     p.set_defaults(func=cmd_show)
 
 
@@ -206,7 +206,7 @@ def _add_filters(p: argparse.ArgumentParser, *, campaign: bool) -> None:
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="only runs whose parameter NAME had VALUE, in any spelling of its unit (repeat for "
                         "several): --param cc=mcubic --param link2=20M --param delay=800ms")
-    p.add_argument("--runs-dir", help="where run records are (default: $CTL_RUNS_DIR, the config file, or runs/)")
+    p.add_argument("--runs-dir", metavar="DIR", help=f"where run records are ({setting_default('runs_dir')})")
 
 
 # ---- list -----------------------------------------------------------------------------------

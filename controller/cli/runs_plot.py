@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from controller import plots, scenarios
+from controller.cli.commands import setting_default
 from controller.cli.common import print_json
 from controller.errors import UsageError
 from controller.results.records import load_manifest
@@ -82,6 +83,6 @@ def add_plot(actions: Any, record_dir: Any) -> None:
                    help=f"resolution of raster output in dots per inch, {plots.DPI_RANGE[0]}-{plots.DPI_RANGE[1]} "
                         f"(default: {plots.DPI})")
     p.add_argument("--out", metavar="DIR", help="directory for the figures (created; default: ./figures-<run id>)")
-    p.add_argument("--runs-dir", help="where run records are (default: $CTL_RUNS_DIR, the config file, or runs/)")
+    p.add_argument("--runs-dir", metavar="DIR", help=f"where run records are ({setting_default('runs_dir')})")
     p.add_argument("--json", action="store_true", help="print the files written as JSON on stdout")
     p.set_defaults(func=lambda args: cmd_plot(args, record_dir))

@@ -4,25 +4,12 @@ from __future__ import annotations
 import argparse
 
 from controller import scenarios
-from controller.cli.commands import add_command
+from controller.cli.commands import JSON_HELP, Parser, add_command, known
 from controller.cli.common import print_json
-from controller.errors import UsageError
 
 
-def cmd_scenarios(args: argparse.Namespace) -> int:
-    if args.action == "show" and not args.name:
-        raise UsageError("scenarios show: which scenario? (`ctl scenarios` lists them)")
-    if args.name:
-        s = scenarios.get(args.name)
-        if args.json:
-            print_json(s.describe_json())
-        else:
-            print(s.describe())
-        return 0
-    rows = []
-    for name in scenarios.available():
-        s = scenarios.get(name)
-        rows.append((name, s.title))
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = [(name, scenarios.get(name).title) for name in scenarios.available()]
     if args.json:
         print_json([{"name": n, "title": t} for n, t in rows])
     else:
@@ -32,9 +19,25 @@ def cmd_scenarios(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_show(args: argparse.Namespace) -> int:
+    s = scenarios.get(known(args.name, scenarios.available(), "scenario"))
+    if args.json:
+        print_json(s.describe_json())
+    else:
+        print(s.describe())
+    return 0
+
+
 def register(sub) -> None:
-    s = add_command(sub, "scenarios")
-    s.add_argument("action", nargs="?", choices=["show"])
-    s.add_argument("name", nargs="?")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_scenarios)
+    s = add_command(sub, "scenarios", allow_abbrev=False,
+                    description="The experiments ctl runs (`ctl run SCENARIO`): without an action, list them.")
+    s.add_argument("--json", action="store_true", help=JSON_HELP + "; each scenario's name and title")
+    s.set_defaults(func=cmd_list)
+    acts = s.add_subparsers(dest="action", required=False, parser_class=Parser, metavar="ACTION")
+    sp = acts.add_parser("show", help="one scenario's description and parameters, with units, ranges and defaults",
+                         allow_abbrev=False)
+    name = sp.add_argument("name", metavar="SCENARIO", help="the scenario (`ctl scenarios` lists them)")
+    name.completer = lambda **_kw: scenarios.available()
+    sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                    help=JSON_HELP + "; the description and every parameter")
+    sp.set_defaults(func=cmd_show)

@@ -54,7 +54,7 @@ def check_set(inv: Inventory, link: str, dirs: list[Direction], bw: str | None, 
               plr: str | None, queue: str | None) -> None:
     """Everything that can be refused before connecting: values, units, what the back-end can do."""
     if bw is None and delay is None and plr is None and queue is None:
-        raise ParameterError("link set: nothing to change (give --bw, --delay, --plr and/or --queue)")
+        raise ParameterError("link set: nothing to change (give --bw, --delay, --loss and/or --queue)")
     _bridge, shaper = _shaper(inv, link)
     probe = PipeConfig.from_args(bw, delay, plr, queue)
     shaper.validate({(link, d): probe for d in dirs})

@@ -150,10 +150,21 @@ class CcList(Open):
     algorithms: list[dict[str, Any]]
 
 
+class ShippedFiles(Strict):
+    dir: str = Field(description="where they are (the checkout's folder, or the installed package's)")
+    files: list[str] = Field(description="their names, found by name where a file is asked for")
+
+
+class Shipped(Strict):
+    inventory: ShippedFiles = Field(description="the inventories (-i NAME)")
+    campaigns: ShippedFiles = Field(description="the campaign files (ctl campaign plan|submit NAME)")
+
+
 class ConfigShown(Open):
     checkout: bool
     config_file: Optional[str]
     settings: dict[str, dict[str, Any]]
+    shipped: Shipped = Field(description="the files ctl ships, found by name where a file is asked for")
 
 
 class LabStatus(Open):
@@ -272,7 +283,7 @@ OUTPUTS: dict[str, Any] = {
     "campaign cancel": CampaignState,
     "campaign report": Report,
     "reproduce": Union[ReproducePlan, AnyObject],
-    "reproduce status": ReproduceStatus,
+    "reproduce status": Optional[ReproduceStatus],     # null: no reproduction yet (exit 0)
     "reproduce report": Report,
     "reproduce compare": ReproduceCompare,
     "rack status": RackStatus,

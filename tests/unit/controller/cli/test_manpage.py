@@ -2,6 +2,7 @@
 table is `ctl --help`'s, and groff formats it without a warning."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -31,3 +32,23 @@ def test_groff_formats_it_without_warnings(tmp_path):
     p = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-P-cbou", str(page)], capture_output=True, text=True)
     assert p.returncode == 0 and p.stderr == "", p.stderr
     assert "EXIT STATUS" in p.stdout and "campaign" in p.stdout
+
+
+def test_the_committed_page_is_up_to_date_and_man_reads_it(tmp_path):
+    """man/man1/ctl.1 is what a wheel installs as share/man/man1/ctl.1 (setup.py): it must be what
+    the parser gives now, the same on every machine (no date, no path of this one), and man(1)
+    must read it, by file and by name from man/ as a manual directory."""
+    from controller.cli.manpage import PAGE
+    from tests.support.shipped import ROOT
+    p = subprocess.run([sys.executable, "-m", "controller.cli.manpage", "--check"], capture_output=True, text=True,
+                       cwd=tmp_path, env={k: v for k, v in os.environ.items() if not k.startswith("CTL_")})
+    assert p.returncode == 0, p.stderr + "\nregenerate: python -m controller.cli.manpage --write"
+    text = PAGE.read_text()
+    assert str(ROOT) not in text and "/root" not in text
+    assert shutil.which("man"), "man missing (scripts/setup.sh installs man-db)"
+    shown = subprocess.run(["man", "-l", "-P", "cat", str(PAGE)], capture_output=True, text=True,
+                           env={"PATH": "/usr/bin:/bin", "MANWIDTH": "100"})
+    assert shown.returncode == 0 and "EXIT STATUS" in shown.stdout and "ctl run" in shown.stdout, shown.stderr
+    found = subprocess.run(["man", "-w", "ctl"], capture_output=True, text=True,
+                           env={"PATH": "/usr/bin:/bin", "MANPATH": str(PAGE.parent.parent)})
+    assert found.returncode == 0 and found.stdout.strip() == str(PAGE), found.stderr

@@ -33,15 +33,29 @@ def cli(tmp_path, monkeypatch, capsys):
     (["reproduce", "--quick", "--full"], "ctl: error: reproduce: give one of --smoke, --quick, --full, --deviations"),
     (["reproduce", "--at", "25:99"], "ctl: error: --at: '25:99' is neither HH:MM nor an ISO date and time"),
     (["reproduce", "--window", "22:00"], "ctl: error: --window: '22:00' is not a time window (example: 22:00-07:00)"),
-    (["reproduce", "status"], "ctl: error: no reproductions yet (`ctl reproduce --quick` starts one)"),
+    (["reproduce", "status", "x"], "ctl: error: no reproductions yet (`ctl reproduce --quick` starts one)"),
+    (["reproduce", "report"], "ctl: error: no reproductions yet (`ctl reproduce --quick` starts one)"),
     (["reproduce", "report", "x"], "ctl: error: no reproductions yet (`ctl reproduce --quick` starts one)"),
-    (["reproduce", "compare", "a"], "ctl: error: reproduce compare: the following arguments are required: b"),
+    (["reproduce", "compare", "a"], "ctl: error: reproduce compare: the following arguments are required: SECOND"),
 ])
 def test_bad_input_is_one_line_and_nothing_is_written(cli, tmp_path, argv, message):
     rc, out, err = cli(*argv)
     assert (rc, out, err.splitlines()) == (2, "", [message])
     assert not (tmp_path / "state" / "reproductions").exists()
     assert not (tmp_path / "state" / "campaigns.sqlite").exists()
+
+
+def test_status_with_nothing_found_is_an_answer(cli, tmp_path):
+    """The one rule of `ctl --help`: a status that finds nothing exits 0 and says so (JSON: null), as
+    `ctl campaign status` does; a reproduction named, or the latest one a report acts on, that
+    does not exist is bad input (2, above)."""
+    rc, out, err = cli("reproduce", "status")
+    assert (rc, out, err.splitlines()) == (0, "", ["no reproductions yet (`ctl reproduce --quick` starts one)"])
+    rc, out, _err = cli("reproduce", "status", "--json")
+    assert rc == 0 and json.loads(out)["data"] is None
+    rc, out, err = cli("campaign", "status")
+    assert rc == 0 and "no campaigns yet" in out + err
+    assert not (tmp_path / "state" / "reproductions").exists()
 
 
 def test_dry_run_plans_everything_and_writes_nothing(cli, tmp_path):

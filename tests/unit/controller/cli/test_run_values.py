@@ -32,7 +32,7 @@ INVENTORIES = {"virtual": "inventory/virtual.yaml", "lab": "inventory/lab-rack.e
 CASES: dict[str, list[str]] = {
     "bare_loss": ["run", "rtt-loss-sweep", "--loss", "0.01", "--dry-run"],
     "bare_loss_lab": ["run", "rtt-loss-sweep", "--loss", "0.01", "--dry-run", "-i", INVENTORIES["lab"]],
-    "bare_plr": ["link", "set", "path1", "--plr", "0.01", "-i", INVENTORIES["lab"]],
+    "bare_plr": ["link", "set", "path1", "--loss", "0.01", "-i", INVENTORIES["lab"]],
     "loss_pct_lab": ["run", "rtt-loss-sweep", "--loss", "0.01%", "--dry-run", "-i", INVENTORIES["lab"]],
     "loss_pct_lab_json": ["run", "rtt-loss-sweep", "--loss", "0.01%", "--dry-run", "--json", "-i",
                           INVENTORIES["lab"]],
@@ -90,7 +90,7 @@ def test_link_set_refuses_a_bare_plr_before_touching_the_rack(results):
     r = results["bare_plr"]
     assert r.returncode == 2 and r.stdout == ""
     (line,) = r.stderr.splitlines()
-    assert line.startswith("ctl: error: ") and "plr: 0.01 is ambiguous: write 0.01% or 1e-4" in line
+    assert line.startswith("ctl: error: ") and "--loss: 0.01 is ambiguous: write 0.01% or 1e-4" in line
     assert list(r.runs.rglob("*")) == []
 
 
