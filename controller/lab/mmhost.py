@@ -11,7 +11,7 @@ a real modem host runs -- all started and stopped by `ctl lab` like every other 
    socket would have to be reachable by polkitd, which drops to its own user, through the rack's runtime
    directory, which is private (0700) because it holds keys);
 3. `polkitd` on that bus (it authorises root: `mmcli -e`, `--signal-setup`, `--location-*` pass);
-4. `ModemManager --test-no-udev --no-auto-scan --initial-kernel-events=FILE --debug` in a private mount
+4. `ModemManager --test-no-udev --no-auto-scan --initial-kernel-events=FILE` in a private mount
    namespace of its own (the launcher below calls unshare(CLONE_NEWNS) and makes every mount private), where
    it first
    bind-mounts the emulator's pty over an existing, unused virtual console `/dev/ttyN` (ModemManager's
@@ -48,7 +48,10 @@ MODEMMANAGER = "/usr/sbin/ModemManager"
 RULES_DIR = "/lib/udev/rules.d"
 RULE_PREFIXES = ("77-mm-", "78-mm-", "79-mm-", "80-mm-")      # the files ModemManager's generic device reads
 EXTRA_RULES = "78-mm-ctl-virtual-modem.rules"
-MM_ARGS = ("--test-no-udev", "--no-auto-scan", "--debug")
+# INFO: state changes, a few lines an hour when all is well. DEBUG logs every AT exchange (about 1 KB/s with
+# signal polling every second, 90 MB a day on a rack that stays up); run the daemon with --debug by hand to
+# see them (it also enables `mmcli --command`).
+MM_ARGS = ("--test-no-udev", "--no-auto-scan", "--log-level=INFO", "--log-timestamps")
 EMULATED_VENDOR = "quectel"           # the modem an mmcli host's emulator plays (an RM530N-GL)
 
 

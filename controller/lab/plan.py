@@ -65,8 +65,9 @@ def host_dir(inv: Inventory, host: str) -> Path:
 
 def runs_modemmanager(inv: Inventory, host: str) -> bool:
     """A virtual modem host whose modem is read through ModemManager (family mmcli) runs the real daemon."""
-    h = inv.hosts[host]
-    return inv.kind == "virtual" and h.role is Role.MODEM_HOST and h.modem is not None and h.modem.family == "mmcli"
+    h = inv.hosts.get(host)                     # (the bastion is no host of the inventory)
+    return inv.kind == "virtual" and h is not None and h.role is Role.MODEM_HOST and h.modem is not None \
+        and h.modem.family == "mmcli"
 
 
 def render_sshd_config(inv: Inventory, host: str, address: str, account: bool = False) -> str:

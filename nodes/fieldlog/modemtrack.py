@@ -33,6 +33,7 @@ from nodes.modem.identity import (ModemIdentity, at_equipment_id, candidates_lik
 from nodes.modem.mmcli import RADIO_STATES
 
 Run = Callable[[Tuple[str, ...], float], Tuple[Optional[int], str]]   # argv, timeout -> (exit status, stdout)
+RunAll = Callable[[List[Tuple[Tuple[str, ...], float]]], List[Tuple[Optional[int], str]]]
 Event = Callable[[str, Dict[str, Any]], None]
 Log = Callable[[str], None]
 Outputs = Dict[str, Optional[str]]
@@ -53,11 +54,13 @@ class _Settings:
 
 class MmcliTracker:
     def __init__(self, family: Any, modem: Any, run: Run, *, event: Event = _noop, log: Log = _noop,
-                 poll_timeout_s: float = 0.7, action_timeout_s: float = 20.0):
+                 poll_timeout_s: float = 0.7, action_timeout_s: float = 20.0, run_all: Optional[RunAll] = None):
         self.family = family
         self.modem = modem
         self.selector = str(modem.device)
         self.run = run
+        # The round's queries at once (each mmcli is a D-Bus round trip: together they take the time of one)
+        self.run_all: RunAll = run_all or (lambda jobs: [run(a, t) for a, t in jobs])
         self.event = event
         self.log = log
         self.poll_timeout_s = poll_timeout_s
@@ -137,17 +140,28 @@ class MmcliTracker:
             ok = ok and status == 0
         self.ready = ok
 
+    def _poll(self, path: str) -> Dict[str, Tuple[Optional[int], str]]:
+        cmds = self.family.poll_commands(self._at(path))
+        got = self.run_all([(tuple(argv), self.poll_timeout_s) for argv in cmds.values()])
+        return dict(zip(cmds, got))
+
     def round(self) -> Tuple[Outputs, List[str]]:
         out: Outputs = {c.name: None for c in self.family.poll}
         modem_text: Optional[str] = None
         ident: Optional[ModemIdentity] = None
+        polled: Dict[str, Tuple[Optional[int], str]] = {}
         if self.where is not None:
-            status, text = self.run(MMCLI + ("-m", self.where, "-J"), self.poll_timeout_s)
+            if self.ready:                           # the usual round: all queries at once
+                polled = self._poll(self.where)
+                status, text = polled.get("modem", (None, ""))
+            else:
+                status, text = self.run(MMCLI + ("-m", self.where, "-J"), self.poll_timeout_s)
             ident = mmcli_identity(text) if status == 0 else None
             if ident is not None and self.pinned is not None and (not self.pinned.known() or same_modem(ident, self.pinned)):
                 ident = ident.at(self.where)
                 modem_text = text
             else:
+                polled = {}
                 self.log("mmcli: modem %s not at %s any more" % (self.pinned.describe() if self.pinned else "?",
                                                                  self.where))
                 self.where, self.ready, ident = None, False, None
@@ -159,6 +173,7 @@ class MmcliTracker:
             self._found(ident)
         assert ident is not None and ident.location is not None
         if ident.state == "disabled":
+            self.ready, polled = False, {}           # whatever was set up went with the enabled modem
             if not self._enable(ident):
                 out["modem"] = modem_text            # the modem as it is (disabled: no radio values)
                 return out, []
@@ -169,12 +184,13 @@ class MmcliTracker:
             self.met_enabled = ident.state in RADIO_STATES   # enabled by someone else (NetworkManager)
         if not self.ready and ident.state in RADIO_STATES:
             self._setup(ident.location)
+            polled = {}
+        if not polled:
+            polled = self._poll(ident.location)
+            polled["modem"] = (0, modem_text or "")
+        for name, (status, text) in polled.items():
+            out[name] = text if status == 0 and text else None
         out["modem"] = modem_text
-        for name, argv in self.family.poll_commands(self._at(ident.location)).items():
-            if name == "modem":
-                continue
-            status, text = self.run(tuple(argv), self.poll_timeout_s)
-            out[name] = text if status == 0 else None
         return out, []
 
 

@@ -127,9 +127,21 @@ class RadioSource:
                 self.log("%s: %s" % (argv[0], exc))
                 return None, ""
             return status, data.decode("utf-8", "replace")
+        def run_all(jobs: List[Tuple[Tuple[str, ...], float]]) -> List[Tuple[Optional[int], str]]:
+            """Each job in its own thread: the round takes as long as its slowest command, not their sum."""
+            results: List[Tuple[Optional[int], str]] = [(None, "")] * len(jobs)
+
+            def one(i: int) -> None:
+                results[i] = run(*jobs[i])
+            threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(jobs))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return results
         if self.family.name == "mmcli":
             return modemtrack.MmcliTracker(self.family, self.modem, run, event=self._event, log=self.log,
-                                           poll_timeout_s=self.timeout_s).round
+                                           poll_timeout_s=self.timeout_s, run_all=run_all).round
         if self.family.name == "qmicli":
             return modemtrack.QmiTracker(self.family, self.modem, run, event=self._event, log=self.log,
                                          poll_timeout_s=self.timeout_s).round

@@ -261,7 +261,9 @@ def test_endpoints_get_mptcp_enabled(plan, inv):
 def test_sshd_config_content(plan, inv):
     rt = inv.virtual.runtime_dir
     nat = {str(rt / "hosts" / h / "nat.nft") for h, host in inv.hosts.items() if host.nat is not None}
-    assert set(plan.files) == {str(rt / "hosts" / h / "sshd_config") for h in plan.ssh_hosts} | {str(rt / "shellrc")} | nat
+    bus = {str(rt / "hosts" / "m1" / "mm" / "system-bus.conf")}          # the modem host's own system bus
+    assert set(plan.files) == {str(rt / "hosts" / h / "sshd_config") for h in plan.ssh_hosts} | \
+        {str(rt / "shellrc")} | nat | bus
     for host, addr in plan.ssh_hosts.items():
         cfg = plan.files[str(rt / "hosts" / host / "sshd_config")]
         lines = cfg.splitlines()
