@@ -17,6 +17,7 @@ import logging
 import os
 import select
 import sys
+import textwrap
 
 from controller.argutil import join_negative_values
 from controller.cli import commands
@@ -41,12 +42,13 @@ EXIT_CODES = (
     (3, "the rack is busy (another controller holds its lock or lease) or reserved by somebody else"),
     (4, "a run completed but its result is invalid (e.g. MPTCP not negotiated; reasons in the summary)"),
     (130, "interrupted by SIGINT (Ctrl-C): the rack was restored"),
-    (141, "stdout was closed by its reader (`ctl ... | head`): ctl stopped writing, quietly, as git does "
-          "(128 + SIGPIPE); what it was doing otherwise is unaffected"),
+    (141, "stdout's reader went away (`ctl ... | head`): ctl stopped at its next write to it, quietly "
+          "(nothing on stderr), as git does: 128 + SIGPIPE"),
     (143, "stopped by SIGTERM: the rack was restored"),
 )
 EPILOG = ("-i/--inventory, -q/--quiet and -v/--verbose mean the same before or after the command.\n\n"
-          "exit status:\n" + "\n".join(f"  {code:<4} {what}" for code, what in EXIT_CODES))
+          "exit status:\n" + "\n".join(textwrap.fill(what, 96, initial_indent=f"  {code:<4} ", subsequent_indent=" " * 7)
+                                        for code, what in EXIT_CODES))
 _GLOBAL_WITH_VALUE = ("--inventory", "-i")
 # asyncssh and pysnmp log through `logging`: quiet unless -v asks (-vv: their debug too).
 _LIBRARY_LOGGERS = ("asyncssh", "pysnmp", "psycopg", "influxdb_client", "urllib3")

@@ -233,8 +233,8 @@ def prepare_argv(parser: argparse.ArgumentParser, rest: list[str]) -> list[str]:
             return rest
         raise UsageError("run: which scenario? (`ctl scenarios` lists them: " + ", ".join(names) + ")")
     name = rest[i]
-    if helping and name in names:
-        add_scenario_params(run_p, scenarios.get(name))
+    if helping:     # `ctl run distinct-botleneck --help`: did you mean, not run's help without the parameters
+        add_scenario_params(run_p, scenarios.get(known(name, names, "scenario")))
     return [name] + rest[:i] + rest[i + 1:]
 
 

@@ -182,6 +182,7 @@ def test_help_defaults_are_this_machines_settings(tmp_path):
                                                         "--duration?)"),
     (["field", "start", "--host", "m1", "--workload", "iperf"], "invalid choice: 'iperf' (did you mean 'iperf3'?)"),
     (["run", "--duration", "5s"], "run: which scenario?"),
+    (["run", "distinct-botleneck", "--help"], "(did you mean 'distinct-bottleneck'"),
 ])
 def test_did_you_mean(tmp_path, argv, fragment):
     p = ctl(tmp_path, *argv)
