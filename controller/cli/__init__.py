@@ -119,7 +119,10 @@ def _add_everywhere(p: argparse.ArgumentParser) -> None:
         a.everywhere = True      # the manual page documents them once, with the global options
     for a in p._actions:
         if isinstance(a, argparse._SubParsersAction):
-            for sp in a.choices.values():
+            helps = {c.dest: c.help for c in a._choices_actions}
+            for name, sp in a.choices.items():
+                if not sp.description and helps.get(name):
+                    sp.description = helps[name][:1].upper() + helps[name][1:] + "."   # `ctl X Y --help` says it
                 _add_everywhere(sp)
 
 

@@ -51,7 +51,7 @@ def _walk(p: argparse.ArgumentParser, words: tuple[str, ...] = ()):
         if isinstance(a, argparse._SubParsersAction):
             helps = {c.dest: c.help for c in a._choices_actions}
             for name, sp in a.choices.items():
-                yield "command", words + (name,), helps.get(name), None
+                yield "command", words + (name,), helps.get(name), sp
                 yield from _walk(sp, words + (name,))
             continue
         yield "argument", words, a.help, a
@@ -63,7 +63,7 @@ def test_every_argument_and_subcommand_has_help():
     for kind, words, helptext, action in _walk(build_parser("*")):
         count += 1
         if kind == "command":
-            if not helptext:
+            if not helptext or not action.description:
                 missing.append("subcommand ctl " + " ".join(words))
             continue
         name = action.option_strings[0] if action.option_strings else action.dest
