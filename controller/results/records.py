@@ -251,7 +251,9 @@ def find_run(runs_root: Path, run: str | None) -> Path:
             return p
         if (runs_root / run / "manifest.json").exists():
             return runs_root / run
-        matches = sorted(d for d in runs_root.glob(f"*{run}*") if (d / "manifest.json").exists())
+        # a part of an id, matched as text (never as a glob pattern: `[`, `*`, `?` are literal)
+        matches = sorted(d for d in (runs_root.iterdir() if runs_root.is_dir() else ())
+                         if run in d.name and (d / "manifest.json").exists())
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:

@@ -327,6 +327,10 @@ def test_find_run(tmp_path):
         find_run(tmp_path, "distinct-bottleneck")
     with pytest.raises(RecordError, match="no run record 'zzz'"):
         find_run(tmp_path, "zzz")
+    # the text is matched as text: glob characters match nothing here (a glob would take both)
+    for pattern in ("*", "2026*", "link2-?0M", "[0-9]*"):
+        with pytest.raises(RecordError, match="no run record"):
+            find_run(tmp_path, pattern)
 
 
 def test_find_run_without_records(tmp_path):
