@@ -13,6 +13,15 @@ issued one by one with plain `ssh` (a new connection per command, as a shell scr
 would), in the same order, on the same hosts.
 
 Prints both (median, min, max over the repetitions, interleaved A B A B) and the ratio.
+
+The process's own time outside the record is split in two: start-up (interpreter, imports,
+inventory, rack lock, lease and recovery check: from the process's start to the record's
+creation) and exit (from the record's end to the process's exit).
+
+C (optional, `--before DIR`): the same `ctl run` from another checkout of ctl (e.g. `git archive
+<commit> | tar -x -C DIR`), interleaved with A on the same rack, so a change is measured against
+the code before it under the same load.
+
 Usage (root, after scripts/setup.sh): .venv/bin/python bench/control_overhead.py [--runs 5]
 """
 from __future__ import annotations
@@ -36,12 +45,17 @@ from controller.settings import export_state_dir  # noqa: E402
 LONG_RUNNING = ("iperf3", "mptcpize", "python3", "ip mptcp monitor")
 
 
-def run_ctl(duration: str, runs_dir: Path, inventory: Path) -> dict:
+def run_ctl(duration: str, runs_dir: Path, inventory: Path, tree: Path = PROJECT) -> dict:
     env = dict(os.environ, CTL_RUNS_DIR=str(runs_dir), CTL_INVENTORY=str(inventory))
     t0 = time.monotonic()
-    p = subprocess.run([str(PROJECT / ".venv" / "bin" / "ctl"), "run", "distinct-bottleneck", "--link2", "20M",
-                        "--duration", duration, "--json", "--quiet"], env=env, capture_output=True, text=True)
+    t0_wall = time.time()
+    # `python -m controller` from the tree's directory runs that tree's ctl (the checkout's own
+    # .venv/bin/ctl is the same for PROJECT).
+    p = subprocess.run([sys.executable, "-m", "controller", "run", "distinct-bottleneck", "--link2", "20M",
+                        "--duration", duration, "--json", "--quiet"], env=env, capture_output=True, text=True,
+                       cwd=tree)
     wall = time.monotonic() - t0
+    t1_wall = t0_wall + wall
     if p.returncode != 0:
         raise SystemExit(f"ctl run failed ({p.returncode}): {p.stderr.strip()[-400:]}")
     out = json.loads(p.stdout)["data"]
@@ -55,7 +69,8 @@ def run_ctl(duration: str, runs_dir: Path, inventory: Path) -> dict:
             "configure": phases["measure"] - phases["configure"],
             "measure_setup": tw["start"] - phases["measure"],
             "after_traffic": m["finished"] - tw["end"],
-            "process_startup_and_lock": wall - (m["finished"] - m["created"])}
+            "process_startup_and_lock": wall - (m["finished"] - m["created"]),
+            "startup": m["created"] - t0_wall, "exit": t1_wall - m["finished"]}
 
 
 def baseline_commands(record: Path) -> list[tuple[str, list[str]]]:
@@ -94,6 +109,10 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--duration", default="1s", help="traffic per ctl run (excluded from the overhead)")
     ap.add_argument("--inventory", default=None)
+    ap.add_argument("--before", type=Path, default=None, metavar="DIR",
+                    help="another checkout of ctl whose `ctl run` is measured too, interleaved (C)")
+    ap.add_argument("--no-ssh-baseline", action="store_true",
+                    help="skip B (plain ssh), e.g. when only comparing with --before")
     args = ap.parse_args()
     export_state_dir()
     inv_path = resolve_inventory_path(args.inventory)
@@ -103,26 +122,45 @@ def main() -> int:
     print(f"# control overhead, {platform.node()}, {os.cpu_count()} cores, kernel {platform.release()}, "
           f"inventory {inv.name}, {args.runs} paired repetitions")
     run_ctl(args.duration, runs_dir, inv_path)  # warm-up: brings the lab up, warms caches
-    a, b, parts = [], [], []
+    if args.before:
+        run_ctl(args.duration, runs_dir, inv_path, args.before)
+    a, b, parts, c_parts = [], [], [], []
     n_cmds = 0
     for i in range(args.runs):
         r = run_ctl(args.duration, runs_dir, inv_path)
         a.append(r["overhead"])
         parts.append(r)
-        cmds = baseline_commands(r["record"])
-        n_cmds = len(cmds)
-        b.append(run_baseline(inv, cmds))
-        print(f"  rep {i + 1}: ctl {r['overhead']:.3f} s   plain ssh {b[-1]:.3f} s   ({n_cmds} commands)", flush=True)
-    ratios = [x / y for x, y in zip(a, b)]
+        line = f"  rep {i + 1}: ctl {r['overhead']:.3f} s (start-up {r['startup']:.3f} s)"
+        if not args.no_ssh_baseline:
+            cmds = baseline_commands(r["record"])
+            n_cmds = len(cmds)
+            b.append(run_baseline(inv, cmds))
+            line += f"   plain ssh {b[-1]:.3f} s   ({n_cmds} commands)"
+        if args.before:
+            c_parts.append(run_ctl(args.duration, runs_dir, inv_path, args.before))
+            line += f"   before: {c_parts[-1]['overhead']:.3f} s (start-up {c_parts[-1]['startup']:.3f} s)"
+        print(line, flush=True)
     print()
-    print(f"A  ctl control overhead per run        {fmt(a)}")
-    for k in ("prepare", "configure", "measure_setup", "after_traffic"):
-        print(f"     {k:<32} median {statistics.median(p[k] for p in parts):7.3f} s")
-    print(f"     (process start-up + lock + recovery check, outside the record: "
-          f"median {statistics.median(p['process_startup_and_lock'] for p in parts):.3f} s)")
-    print(f"B  same {n_cmds} commands, plain ssh, one by one  {fmt(b)}")
-    print(f"ratio A/B (paired)                      median {statistics.median(ratios):.3f}   "
-          f"min {min(ratios):.3f}   max {max(ratios):.3f}")
+    for label, ps in (("A  ctl control overhead per run       ", parts),
+                      ("C  the same, --before checkout         ", c_parts)):
+        if not ps:
+            continue
+        print(f"{label} {fmt([p['overhead'] for p in ps])}")
+        for k in ("prepare", "configure", "measure_setup", "after_traffic"):
+            print(f"     {k:<32} median {statistics.median(p[k] for p in ps):7.3f} s")
+        print(f"     outside the record: start-up (interpreter, imports, lock, lease, recovery check) "
+              f"median {statistics.median(p['startup'] for p in ps):.3f} s, exit "
+              f"median {statistics.median(p['exit'] for p in ps):.3f} s")
+    if b:
+        ratios = [x / y for x, y in zip(a, b)]
+        print(f"B  same {n_cmds} commands, plain ssh, one by one  {fmt(b)}")
+        print(f"ratio A/B (paired)                      median {statistics.median(ratios):.3f}   "
+              f"min {min(ratios):.3f}   max {max(ratios):.3f}")
+    if c_parts:
+        for k in ("overhead", "startup"):
+            ratios = [x[k] / y[k] for x, y in zip(parts, c_parts)]
+            print(f"ratio A/C {k:<9} (paired)            median {statistics.median(ratios):.3f}   "
+                  f"min {min(ratios):.3f}   max {max(ratios):.3f}")
     return 0
 
 

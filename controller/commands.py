@@ -99,7 +99,17 @@ class Session(Protocol):
 
 
 async def run_all(session: Session, commands: Sequence[Command]) -> list[CommandResult]:
-    """Run commands in order on one host, stopping at the first failure that must succeed."""
+    """Run commands in order on one host, stopping at the first failure that must succeed.
+
+    A session that can (`controller.ssh.SSHSession.run_batch`) sends them in one round trip,
+    with the same order, stop rule and per-command record; others run them one by one."""
+    batch = getattr(session, "run_batch", None)
+    if batch is not None and len(commands) > 1:
+        results = await batch(commands)
+        for c, r in zip(commands, results):
+            if c.check:
+                r.check()
+        return results
     results = []
     for c in commands:
         r = await session.run(c)

@@ -24,11 +24,14 @@ from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
 import asyncssh
 
+from controller.batch import (BATCH_NAME, BATCH_SCRIPT, SCRIPT_FAILED, TIMEOUT_GRACE_S, BatchOutputError, batch_args,
+                              command_timeout, parse_batch_output, split_batches)
 from controller.commands import Command, CommandResult
 from controller.errors import CommandFailed, ParameterError, SSHError
 from controller.inventory import Inventory, Role, SSH
 from controller.perhost import MultiResult, gather_hosts
 from controller.sshconfig import Hop, connection_plan, load_openssh_config
+from controller.streams import bounded_lines, read_capped as _read_capped
 
 # A constant script: data only ever arrives as positional arguments ("$@"). It prints the PID
 # and the process's start time (`ps -o lstart=`, unchanged by exec; Linux and FreeBSD), which
@@ -199,6 +202,7 @@ class SSHSession:
         self._procs: list["SSHRemoteProcess"] = []
         self.lost: str | None = None
         self.route: list[str] = []        # the hops of the last connection, bastions first
+        self.batching = True              # consecutive commands go in one round trip (run_batch)
         self._hops: list[Hop] | None = None
 
     def plan(self) -> list[Hop]:
@@ -376,16 +380,21 @@ class SSHSession:
         self.log.add(result)
         return result
 
-    async def _run_capped(self, line: str, stdin: str | None) -> tuple[int | None, str, str]:
+    async def _run_capped(self, line: str, stdin: str | None, binary: bool = False) -> tuple[int | None, Any, str]:
         """(exit status, stdout, stderr) of one remote command line, each stream read in chunks up
         to its cap (MAX_STDOUT, MAX_STDERR): a host that sends more is cut off, the command counts
-        as failed (status None) and its stderr says why."""
-        proc = await self._connection().create_process(line, encoding="utf-8", errors="replace")
+        as failed (status None) and its stderr says why. `binary`: stdout as bytes (a batch's
+        frames count bytes)."""
+        proc = await self._connection().create_process(line, encoding=None if binary else "utf-8",
+                                                       errors="replace")
         if stdin:                      # as asyncssh's run(input=...): given input, then EOF
             proc.stdin.write(stdin)
             proc.stdin.write_eof()
-        (out, out_over), (err, err_over) = await asyncio.gather(_read_capped(proc.stdout, MAX_STDOUT),
-                                                                _read_capped(proc.stderr, MAX_STDERR))
+        empty = b"" if binary else ""
+        (out, out_over), (err, err_over) = await asyncio.gather(_read_capped(proc.stdout, MAX_STDOUT, empty),
+                                                                _read_capped(proc.stderr, MAX_STDERR, empty))
+        if binary:
+            err = _text(err)
         if out_over or err_over:
             proc.close()
             which = "stdout" if out_over else "stderr"
@@ -396,6 +405,71 @@ class SSHSession:
         if status is None and completed.exit_signal:
             status = None
         return status, out, err
+
+    async def run_batch(self, commands: Sequence[Command]) -> list[CommandResult]:
+        """`commands` in order in one round trip per group (controller.batch), each logged as its
+        own result: all of them, or up to the first failing one with `check` (as run_all). A host
+        whose shell cannot run the batch script gets the commands one by one from then on."""
+        results: list[CommandResult] = []
+        for group in split_batches(commands):
+            if len(group) == 1 or not self.batching:
+                for c in group:
+                    results.append(await self.run(c))
+                    if c.check and not results[-1].ok:
+                        return results
+                continue
+            got = await self._run_group(group)
+            results += got
+            if got and group[len(got) - 1].check and not got[-1].ok:
+                return results
+            for c in group[len(got):]:      # the batch was cut short: the rest one by one
+                results.append(await self.run(c))
+                if c.check and not results[-1].ok:
+                    return results
+        return results
+
+    async def _run_group(self, group: Sequence[Command]) -> list[CommandResult]:
+        cap = self.target.ssh.command_timeout
+        total = sum(command_timeout(c, cap) + TIMEOUT_GRACE_S for c in group)
+        line = remote_command_line(("sh", "-c", BATCH_SCRIPT, BATCH_NAME, *batch_args(group, cap)), total,
+                                   self.target.sudo)
+        started, t0 = time.time(), time.monotonic()
+        what = f"{len(group)} commands from `{group[0].text()[:80]}`"
+        try:
+            await self.connect()
+            status, out, err = await asyncio.wait_for(self._run_capped(line, None, binary=True), total + 5)
+        except asyncio.TimeoutError:
+            status, out, err = None, b"", "timed out (no answer from host)"
+        except (asyncssh.Error, OSError, ConnectionError) as exc:
+            self.mark_lost(exc)
+            self.log.add(CommandResult(self.host, group[0].argv, None, "", f"connection lost: {exc}",
+                                       started=started, duration=time.monotonic() - t0, note=group[0].note))
+            raise SSHError(self.host, f"connection lost during {what}: {exc}") from None
+        duration = time.monotonic() - t0
+        try:
+            frames = parse_batch_output(out)
+        except BatchOutputError as exc:
+            raise SSHError(self.host, f"batch of {what}: {exc}") from None
+        if not frames and status in (SCRIPT_FAILED, 126, 127):
+            self.batching = False       # nothing ran: this host runs them one by one
+            return [await self.run(c) for c in group]
+        results = []
+        for i, (c, (st, o, e)) in enumerate(zip(group, frames)):
+            st_or_none: int | None = st
+            if st in (124, 137) and duration >= command_timeout(c, self.target.ssh.command_timeout):
+                st_or_none = None           # timeout(1) ended it at its deadline
+            results.append(CommandResult(self.host, c.argv, st_or_none, o.decode("utf-8", "replace"),
+                                         e.decode("utf-8", "replace"), started=started, duration=duration,
+                                         note=(c.note + " " if c.note else "") + f"[batch {i + 1}/{len(group)}]"))
+        done = len(results)
+        if done < len(group) and not (done and group[done - 1].check and not results[-1].ok):
+            # The batch ended early without a failing check: the next command did not finish.
+            results.append(CommandResult(self.host, group[done].argv, None, "",
+                                         (err or f"batch ended (exit {status})").strip()[:2000],
+                                         started=started, duration=duration, note=group[done].note))
+        for r in results:
+            self.log.add(r)
+        return results
 
     async def check(self, command: Command) -> CommandResult:
         result = await self.run(command)
@@ -433,57 +507,6 @@ class SSHSession:
                 pass
         self._conn = None
         self._tunnels = []
-
-
-async def _read_capped(reader: Any, cap: int) -> tuple[str, bool]:
-    """Everything `reader` sends until EOF, or the first `cap` characters and True when it sends more."""
-    parts: list[str] = []
-    size = 0
-    while True:
-        chunk = await reader.read(1 << 16)
-        if not chunk:
-            return "".join(parts), False
-        size += len(chunk)
-        if size > cap:
-            parts.append(chunk[:max(0, cap - (size - len(chunk)))])
-            return "".join(parts), True
-        parts.append(chunk)
-
-
-async def bounded_lines(reader: Any, limit: int = MAX_LINE, on_dropped: Callable[[int], None] | None = None
-                        ) -> AsyncIterator[str]:
-    """The lines of a stream, each at most `limit` characters: a longer line is dropped whole (its
-    length given to `on_dropped`) and reading goes on at the next newline. Linear in the input:
-    each chunk is scanned once."""
-    buf: list[str] = []
-    size = 0
-    dropping = False
-    while True:
-        chunk = await reader.read(1 << 16)
-        if not chunk:
-            if buf and not dropping:
-                yield "".join(buf)
-            elif dropping and on_dropped:
-                on_dropped(size)
-            return
-        start = 0
-        while True:
-            nl = chunk.find("\n", start)
-            piece = chunk[start:] if nl < 0 else chunk[start:nl]
-            if not dropping:
-                if size + len(piece) > limit:
-                    dropping, buf = True, []
-                else:
-                    buf.append(piece)
-            size += len(piece)
-            if nl < 0:
-                break
-            if dropping:
-                if on_dropped:
-                    on_dropped(size)
-            else:
-                yield "".join(buf)
-            buf, size, dropping, start = [], 0, False, nl + 1
 
 
 def _text(data: Any) -> str:
@@ -663,46 +686,79 @@ class ClockOffset:
 _CLOCK_ECHO = "import sys, time\nfor _ in sys.stdin:\n    print(time.time_ns(), flush=True)\n"
 
 
+class ClockEcho:
+    """A host's clock over one persistent channel: opened once, asked at a run's start and again
+    at its end (starting python3 on a host costs 0.1-0.3 s; between exchanges the echo waits on
+    its stdin). Without python3 on the host, `date` over separate exec channels."""
+
+    def __init__(self, session: SSHSession):
+        self.session = session
+        self.proc: Any = None
+        self._tried = False
+
+    async def offset(self, samples: int = 9) -> ClockOffset:
+        if not self._tried:
+            self._tried = True
+            try:
+                self.proc = await self.session.spawn(("python3", "-u", "-c", _CLOCK_ECHO), note="clock offset",
+                                                     stdin_open=True)
+            except SSHError:
+                self.proc = None
+        best: tuple[float, float] | None = None
+        method = "python3 echo over a persistent channel"
+        if self.proc is not None:
+            try:
+                for _ in range(samples):
+                    t0 = time.time()
+                    self.proc.send_line("t")
+                    line = await self.proc.readline(5)
+                    t1 = time.time()
+                    host_t = int(line) / 1e9
+                    est = (host_t - (t0 + t1) / 2, t1 - t0)
+                    if best is None or est[1] < best[1]:
+                        best = est
+            except (ValueError, SSHError, OSError):
+                best = None
+                await self.close()
+        return _offset_from(self.session, best, method) if best is not None else await _offset_by_date(self.session)
+
+    async def close(self) -> None:
+        if self.proc is not None:
+            proc, self.proc = self.proc, None
+            proc.close_stdin()
+            await proc.wait(5)
+
+
 async def measure_clock_offset(session: SSHSession, samples: int = 9) -> ClockOffset:
     """NTP-style offset over a persistent channel (sub-millisecond round trips): the host's
     time against the midpoint of each exchange, keeping the exchange with the smallest
     round trip. An offset smaller than half that round trip is not distinguishable from 0
     and is applied as 0 (the estimate is recorded)."""
-    best: tuple[float, float] | None = None
-    method = "python3 echo over a persistent channel"
+    echo = ClockEcho(session)
     try:
-        proc = await session.spawn(("python3", "-u", "-c", _CLOCK_ECHO), note="clock offset", stdin_open=True)
-    except SSHError:
-        proc = None
-    if proc is not None:
-        try:
-            for _ in range(samples):
-                t0 = time.time()
-                proc.send_line("t")
-                line = await proc.readline(5)
-                t1 = time.time()
-                host_t = int(line) / 1e9
-                est = (host_t - (t0 + t1) / 2, t1 - t0)
-                if best is None or est[1] < best[1]:
-                    best = est
-        except (ValueError, SSHError):
-            best = None
-        finally:
-            proc.close_stdin()
-            await proc.wait(5)
-    if best is None:
-        method = "date over separate exec channels"
-        for _ in range(5):
-            t0 = time.time()
-            r = await session.run(Command(("date", "+%s"), timeout=10, note="clock offset (no python3)"))
-            t1 = time.time()
-            if r.ok:
-                # whole seconds only: the offset is known to +-0.5 s plus the round trip
-                est = (float(r.stdout.strip()) + 0.5 - (t0 + t1) / 2, (t1 - t0) + 1.0)
-                if best is None or est[1] < best[1]:
-                    best = est
+        return await echo.offset(samples)
+    finally:
+        await echo.close()
+
+
+async def _offset_by_date(session: SSHSession) -> ClockOffset:
+    best: tuple[float, float] | None = None
+    method = "date over separate exec channels"
+    for _ in range(5):
+        t0 = time.time()
+        r = await session.run(Command(("date", "+%s"), timeout=10, note="clock offset (no python3)"))
+        t1 = time.time()
+        if r.ok:
+            # whole seconds only: the offset is known to +-0.5 s plus the round trip
+            est = (float(r.stdout.strip()) + 0.5 - (t0 + t1) / 2, (t1 - t0) + 1.0)
+            if best is None or est[1] < best[1]:
+                best = est
     if best is None:
         raise SSHError(session.host, "could not read the host clock")
+    return _offset_from(session, best, method)
+
+
+def _offset_from(session: SSHSession, best: tuple[float, float], method: str) -> ClockOffset:
     measured, rtt = best
     applied = measured if abs(measured) > rtt / 2 else 0.0
     return ClockOffset(session.host, applied, rtt, measured, method)

@@ -206,10 +206,12 @@ class CongestionStage:
     async def configure(self) -> dict[str, CongestionState]:
         async def one(h: str) -> CongestionState:
             drv = self.drivers[h]
-            await run_all(self.sessions[h], self.uploads.get(h, []) + drv.plan(self.wanted[h], self.before[h]))
+            todo = self.uploads.get(h, []) + drv.plan(self.wanted[h], self.before[h])
+            await run_all(self.sessions[h], todo)
             if self.dry_run:
                 return drv.expected_state(self.before[h], self.wanted[h])
-            st = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+            # Nothing to change: the state read before (this run, moments ago) is what is verified.
+            st = drv.parse_state(await run_all(self.sessions[h], drv.read_commands())) if todo else self.before[h]
             diffs = drv.verify(self.wanted[h], st)
             if diffs:
                 raise VerifyError(h, "congestion controls", diffs)
@@ -230,11 +232,13 @@ class CongestionStage:
             now = drv.expected_state(self.before[h], self.wanted[h])
         else:
             now = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
-        left = drv.conns_left(await run_all(self.sessions[h], drv.plan_restore(self.before[h], now)))
+        todo = drv.plan_restore(self.before[h], now)
+        left = drv.conns_left(await run_all(self.sessions[h], todo))
         if self.dry_run:
             return
         self._record_conns_left(h, left)
-        after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+        # Read back after a change; with nothing to undo, what was just read is the proof.
+        after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands())) if todo else now
         diffs = drv.restored_equal(self.before[h], after)
         if diffs:
             problems.append(f"{h}: congestion controls: " + "; ".join(diffs))

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +32,7 @@ from controller.run.recovery import process_record
 from controller.run.replay import counter_hosts
 from controller.scenarios.base import RunData, RunPlan, Scenario
 from controller.perhost import MultiResult, gather_hosts
-from controller.ssh import CommandLog, SSHPool, measure_clock_offset
+from controller.ssh import ClockEcho, CommandLog, SSHPool
 from controller.telemetry.hosts import TelemetryHub, flow_points
 from controller.telemetry.spool import InfluxTarget, InfluxWriter, pending_points
 from controller.topology import interfaces_in_subnet
@@ -96,6 +98,10 @@ class Run:
         self.nstat: dict[str, list[str]] = {}
         self.monitor_text: dict[str, str] = {}
         self.window = (0.0, 0.0)
+        self._servers_started = False
+        self.clocks: dict[str, ClockEcho] = {}
+        self._preload: threading.Thread | None = None
+        self._writer_start: asyncio.Future | None = None
         self.traffic_t0: float | None = None   # the clients' start, also when the run is cut short
         self.traffic_t1: float | None = None
 
@@ -106,6 +112,14 @@ class Run:
         for (link, _d) in self.plan.links:
             hosts.add(self.inv.links[link].bridge)
         return sorted(h for h in hosts if self.inv.hosts[h].role is not Role.SWITCH)
+
+    def snmp_hosts(self) -> list[str]:
+        """The bridges and switches on this run's links that answer SNMP (the telemetry polls them)."""
+        out = set()
+        for (link, _d) in self.plan.links:
+            l = self.inv.links[link]
+            out |= {h for h in (l.bridge, l.switch) if h is not None and self.inv.hosts[h].snmp is not None}
+        return sorted(out)
 
     def _bridges(self) -> list[str]:
         return sorted({self.inv.links[l].bridge for (l, _d) in self.plan.links})
@@ -163,9 +177,10 @@ class Run:
                 ifaces = [i.name for i in host.interfaces]
                 cmds = metadata_commands(ifaces) if host.os == "linux" else [Command(("uname", "-a"))]
             meta = {}
-            for c in cmds:
-                r = await self.sessions[h].run(Command(c.argv, timeout=c.timeout, check=False, note=c.note,
-                                                       assume=c.assume))
+            # One round trip per host (run_all batches): none of them may fail the run.
+            got = await run_all(self.sessions[h], [Command(c.argv, timeout=c.timeout, check=False, note=c.note,
+                                                           assume=c.assume) for c in cmds])
+            for c, r in zip(cmds, got):
                 meta[" ".join(c.argv)] = {"exit_status": r.exit_status, "stdout": r.stdout, "stderr": r.stderr}
             session = self.sessions[h]
             target = getattr(session, "target", None)        # an SSH session (not a dry run)
@@ -192,8 +207,11 @@ class Run:
         async def endpoint(h: str) -> None:
             drv = self.endpoint_drivers[h]
             want = self.plan.endpoints[h]
-            await run_all(self.sessions[h], drv.plan(want, self.endpoint_before[h]))
-            st = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+            todo = drv.plan(want, self.endpoint_before[h])
+            await run_all(self.sessions[h], todo)
+            # Read back after a change; with nothing to change, the state read in prepare is verified.
+            st = drv.parse_state(await run_all(self.sessions[h], drv.read_commands())) if todo else \
+                self.endpoint_before[h]
             diffs = drv.verify(want, st)
             if diffs and not self.dry_run:
                 raise VerifyError(h, "MPTCP endpoint configuration", diffs)
@@ -212,7 +230,9 @@ class Run:
         self.record.phase("measure")
         offsets = {}
         if not self.dry_run:
-            res = await asyncio.gather(*(measure_clock_offset(s) for s in self.sessions.values()))
+            # The echoes stay open (idle) until the offsets are measured again after the traffic.
+            self.clocks = {h: ClockEcho(s) for h, s in self.sessions.items()}
+            res = await asyncio.gather(*(c.offset() for c in self.clocks.values()))
             offsets = {o.host: o for o in res}
             self.record.manifest["clock_offsets"]["start"] = [o.to_json() for o in res]
         common = {"run": self.record.id, "scenario": self.scenario.name}
@@ -220,26 +240,22 @@ class Run:
             common["campaign"] = self.campaign
         self.telemetry = TelemetryHub(self.inv, self.record, common, offsets, self.plan, self.shapers)
         self.writer = InfluxWriter(self.record.dir, self.influx)
-        if not self.dry_run:
-            self.writer.start()
         self.telemetry.spool.on_append(lambda: None)
-        versions = {}
-        for h in sorted({f.client for f in self.plan.flows} | {f.server for f in self.plan.flows}):
-            r = await self.sessions[h].run(Command(("iperf3", "--version"), timeout=10, check=False,
-                                                   assume="iperf 3.12 (cJSON 1.7.15)"))
-            versions[h] = iperf3_supports_mptcp(r.stdout)
+        versions = await self._iperf3_versions()
         pool = self.pool if self.pool is not None else _DryPool(self.sessions)
         if self.plan.traffic_factory is not None:
             self.traffic = self.plan.traffic_factory(pool, self.plan, None if self.dry_run else self.record)
         else:
             self.traffic = TrafficRunner(pool, self.plan.flows, versions)
-        await self.telemetry.start(self.sessions)
-        await self.telemetry.start_snmp()
-        for h in self.plan.mptcp_hosts:
-            # started before any traffic: the monitor misses events of connections older than itself
-            await self.telemetry.start_monitor(self.sessions[h], h)
+        # Samplers, SNMP, the MPTCP monitors (before any traffic: a monitor misses events of
+        # connections older than itself), the neighbour warm-up and iperf3's servers start
+        # together, on every host at once; then the counters before traffic (after the pings).
+        servers = [self.traffic.start_servers()] if self.plan.traffic_factory is None else []
+        self._servers_started = bool(servers)
+        await together(self.telemetry.start(self.sessions), self.telemetry.start_snmp(),
+                       *(self.telemetry.start_monitor(self.sessions[h], h) for h in self.plan.mptcp_hosts),
+                       self._warm_neighbours(), *servers)
         await self._nstat("before")
-        await self._warm_neighbours()
         span = max((f.start_delay_s + (f.duration_s or self.plan.duration_s) for f in self.plan.flows), default=0.0)
         if hasattr(self.traffic, "on_event"):
             self.traffic.on_event = self.progress
@@ -259,10 +275,9 @@ class Run:
         t0, t1 = self.traffic_t0 or 0.0, self.traffic_t1 or 0.0
         self.window = (t0, t1)
 
-        await self.traffic.collect_servers()
+        await together(self.traffic.collect_servers(), self._nstat("after"))
         for r in self.traffic.runs:
             self.telemetry.emit(flow_points(r))
-        await self._nstat("after")
         self.record.manifest["flows"] = [r.to_json() for r in self.traffic.runs]
         self.record.manifest["traffic_window"] = {"start": t0, "end": t1}
         self._check_congestion()
@@ -270,10 +285,46 @@ class Run:
         if failed and not self.dry_run:
             raise TrafficError("; ".join(f"{r.spec.name}: {r.error}" for r in failed))
 
+    async def _start_writer(self) -> None:
+        assert self.writer is not None
+        if self.influx is not None:
+            await asyncio.to_thread(_import_influx)
+        self.writer.start()
+
+    async def finish_influx(self) -> tuple[bool, str | None]:
+        """Push what the run's spool still holds (the writer started with the traffic, or now when
+        the run ended before it): (all sent, error)."""
+        assert self.writer is not None
+        if self._writer_start is None:
+            self._writer_start = asyncio.ensure_future(self._start_writer())
+        await asyncio.gather(self._writer_start, return_exceptions=True)
+        return await self.writer.finish()
+
+    async def _iperf3_versions(self) -> dict[str, bool]:
+        """Whether each traffic host's iperf3 speaks MPTCP, from `iperf3 --version` as the host
+        metadata read it in this run (asked again only where it did not)."""
+        out = {}
+        for h in sorted({f.client for f in self.plan.flows} | {f.server for f in self.plan.flows}):
+            seen = ((self.record.manifest["hosts"].get(h) or {}).get("metadata") or {}).get("iperf3 --version")
+            if seen and seen.get("exit_status") == 0 and not self.dry_run:
+                out[h] = iperf3_supports_mptcp(seen["stdout"])
+                continue
+            r = await self.sessions[h].run(Command(("iperf3", "--version"), timeout=10, check=False,
+                                                   assume="iperf 3.12 (cJSON 1.7.15)"))
+            out[h] = iperf3_supports_mptcp(r.stdout)
+        return out
+
     async def _traffic(self) -> None:
         assert self.traffic is not None and self.telemetry is not None
-        await self.traffic.start_servers()
+        if not self._servers_started:
+            await self.traffic.start_servers()
         self.traffic_t0 = time.time()
+        if not self.dry_run:
+            # While the traffic runs the controller mostly waits: the InfluxDB client and the
+            # figures' matplotlib are imported then, in a thread, and the push into InfluxDB
+            # starts (its spool keeps every point until then).
+            self._preload = preload_libraries(self.influx is not None)
+            self._writer_start = asyncio.ensure_future(self._start_writer())
         timeout = self.plan.duration_s + max((f.start_delay_s for f in self.plan.flows), default=0.0) + 30
         # A host lost while traffic runs (its sampler stream ends) aborts the run at once.
         clients = asyncio.ensure_future(self.traffic.run_clients(timeout))
@@ -405,10 +456,8 @@ class Run:
                     if r.server_json:
                         self.record.write_raw(r.spec.server, f"iperf3-{r.spec.name}.server.json", r.server_json)
         if self.telemetry is not None:
-            for h in self.plan.mptcp_hosts:
-                stream = self.telemetry.streams.get(f"{h}:monitor")
-                if stream is not None and h not in skip:
-                    await stream.proc.terminate(grace=1)
+            monitors = [self.telemetry.streams.get(f"{h}:monitor") for h in self.plan.mptcp_hosts if h not in skip]
+            await asyncio.gather(*(m.proc.terminate(grace=1) for m in monitors if m is not None))
             await self.telemetry.stop()
             for h in self.plan.mptcp_hosts:
                 text = self.telemetry.monitor_text(h)
@@ -418,11 +467,12 @@ class Run:
         if not self.dry_run and self.window[1] and not skip:
             # Offsets again at the end (samplers stopped, so the controller is idle and the
             # estimate unbiased): the drift over the run says how far host stamps can be trusted.
-            res = await asyncio.gather(*(measure_clock_offset(s) for s in self.sessions.values()))
+            res = await asyncio.gather(*(c.offset() for c in self.clocks.values()))
             self.record.manifest["clock_offsets"]["end"] = [o.to_json() for o in res]
             start = {o["host"]: o["measured_s"] for o in self.record.manifest["clock_offsets"].get("start", [])}
             self.record.manifest["clock_offsets"]["drift_s"] = {o.host: o.measured_s - start.get(o.host, 0.0)
                                                                 for o in res}
+        await asyncio.gather(*(c.close() for h, c in self.clocks.items() if h not in skip), return_exceptions=True)
 
     async def restore(self) -> MultiResult[None]:
         """Bring every changed host back to what it was. Per host: nothing, or a RestoreFailed
@@ -458,8 +508,10 @@ class Run:
                 now = drv.expected_state(self.endpoint_before[h], self.plan.endpoints[h])
             else:
                 now = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
-            await run_all(self.sessions[h], drv.plan_restore(self.endpoint_before[h], now))
-            after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
+            todo = drv.plan_restore(self.endpoint_before[h], now)
+            await run_all(self.sessions[h], todo)
+            after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands())) if todo or self.dry_run \
+                else now            # nothing to undo: what was just read is the proof
             diffs = drv.restored_equal(self.endpoint_before[h], after)
             if diffs and not self.dry_run:
                 problems.append(f"{h}: " + "; ".join(diffs))
@@ -550,6 +602,7 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
     summary: dict | None = None
     main = asyncio.current_task()
     received: list[int] = []
+    late: dict[str, asyncio.Future] = {}      # work off the rack's path: the InfluxDB push, the summary
 
     def on_signal(signum: int) -> None:
         if received:
@@ -561,6 +614,11 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
             main.cancel()
 
     loop = asyncio.get_running_loop()
+    # The imports and figures that run in threads beside the event loop (preload_libraries,
+    # summarize_run) hand the interpreter back every millisecond, not every 5: each round trip
+    # of the run waits at most that long for it.
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, 0.001))
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             loop.add_signal_handler(sig, on_signal, sig)
@@ -587,26 +645,39 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
             bug = exc
         finally:
             # Everything below must run even if we were cancelled: shield it from a repeat cancel.
-            cleanup = asyncio.ensure_future(_cleanup(run))
+            # Once the traffic and samplers have stopped, the summary and figures (pure, of what
+            # was measured) are computed in a thread and the InfluxDB push drains, while the hosts
+            # are restored: neither waits for the other. The run is only called done below, after
+            # both and the restore have ended.
+            def off_rack() -> None:
+                if not dry_run and run.writer is not None:
+                    late["influx"] = asyncio.ensure_future(run.finish_influx())
+                if status == "completed" and not dry_run:
+                    late["summary"] = asyncio.ensure_future(asyncio.to_thread(summarize_run, scenario, run.run_data()))
+            cleanup = asyncio.ensure_future(_cleanup(run, off_rack))
             try:
                 problems = await asyncio.shield(cleanup)
             except asyncio.CancelledError:
                 problems = await cleanup
+        computed = late.get("summary")
         if problems:
             error = (error + "; " if error else "") + "RESTORE PROBLEMS: " + "; ".join(problems)
             if status == "completed":
                 status = "failed"
             exit_code = exit_code or 1
+        if computed is not None and status != "completed":
+            await asyncio.gather(computed, return_exceptions=True)     # its files are replaced below
         if status == "completed" and not dry_run:
-            data = run.run_data()
             try:
-                summary = scenario.summarize(data)
+                if computed is not None:
+                    summary, figs, fig_error = await computed
+                else:
+                    summary, figs, fig_error = summarize_run(scenario, run.run_data())
                 record.write_summary(summary)
-                try:
-                    figs = scenario.figures(data, summary, record.dir)
+                if fig_error is None:
                     record.manifest["figures"] = figs
-                except Exception as exc:  # a plot must never lose the numbers
-                    record.manifest["errors"].append({"t": time.time(), "error": f"figure failed: {exc!r}"})
+                else:  # a plot must never lose the numbers
+                    record.manifest["errors"].append({"t": time.time(), "error": f"figure failed: {fig_error!r}"})
                 if summary.get("valid") is False:
                     status, error_type = "invalid", "ResultInvalid"
                     error = "; ".join(summary.get("invalid_reasons", [])) or "result invalid"
@@ -625,6 +696,7 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
             except Exception as exc:  # the record must still be closed
                 record.manifest["errors"].append({"t": time.time(), "error": f"partial summary failed: {exc!r}"})
     finally:
+        sys.setswitchinterval(switch)
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
                 loop.remove_signal_handler(sig)
@@ -632,7 +704,7 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
                 pass
         pending = 0
         if run.writer is not None and not dry_run:
-            ok, err = await run.writer.finish()
+            ok, err = await (late["influx"] if "influx" in late else run.finish_influx())
             pending = pending_points(record.dir)
             record.manifest["telemetry"]["influx"] = {"all_sent": ok, "pending": pending, "error": err,
                                                       "errors": run.writer.errors}
@@ -646,6 +718,38 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
         raise bug
     return RunOutcome(record.id, None if dry_run else record.dir, status, summary, exit_code, error,
                       run.dry_log, pending, error_type)
+
+
+def _import_influx() -> None:
+    import influxdb_client.client.write_api  # noqa: F401
+
+
+def preload_libraries(influx: bool) -> threading.Thread:
+    """Import the slow libraries a run needs after its traffic (influxdb-client, matplotlib for
+    the figures: about a second together) in a thread while the traffic runs, instead of on the
+    rack's path. A failure here is ignored: the code that needs a library imports it itself and
+    reports there."""
+    def work() -> None:
+        try:
+            if influx:
+                _import_influx()
+            from controller.plots import pyplot
+            pyplot()
+        except Exception:
+            pass
+    t = threading.Thread(target=work, name="ctl-preload", daemon=True)
+    t.start()
+    return t
+
+
+async def together(*aws: Any) -> list[Any]:
+    """Await all of `aws` concurrently; when one fails, the others still run to their end before
+    its exception is raised, so clean-up never races a process still being started."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results
 
 
 def shaper_fidelity(before: dict, after: dict) -> dict:
@@ -666,13 +770,27 @@ def shaper_fidelity(before: dict, after: dict) -> dict:
     return out
 
 
-async def _cleanup(run: Run) -> list[str]:
-    """Stop what runs, restore every host; the problems, one line each (empty: all restored)."""
+def summarize_run(scenario: Scenario, data: RunData) -> tuple[dict, Any, BaseException | None]:
+    """The scenario's summary and figures of a completed run (pure of the rack; run in a thread
+    while the hosts are restored): (summary, figures, the exception a figure raised or None).
+    A CtlError of the summary (an invalid result) propagates."""
+    summary = scenario.summarize(data)
+    try:
+        return summary, scenario.figures(data, summary, data.record_dir), None
+    except Exception as exc:
+        return summary, None, exc
+
+
+async def _cleanup(run: Run, after_stop: Callable[[], None] | None = None) -> list[str]:
+    """Stop what runs, restore every host; the problems, one line each (empty: all restored).
+    `after_stop` is called once the traffic and samplers have stopped, before the restore."""
     reachable = await run.reconnect()
     try:
         await run.stop_measuring(reachable)
     except Exception as exc:
         run.record.manifest["errors"].append({"t": time.time(), "error": f"stopping measurement: {exc!r}"})
+    if after_stop is not None:
+        after_stop()
     results = await run.restore()
     for r in results.failed.values():
         if not isinstance(r.exception, CtlError):

@@ -299,14 +299,19 @@ class TelemetryHub:
                     parsers[pr["name"]] = self._pipe_parser(host, shaper, pr["name"])
             off = self.offsets.get(host)
             offset_ns = int(off.offset_s * 1e9) if off is not None else 0
-            stream = HostStream(self, host, ifaces, probes, parsers, offset_ns)
-            await stream.start(sessions[host])
-            self.streams[host] = stream
+            self.streams[host] = HostStream(self, host, ifaces, probes, parsers, offset_ns)
+        starts = [s.start(sessions[h]) for h, s in self.streams.items() if s.proc is None and ":" not in h]
         for host, shaper in sorted(self.shapers.items()):
             if host not in sessions:
                 continue
-            for stream in shaper.counter_streams(INTERVAL_S):
-                await self._start_counter_stream(host, stream.argv, stream.parse_line, stream.name)
+            starts += [self._start_counter_stream(host, stream.argv, stream.parse_line, stream.name)
+                       for stream in shaper.counter_streams(INTERVAL_S)]
+        # Every host's sampler at once (each spawn is a round trip); all have started, or
+        # failed, before this returns.
+        results = await asyncio.gather(*starts, return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
 
     async def start_monitor(self, session: Any, host: str) -> None:
         """`ip mptcp monitor` on a host: events become `mptcp_event` points as they arrive

@@ -171,11 +171,17 @@ class TrafficRunner:
                               counted=self.staggered)
 
     async def start_servers(self) -> None:
-        for r in self.runs:
+        """Every server at once, then each one listening (all have started, or failed, before
+        this returns: nothing is left starting behind an error)."""
+        async def one(r: FlowRun) -> None:
             p = await self.pool[r.spec.server].spawn(r.server_argv, note=f"iperf3 server for {r.spec.name}")
             self._servers[r.spec.name] = p
             r.server_pid = p.pid
-        await asyncio.gather(*(self._wait_listening(r.spec) for r in self.runs))
+            await self._wait_listening(r.spec)
+        results = await asyncio.gather(*(one(r) for r in self.runs), return_exceptions=True)
+        for res in results:
+            if isinstance(res, BaseException):
+                raise res
 
     async def _wait_listening(self, spec: FlowSpec, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
