@@ -30,7 +30,7 @@ from controller.inventory import Inventory
 from controller.settings import state_dir
 from nodes.congestion.build import ARCHES, Build, BuildError, build
 from nodes.congestion import hostctl
-from nodes.congestion.catalog import ALGORITHMS
+from nodes.congestion.catalog import ALGORITHMS, kernel_label
 from nodes.congestion.driver import CongestionDriver, CongestionState, LoadObject, hostctl_command
 
 OBJECTS_ON_HOST = "/run/ctl-cc/objects"
@@ -57,6 +57,13 @@ def state_identity(path: Path) -> str:
     except OSError:
         ident = real                    # not made yet: its path alone
     return hashlib.sha256(ident.encode()).hexdigest()[:12]
+
+
+def kernel_bbr(wanted: Mapping[str, frozenset[str]], states: Mapping[str, CongestionState]) -> dict[str, dict]:
+    """host -> which BBR its kernel's `bbr` is, for the hosts whose connections use it (pure):
+    {"version": "3" or None (upstream: no version, BBRv1), "label": "bbr (kernel: v1 here)"}."""
+    return {h: {"version": states[h].bbr_version or None, "label": kernel_label("bbr", states[h].bbr_version)}
+            for h in sorted(wanted) if "bbr" in wanted[h] and h in states}
 
 
 def wanted_by_host(endpoints: Mapping[str, Any]) -> dict[str, frozenset[str]]:
@@ -156,6 +163,8 @@ class CongestionStage:
             self.manifest["congestion"] = {"holder": self.holder, "wanted": {h: sorted(v) for h, v in self.wanted.items()},
                                            "algorithms": {}, "hosts": {h: {"before": st.to_json()}
                                                                        for h, st in states.items()}}
+            if kernel_bbr(self.wanted, states):
+                self.manifest["congestion"]["kernel_bbr"] = kernel_bbr(self.wanted, states)
             return
         for h in self.hosts:
             if need[h]:
@@ -178,13 +187,19 @@ class CongestionStage:
                                               "source_sha256": b.objects[n]["source_sha256"],
                                               "defines": list(alg.defines),
                                               "object_sha256": b.sha256_of(n), "btf_id": b.btf_id,
-                                              "reference": alg.reference, "variant_of": alg.variant_of,
-                                              "reading": alg.reading, "hosts": []})
+                                              "title": alg.title, "reference": alg.reference,
+                                              "variant_of": alg.variant_of, "reading": alg.reading, "hosts": []})
+                if alg.specification:
+                    entry["specification"] = alg.specification
+                    entry["differences"] = list(alg.differences)
                 entry["hosts"].append(h)
             self.drivers[h] = CongestionDriver(h, self.holder, objects)
         self.manifest["congestion"] = {
             "holder": self.holder, "wanted": {h: sorted(v) for h, v in self.wanted.items()},
             "algorithms": record, "hosts": {h: {"before": st.to_json()} for h, st in states.items()}}
+        kbbr = kernel_bbr(self.wanted, states)
+        if kbbr:
+            self.manifest["congestion"]["kernel_bbr"] = kbbr
 
     async def _build_for(self, host: str, state: CongestionState) -> Build:
         dest = state_dir() / "congestion"

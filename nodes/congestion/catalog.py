@@ -4,10 +4,17 @@
 15 characters: TCP_CA_NAME_MAX is 16 with the NUL); `source` the file under
 nodes/congestion/bpf/; `base` what it is on a plain TCP socket or a single subflow.
 
-Five are the papers' algorithms. The others are *variants for analysis*: another reading of
-one of them, built from the same source with `defines` (one source of truth), registered under
-its own name, never substituted for the algorithm it varies (`variant_of`). Every entry says in
-one sentence which reading of its paper it implements (`reading`).
+Five are the MPTCP papers' coupled algorithms; `bbr3` is the algorithm of the BBRv3 paper,
+BBRv3 written from its specification (the IETF CCWG draft, `specification`), one flow at a time
+(`coupled` False), with every way it differs from the draft on this kernel in `differences`.
+The others are *variants for analysis*: another reading of one of them, built from the same
+source with `defines` (one source of truth), registered under its own name, never substituted
+for the algorithm it varies (`variant_of`). Every entry says in one sentence which reading of
+its paper it implements (`reading`).
+
+The kernel's own `bbr` is BBRv1 on an upstream kernel: it is labelled "bbr (kernel: v1 here)"
+wherever ctl prints it (`kernel_label`), never BBRv3; a kernel built with Google's BBRv3 says
+so in /sys/module/tcp_bbr/version (hostctl's probe reads it) and is labelled accordingly.
 
 Names inside the kernel: a program's maps are `<short>_conns` (the coupling map), and in a test
 build `<short>_trace` and `<short>_tidx`; a test build (-DCTL_TRACE) registers as
@@ -36,6 +43,9 @@ class Algorithm:
     variant_of: str | None = None     # None: one of the papers' algorithms
     defines: tuple[str, ...] = ()     # clang -D flags that select this reading from `source`
     short: str = ""                   # map-name prefix and trace-name stem ("" = name)
+    coupled: bool = True              # couples the subflows of an MPTCP connection (a `<short>_conns` map)
+    specification: str = ""           # the specification it follows, with its revision ("" = the reference)
+    differences: tuple[str, ...] = () # every way it differs from that specification on this kernel
 
     @property
     def path(self) -> Path:
@@ -58,6 +68,40 @@ class Algorithm:
     def is_variant(self) -> bool:
         return self.variant_of is not None
 
+    @property
+    def trace_maps(self) -> tuple[str, ...]:
+        """The maps a test build has, by name (the coupling map only where it couples)."""
+        return ((self.conns_map,) if self.coupled else ()) + (f"{self.stem}_trace", f"{self.stem}_tidx")
+
+
+BBR3_DRAFT = "draft-ietf-ccwg-bbr-06"
+# Every way bbr3 differs from the draft on this kernel (the same list heads bpf/bbr3.bpf.c).
+BBR3_DIFFERENCES = (
+    "volumes in packets, not bytes (C.SMSS = one packet), as the kernel counts delivered, lost and in-flight data",
+    "RS.tx_in_flight and RS.lost (the kernel keeps neither per packet): from a ring of 16 snapshots of "
+    "(delivered, lost, in-flight) taken every cwnd/8 packets delivered, the newest at or before the ACKed "
+    "packet's prior_delivered; its in-flight is min(prior_in_flight, cwnd) of that ACK",
+    "HandleLostPacket() once per ACK for the data newly marked lost since the last ACK (tp->lost, RACK timer and "
+    "RTO marks included), with the ACKed packet's tx_in_flight, lost and app-limited bit in place of the lost "
+    "packet's; InflightAtLoss()'s packet size = that newly marked data",
+    "Startup's loss exit counts 'discontiguous lost ranges' as ACKs of the round that marked new losses",
+    "ECN: no response beyond the draft's 'CE marks count as congestion': CE-marked deliveries count with losses; "
+    "ECN is not requested (the host's net.ipv4.tcp_ecn decides); with RFC 3168 feedback each ECE ACK counts",
+    "pacing by the kernel's internal TCP pacing (no fq); send quantum = TSO autosizing with min_tso_segs 2",
+    "loss recovery is the kernel's: ssthresh() saves cwnd and the model on entry, the RTO's cwnd = in-flight + 1 "
+    "is the kernel's, RestoreCwnd() when the CA state is seen leaving recovery, undo = the kernel's undo_cwnd",
+    "restart from idle on CA_EVENT_TX_START (first send with nothing in flight), not before every send",
+    "Now() = tcp_mstamp (us); one bpf_get_prandom_u32() per call for the probe wait (2 s + 0..1 s) and rounds (0/1)",
+    "max_bw in two slots (this and the last ProbeBW cycle), extra_acked an exact max over 10 rounds, min_rtt "
+    "through ProbeRTT; RTT samples clamped to 4.2 s",
+    "RS.delivery_rate = rate_sample.delivered / interval_us (the kernel's max(send, ACK) interval, samples under "
+    "min_rtt dropped); RS.rtt = rate_sample.rtt_us",
+    "InitPacingRate() with InitialCwnd 10, redone at the first srtt (as tcp_bbr.c); probe_rtt_min_delay starts at "
+    "the initial min_rtt",
+    "where the draft is ambiguous: IsTimeToCruise() uses max_bw as written, other BDPs BBR.bw; Drain's cwnd cap "
+    "is the pseudocode's (inflight_shortterm only); ProbeBW gains set as each state starts; StartupPacingGain 2.77",
+    "on MPTCP each subflow runs its own bbr3, uncoupled",
+)
 
 _CUBIC_SS = "cubic with HyStart (Linux 6.18's ack train and delay detection), no TCP-friendly region"
 
@@ -84,6 +128,15 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
               "Eq. 10 read literally: the target W_max - C (K_mptcp - t)^3 is clamped at 0 below the origin, so "
               "after its own loss a coupled subflow (K_mptcp > K_i) holds its window flat (cnt = 100 cwnd) "
               "for about K_i^2 * sum_{j!=i} 1/K_j seconds before the curve climbs past it."),
+    Algorithm("bbr3", "bbr3.bpf.c", f"BBRv3 after {BBR3_DRAFT}, BPF",
+              f"IETF CCWG {BBR3_DRAFT}, BBR Congestion Control (Cardwell, Swett, Beshay, 6 July 2026); "
+              "structure after Linux's tcp_bbr.c (BBRv1)",
+              "bbr3 per flow (on MPTCP each subflow its own bbr3, uncoupled)",
+              "The draft's state machine (Startup, Drain, ProbeBW DOWN/CRUISE/REFILL/UP, ProbeRTT), max_bw and "
+              "min_rtt filters, gains per state, inflight_longterm / inflight_shortterm / bw_shortterm and the "
+              "2 % per-round loss-rate check, as cong_control deciding cwnd and pacing; not Google's Linux "
+              "BBRv3 and not the kernel's bbr (v1).",
+              coupled=False, specification=BBR3_DRAFT, differences=BBR3_DIFFERENCES),
     Algorithm("mcubic_wrap", "mcubic.bpf.c", "Multipath Cubic, Linux 3.14 u32 arithmetic",
               "Ro, Ryu, Choe, the MCubic paper, section 4.1; Linux 3.14 net/ipv4/tcp_cubic.c bictcp_update()",
               _CUBIC_SS,
@@ -115,6 +168,25 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
 
 # Congestion controls Linux builds in (never loaded by ctl; listed by `ctl cc list` as such).
 KERNEL_BUILTIN = ("reno", "cubic", "bbr")
+
+
+def bbr_version_label(version: str | None) -> str:
+    """What the kernel's `bbr` is, from /sys/module/tcp_bbr/version (pure): Google's BBRv3 tree
+    sets MODULE_VERSION to 3; upstream tcp_bbr.c (BBRv1) sets none."""
+    v = (version or "").strip()
+    return f"v{v}" if v.isdigit() else "v1"
+
+
+def kernel_label(name: str, bbr_version: str | None = None) -> str:
+    """How ctl names a kernel congestion control to a reader: `bbr` with the BBR it is."""
+    if name == "bbr":
+        return f"bbr (kernel: {bbr_version_label(bbr_version)} here)"
+    return name
+
+
+def coupled_algorithms() -> list[str]:
+    """ctl's programs that couple the subflows of an MPTCP connection (all but bbr3)."""
+    return [n for n, a in ALGORITHMS.items() if a.coupled]
 
 
 def shipped(name: str) -> bool:

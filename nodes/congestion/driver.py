@@ -52,11 +52,12 @@ class CongestionState:
     holders: dict[str, dict]
     boot_id: str = ""
     raw: dict[str, str] = field(default_factory=dict)
+    bbr_version: str = ""           # /sys/module/tcp_bbr/version ("" upstream: the kernel's bbr is v1)
 
     def to_json(self) -> dict:
         return {"kernel": self.kernel, "btf": self.btf, "bpftool": self.bpftool, "available": self.available,
                 "allowed": self.allowed, "registered": self.registered, "holders": self.holders,
-                "boot_id": self.boot_id, "raw": self.raw}
+                "boot_id": self.boot_id, "bbr_version": self.bbr_version, "raw": self.raw}
 
     def held_by(self, holder: str) -> list[str]:
         return sorted(n for n, e in self.holders.items() if holder in e.get("holders", []))
@@ -64,7 +65,7 @@ class CongestionState:
 
 ASSUMED_PROBE = json.dumps({"ok": True, "kernel": "6.18.0", "arch": "x86_64", "boot_id": "", "btf": True,
                             "bpftool": "/usr/sbin/bpftool", "available": ["reno", "cubic", "bbr"],
-                            "allowed": ["reno", "bbr"], "registered": {}, "holders": {}})
+                            "allowed": ["reno", "bbr"], "registered": {}, "holders": {}, "bbr_version": ""})
 
 
 def parse_probe(text: str) -> CongestionState:
@@ -76,7 +77,14 @@ def parse_probe(text: str) -> CongestionState:
         raise ParseError(f"congestion-control probe failed: {d.get('error')}")
     return CongestionState(str(d.get("kernel", "")), bool(d.get("btf")), d.get("bpftool"), list(d.get("available", [])),
                            list(d.get("allowed", [])), {str(k): int(v) for k, v in (d.get("registered") or {}).items()},
-                           dict(d.get("holders") or {}), str(d.get("boot_id", "")), {"probe": text})
+                           dict(d.get("holders") or {}), str(d.get("boot_id", "")), {"probe": text},
+                           _bbr_version(d.get("bbr_version")))
+
+
+def _bbr_version(v: object) -> str:
+    """The kernel's BBR module version as a host reported it: digits only (anything else is not one)."""
+    s = str(v or "").strip()
+    return s if s.isdigit() and len(s) <= 4 else ""
 
 
 def kernel_version(release: str) -> tuple[int, int]:
@@ -159,7 +167,7 @@ class CongestionDriver:  # implements nodes.base.EndpointDriver[frozenset[str], 
             if name not in available:
                 available.append(name)
         return CongestionState(before.kernel, before.btf, before.bpftool, available, list(before.allowed),
-                               dict(before.registered), holders, before.boot_id)
+                               dict(before.registered), holders, before.boot_id, bbr_version=before.bbr_version)
 
     def plan_restore(self, before: CongestionState, now: CongestionState) -> list[Command]:
         return [hostctl_command("unload", name, self.holder, mutates=True,

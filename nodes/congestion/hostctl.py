@@ -16,7 +16,9 @@ connection deletes its entry when its last subflow leaves, so a count above zero
 connections are gone is a phantom the program failed to clear. It waits up to CONNS_WAIT_S for
 closing sockets to be released, and reports the count as `conns_left`.
 
-    probe                          kernel, BTF, bpftool, available/allowed, what ctl holds
+    probe                          kernel, BTF, bpftool, available/allowed, what ctl holds, which BBR
+                                   the kernel's `bbr` is (/sys/module/tcp_bbr/version: "3" in
+                                   Google's BBRv3 tree, absent upstream, where it is v1)
     load NAME SHA256 OBJECT HOLDER register or share NAME (OBJECT must have that sha256)
     unload NAME HOLDER             leave NAME; unregister when no holder is left
     put SHA256 PATH                store a base64 object read from stdin at PATH (checked)
@@ -41,6 +43,7 @@ HOLDERS = DIR + "/holders.json"
 ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 BTF = "/sys/kernel/btf/vmlinux"
+BBR_VERSION = "/sys/module/tcp_bbr/version"
 
 
 def _out(doc: dict) -> None:
@@ -212,7 +215,7 @@ def probe() -> None:
     _out({"ok": True, "kernel": os.uname().release, "arch": os.uname().machine,
           "boot_id": _read("/proc/sys/kernel/random/boot_id"), "btf": os.path.exists(BTF),
           "bpftool": _bpftool(), "available": _read(AVAILABLE).split(), "allowed": _read(ALLOWED).split(),
-          "registered": _registered(), "holders": holders})
+          "registered": _registered(), "holders": holders, "bbr_version": _read(BBR_VERSION)[:16]})
 
 
 def load(name: str, sha: str, obj: str, holder: str) -> None:

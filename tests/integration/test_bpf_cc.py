@@ -1,6 +1,6 @@
 """The BPF congestion controls on this kernel, checked against their reference model.
 
-A test build of every algorithm and variant (-DCTL_TRACE: registered as `<short>_trace`, so it
+A test build of every coupled algorithm and variant (-DCTL_TRACE: registered as `<short>_trace`, so it
 never meets a real run's algorithm on this shared kernel) records each window decision (and each
 HyStart decision of the MCubic builds) in a map. Real MPTCP traffic (a bulk transfer that closes
 cleanly, one subflow per path) crosses two shaped paths between three namespaces of this test's own; afterwards every
@@ -31,7 +31,7 @@ import pytest
 
 from nodes.congestion import hostctl
 from nodes.congestion.build import build
-from nodes.congestion.catalog import ALGORITHMS
+from nodes.congestion.catalog import ALGORITHMS, coupled_algorithms
 from nodes.congestion.model import (EV_HYSTART, EV_INCREASE, EV_LINK, EV_ROUND, EV_SSTHRESH, EV_UNLINK, TRACE_RECORD_SIZE, TraceRecord,
                                     check_trace, decode_trace_record)
 from tests.support.bpfmap import BpfMap
@@ -221,7 +221,7 @@ def check_decisions(algorithm: str, records: list[TraceRecord], *, min_replayed:
     return replayed, [r for r in views if r.view.n == 2]
 
 
-@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+@pytest.mark.parametrize("algorithm", sorted(coupled_algorithms()))      # bbr3: tests/integration/test_bbr3.py
 def test_the_program_decides_as_its_model_on_real_traffic(algorithm, paths, objects):
     reg = Registered(algorithm, objects)
     try:

@@ -13,6 +13,7 @@ TCP_CONGESTION on an MPTCP socket):
     python3 mptcp_bulk.py recv PORT                    # one connection, read to EOF, print bytes
     python3 mptcp_bulk.py recv-tcp PORT                # the same, a server without MPTCP
     python3 mptcp_bulk.py send ADDR PORT CC SECONDS    # print bytes sent
+    python3 mptcp_bulk.py send-tcp ADDR PORT CC SECONDS   # the same over plain TCP
 """
 from __future__ import annotations
 
@@ -41,8 +42,8 @@ def recv(port: int, proto: int = IPPROTO_MPTCP) -> int:
         return total
 
 
-def send(addr: str, port: int, cc: str, seconds: float) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP) as s:
+def send(addr: str, port: int, cc: str, seconds: float, proto: int = IPPROTO_MPTCP) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM, proto) as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
         s.connect((addr, port))
         total, end = 0, time.monotonic() + seconds
@@ -56,8 +57,8 @@ def send(addr: str, port: int, cc: str, seconds: float) -> int:
 
 if __name__ == "__main__":
     verb, *args = sys.argv[1:]
-    if verb == "send":
-        n = send(args[0], int(args[1]), args[2], float(args[3]))
+    if verb in ("send", "send-tcp"):
+        n = send(args[0], int(args[1]), args[2], float(args[3]), IPPROTO_MPTCP if verb == "send" else 0)
     else:
         n = recv(int(args[0]), IPPROTO_MPTCP if verb == "recv" else 0)
     print(n, flush=True)

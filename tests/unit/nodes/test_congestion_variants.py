@@ -22,8 +22,8 @@ MS = 1000
 
 # ---- the catalog ---------------------------------------------------------------------------------
 
-def test_five_paper_algorithms_and_their_variants():
-    assert paper_algorithms() == ["lia", "olia", "balia", "wvegas", "mcubic"]
+def test_the_papers_algorithms_and_their_variants():
+    assert paper_algorithms() == ["lia", "olia", "balia", "wvegas", "mcubic", "bbr3"]
     assert variants() == ["mcubic_wrap", "mcubic_stretch", "mcubic_nohs", "balia_floor"]
     for name in variants():
         a = ALGORITHMS[name]

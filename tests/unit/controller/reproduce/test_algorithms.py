@@ -58,4 +58,4 @@ def test_the_seam_takes_a_probe_and_a_build_check(invs):
         return {h: probe() for h in hosts}
     st = available_algorithms(inv, probe=fake_probe, build_check=lambda i: None)
     assert seen["hosts"] == endpoint_hosts(inv) and "a1" in seen["hosts"]
-    assert summary_line(st).startswith("runnable: bbr, cubic, reno, balia, lia, mcubic, olia, wvegas")
+    assert summary_line(st).startswith("runnable: bbr, cubic, reno, balia, bbr3, lia, mcubic, olia, wvegas")
