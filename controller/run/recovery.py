@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import socket
 import time
 from pathlib import Path
@@ -65,6 +66,25 @@ def same_process(recorded: dict, start_now: str, args_now: str) -> bool:
         any(os.path.basename(w) == program for w in words[:3])
 
 
+# A manifest's top-level `status`, as RunRecord writes it (indent 1, the fifth key): a JSON
+# string holds no raw newline, so this line can only be the top-level key.
+_STATUS_LINE = re.compile(rb'\n "status": "([a-z_]+)"')
+_STATUS_PREFIX = 4096
+
+
+def recorded_status(manifest: Path) -> str | None:
+    """The status a record's manifest starts with, read from its first 4 KB (None: not found
+    there, or unreadable: the caller reads the whole file). The start-up check of every `ctl run`
+    reads this for each record in the runs directory, not thousands of whole manifests."""
+    try:
+        with open(manifest, "rb") as fh:
+            head = fh.read(_STATUS_PREFIX)
+    except OSError:
+        return None
+    m = _STATUS_LINE.search(head)
+    return m.group(1).decode() if m else None
+
+
 def interrupted_runs(runs_root: Path, inv: Inventory) -> list[Path]:
     """Records of this rack, written by a ctl with this state dir, still marked `running`
     whose controller is gone.
@@ -79,7 +99,7 @@ def interrupted_runs(runs_root: Path, inv: Inventory) -> list[Path]:
     mine = str(state_dir().resolve())
     for d in sorted(runs_root.iterdir()):
         mf = d / "manifest.json"
-        if not mf.exists():
+        if not mf.exists() or recorded_status(mf) not in ("running", None):
             continue
         try:
             m = json.loads(mf.read_text())

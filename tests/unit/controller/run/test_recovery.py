@@ -61,3 +61,28 @@ def test_only_records_of_this_rack_and_this_state_dir_are_recovered(tmp_path, tm
     _record(runs, "e", state_dir=mine, status="completed")
     _record(runs, "f", state_dir=mine, pid=os.getpid())           # this very controller
     assert interrupted_runs(runs, inv) == [ok]
+
+
+def test_the_start_up_check_reads_a_records_status_from_its_first_bytes(tmp_path, tmp_state_dir, invs):
+    """Every `ctl run` looks for interrupted runs among all records: a finished record is passed
+    over on the status its manifest starts with (as RunRecord writes it), a running one, or one
+    whose start says nothing (another layout), is read whole."""
+    from controller.results.records import RunRecord
+    from controller.run.recovery import recorded_status
+    inv = invs["virtual"]
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    done = RunRecord(runs, "done")
+    # a campaign name that quotes a status line does not fool the check
+    done.start(scenario="x", parameters={}, inventory={"name": inv.name}, inventory_file="",
+               campaign='c\n "status": "running"')
+    done.finish("completed")
+    assert recorded_status(done.dir / "manifest.json") == "completed"
+    live = RunRecord(runs, "live")
+    live.start(scenario="x", parameters={}, inventory={"name": inv.name}, inventory_file="")
+    live.manifest["controller"]["pid"] = 999999          # its controller is gone
+    live.save()
+    assert recorded_status(live.dir / "manifest.json") == "running"
+    compact = _record(runs, "compact", state_dir=str(tmp_state_dir.resolve()))  # one line: read whole
+    assert recorded_status(compact / "manifest.json") is None
+    assert interrupted_runs(runs, inv) == [compact, live.dir]
