@@ -1,0 +1,284 @@
+"""bbr3 on this kernel, replayed against its reference model, and the phases of draft-ietf-ccwg-bbr-06.
+
+A test build of nodes/congestion/bpf/bbr3.bpf.c (-DCTL_TRACE: registered as `bbr3_trace`, so it
+never meets a real run's `bbr3` on this shared kernel) records every call of its entry points
+(init, cong_control, ssthresh, undo_cwnd, cwnd_event) with the whole state before and after, the
+inputs the kernel gave and what the program wrote. Real TCP traffic crosses one path a -- r -- b
+shaped by the dnpipe forwarder (this kernel has no netem) at 20 Mbit/s and 40 ms RTT (with a Cubic
+flow beside it where a standing queue is needed); afterwards
+every recorded call is replayed through nodes/congestion/model_bbr3.py and must agree field for
+field, and each socket's state must be continuous from one call to the next.
+
+The traces must show what the draft describes: with a deep buffer, Startup ends on a bandwidth
+plateau, then Drain, the ProbeBW cycle DOWN -> CRUISE -> REFILL -> UP -> DOWN, and ProbeRTT
+about every 5 s of the busy flow with cwnd at most max(0.5 BDP, 4 packets) for at least 200 ms;
+with a shallow buffer and 3 % random loss, Startup ends on loss, and after a round above the
+2 % loss threshold while probing, inflight_longterm is set at or below the in-flight that saw the
+loss. (The ECN branch is not exercised: the forwarder never marks CE.) Nothing may stay
+registered.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nodes.congestion import hostctl
+from nodes.congestion import model_bbr3 as m
+from nodes.congestion.build import build
+from nodes.congestion.catalog import ALGORITHMS
+from nodes.congestion.trace_bbr3 import (EV_ACK, RECORD_SIZE, STATE, Record, check_trace, continuity_breaks,
+                                         decode_record)
+from tests.support.bpfmap import BpfMap
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSTCTL = [sys.executable, hostctl.__file__]
+BULK = str(ROOT / "tests" / "support" / "mptcp_bulk.py")
+DNPIPE = next((p for p in (ROOT / ".state" / "bin" / "dnpipe", ROOT / "bridges" / "dnpipe" / "build" / "dnpipe")
+               if p.exists()), None)
+PFX = f"b3{os.getpid() % 100000}"
+A, R, B = f"{PFX}a", f"{PFX}r", f"{PFX}b"
+HOLDER = f"test:{os.getpid()}"
+ALG = ALGORITHMS["bbr3"]
+RATE_BPS = 20_000_000
+ONE_WAY_US = 20_000                      # 40 ms RTT
+BDP_PACKETS = 70                         # 20 Mbit/s x 40 ms / 1448 bytes
+
+
+def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    p = subprocess.run(list(argv), capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{argv}: {p.stderr or p.stdout}")
+    return p
+
+
+def ns(name: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    return sh("ip", "netns", "exec", name, *argv, check=check)
+
+
+class Path1:
+    """a -- r -- b over one veth pair each side, forwarded in r by dnpipe (reconfigured per test)."""
+
+    def __init__(self, tmp: Path):
+        self.sock = tmp / "p.sock"
+        for n in (A, R, B):
+            sh("ip", "netns", "add", n)
+            ns(n, "ip", "link", "set", "lo", "up")
+        sh("ip", "link", "add", "va", "netns", A, "type", "veth", "peer", "name", "ra", "netns", R)
+        sh("ip", "link", "add", "vb", "netns", B, "type", "veth", "peer", "name", "rb", "netns", R)
+        ns(A, "ip", "addr", "add", "10.95.1.1/24", "dev", "va")
+        ns(B, "ip", "addr", "add", "10.95.1.2/24", "dev", "vb")
+        for n, dev in ((A, "va"), (B, "vb"), (R, "ra"), (R, "rb")):
+            ns(n, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off", check=False)
+            ns(n, "ip", "link", "set", dev, "up")
+        self.proc = subprocess.Popen(["ip", "netns", "exec", R, str(DNPIPE), "run", "--a", "ra", "--b", "rb",
+                                      "--control", str(self.sock), "--seed", "24"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not self.sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def shape(self, queue_slots: int, plr: float) -> None:
+        """The data direction (a -> b, "forward") with its queue and random loss; ACKs get a deep queue."""
+        common = ["--bw", str(RATE_BPS), "--delay-us", str(ONE_WAY_US)]
+        sh(str(DNPIPE), "ctl", "--control", str(self.sock), "set", "--dir", "reverse", *common, "--queue-slots", "500")
+        sh(str(DNPIPE), "ctl", "--control", str(self.sock), "set", "--dir", "forward", *common,
+           "--queue-slots", str(queue_slots), "--plr", str(plr))
+
+    def close(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        for n in (A, R, B):
+            sh("ip", "netns", "del", n, check=False)
+
+
+@pytest.fixture(scope="module")
+def path(tmp_path_factory):
+    if DNPIPE is None:
+        pytest.fail("dnpipe is not built: scripts/setup.sh builds it into .state/bin/dnpipe")
+    p = Path1(tmp_path_factory.mktemp("bbr3-path"))
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+@pytest.fixture(scope="module")
+def trace_build(tmp_path_factory):
+    return build(dest=tmp_path_factory.mktemp("bbr3-build"), trace=True, names=["bbr3"])
+
+
+def _hostctl(*args: str) -> dict:
+    p = subprocess.run(HOSTCTL + list(args), capture_output=True, text=True)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _server(port: int) -> subprocess.Popen:
+    srv = subprocess.Popen(["ip", "netns", "exec", B, sys.executable, BULK, "recv-tcp", str(port)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert srv.stdout is not None and srv.stdout.readline().strip() == "listening", srv.stderr
+    return srv
+
+
+def traced_transfer(path: Path1, trace_build, *, queue_slots: int, plr: float, seconds: float, port: int,
+                    cubic_after: float | None = None) -> tuple[list[Record], int]:
+    """One TCP bulk transfer a -> b under bbr3_trace, and a Cubic flow over the same bottleneck
+    from `cubic_after` seconds on; (the decoded trace, bytes bbr3 delivered)."""
+    path.shape(queue_slots, plr)
+    loaded = _hostctl("load", ALG.trace_name, trace_build.sha256_of("bbr3"), str(trace_build.object_of("bbr3")), HOLDER)
+    assert loaded["ok"] and loaded["action"] == "registered", loaded
+    try:
+        maps = hostctl._maps_of(loaded["id"])
+        assert set(ALG.trace_maps) <= set(maps), maps
+        procs = [_server(port)]
+        try:
+            sender = subprocess.Popen(["ip", "netns", "exec", A, sys.executable, BULK, "send-tcp", "10.95.1.2",
+                                       str(port), ALG.trace_name, str(seconds)], stdout=subprocess.PIPE, text=True)
+            procs.append(sender)
+            if cubic_after is not None:
+                procs.append(_server(port + 1))
+                time.sleep(cubic_after)
+                procs.append(subprocess.Popen(["ip", "netns", "exec", A, sys.executable, BULK, "send-tcp", "10.95.1.2",
+                                               str(port + 1), "cubic", str(seconds - cubic_after)],
+                                              stdout=subprocess.DEVNULL))
+            sent, _ = sender.communicate(timeout=seconds + 120)
+            received, err = procs[0].communicate(timeout=120)
+            assert procs[0].returncode == 0 and sender.returncode == 0, err
+            for p in procs[2:]:
+                p.wait(timeout=120)
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait(timeout=10)
+        assert int(received) == int(sent) > 0
+        with BpfMap(maps[f"{ALG.stem}_tidx"], 4) as idx:
+            used = int.from_bytes(idx.lookup(0) or b"\0\0\0\0", "little")
+        records = []
+        with BpfMap(maps[f"{ALG.stem}_trace"], RECORD_SIZE) as tr:
+            for i in range(min(used, 32768)):
+                raw = tr.lookup(i)
+                r = decode_record(raw) if raw else None
+                if r is not None:
+                    records.append(r)
+        assert used < 32768, f"the trace map filled up ({used} calls)"
+    finally:
+        left = _hostctl("unload", ALG.trace_name, HOLDER)
+    assert left["ok"] and left["action"] == "unregistered", left
+    return records, int(received)
+
+
+def replays(records: list[Record]) -> list[Record]:
+    """Every call agrees with the model, each socket's state is continuous; the ACKs of the sender."""
+    n, bad = check_trace(records)
+    assert n == len(records) and n >= 1000, f"only {n} calls recorded"
+    assert bad == [], f"{len(bad)} of {n} calls differ from the model; first: {bad[0]}"
+    breaks = continuity_breaks(records)
+    assert breaks == [], f"state changed between calls: {breaks[0][0].seq} -> {breaks[0][1].seq}"
+    acks = [r for r in records if r.event == EV_ACK]
+    socks = {r.sk for r in acks}
+    assert len(socks) == 1, f"ACKs of {len(socks)} sockets: one sender expected"
+    return acks
+
+
+def transitions(acks: list[Record]) -> list[tuple[Record, int, int]]:
+    """(the ACK, state before, state after) for every ACK that changed the state."""
+    return [(r, r.before.state, r.after.state) for r in acks if r.before.state != r.after.state]
+
+
+def test_the_program_uses_the_layout_the_model_decodes(trace_build):
+    dump = sh("bpftool", "btf", "dump", "file", str(trace_build.object_of("bbr3"))).stdout
+    assert f"STRUCT 'bbr3' size={STATE.size} " in dump and f"STRUCT 'b3_trace_rec' size={RECORD_SIZE} " in dump
+
+
+def test_deep_buffer_startup_plateau_drain_probe_bw_cycle_and_probe_rtt_every_5_s(path, trace_build):
+    """A 2-BDP buffer; from 1.5 s on (after bbr3's Startup) a Cubic flow keeps a standing queue in
+    it, so bbr3 sees no new minimum RTT sample outside ProbeRTT: ProbeRTT comes every 5 s. (A lone
+    bbr3 flow drains its own queue in ProbeBW_CRUISE and takes new minimum samples there, which
+    by the draft postpone ProbeRTT: the replay checks that rule on every ACK.)"""
+    records, _ = traced_transfer(path, trace_build, queue_slots=2 * BDP_PACKETS, plr=0.0, seconds=12, port=5511,
+                                 cubic_after=1.5)
+    acks = replays(records)
+    t0 = acks[0].inputs.now
+    moves = transitions(acks)
+    names = [(m.STATE_NAMES[a], m.STATE_NAMES[b]) for _, a, b in moves]
+    # Startup ends on a bandwidth plateau (three rounds without 25 % growth), not on loss; then Drain
+    first = moves[0]
+    assert (first[1], first[2]) == (m.STARTUP, m.DRAIN), names[:3]
+    assert first[0].after.full_bw_count >= 3 and first[0].after.undo_state == m.STATE_NONE
+    assert first[0].after.inflight_longterm == m.INF and (first[0].inputs.now - t0) < 1_500_000
+    assert moves[1][1] == m.DRAIN and m.is_probe_bw(moves[1][0].after), names[:3]
+    # the ProbeBW cycle: every phase, each entered from the one the draft puts before it
+    pairs = set(names)
+    for pair in (("ProbeBW_CRUISE", "ProbeBW_REFILL"), ("ProbeBW_REFILL", "ProbeBW_UP"),
+                 ("ProbeBW_UP", "ProbeBW_DOWN"), ("ProbeBW_DOWN", "ProbeBW_CRUISE")):
+        assert pair in pairs, names
+    assert all((r.after.pacing_gain, r.after.cwnd_gain) == {m.PROBE_BW_DOWN: (90, 200), m.PROBE_BW_CRUISE: (100, 200),
+                                                            m.PROBE_BW_REFILL: (100, 200),
+                                                            m.PROBE_BW_UP: (125, 225)}[b]
+               for r, _, b in moves if m.is_probe_bw(r.after))
+    # ProbeRTT about every 5 s of the busy flow: entered once the last min-RTT sample is 5 s old
+    entries = [r for r, a, b in moves if b == m.PROBE_RTT]
+    exits = [r for r, a, b in moves if a == m.PROBE_RTT]
+    assert len(entries) >= 2, names
+    for r in entries:
+        assert r.inputs.now - r.before.probe_rtt_min_stamp > m.PROBE_RTT_INTERVAL_US
+        assert (r.after.pacing_gain, r.after.cwnd_gain) == (100, 50)
+    gaps = [(b.inputs.now - a.inputs.now) / 1e6 for a, b in zip(entries, entries[1:])]
+    assert all(5.0 < g < 6.5 for g in gaps), gaps
+    assert 4.5 < (entries[0].inputs.now - t0) / 1e6 < 6.5
+    # while in ProbeRTT, cwnd at most max(0.5 BDP, 4 packets), for at least 200 ms and a round
+    in_probe_rtt = [r for r in acks if r.after.state == m.PROBE_RTT]
+    assert all(r.outputs.cwnd <= m.probe_rtt_cwnd(r.after) for r in in_probe_rtt)
+    assert all(m.probe_rtt_cwnd(r.after) <= BDP_PACKETS // 2 + 8 for r in in_probe_rtt)
+    for e, x in zip(entries, exits):
+        assert x.inputs.now - e.inputs.now >= m.PROBE_RTT_DURATION_US
+        assert x.after.state == m.PROBE_BW_CRUISE
+
+
+def test_shallow_buffer_with_loss_startup_exits_on_loss_and_inflight_longterm_falls_below_the_loss(path,
+                                                                                                    trace_build):
+    records, _ = traced_transfer(path, trace_build, queue_slots=20, plr=0.03, seconds=6, port=5512)
+    acks = replays(records)
+    moves = transitions(acks)
+    # Startup ends on high loss in recovery: inflight_longterm set, undo_state remembers Startup
+    first, after = moves[0][0], moves[0][0].after
+    assert moves[0][1] == m.STARTUP and first.outputs.too_high == 2, \
+        [(m.STATE_NAMES[a], m.STATE_NAMES[b]) for _, a, b in moves[:3]]
+    assert first.inputs.ca_state == m.CA_RECOVERY and first.before.loss_events_in_round >= 5
+    assert after.undo_state == m.STARTUP and after.inflight_longterm != m.INF and after.full_bw_reached
+    # through Drain (left on the same ACK when in-flight is already below one BDP)
+    assert after.state == m.DRAIN or after.drain_start_round == after.round_count
+    # after a round above the loss threshold while probing: inflight_longterm at or below the loss's in-flight
+    high = [r for r in acks if r.outputs.too_high == 1]
+    assert high, "no round above the loss threshold while probing bandwidth"
+    for r in high:
+        o = r.outputs
+        assert o.rs_lost * 100 > o.tx_in_flight * 2                          # more than 2 % lost
+        assert o.inflight_at_loss <= o.tx_in_flight
+        floor = min(m.bdp_multiple(r.before, r.before.bw, 100), r.inputs.cwnd) * 7 // 10
+        assert r.after.inflight_longterm == max(o.inflight_at_loss, floor)
+        assert r.after.prev_probe_too_high and not r.after.is_bw_probe_sample
+    below = [r for r in high if r.after.inflight_longterm < r.outputs.tx_in_flight]
+    assert below, [(r.outputs.tx_in_flight, r.after.inflight_longterm) for r in high]
+    assert any(r.before.state == m.PROBE_BW_UP and r.after.state == m.PROBE_BW_DOWN for r in high)
+    # and the short-term model cut once per loss round outside probing
+    assert any(r.before.bw_shortterm == m.INF and r.after.bw_shortterm != m.INF for r in acks)
+
+
+def test_nothing_stays_registered(path, trace_build):
+    available = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+    assert ALG.trace_name not in available and ALG.name not in available
+    holders = _hostctl("probe")["holders"]
+    assert not [n for n, e in holders.items() if HOLDER in e.get("holders", [])]
