@@ -203,12 +203,13 @@ def test_the_program_uses_the_layout_the_model_decodes(trace_build):
 
 
 def test_deep_buffer_startup_plateau_drain_probe_bw_cycle_and_probe_rtt_every_5_s(path, trace_build):
-    """A 2-BDP buffer; from 1.5 s on (after bbr3's Startup) a Cubic flow keeps a standing queue in
-    it, so bbr3 sees no new minimum RTT sample outside ProbeRTT: ProbeRTT comes every 5 s. (A lone
-    bbr3 flow drains its own queue in ProbeBW_CRUISE and takes new minimum samples there, which
-    by the draft postpone ProbeRTT: the replay checks that rule on every ACK.)"""
-    records, _ = traced_transfer(path, trace_build, queue_slots=2 * BDP_PACKETS, plr=0.0, seconds=12, port=5511,
-                                 cubic_after=1.5)
+    """A 12-BDP buffer. bbr3 alone for 5.6 s: Startup, Drain, a ProbeBW cycle, the first ProbeRTT
+    5 s after its first minimum RTT sample; then a Cubic flow fills the buffer, so bbr3 sees no
+    new minimum RTT sample outside ProbeRTT and ProbeRTT comes every 5 s. (A lone bbr3 flow drains
+    its own queue in ProbeBW_CRUISE and may take new minimum samples there, which by the draft
+    postpone ProbeRTT: the replay checks that rule on every ACK.)"""
+    records, _ = traced_transfer(path, trace_build, queue_slots=12 * BDP_PACKETS, plr=0.0, seconds=14, port=5511,
+                                 cubic_after=5.6)
     acks = replays(records)
     t0 = acks[0].inputs.now
     moves = transitions(acks)
@@ -219,11 +220,10 @@ def test_deep_buffer_startup_plateau_drain_probe_bw_cycle_and_probe_rtt_every_5_
     assert first[0].after.full_bw_count >= 3 and first[0].after.undo_state == m.STATE_NONE
     assert first[0].after.inflight_longterm == m.INF and (first[0].inputs.now - t0) < 1_500_000
     assert moves[1][1] == m.DRAIN and m.is_probe_bw(moves[1][0].after), names[:3]
-    # the ProbeBW cycle: every phase, each entered from the one the draft puts before it
-    pairs = set(names)
-    for pair in (("ProbeBW_CRUISE", "ProbeBW_REFILL"), ("ProbeBW_REFILL", "ProbeBW_UP"),
-                 ("ProbeBW_UP", "ProbeBW_DOWN"), ("ProbeBW_DOWN", "ProbeBW_CRUISE")):
-        assert pair in pairs, names
+    # the ProbeBW cycle of the lone flow, every phase in the draft's order
+    alone = [b for r, _, b in moves if r.inputs.now - t0 < 5_600_000]
+    cycle = [m.PROBE_BW_CRUISE, m.PROBE_BW_REFILL, m.PROBE_BW_UP, m.PROBE_BW_DOWN, m.PROBE_BW_CRUISE]
+    assert any(alone[i:i + len(cycle)] == cycle for i in range(len(alone))), names
     assert all((r.after.pacing_gain, r.after.cwnd_gain) == {m.PROBE_BW_DOWN: (90, 200), m.PROBE_BW_CRUISE: (100, 200),
                                                             m.PROBE_BW_REFILL: (100, 200),
                                                             m.PROBE_BW_UP: (125, 225)}[b]
@@ -241,7 +241,7 @@ def test_deep_buffer_startup_plateau_drain_probe_bw_cycle_and_probe_rtt_every_5_
     # while in ProbeRTT, cwnd at most max(0.5 BDP, 4 packets), for at least 200 ms and a round
     in_probe_rtt = [r for r in acks if r.after.state == m.PROBE_RTT]
     assert all(r.outputs.cwnd <= m.probe_rtt_cwnd(r.after) for r in in_probe_rtt)
-    assert all(m.probe_rtt_cwnd(r.after) <= BDP_PACKETS // 2 + 8 for r in in_probe_rtt)
+    assert all(m.probe_rtt_cwnd(r.after) <= BDP_PACKETS // 2 + 8 for r in in_probe_rtt if r.after.min_rtt_us < 45_000)
     for e, x in zip(entries, exits):
         assert x.inputs.now - e.inputs.now >= m.PROBE_RTT_DURATION_US
         assert x.after.state == m.PROBE_BW_CRUISE
