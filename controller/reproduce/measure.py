@@ -19,11 +19,12 @@ from controller.reproduce.cells import Cells, add_value, build_cells
 from controller.reproduce.hypotheses import EXPERIMENTS, Experiment
 from controller.reproduce.papers import PARALLEL_SHARES, paper_value, row_label
 from controller.reproduce.record import Reproduction
-from controller.run.replay import summarize_record
+from controller.run.replay import summarize_record_windows
 from controller.safefs import private_dir, write_private
 
-# A run's summary over a window of its traffic (START:END), or None when it cannot be computed.
-WindowSummary = Callable[[Path, str], "dict | None"]
+# A run's summaries over windows of its traffic (START:END each), or None for a window that cannot
+# be computed.
+WindowSummary = Callable[[Path, list[str]], "dict[str, dict | None]"]
 
 Acc = dict[tuple, dict[str, Any]]
 
@@ -210,30 +211,30 @@ def latest_field_runs(runs_root: Path, limit: int = 1) -> list[dict]:
     return found
 
 
-def record_window(record: Path, window: str) -> dict | None:
-    """A run's summary over `window` of its traffic, recomputed from its record (None when the
-    record cannot give one: the report then shows the window as not measured for that run)."""
+def record_window(record: Path, windows: list[str]) -> dict[str, dict | None]:
+    """A run's summaries over `windows` of its traffic, recomputed from its record, read once (None
+    for all when the record cannot give them: the report then shows the windows as not measured
+    for that run)."""
     try:
-        return summarize_record(record, window)
+        return dict(zip(windows, summarize_record_windows(record, windows), strict=True))
     except (CtlError, OSError, ValueError):
-        return None
+        return {w: None for w in windows}
 
 
 def windows_of(r: Reproduction, record: Path, e: Experiment, window_summary: WindowSummary | None
                ) -> dict[str, dict | None]:
     """Each window's summary of one run, cached beside the reproduction's record (a 600 s run's samples
     are read once, not at every report)."""
-    out: dict[str, dict | None] = {}
     cache = r.dir / "windows"
-    for w in e.windows:
-        path = cache / f"{record.name}.{w.replace(':', '-')}.json"
-        got = _load_json(path)
-        if got is None and window_summary is not None:
-            got = window_summary(record, w)
+    paths = {w: cache / f"{record.name}.{w.replace(':', '-')}.json" for w in e.windows}
+    out: dict[str, dict | None] = {w: _load_json(p) for w, p in paths.items()}
+    missing = [w for w, got in out.items() if got is None]
+    if missing and window_summary is not None:
+        for w, got in window_summary(record, missing).items():
+            out[w] = got
             if got is not None:
                 private_dir(cache, "reproduction window cache")
-                write_private(path, json.dumps(got), "window summary", mode=0o644)
-        out[w] = got
+                write_private(paths[w], json.dumps(got), "window summary", mode=0o644)
     return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from controller import scenarios
 from controller.errors import UsageError
@@ -155,3 +155,16 @@ def summarize_record(record_dir: Any, window: WindowArg = None) -> dict:
                          f"is summarized again (its own summary.json says what was measured)")
     data = load_run(d)
     return summarize_run(scenarios.get(m["scenario"]), data, window)
+
+
+def summarize_record_windows(record_dir: Any, windows: Sequence[WindowArg]) -> list[dict]:
+    """summarize_record for several windows of one run, its record read once (a 600 s run's
+    metrics are about 100 MB): one summary per window, in order. Errors as summarize_record."""
+    d = Path(record_dir)
+    m = load_manifest(d)
+    if m.get("status") not in SUMMARIZED_STATUSES:
+        raise UsageError(f"run {m.get('run_id') or d.name} ended {m.get('status')!r}: only a run whose traffic "
+                         f"completed is summarized again (its own summary.json says what was measured)")
+    data = load_run(d)
+    scenario = scenarios.get(m["scenario"])
+    return [summarize_run(scenario, data, w) for w in windows]

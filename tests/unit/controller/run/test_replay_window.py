@@ -221,3 +221,13 @@ def test_a_record_with_a_bare_loss_is_read_as_the_fraction_it_ran_with():
     assert parse_probability(recorded_value("probability", 0.0046)) == 0.0046
     assert recorded_value("probability", "0.01%") == "0.01%" and recorded_value("probability", "1e-4") == "1e-4"
     assert recorded_value("probability", "0") == "0" and recorded_value("rate", "0.05") == "0.05"
+
+
+def test_several_windows_of_one_record_read_once_equal_each_read_alone():
+    from controller.run.replay import summarize_record_windows
+    windows = ["0s:10s", "10s:25s", "20s:"]
+    with no_state_dir():
+        together = summarize_record_windows(SHARED, windows)
+        alone = [summarize_record(SHARED, w) for w in windows]
+    assert [s["ratio"] for s in together] == [s["ratio"] for s in alone]
+    assert [s["window"] for s in together] == [s["window"] for s in alone]
