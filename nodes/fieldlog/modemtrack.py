@@ -70,6 +70,7 @@ class MmcliTracker:
         self.enabled_by_us = False
         self.met_enabled: Optional[bool] = None   # the modem's state the first time: enabled by someone else?
         self.ready = False                        # setup (signal polling, location) done at `where`
+        self.ready_at: Optional[str] = None       # ... at that path (kept while the object is the same)
         self.enable_refused_at: Optional[str] = None
 
     def _at(self, path: str) -> _Settings:
@@ -100,9 +101,10 @@ class MmcliTracker:
             self.event("modem-moved", {"from_path": self.pinned.location, "path": ident.location,
                                        "detail": "modem %s is now %s (was %s): re-enumerated"
                                        % (ident.describe(), ident.location, self.pinned.location)})
+        # The same object at the same path (an answer missed, not a new enumeration) keeps its set-up.
+        self.ready = self.ready_at == ident.location and self.pinned is not None and ident.location == self.pinned.location
         self.pinned = ident
         self.where = ident.location
-        self.ready = False
 
     def _enable(self, ident: ModemIdentity) -> bool:
         """Enable a disabled modem if this field test may: the first time it meets the modem (disabled), and
@@ -139,6 +141,7 @@ class MmcliTracker:
             status, _ = self.run(tuple(argv), self.action_timeout_s)
             ok = ok and status == 0
         self.ready = ok
+        self.ready_at = path if ok else None
 
     def _poll(self, path: str) -> Dict[str, Tuple[Optional[int], str]]:
         cmds = self.family.poll_commands(self._at(path))
@@ -156,6 +159,14 @@ class MmcliTracker:
                 status, text = polled.get("modem", (None, ""))
             else:
                 status, text = self.run(MMCLI + ("-m", self.where, "-J"), self.poll_timeout_s)
+            if status is None:
+                # mmcli ran past its timeout (a busy host, a busy daemon): no answer is not "gone". The modem
+                # stays where it was, set up as it was; what the other queries of the round got is kept
+                # (ModemManager never gives a path to another object while it runs: it counts up).
+                self.log("mmcli: no answer from %s within %g s" % (self.where, self.poll_timeout_s))
+                for name, (st, text) in polled.items():
+                    out[name] = text if st == 0 and text and name != "modem" else None
+                return out, []
             ident = mmcli_identity(text) if status == 0 else None
             if ident is not None and self.pinned is not None and (not self.pinned.known() or same_modem(ident, self.pinned)):
                 ident = ident.at(self.where)
@@ -173,7 +184,7 @@ class MmcliTracker:
             self._found(ident)
         assert ident is not None and ident.location is not None
         if ident.state == "disabled":
-            self.ready, polled = False, {}           # whatever was set up went with the enabled modem
+            self.ready, self.ready_at, polled = False, None, {}   # what was set up went with the enabled modem
             if not self._enable(ident):
                 out["modem"] = modem_text            # the modem as it is (disabled: no radio values)
                 return out, []

@@ -201,3 +201,26 @@ def test_at_port_that_moved_is_found_by_the_imei_of_cgsn(tmp_path: Path):
         finally:
             poller.close()
     assert any(c.upper() == "AT+CGSN" for c in other.commands_seen)       # the other port was asked, and left
+
+
+def test_a_slow_answer_is_not_a_lost_modem():
+    mm = FakeModemManager(lambda: 5.0)
+    t, events = _tracker(IMEI, mm)
+    assert _sample(t.round()[0]) is not None
+    slow = {"on": True}
+
+    def run(argv, timeout):
+        if slow["on"] and argv[3:] == ("-m", MM + "0", "-J"):
+            mm.calls.append(argv[3:])
+            return None, ""                                          # ran past its timeout
+        return mm.run(argv, timeout)
+    t.run = run
+    t.run_all = lambda jobs: [run(a, s) for a, s in jobs]
+    mm.calls.clear()
+    out, _ = t.round()
+    assert out["modem"] is None and out["signal"] and out["location"]   # the rest of the round is kept
+    assert t.where == MM + "0" and t.ready and ("-L", "-J") not in mm.calls and events[-1][0] == "modem-enabled"
+    slow["on"] = False
+    mm.calls.clear()
+    assert _sample(t.round()[0]) is not None
+    assert not any("--signal-setup=1" in c for c in mm.calls)           # still set up: nothing redone
