@@ -266,6 +266,7 @@ class CongestionStage:
         is a warning on the run, not a restore failure: a connection still closing (an MPTCP
         peer that closed with data in flight can keep its subflows probing for about a minute)
         or a subflow that left without clearing its slot."""
+        left = {n: v for n, v in left.items() if n not in ALGORITHMS or ALGORITHMS[n].coupled}   # bbr3: no map
         if not left:
             return                      # another run still holds what this host used: not checked here
         cong = self.manifest["congestion"]
