@@ -160,11 +160,18 @@ def mcubic(mode: str, available: Mapping[str, Any]) -> tuple[list[CampaignDesign
 
 # ---- BBRv3 -----------------------------------------------------------------------------------------
 
+# The BBRv3 paper's rows: Fig. 1 Cubic; Fig. 2 BBRv3, which is ctl's bbr3 (BBRv3 after the IETF
+# draft, a BPF program: nodes/congestion/catalog.py) on a stock kernel, with the kernel's own bbr
+# (BBRv1 upstream; BBRv3 only on a kernel built from Google's tree) as a reference row.
+BBRV3_ROWS = {"cubic": "Fig. 1", "bbr3": "Fig. 2: BBRv3 after draft-ietf-ccwg-bbr-06",
+              "bbr": "Fig. 2 reference row: the kernel's bbr"}
+
+
 def bbrv3(mode: str, available: Mapping[str, Any]) -> tuple[list[CampaignDesign], list[NotRunnable], list[str]]:
-    ccs = [c for c in ("bbr", "cubic") if available.get(c) is not None and available[c].runnable]
-    missing = [NotRunnable("bbrv3", f"{c} (Fig. {2 if c == 'bbr' else 1})",
+    ccs = [c for c in BBRV3_ROWS if available.get(c) is not None and available[c].runnable]
+    missing = [NotRunnable("bbrv3", f"{c} ({BBRV3_ROWS[c]})",
                            available[c].reason if c in available else "not in the kernel")
-               for c in ("bbr", "cubic") if c not in ccs]
+               for c in BBRV3_ROWS if c not in ccs]
     if not ccs:
         return [], missing, []
     if mode == "smoke":
@@ -176,7 +183,11 @@ def bbrv3(mode: str, available: Mapping[str, Any]) -> tuple[list[CampaignDesign]
                  "2 repetitions of 10 s (paper: 10 x 60 s)"]
     else:
         sweep, reps, dur = {"rtt": list(BBR_RTTS), "loss": list(BBR_LOSSES)}, 10, "60s"
-        notes = ["full: the paper's sweep, 6 RTTs x 5 loss rates x 2 algorithms x 10 repetitions of 60 s (600 runs)"]
+        notes = [f"full: the paper's sweep, 6 RTTs x 5 loss rates x {len(ccs)} algorithms x 10 repetitions of 60 s "
+                 f"({len(BBR_RTTS) * len(BBR_LOSSES) * len(ccs) * 10} runs)"]
+    notes.append("the BBRv3 claims are decided by bbr3 (ctl's BPF BBRv3 after draft-ietf-ccwg-bbr-06; its "
+                 "differences from the draft: ctl cc list), or by the kernel's bbr where the kernel reports BBRv3; "
+                 "the kernel's bbr (BBRv1 upstream) is a reference row")
     camp = CampaignDesign("bbrv3", "bbrv3", "BBRv3 paper Fig. 1-2: throughput over RTT x loss", "rtt-loss-sweep",
                           {"duration": dur}, sweep={**sweep, "cc": ccs}, repetitions=reps)
     return [camp], missing, notes

@@ -10,7 +10,7 @@ and the caption says how many there are (`single_note`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from controller import palette, plots
 from controller.reproduce.cells import Cells
@@ -84,7 +84,7 @@ def single_note(cells: Cells, paper: str, table: str, metric: str) -> str:
 
 
 def bbr_heatmaps(cells: Cells, out: Path, metric: str = "share_pct", output: plots.Output | None = None,
-                 stamp: str = "") -> list[tuple[Path, str]]:
+                 stamp: str = "", row_labels: Mapping[str, str] | None = None) -> list[tuple[Path, str]]:
     """The paper's Fig. 1-2: a panel per algorithm, RTT x loss, mean over repetitions."""
     sel = [c for c in cells.select("bbrv3", "Fig. 1-2", metric=metric) if c.values]
     if not sel:
@@ -96,12 +96,13 @@ def bbr_heatmaps(cells: Cells, out: Path, metric: str = "share_pct", output: plo
     rtts = sorted({rtt_loss(c.column)[0] for c in sel}, key=parse_delay_us)
     losses = sorted({rtt_loss(c.column)[1] for c in sel}, key=parse_probability)
     ccs = sorted({c.row for c in sel})
+    labels = row_labels or {}          # a panel names its algorithm: "bbr (kernel: v1 here)", "bbr3 (BBRv3 ...)"
     cases: list[CaseData] = []
     for cc in ccs:
         for r in rtts:
             for loss in losses:
                 c = cells.get("bbrv3", "Fig. 1-2", cc, f"RTT {r}, loss {loss}", metric)
-                cases.append(CaseData(len(cases), {"loss": loss, "rtt": r, "cc": cc}, [],
+                cases.append(CaseData(len(cases), {"loss": loss, "rtt": r, "cc": labels.get(cc, cc)}, [],
                                       {metric: list(c.values) if c else []}, []))
     out.mkdir(parents=True, exist_ok=True)
     return heatmap_figures(cases, metric, ("loss", "rtt", "cc"), out,

@@ -21,6 +21,7 @@ from controller.reproduce.papers import PARALLEL_SHARES, paper_value, row_label
 from controller.reproduce.record import Reproduction
 from controller.run.replay import summarize_record_windows
 from controller.safefs import private_dir, write_private
+from nodes.congestion.catalog import bbr_version_label
 
 # A run's summaries over windows of its traffic (START:END each), or None for a window that cannot
 # be computed.
@@ -53,7 +54,7 @@ def _bbrv3(acc: Acc, varied: Mapping[str, str], s: Mapping[str, Any]) -> None:
     col = f"RTT {case.get('rtt')}, loss {case.get('loss')}"
     facts = {"rtt_us": round(float(par.get("rtt_ms", 0)) * 1000), "loss": float(par.get("loss_pct", 0)) / 100,
              "bottleneck_mbps": par.get("bottleneck_mbps"), "bridge_forward_mbps": s.get("bridge_forward_mbps"),
-             "retransmits": s.get("retransmits")}
+             "retransmits": s.get("retransmits"), "kernel_bbr": s.get("kernel_bbr")}
     add_value(acc, ("bbrv3", "Fig. 1-2", str(case.get("cc")), col, "share_pct"), s.get("share_pct"), unit="%",
               facts=facts)
     add_value(acc, ("bbrv3", "Fig. 1-2", str(case.get("cc")), col, "throughput_mbps"), s.get("throughput_mbps"),
@@ -184,6 +185,14 @@ def completed_runs(store: Any, c: Any, roots: list[Path] | None = None) -> Itera
             yield r.varied, str(d), s
 
 
+def with_kernel_bbr(summary: Mapping[str, Any], manifest: Mapping[str, Any]) -> dict:
+    """The summary with which BBR the sender's kernel calls `bbr` ("v1", "v3"), as its run recorded
+    (nodes.congestion.catalog: /sys/module/tcp_bbr/version); unchanged for a run that did not use it."""
+    kb = (manifest.get("congestion") or {}).get("kernel_bbr") or {}
+    versions = sorted({bbr_version_label(e.get("version")) for e in kb.values() if isinstance(e, dict)})
+    return {**summary, "kernel_bbr": "/".join(versions)} if versions else dict(summary)
+
+
 def _kernel_of(manifest: Mapping[str, Any]) -> str | None:
     for h in (manifest.get("hosts") or {}).values():
         if h.get("role") == "endpoint":
@@ -253,9 +262,9 @@ def collect(store: Any, r: Reproduction, window_summary: WindowSummary | None = 
             if exp is not None:
                 windowed = windows_of(r, Path(record), exp, window_summary) if exp.windows else None
                 extract_deviation(acc, exp, varied, s, Path(record).name, windowed)
-            else:
-                extract(acc, entry["key"], varied, s)
             m = _load_json(Path(record) / "manifest.json") or {}
+            if exp is None:
+                extract(acc, entry["key"], varied, with_kernel_bbr(s, m) if entry["key"] == "bbrv3" else s)
             k = _kernel_of(m)
             if k:
                 kernels.setdefault(k, []).append(Path(record).name)

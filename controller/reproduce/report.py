@@ -43,6 +43,8 @@ from controller.reproduce.verdicts import (
     Claim,
     Context,
     Verdict,
+    bbr_label,
+    bbrv3_row,
     judge,
     unavailable_rows,
 )
@@ -142,9 +144,10 @@ def _bbrv3(m: Measured) -> list[Block]:
     losses = sorted({c.split(", loss ")[1] for c in cols}, key=lambda s: float(s.rstrip("%") or 0))
     rtts = sorted({c.removeprefix("RTT ").split(",")[0] for c in cols}, key=_delay_key)
     body: list[Row] = []
+    ctx = Context(m.cells)
     for cc in sorted({c.row for c in sel}):
         for rtt in rtts:
-            body.append([(f"{cc}, RTT {rtt}", None)] + [(_cell_text(m.cells.get("bbrv3", "Fig. 1-2", cc,
+            body.append([(f"{bbr_label(cc, ctx)}, RTT {rtt}", None)] + [(_cell_text(m.cells.get("bbrv3", "Fig. 1-2", cc,
                                                                                 f"RTT {rtt}, loss {l}",
                                                                                 "share_pct")), None)
                                                           for l in losses])
@@ -256,7 +259,9 @@ def _figures(m: Measured, paper: str, out: Path, stamp: str = "",
                   "MCubic Table 3 on this rack: MPTCP / TCP, path 1 at 100 ms", "MPTCP / TCP throughput at the sender",
                   "Table 3: MPTCP / TCP ratio per path-2 delay", _delay_key, 1.0)])
     if paper == "bbrv3":
-        return figs.bbr_heatmaps(c, d, output=output, stamp=stamp)
+        ctx = Context(c)
+        return figs.bbr_heatmaps(c, d, output=output, stamp=stamp,
+                                 row_labels={row: bbr_label(row, ctx) for row in ("bbr", "bbr3")})
     if paper == "parallel":
         return figs.paths([table(
             "parallel", "Fig. 8", "share_pct", "fig8.png",
@@ -284,8 +289,16 @@ def _differences(paper: str, m: Measured, r: Reproduction) -> list[str]:
             f"{n} ({e['source']}, object {', '.join(s[:12] for s in e['object_sha256'])}, {e['runs']} runs)"
             for n, e in sorted(m.bpf.items())))
     if paper == "bbrv3":
-        out.append("`bbr` is the kernel's own BBR: upstream Linux ships BBRv1, the paper ran BBRv3 "
-                   "(6.4.0+v3 kernel, Mininet with tbf + netem)")
+        ctx = Context(m.cells)
+        out.append(f"the paper ran BBRv3 (6.4.0+v3 kernel, Mininet with tbf + netem); its BBRv3 rows here are "
+                   f"{bbr_label(bbrv3_row(ctx), ctx)}; `bbr` is the kernel's own BBR, "
+                   f"{bbr_label('bbr', ctx).removeprefix('bbr ')} (upstream Linux ships BBRv1): a reference row "
+                   "unless the kernel reports BBRv3")
+        if "bbr3" in m.bpf:
+            e = m.bpf["bbr3"]
+            out.append(f"bbr3: ctl's BPF program ({e['source']}, object {', '.join(x[:12] for x in e['object_sha256'])}, "
+                       f"{e['runs']} runs), BBRv3 after draft-ietf-ccwg-bbr-06 with this kernel's differences from the "
+                       "draft listed by `ctl cc list` and in each run's record")
     if paper in ("mcubic", "bbrv3", "parallel", "mptcp-bt") and r.rack_kind == "virtual":
         out.append("virtual rack: every host is a network namespace of one kernel; links are shaped by the dnpipe "
                    "forwarder (dummynet's semantics in user space), which shares the machine's CPUs with the traffic")

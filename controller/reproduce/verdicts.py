@@ -312,19 +312,46 @@ def _rtt_loss(c: Cell) -> tuple[float, float]:
     return float(c.facts.get("rtt_us", [0])[0]), float(c.facts.get("loss", [0])[0])
 
 
+def bbr_kernel_is_v3(ctx: Context) -> bool:
+    """Every bbr run recorded that the kernel's `bbr` is BBRv3 (a kernel built from Google's tree)."""
+    cs = _bbr_cells(ctx, "bbr")
+    kinds = {str(k) for c in cs for k in c.facts.get("kernel_bbr", [])}
+    return bool(cs) and kinds == {"v3"}
+
+
+def bbrv3_row(ctx: Context) -> str:
+    """The row the BBRv3 claims are about: the kernel's own bbr where it reports BBRv3; else bbr3
+    (ctl's BPF BBRv3 after the draft) where it was measured or can run; else the kernel's bbr
+    (BBRv1 upstream: runs from before bbr3, or a rack that cannot load it), which the verdict names."""
+    if bbr_kernel_is_v3(ctx) or (not _bbr_cells(ctx, "bbr3") and _bbr_cells(ctx, "bbr")):
+        return "bbr"
+    return "bbr3" if _bbr_cells(ctx, "bbr3") or "bbr3" not in ctx.unavailable else "bbr"
+
+
+def bbr_label(row: str, ctx: Context) -> str:
+    """How a verdict names a row of the BBRv3 paper's sweep: the kernel's bbr with the BBR it is."""
+    if row == "bbr":
+        return "bbr (kernel: v3 here)" if bbr_kernel_is_v3(ctx) else "bbr (kernel: v1 here)"
+    if row == "bbr3":
+        return "bbr3 (BBRv3 after draft-ietf-ccwg-bbr-06, BPF)"
+    return row
+
+
 def bbr_keeps_70(ctx: Context) -> Verdict:
     claim = "bbr-keeps-70"
-    m = _missing(claim, ctx, ["bbr"], "the algorithm the claim is about")
+    row = bbrv3_row(ctx)
+    m = _missing(claim, ctx, [row], "the algorithm the claim is about")
     if m:
         return m
-    cs = _bbr_cells(ctx, "bbr")
+    cs = _bbr_cells(ctx, row)
     if not cs:
-        return Verdict(claim, INCONCLUSIVE, "no completed bbr run")
+        return Verdict(claim, INCONCLUSIVE, f"no completed {bbr_label(row, ctx)} run")
     j = _Judge(claim)
     for c in sorted(cs, key=_rtt_loss):
         j.at_least(c, BBR_SHARE_CLAIM_PCT, c.column, " %")
-    return j.verdict(f"bbr keeps >= {BBR_SHARE_CLAIM_PCT:g} % of the bottleneck in every case measured",
-                     f"bbr falls below {BBR_SHARE_CLAIM_PCT:g} % of the bottleneck in some case")
+    name = bbr_label(row, ctx)
+    return j.verdict(f"{name} keeps >= {BBR_SHARE_CLAIM_PCT:g} % of the bottleneck in every case measured",
+                     f"{name} falls below {BBR_SHARE_CLAIM_PCT:g} % of the bottleneck in some case")
 
 
 def cubic_collapses(ctx: Context) -> Verdict:
@@ -335,6 +362,7 @@ def cubic_collapses(ctx: Context) -> Verdict:
     cs = _bbr_cells(ctx, "cubic")
     if not cs:
         return Verdict(claim, INCONCLUSIVE, "no completed cubic run")
+    row = bbrv3_row(ctx)
     j = _Judge(claim)
     lossless = [c for c in cs if _rtt_loss(c)[1] == 0]
     hard = [c for c in cs if _rtt_loss(c)[1] >= 1e-4 and _rtt_loss(c)[0] >= 40_000]
@@ -342,16 +370,16 @@ def cubic_collapses(ctx: Context) -> Verdict:
         j.at_least(c, BBR_SHARE_CLAIM_PCT, c.column, " %")
     for c in sorted(hard, key=_rtt_loss):
         j.below(c, BBR_SHARE_CLAIM_PCT, c.column, " %")
-        b = ctx.cells.get("bbrv3", "Fig. 1-2", "bbr", c.column, "share_pct")
+        b = ctx.cells.get("bbrv3", "Fig. 1-2", row, c.column, "share_pct")
         if _have(b):
             j.greater(b, c, c.column)
     if not lossless or not hard:
         v = j.verdict("", "")
         return Verdict(claim, INCONCLUSIVE, "the sweep needs a loss-free cell and one with loss >= 0.01 % at RTT >= "
                        "40 ms", v.evidence)
-    return j.verdict("Cubic keeps >= 70 % without loss and falls below 70 % (and below bbr) at loss >= 0.01 % with "
-                     "RTT >= 40 ms", "Cubic does not collapse where the paper says it does (or collapses without "
-                     "loss)")
+    return j.verdict(f"Cubic keeps >= 70 % without loss and falls below 70 % (and below {bbr_label(row, ctx)}) at "
+                     "loss >= 0.01 % with RTT >= 40 ms", "Cubic does not collapse where the paper says it does (or "
+                     "collapses without loss)")
 
 
 # ---- parallel streams ----------------------------------------------------------------------------
@@ -493,12 +521,13 @@ CLAIMS: tuple[Claim, ...] = (
           "at every path-2 delay: MCubic's mean ratio > LIA's, OLIA's and wVegas' means", mcubic_best_hetero),
     Claim("bbr-keeps-70", "bbrv3", "BBRv3 keeps 70 % or more of the bottleneck in every case",
           "section 2 text, Fig. 2",
-          f"every (RTT, loss) case: bbr's mean throughput >= {BBR_SHARE_CLAIM_PCT:g} % of the bottleneck rate",
-          bbr_keeps_70),
+          f"every (RTT, loss) case: BBRv3's mean throughput >= {BBR_SHARE_CLAIM_PCT:g} % of the bottleneck rate "
+          "(BBRv3: bbr3, ctl's BPF BBRv3 after draft-ietf-ccwg-bbr-06, or the kernel's bbr where the kernel reports "
+          "BBRv3; the kernel's BBRv1 only where neither runs, and then named)", bbr_keeps_70),
     Claim("cubic-collapses", "bbrv3", "Cubic's throughput collapses except at low loss or low RTT",
           "section 2 text, Fig. 1",
-          f"Cubic >= {BBR_SHARE_CLAIM_PCT:g} % at loss 0 (every RTT); < {BBR_SHARE_CLAIM_PCT:g} % and below bbr at every "
-          "case with loss >= 0.01 % and RTT >= 40 ms", cubic_collapses),
+          f"Cubic >= {BBR_SHARE_CLAIM_PCT:g} % at loss 0 (every RTT); < {BBR_SHARE_CLAIM_PCT:g} % and below BBRv3 (as "
+          "in bbr-keeps-70) at every case with loss >= 0.01 % and RTT >= 40 ms", cubic_collapses),
     Claim("shares-follow-model", "parallel",
           "The measured shares are almost identical to the BNA/IB model's predictions",
           "section 4, Fig. 8",
@@ -534,10 +563,11 @@ def unavailable_rows(statuses: Mapping[str, Any]) -> dict[str, str]:
         st = statuses.get(name)
         if st is None or not getattr(st, "runnable", False):
             out[label] = getattr(st, "reason", "neither in the kernel nor one of ctl's BPF programs")
-    for name in ("bbr", "cubic"):
+    for name in ("bbr", "bbr3", "cubic"):
         st = statuses.get(name)
         if st is None or not getattr(st, "runnable", False):
-            out[name] = getattr(st, "reason", "not in the kernel")
+            out[name] = getattr(st, "reason", "not one of ctl's BPF programs here" if name == "bbr3"
+                                else "not in the kernel")
     return out
 
 

@@ -6,7 +6,7 @@ import pytest
 from controller.reproduce.algorithms import AlgorithmStatus
 
 
-def statuses(runnable=("reno", "cubic", "bbr", "lia", "olia", "balia", "wvegas", "mcubic"), missing=()):
+def statuses(runnable=("reno", "cubic", "bbr", "lia", "olia", "balia", "wvegas", "mcubic", "bbr3"), missing=()):
     out = {}
     for n in runnable:
         kind = "kernel" if n in ("reno", "cubic", "bbr") else "bpf"

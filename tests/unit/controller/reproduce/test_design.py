@@ -29,7 +29,7 @@ def _runs(d) -> dict[str, int]:
 
 def test_quick_design(all_runnable):
     d = design("quick", parse_papers(None), all_runnable)
-    assert _runs(d) == {"mcubic-table1": 20, "mcubic-table2": 10, "mcubic-table3": 10, "bbrv3": 16, "parallel": 8,
+    assert _runs(d) == {"mcubic-table1": 20, "mcubic-table2": 10, "mcubic-table3": 10, "bbrv3": 24, "parallel": 8,
                         "mptcp-bt": 3}
     t1 = d.campaigns[0]
     assert t1.sweep == {"link2": ["10M", "50M"], "cc": PAPER_CCS}      # the paper's rows only in --quick
@@ -40,19 +40,20 @@ def test_quick_design(all_runnable):
 def test_full_design_is_the_papers_own(all_runnable):
     d = design("full", parse_papers(None), all_runnable)
     runs = _runs(d)
-    assert runs["bbrv3"] == 600                                          # 6 RTTs x 5 losses x 2 ccs x 10
+    assert runs["bbrv3"] == 900                                          # 6 RTTs x 5 losses x 3 ccs x 10
     bbr = next(c for c in d.campaigns if c.key == "bbrv3")
     assert bbr.fixed == {"duration": "60s"} and bbr.repetitions == 10
+    assert bbr.sweep["cc"] == ["cubic", "bbr3", "bbr"]                  # BBRv3 = bbr3 here, v1 a reference row
     t1 = d.campaigns[0]
     assert t1.sweep["link2"] == ["10M", "20M", "40M", "50M"]
-    assert t1.sweep["cc"] == PAPER_CCS + ["balia", "bbr", "reno"]        # and every other algorithm the rack runs
+    assert t1.sweep["cc"] == PAPER_CCS + ["balia", "bbr", "bbr3", "reno"]   # and every other algorithm the rack runs
     assert next(c for c in d.campaigns if c.key == "mcubic-table3").sweep["delay2"] == ["300ms", "400ms", "500ms"]
     assert runs["parallel"] == 40
 
 
 def test_smoke_is_a_few_short_runs(all_runnable):
     d = design("smoke", parse_papers(None), all_runnable)
-    assert _runs(d) == {"mcubic-table1": 1, "mcubic-table2": 1, "mcubic-table3": 1, "bbrv3": 2, "parallel": 1,
+    assert _runs(d) == {"mcubic-table1": 1, "mcubic-table2": 1, "mcubic-table3": 1, "bbrv3": 3, "parallel": 1,
                         "mptcp-bt": 2}
     assert all(c.repetitions == 1 for c in d.campaigns)
 
@@ -65,9 +66,11 @@ def test_rows_the_rack_cannot_run_are_listed_with_the_reason():
     what = {n.what: n.reason for n in d.not_runnable}
     assert what["row LIA (lia) of Tables 1-3"].endswith("a1: the kernel has no BTF")
     assert what["row wVegas (wvegas) of Tables 1-3"] == "neither in the kernel nor one of ctl's BPF programs"
-    # without bbr the BBRv3 campaign runs Cubic alone and says why
+    # without bbr3 and bbr the BBRv3 campaign runs Cubic alone and says why
     d2 = design("quick", ["bbrv3"], statuses(runnable=("cubic",)))
-    assert d2.campaigns[0].sweep["cc"] == ["cubic"] and d2.not_runnable[0].what == "bbr (Fig. 2)"
+    assert d2.campaigns[0].sweep["cc"] == ["cubic"]
+    assert [n.what for n in d2.not_runnable] == ["bbr3 (Fig. 2: BBRv3 after draft-ietf-ccwg-bbr-06)",
+                                                 "bbr (Fig. 2 reference row: the kernel's bbr)"]
 
 
 def test_nothing_runnable_queues_nothing_for_the_paper():

@@ -35,7 +35,7 @@ def summary(key: str, v: dict, rep_: int, shift: float) -> dict:
         return {"valid": True, "ratio": r + wiggle, "parameters": {"delay1": "100ms"}}
     if key == "bbrv3":
         rtt, loss = parse_delay_us(v["rtt"]), parse_probability(v["loss"])
-        share = 92.0 if v["cc"] == "bbr" else (95.0 if loss == 0 or rtt <= 2000 else 12.0)
+        share = 92.0 if v["cc"] in ("bbr", "bbr3") else (95.0 if loss == 0 or rtt <= 2000 else 12.0)
         return {"valid": True, "case": {"rtt": v["rtt"], "loss": v["loss"], "cc": v["cc"]},
                 "parameters": {"rtt_ms": rtt / 1000, "loss_pct": loss * 100, "bottleneck_mbps": 1000.0},
                 "share_pct": share + 10 * wiggle, "throughput_mbps": 10 * share}

@@ -121,6 +121,24 @@ def test_bbr_keeps_70():
     assert decide("bbr-keeps-70", cells, {"bbr": "not in the kernel"}).status == NOT_RUNNABLE
 
 
+def test_bbrv3_claims_are_decided_by_bbr3_with_v1_a_reference_row():
+    cells = [share("bbr3", 2, 0, 95, 96), share("bbr3", 100, 0.001, 80, 84), share("bbr", 100, 0.001, 60, 61),
+             share("cubic", 2, 0, 95, 96), share("cubic", 100, 0, 90, 92), share("cubic", 100, 0.001, 10, 12)]
+    v = decide("bbr-keeps-70", cells)
+    assert v.status == REPRODUCED and v.reason.startswith("bbr3 (BBRv3 after draft-ietf-ccwg-bbr-06, BPF) keeps")
+    assert all(e.split(": ")[1].startswith("bbr3 ") for e in v.evidence)      # v1's 60 % decides nothing
+    v = decide("cubic-collapses", cells)
+    assert v.status == REPRODUCED and "RTT 100ms, loss 0.1%: bbr3 82" in " ".join(v.evidence)
+    # only v1 measured (a reproduction from before bbr3): decided by it, and it says so
+    v = decide("bbr-keeps-70", [share("bbr", 2, 0, 95, 96)], {"bbr3": "no BTF"})
+    assert v.status == REPRODUCED and v.reason.startswith("bbr (kernel: v1 here) keeps")
+    # a kernel that reports BBRv3 (Google's tree): its own bbr decides, named
+    v3 = [C("bbrv3", "Fig. 1-2", "bbr", "RTT 2ms, loss 0%", "share_pct", 95, 96, rtt_us=[2000], loss=[0],
+            kernel_bbr=["v3"]), share("bbr3", 2, 0, 50, 51)]
+    v = decide("bbr-keeps-70", v3)
+    assert v.status == REPRODUCED and v.reason.startswith("bbr (kernel: v3 here) keeps")
+
+
 def test_cubic_collapses():
     cells = [share("cubic", 2, 0, 95, 96), share("cubic", 100, 0, 90, 92), share("cubic", 100, 0.001, 10, 12),
              share("bbr", 100, 0.001, 85, 86)]
@@ -191,7 +209,8 @@ def test_field_table():
 def test_judge_and_unavailable_rows():
     un = unavailable_rows(statuses(runnable=("cubic", "bbr", "lia"), missing=(("olia", "no BTF"),)))
     assert un == {"OLIA": "no BTF", "wVegas": "neither in the kernel nor one of ctl's BPF programs",
-                  "MCubic": "neither in the kernel nor one of ctl's BPF programs"}
+                  "MCubic": "neither in the kernel nor one of ctl's BPF programs",
+                  "bbr3": "not one of ctl's BPF programs here"}
     got = judge(Context(Cells(), un, papers=["parallel"]))
     assert [c.id for c, _ in got] == ["shares-follow-model", "share-grows-with-connections"]
     assert {v.status for _, v in got} == {INCONCLUSIVE}
