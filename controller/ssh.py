@@ -696,7 +696,8 @@ class ClockEcho:
         self.proc: Any = None
         self._tried = False
 
-    async def offset(self, samples: int = 9) -> ClockOffset:
+    async def open(self) -> None:
+        """Start the echo (once); without python3 on the host, `offset` falls back to `date`."""
         if not self._tried:
             self._tried = True
             try:
@@ -704,6 +705,9 @@ class ClockEcho:
                                                      stdin_open=True)
             except SSHError:
                 self.proc = None
+
+    async def offset(self, samples: int = 9) -> ClockOffset:
+        await self.open()
         best: tuple[float, float] | None = None
         method = "python3 echo over a persistent channel"
         if self.proc is not None:

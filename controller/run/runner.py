@@ -27,6 +27,7 @@ from controller.results.records import RunRecord, make_run_id
 from controller.results.summary import data_local_ports
 from controller.run.congestion import CongestionStage, congestion_problems, subflow_congestion
 from controller.run.live import LIVE_INTERVAL_S, LiveFeed, LiveSink
+from controller.run.overlap import import_influx, preload_libraries, summarize_run, together
 from controller.run.partial import partial_summary, traffic_window
 from controller.run.recovery import process_record
 from controller.run.replay import counter_hosts
@@ -153,10 +154,12 @@ class Run:
                 drv.check(self.plan.endpoints[h], st)
             self.endpoint_before[h] = st
 
-        await asyncio.gather(*(read_bridge(b) for b in self.shapers), *(read_endpoint(h) for h in
-                                                                         self.endpoint_drivers),
-                             self.congestion.prepare())
-        await self._metadata()
+        # Every read at once, with the host metadata and the clock echoes of the measurement
+        # (started now, idle until then: a python3 start per host off the run's path).
+        if not self.dry_run:
+            self.clocks = {h: ClockEcho(s) for h, s in self.sessions.items()}
+        await together(*(read_bridge(b) for b in self.shapers), *(read_endpoint(h) for h in self.endpoint_drivers),
+                       self.congestion.prepare(), self._metadata(), *(c.open() for c in self.clocks.values()))
         self.record.manifest["shapers"] = {b: {"kind": s.kind, "before": self.shaper_before[b].to_json()}
                                            for b, s in self.shapers.items()}
         self.record.manifest["endpoints"] = {h: {"before": st.to_json()} for h, st in self.endpoint_before.items()}
@@ -230,8 +233,8 @@ class Run:
         self.record.phase("measure")
         offsets = {}
         if not self.dry_run:
-            # The echoes stay open (idle) until the offsets are measured again after the traffic.
-            self.clocks = {h: ClockEcho(s) for h, s in self.sessions.items()}
+            # The echoes (opened in prepare) stay open, idle, until the offsets are measured again
+            # after the traffic.
             res = await asyncio.gather(*(c.offset() for c in self.clocks.values()))
             offsets = {o.host: o for o in res}
             self.record.manifest["clock_offsets"]["start"] = [o.to_json() for o in res]
@@ -248,14 +251,16 @@ class Run:
         else:
             self.traffic = TrafficRunner(pool, self.plan.flows, versions)
         # Samplers, SNMP, the MPTCP monitors (before any traffic: a monitor misses events of
-        # connections older than itself), the neighbour warm-up and iperf3's servers start
-        # together, on every host at once; then the counters before traffic (after the pings).
+        # connections older than itself), the neighbour warm-up followed by the counters before
+        # traffic, and iperf3's servers start together, on every host at once.
         servers = [self.traffic.start_servers()] if self.plan.traffic_factory is None else []
         self._servers_started = bool(servers)
+        async def warm_then_count() -> None:
+            await self._warm_neighbours()
+            await self._nstat("before")
         await together(self.telemetry.start(self.sessions), self.telemetry.start_snmp(),
                        *(self.telemetry.start_monitor(self.sessions[h], h) for h in self.plan.mptcp_hosts),
-                       self._warm_neighbours(), *servers)
-        await self._nstat("before")
+                       warm_then_count(), *servers)
         span = max((f.start_delay_s + (f.duration_s or self.plan.duration_s) for f in self.plan.flows), default=0.0)
         if hasattr(self.traffic, "on_event"):
             self.traffic.on_event = self.progress
@@ -288,7 +293,7 @@ class Run:
     async def _start_writer(self) -> None:
         assert self.writer is not None
         if self.influx is not None:
-            await asyncio.to_thread(_import_influx)
+            await asyncio.to_thread(import_influx)
         self.writer.start()
 
     async def finish_influx(self) -> tuple[bool, str | None]:
@@ -720,38 +725,6 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
                       run.dry_log, pending, error_type)
 
 
-def _import_influx() -> None:
-    import influxdb_client.client.write_api  # noqa: F401
-
-
-def preload_libraries(influx: bool) -> threading.Thread:
-    """Import the slow libraries a run needs after its traffic (influxdb-client, matplotlib for
-    the figures: about a second together) in a thread while the traffic runs, instead of on the
-    rack's path. A failure here is ignored: the code that needs a library imports it itself and
-    reports there."""
-    def work() -> None:
-        try:
-            if influx:
-                _import_influx()
-            from controller.plots import pyplot
-            pyplot()
-        except Exception:
-            pass
-    t = threading.Thread(target=work, name="ctl-preload", daemon=True)
-    t.start()
-    return t
-
-
-async def together(*aws: Any) -> list[Any]:
-    """Await all of `aws` concurrently; when one fails, the others still run to their end before
-    its exception is raised, so clean-up never races a process still being started."""
-    results = await asyncio.gather(*aws, return_exceptions=True)
-    for r in results:
-        if isinstance(r, BaseException):
-            raise r
-    return results
-
-
 def shaper_fidelity(before: dict, after: dict) -> dict:
     """How faithfully a shaper kept its schedule during the run, from its own counters where it
     has them (dnpipe: departure lateness; every shaper: drops), as deltas over the run."""
@@ -768,17 +741,6 @@ def shaper_fidelity(before: dict, after: dict) -> dict:
         if entry:
             out[f"{key[0]}.{key[1].value}"] = entry
     return out
-
-
-def summarize_run(scenario: Scenario, data: RunData) -> tuple[dict, Any, BaseException | None]:
-    """The scenario's summary and figures of a completed run (pure of the rack; run in a thread
-    while the hosts are restored): (summary, figures, the exception a figure raised or None).
-    A CtlError of the summary (an invalid result) propagates."""
-    summary = scenario.summarize(data)
-    try:
-        return summary, scenario.figures(data, summary, data.record_dir), None
-    except Exception as exc:
-        return summary, None, exc
 
 
 async def _cleanup(run: Run, after_stop: Callable[[], None] | None = None) -> list[str]:

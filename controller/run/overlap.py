@@ -1,0 +1,53 @@
+"""What a run does beside the rack's critical path (issue 28): concurrent steps that all end
+before an error is raised, the slow libraries imported while the traffic runs, the summary and
+figures computed while the hosts are restored. Pure of the rack."""
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from controller.scenarios.base import RunData, Scenario
+
+
+def import_influx() -> None:
+    import influxdb_client.client.write_api  # noqa: F401
+
+
+def preload_libraries(influx: bool) -> threading.Thread:
+    """Import the slow libraries a run needs after its traffic (influxdb-client, matplotlib for
+    the figures: about a second together) in a thread while the traffic runs, instead of on the
+    rack's path. A failure here is ignored: the code that needs a library imports it itself and
+    reports there."""
+    def work() -> None:
+        try:
+            if influx:
+                import_influx()
+            from controller.plots import pyplot
+            pyplot()
+        except Exception:
+            pass
+    t = threading.Thread(target=work, name="ctl-preload", daemon=True)
+    t.start()
+    return t
+
+
+async def together(*aws: Any) -> list[Any]:
+    """Await all of `aws` concurrently; when one fails, the others still run to their end before
+    its exception is raised, so clean-up never races a process still being started."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results
+
+
+def summarize_run(scenario: Scenario, data: RunData) -> tuple[dict, Any, BaseException | None]:
+    """The scenario's summary and figures of a completed run (pure of the rack; run in a thread
+    while the hosts are restored): (summary, figures, the exception a figure raised or None).
+    A CtlError of the summary (an invalid result) propagates."""
+    summary = scenario.summarize(data)
+    try:
+        return summary, scenario.figures(data, summary, data.record_dir), None
+    except Exception as exc:
+        return summary, None, exc
