@@ -21,6 +21,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,13 @@ def influx_points(rack, run_id: str) -> Counter:
                 out[(rec.values["_measurement"], tags, rec.values["_field"], int(rec.values["t_ns"]),
                      rec.get_value())] += 1
     return out
+
+
+def _epoch(t) -> float:
+    """A report time (ISO 8601 with a zone, or seconds) as seconds since the epoch."""
+    if isinstance(t, (int, float)):
+        return float(t)
+    return datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
 
 
 def spool_values(points: list[Point]) -> Counter:
@@ -206,7 +214,9 @@ def test_field_run_loses_nothing_across_uplink_cut_restart_and_modem_reset(rack,
     assert lost and back and all(2 <= e.fields["missing"] <= 4 for e in back)
 
     # ---- handovers: on the host (settled events) and in the report, with time and before/after values ----------------
-    report_ho = summary["handovers"]["m2"]
+    # the report's times are ISO 8601 with a zone: compared here as seconds since the epoch
+    report_ho = [{**e, **{k: _epoch(e[k]) for k in ("time", "before_time", "after_time") if k in e}}
+                 for e in summary["handovers"]["m2"]]
     cell_changes = [e for e in report_ho if e["kind"] == "cell-change"]
     assert cell_changes
     for e in cell_changes:
