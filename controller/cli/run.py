@@ -9,22 +9,16 @@ import sys
 import time
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from controller import scenarios
 from controller.cli.commands import JSON_HELP, add_command, known, setting_default, suggest
-from controller.cli.common import inventory_of, print_json
-from controller.cli.console import Console
 from controller.errors import CtlError, UsageError
-from controller.lab.ops import ensure_lab
-from controller.rack.lease import hold_rack, parse_wait
-from controller.rack.reservations import check_free
-from controller.run.partial import partial_line
 from controller.run.prepare import dry_run_assumptions, prepare_run
-from controller.run.recovery import recover_all
-from controller.run.runner import RunOutcome, execute
-from controller.scenarios.base import RunPlan
-from controller.settings import runs_dir
-from controller.telemetry.hosts import SAMPLER_SOURCE
-from controller.telemetry.influx import influx_target, push_pending
+
+if TYPE_CHECKING:
+    from controller.run.runner import RunOutcome
+    from controller.scenarios.base import RunPlan
 
 # Set-up and restore around the traffic, for the reservation check (a campaign learns its own).
 ADHOC_OVERHEAD_S = 20.0
@@ -45,6 +39,18 @@ def check_words(name: str, params: list[str]) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     check_words(args.scenario, args.params)
+    # What a run needs (SSH, the runner, the rack's lock and lease, telemetry) is imported here,
+    # not with the parser: `ctl run --help`, completion and refused arguments do not load it.
+    from controller.cli.common import inventory_of, print_json
+    from controller.cli.console import Console
+    from controller.lab.ops import ensure_lab
+    from controller.rack.lease import hold_rack, parse_wait
+    from controller.rack.reservations import check_free
+    from controller.run.partial import partial_line
+    from controller.run.recovery import recover_all
+    from controller.run.runner import execute
+    from controller.settings import runs_dir
+    from controller.telemetry.influx import influx_target, push_pending
     inv = inventory_of(args)
     scenario, params, given, plan = prepare_run(args.scenario, args.params, inv)
     # A value that reaches the rack changed (rounded, capped, converted) is never silent: one
@@ -191,6 +197,8 @@ def _show_argv(argv) -> str:
     """A command as a shell would read it; the sampler's source (a constant, shipped in
     nodes/agent/sampler.py) is named rather than printed in full."""
     import shlex
+
+    from controller.telemetry.hosts import SAMPLER_SOURCE
     return " ".join("<nodes/agent/sampler.py>" if a == SAMPLER_SOURCE else
                     (f"<{len(a)}-byte constant script>" if len(a) > 400 else shlex.quote(a)) for a in argv)
 
