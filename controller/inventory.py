@@ -283,7 +283,8 @@ ShaperSpec = Annotated[TcShaper | DnpipeShaper | DummynetShaper, Field(discrimin
 class Modem(Strict):
     family: Literal["mmcli", "qmicli", "at-quectel", "at-sierra", "at-huawei", "at-generic", "wimax"] = Field(
         description="its tool or AT dialect")
-    device: str = Field(description="the modem's device: a path (/dev/ttyUSB2, /dev/cdc-wdm0) or mmcli's index")
+    device: str = Field(description="the modem's device: a path (/dev/ttyUSB2, /dev/cdc-wdm0); for mmcli the modem's "
+                        "equipment id (IMEI), device id, physical device, D-Bus path, index or 'any'")
     baud: int = Field(115200, ge=50, le=4_000_000, description="serial speed of an AT port, bit/s")
     interface: IfName | None = Field(None, description="the network interface the modem provides (wwan0)")
 
