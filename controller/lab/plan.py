@@ -11,8 +11,8 @@ from pathlib import Path
 
 from controller.errors import LabError
 from controller.inventory import Inventory, Role
-from controller.lab.access import ACCOUNT_BOOT, BASTION, accounts, behind_bastion, block_direct_ssh
 from controller.lab import mmhost
+from controller.lab.access import ACCOUNT_BOOT, BASTION, accounts, behind_bastion, block_direct_ssh
 from controller.lab.snmpd_conf import snmpd_argv, snmpd_env
 from controller.settings import PROJECT_ROOT
 
