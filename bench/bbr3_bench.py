@@ -15,9 +15,9 @@ Cases (figures printed as Markdown and written as JSON; nothing is asserted):
            (shared-bottleneck, one subflow), 40 ms, a deep (4 BDP) and a shallow (0.25 BDP)
            buffer: each flow's rate
   1g       rtt-loss-sweep at 1 Gbit/s x 40 ms, loss 0 and 0.1 %, bbr3 and bbr, with whether the
-           dnpipe forwarder was the limit: its CPU over the run (read here from /proc, one core =
-           100 %), the frames the kernel dropped before it (rx_kernel_drops), its mean lateness,
-           and what it forwarded against the configured rate
+           dnpipe forwarder was the limit: its CPU during the traffic (read here from /proc, one
+           core = 100 %), the frames the kernel dropped before it (rx_kernel_drops), its mean
+           lateness, and what it forwarded against the configured rate
 
 Each run is `ctl run ... --json`; the record names the congestion control every data subflow ran
 (checked here) and after the benchmark nothing may stay registered. Every RTT in the table is the
@@ -76,7 +76,7 @@ class Rack:
 
     def dnpipe_pid(self, link: str) -> int | None:
         lab = json.loads((Path(self.inv.virtual.runtime_dir) / "lab.json").read_text())
-        for d in lab.get("daemons", []):
+        for d in lab.get("processes", []):
             if d.get("name") == f"dnpipe-{link}":
                 return int(d["pid"])
         return None
@@ -161,8 +161,11 @@ def run(rack: Rack, argv: list[str], *, flows_cc: dict[str, str], link: str | No
            "record": str(record), "took_s": round(took, 1), "summary": s, "ran": ran,
            "ran_as_asked": all(ran.get(f) == [cc] for f, cc in flows_cc.items()),
               "kernel_bbr": (m.get("congestion") or {}).get("kernel_bbr"), "window": m.get("traffic_window")}
-    if pid is not None and c0 is not None and c1 is not None:
-        row["forwarder_cpu_pct"] = round(100 * (c1 - c0) / took, 1)
+    w = m.get("traffic_window") or {}
+    busy = (w.get("end") or 0) - (w.get("start") or 0)
+    if pid is not None and c0 is not None and c1 is not None and busy > 0:
+        # the forwarder idles outside the traffic: its CPU over the run is its CPU over the traffic
+        row["forwarder_cpu_pct"] = round(100 * (c1 - c0) / busy, 1)
     return row
 
 
