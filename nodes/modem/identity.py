@@ -119,7 +119,8 @@ def mmcli_modem_paths(text: str) -> list[str]:
         paths = doc.get("modem-list") if isinstance(doc, dict) else None
         if not isinstance(paths, list):
             raise ParseError("mmcli -L -J: no modem-list")
-        return [p for p in paths if isinstance(p, str) and p.startswith(MM_MODEM_PREFIX)]
+        # a modem's path and nothing else: it becomes an argument of the next mmcli
+        return [p for p in paths if isinstance(p, str) and _PATH_RE.fullmatch(p)]
     return [m.group(1) for m in (_PATH_RE.search(line) for line in t.splitlines()) if m]
 
 

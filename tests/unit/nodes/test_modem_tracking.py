@@ -39,6 +39,8 @@ def test_identity_from_the_real_captures():
     assert I.mmcli_modem_paths((CAPTURES / "list.txt").read_text()) == [MM + "1"]
     assert I.mmcli_modem_paths((CAPTURES / "list_during_reprobe.txt").read_text()) == []
     assert I.mmcli_identity((CAPTURES / "modem_gone.json").read_text()) is None     # empty stdout
+    odd = '{"modem-list":["/org/freedesktop/ModemManager1/Modem/3 --x","-e",7,"/org/freedesktop/ModemManager1/Modem/4"]}'
+    assert I.mmcli_modem_paths(odd) == [MM + "4"]                  # only a modem's path becomes an argument
 
 
 @pytest.mark.parametrize("selector,kind", [
