@@ -135,6 +135,33 @@ def test_every_variant_runs_and_its_record_names_its_reading(cc_rack, variant):
     assert variant not in available()
 
 
+def test_bbr3_runs_the_rtt_loss_sweep_on_every_data_flow_and_leaves_nothing(cc_rack):
+    """The BBRv3 paper's case through ctl: rtt-loss-sweep --cc bbr3 loads ctl's BPF BBRv3, the data
+    flow runs it (seen in `ss`), the record names its specification (the draft revision) and its
+    differences from it, `ctl cc list` lists it as runnable with both and the kernel's bbr as v1,
+    and nothing stays registered."""
+    before = available()
+    p = cc_rack.ctl("run", "rtt-loss-sweep", "--cc", "bbr3", "--bw", "100M", "--rtt", "40ms", "--loss", "0.1%",
+                    "--duration", "8s", "--json", timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout)["data"]
+    m = json.loads((Path(out["record"]) / "manifest.json").read_text())
+    assert m["status"] == "completed" and out["summary"]["valid"], out["summary"].get("invalid_reasons")
+    cong = m["congestion"]
+    alg, want = cong["algorithms"]["bbr3"], ALGORITHMS["bbr3"]
+    assert alg["source"] == "nodes/congestion/bpf/bbr3.bpf.c" and len(alg["object_sha256"]) == 64
+    assert (alg["specification"], alg["differences"], alg["title"]) == \
+        ("draft-ietf-ccwg-bbr-06", list(want.differences), "BBRv3 after draft-ietf-ccwg-bbr-06, BPF")
+    assert cong["subflows"]["problems"] == [] and cong["subflows"]["observed"]["tcp"]
+    assert all(names == ["bbr3"] for names in cong["subflows"]["observed"]["tcp"].values())
+    assert "kernel_bbr" not in cong and not cong.get("warnings")
+    assert "bbr3" not in available() and available() == before
+    assert not any(h == cong["holder"] for e in holders().values() for h in e["holders"])
+    rows = {r["name"]: r for r in json.loads(cc_rack.ctl("cc", "list", "--json").stdout)["data"]["algorithms"]}
+    assert rows["bbr3"]["runnable"] and rows["bbr3"]["specification"] == "draft-ietf-ccwg-bbr-06"
+    assert rows["bbr3"]["differences"] == list(want.differences) and rows["bbr"]["label"] == "bbr (kernel: v1 here)"
+
+
 def test_a_killed_controller_leaves_the_program_until_the_next_start_recovers(cc_rack):
     before = available()
     proc = cc_rack.popen("run", "shared-bottleneck", "--delay", "20ms", "--cc", "balia", "--duration", "30s")

@@ -106,6 +106,8 @@ def test_the_program_cites_the_draft_and_lists_every_difference():
     numbered = re.findall(r"^ \*\s+(\d+)\. ", header, re.M)
     assert [int(n) for n in numbered] == list(range(1, len(BBR3_DIFFERENCES) + 1))
     assert kernel_label("bbr") == "bbr (kernel: v1 here)" and kernel_label("bbr", "3") == "bbr (kernel: v3 here)"
+    docs = (BPF_DIR.parents[2] / "docs" / "howto" / "bpf-congestion-control.md").read_text()
+    assert all(f"{i}. {d}\n" in docs for i, d in enumerate(BBR3_DIFFERENCES, 1)), "the how-to lists every difference"
 
 
 # ---- the layout shared with the C program --------------------------------------------------------

@@ -152,3 +152,20 @@ def test_holder_ids_are_unique_per_rack_state_dir_and_run(tmp_path):
     assert len(ids) == 4
     assert holder_id("virtual", sa, rid) == f"run:virtual/{sa}/{rid}"
     assert holder_id("a b/../c", sa, rid).startswith("run:a_b_.._c/")        # one token, no separators
+
+
+def test_the_record_says_which_bbr_the_kernel_is():
+    """hostctl's probe reads /sys/module/tcp_bbr/version (Google's BBRv3 tree sets 3, upstream none):
+    the run record labels the kernel's bbr with it, for the hosts whose connections use bbr."""
+    from controller.run.congestion import kernel_bbr
+    from nodes.congestion.driver import parse_probe
+    up = parse_probe(json.dumps({"ok": True, "kernel": "6.18.44", "btf": True, "available": ["bbr"], "bbr_version": ""}))
+    v3 = parse_probe(json.dumps({"ok": True, "kernel": "6.4.0+v3", "btf": True, "available": ["bbr"],
+                                 "bbr_version": "3\n"}))
+    odd = parse_probe(json.dumps({"ok": True, "kernel": "6.1", "available": [], "bbr_version": "3; rm -rf"}))
+    assert (up.bbr_version, v3.bbr_version, odd.bbr_version) == ("", "3", "")
+    wanted = {"a1": frozenset({"bbr"}), "a2": frozenset({"bbr"}), "b1": frozenset({"cubic"})}
+    got = kernel_bbr(wanted, {"a1": up, "a2": v3, "b1": up})
+    assert got == {"a1": {"version": None, "label": "bbr (kernel: v1 here)"},
+                   "a2": {"version": "3", "label": "bbr (kernel: v3 here)"}}
+    assert up.to_json()["bbr_version"] == ""
