@@ -14,7 +14,9 @@ The sweep itself (RTT 2, 20, 40, 60, 80, 100 ms x loss 0 %, 0.0046 %, 0.01 %, 0.
 cc bbr, cubic; 10 x 60 s each) is the campaign campaigns/rtt-loss-sweep.yaml; `ctl report
 rtt-loss RUN_OR_DIR...` draws the paper's heatmaps (RTT x loss, one panel per algorithm)
 from any set of these runs. "bbr" is whatever BBR the endpoints' kernel has (upstream
-Linux: BBRv1; BBRv3 needs Google's v3 kernel): the run record names the kernel.
+Linux: BBRv1; BBRv3 needs Google's v3 kernel): the run record names the kernel and which BBR
+its bbr is. "bbr3" is BBRv3 on any kernel: ctl's BPF program after the IETF draft
+(draft-ietf-ccwg-bbr-06; nodes/congestion/bpf/bbr3.bpf.c lists how it differs from the draft).
 
 Socket buffers: ctl raises net.ipv4.tcp_rmem/tcp_wmem so that autotuning can reach
 2 x (BDP + buffer) on both hosts, records them and restores them.
@@ -80,7 +82,8 @@ PARAMS = (
     Param("loss", "probability", "0%", "random loss on the data direction, as a percentage (0.01%) or a fraction "
           "in scientific notation (1e-4); a bare number is refused (paper: 0 %, 0.0046 %, 0.01 %, 0.025 %, 0.1 %)",
           max="50%"),
-    cc_param("cc", "bbr", "congestion control (paper: bbr = BBRv3 where the kernel has it, cubic)"),
+    cc_param("cc", "bbr", "congestion control (paper: BBRv3 and cubic; bbr3 = ctl's BPF BBRv3 after the IETF "
+             "draft, bbr = the kernel's own, BBRv1 upstream)"),
     Param("bw", "rate", "1G", "bottleneck rate (each direction)", min="1M", max="10G"),
     queue_param(None, "bottleneck buffer; default: 1 BDP of --bw x --rtt, computed by ctl"),
     role_param("link", "path1", "inventory link used as the dumbbell's bottleneck"),
