@@ -16,6 +16,45 @@ from tests.support.rack import (TestRack, free_mgmt_octet, make_state_dir, relea
                                 write_test_inventory)
 
 REQUIRED = ("ip", "tc", "sshd", "iperf3", "mptcpize", "ethtool", "ss", "nstat", "ssh-keygen")
+SUITE_WORKERS = 2
+_RACK_SCHEDULING = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The whole suite (`python -m pytest` with no paths: the README's command) runs on two
+    pytest-xdist workers: the integration tests all on one of them, in order, on one virtual
+    rack, while the unit tests fill both (see RackScheduling). A run naming files or
+    directories, `-n` given, or CTL_TEST_WORKERS=0 (or 1) runs as before, in one process."""
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return
+    if config.option.numprocesses is not None or config.getoption("collectonly"):
+        return
+    if config.args_source is not pytest.Config.ArgsSource.TESTPATHS:
+        return
+    workers = int(os.environ.get("CTL_TEST_WORKERS", SUITE_WORKERS))
+    if workers > 1:
+        config.option.numprocesses = workers
+        config.option.dist = "loadscope"
+        config.stash[_RACK_SCHEDULING] = True
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """(pytest-xdist, the suite run chosen above) Work units: every integration test together
+    (they share the session's virtual rack and are timed against it: never two racks at once,
+    and in the order they are written), each unit-test module on its own (its module-scoped
+    fixtures are built once)."""
+    if not config.stash.get(_RACK_SCHEDULING, False):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class RackScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "tests/integration" if path.startswith("tests/integration/") else path
+
+    return RackScheduling(config, log)
 
 
 @pytest.fixture(autouse=True)

@@ -179,9 +179,14 @@ def _pids_with_suffix(suffix: int) -> list[int]:
 
 
 def _is_pytest(pid: int) -> bool:
+    """A pytest process, or a pytest-xdist worker: its command line is execnet's bootstrap, its
+    parent the pytest that started it."""
     try:
-        return b"pytest" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
+        if b"pytest" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return True
+        ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        return b"pytest" in Path(f"/proc/{ppid}/cmdline").read_bytes()
+    except (OSError, ValueError, IndexError):
         return False
 
 
