@@ -155,6 +155,26 @@ def _bbrv3(m: Measured) -> list[Block]:
     bps = sorted({float(b) for c in sel for b in (c.facts.get("bottleneck_mbps") or []) if b is not None})
     if bps:
         out.append(("p", f"bottleneck rate: {', '.join(f'{b:g}' for b in bps)} Mbit/s, buffer 1 BDP"))
+    out += _forwarder_limit(sel, ctx)
+    return out
+
+
+def _forwarder_limit(sel: list, ctx: Context) -> list[Block]:
+    """For the BBR rows at 1 Gbit/s and above: whether the dnpipe forwarder was the limit (frames the
+    kernel dropped before it read them, from each run's record)."""
+    out: list[Block] = []
+    for row in ("bbr3", "bbr"):
+        cs = [c for c in sel if c.row == row and any((b or 0) >= 1000 for b in c.facts.get("bottleneck_mbps") or [])]
+        drops = [d for c in cs for d in c.facts.get("forwarder_kernel_drops") or []]
+        if not cs:
+            continue
+        known = [d for d in drops if d is not None]
+        limited = [d for d in known if d > 0]
+        out.append(("p", f"{bbr_label(row, ctx)} at 1 Gbit/s: the forwarder was the limit in {len(limited)} of "
+                         f"{len(known)} runs that recorded it (frames the kernel dropped before dnpipe read them)"
+                         + (f"; {len(drops) - len(known)} runs did not record it" if len(drops) > len(known) else "")
+                         + ". Its CPU is not in the record (bench/bbr3_bench.py measures it); where it was the "
+                           "limit, compare at 100 Mbit/s (docs/howto/bpf-congestion-control.md)."))
     return out
 
 

@@ -137,6 +137,27 @@ def directions(inv: Inventory, p: Mapping[str, Any]) -> tuple[Direction, Directi
     return Direction.REVERSE, Direction.FORWARD
 
 
+def forwarder_stats(points: Any, bridge: str, link: str, direction: str, lo: float, hi: float) -> dict | None:
+    """What the bottleneck's forwarder recorded of the data direction over [lo, hi] (pure; shapers
+    that stream pipe counters): frames the kernel dropped before the forwarder read them (its
+    receive ring full: the forwarder, not the path, was the limit) and its mean lateness; None
+    without two samples. Its CPU is not in the record."""
+    lo_ns, hi_ns = int(lo * 1e9), int(hi * 1e9)
+    pts = sorted((p.time_ns, p.fields) for p in points
+                 if p.measurement == "pipe" and p.tags.get("host") == bridge and p.tags.get("link") == link
+                 and p.tags.get("direction") == direction and lo_ns <= p.time_ns <= hi_ns)
+    if len(pts) < 2:
+        return None
+    (_, a), (_, b) = pts[0], pts[-1]
+    try:
+        drops = int(b.get("rx_kernel_drops") or 0) - int(a.get("rx_kernel_drops") or 0)
+        sent = int(b["tx_pkts"]) - int(a["tx_pkts"])
+        late = int(b.get("tx_late_ns_sum") or 0) - int(a.get("tx_late_ns_sum") or 0)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return {"kernel_drops": drops, "late_mean_us": round(late / sent / 1000, 1) if sent > 0 else None}
+
+
 def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
     """The run's summary over its traffic window, or over `window` of it (`ctl runs show
     --window`): then every number is over the window."""
@@ -157,6 +178,9 @@ def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
     definitions = {"throughput_mbps": "iperf3 receiver goodput (end.sum_received) over the whole run",
                    "share_pct": "throughput_mbps / bottleneck rate x 100",
                    "bridge_forward_mbps": "frames the bottleneck bridge sent towards the receiver",
+                   "forwarder": "the bottleneck forwarder's data direction: frames the kernel dropped before it "
+                                "read them (above 0: the forwarder, not the path, was the limit) and its mean "
+                                "lateness (departure minus due time); null where the shaper streams no counters",
                    "buffer": "drop-tail queue of the bottleneck, 1 BDP unless --queue was given",
                    "rtt": "added on the bottleneck, half in each direction"}
     if not span.whole:
@@ -179,6 +203,8 @@ def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
         "retransmits": f.retransmits,
         "congestion": f.congestion,
         "bridge_forward_mbps": at_bridge,
+        "forwarder": forwarder_stats(data.points, data.inventory.links[link].bridge, link, data_dir.value,
+                                     *span.bounds),
         "flows": [f.to_json()],
         "valid": not reasons, "invalid_reasons": reasons,
         "definitions": definitions,

@@ -119,6 +119,10 @@ def test_the_report_has_every_paper_table_figure_and_verdict(written):
     assert page.count("data:image/png;base64,") == 7
     assert "<td>0.746 ± 0.025 (n=2) | paper 0.66</td>" in page   # MCubic at 10M next to the paper's value
     assert "not measured | paper 0.7" in page                    # Table 1's 20M column: the paper's only
+    # the BBRv3 rows name their algorithm, and say at 1 Gbit/s what the record knows of the forwarder
+    assert "<td>bbr3 (BBRv3 after draft-ietf-ccwg-bbr-06, BPF), RTT 2ms</td>" in page
+    assert "<td>bbr (kernel: v1 here), RTT 2ms</td>" in page
+    assert "bbr3 (BBRv3 after draft-ietf-ccwg-bbr-06, BPF) at 1 Gbit/s: the forwarder was the limit in 0 of 0" in page
     # each campaign's own report is linked and exists
     links = re.findall(r'href="(campaigns/[^"]+/report.html)"', page)
     assert len(links) == 6 and all((res["html"].parent / l).exists() for l in links)

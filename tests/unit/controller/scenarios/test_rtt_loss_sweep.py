@@ -252,3 +252,21 @@ def test_ctl_report_rtt_loss(recorded, tmp_path, capsys, monkeypatch):
 def test_summary_json_carries_the_papers_cell(recorded):
     assert recorded[1]["paper_table"] == {"title": "Fig. 2 cell: throughput (Mbit/s), bbr",
                                           "columns": ["RTT \\ loss", "0.01%"], "rows": [["40ms", 914.968]]}
+
+
+def test_the_summary_says_whether_the_forwarder_was_the_limit():
+    """From the bottleneck's pipe counters over the window: frames the kernel dropped before the
+    forwarder read them (rx_kernel_drops: its ring was full) and its mean lateness."""
+    from controller.scenarios.rtt_loss_sweep import forwarder_stats
+    from controller.telemetry.points import Point
+
+    def pipe(t_s, host="br1", direction="forward", **f):
+        return Point("pipe", {"host": host, "link": "path1", "direction": direction}, f, int(t_s * 1e9))
+    pts = [pipe(10, tx_pkts=0, rx_kernel_drops=5, tx_late_ns_sum=0),
+           pipe(20, tx_pkts=1000, rx_kernel_drops=5, tx_late_ns_sum=150_000_000),
+           pipe(30, tx_pkts=3000, rx_kernel_drops=9, tx_late_ns_sum=600_000_000),
+           pipe(20, direction="reverse", tx_pkts=7, rx_kernel_drops=100),
+           pipe(40, tx_pkts=9000, rx_kernel_drops=99)]                    # after the window
+    assert forwarder_stats(pts, "br1", "path1", "forward", 10, 30) == {"kernel_drops": 4, "late_mean_us": 200.0}
+    assert forwarder_stats(pts, "br1", "path1", "forward", 15, 25) is None     # one sample
+    assert forwarder_stats(pts, "br9", "path1", "forward", 0, 99) is None
