@@ -43,6 +43,7 @@ from controller.reproduce.verdicts import (
     Claim,
     Context,
     Verdict,
+    bbr_kernel_is_v3,
     bbr_label,
     bbrv3_row,
     judge,
@@ -312,8 +313,8 @@ def _differences(paper: str, m: Measured, r: Reproduction) -> list[str]:
         ctx = Context(m.cells)
         out.append(f"the paper ran BBRv3 (6.4.0+v3 kernel, Mininet with tbf + netem); its BBRv3 rows here are "
                    f"{bbr_label(bbrv3_row(ctx), ctx)}; `bbr` is the kernel's own BBR, "
-                   f"{bbr_label('bbr', ctx).removeprefix('bbr ')} (upstream Linux ships BBRv1): a reference row "
-                   "unless the kernel reports BBRv3")
+                   f"{'BBRv3 on this kernel' if bbr_kernel_is_v3(ctx) else 'BBRv1 here (upstream Linux ships v1)'}: "
+                   "a reference row unless the kernel reports BBRv3")
         if "bbr3" in m.bpf:
             e = m.bpf["bbr3"]
             out.append(f"bbr3: ctl's BPF program ({e['source']}, object {', '.join(x[:12] for x in e['object_sha256'])}, "
