@@ -1,6 +1,4 @@
 """`python -m controller` is `ctl`."""
-import sys
+from controller.cli import entry
 
-from controller.cli import main
-
-sys.exit(main())
+entry()
