@@ -84,8 +84,9 @@ BBR_KERNEL = Citation(
 BBR_LOSS_THRESH = Citation(
     "draft-cardwell-iccrg-bbr-congestion-control-02, section 2.8",
     "The maximum tolerated per-round-trip packet loss rate when probing for bandwidth (the default is 2%).",
-    "BBRv2/v3 bound their in-flight data when a round's loss rate exceeds 2 %; BBRv1 has no such loss response, "
-    "so v1 and v3 can differ exactly where the paper adds random loss")
+    "BBRv2 (this revision) and BBRv3 (BBRLossThresh of draft-ietf-ccwg-bbr-06, which ctl's bbr3 follows) bound "
+    "their in-flight data when a round's loss rate exceeds 2 %; BBRv1 has no such loss response, so v1 and v3 can "
+    "differ exactly where the paper adds random loss")
 BBR_SHAPING = Citation(
     "BBRv3 paper, section 2 (본론)",
     "송신측 스위치의 오른쪽 인터페이스에 TBF(Token Bucket Filter)를 이용하여 1Gbps의 병목 지점을 생성하고 network "
