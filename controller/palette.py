@@ -73,8 +73,14 @@ _ALIASES = {"bbr1": "bbr", "bbrv1": "bbr", "bbrv3": "bbr3", "bbr_v3": "bbr3", "c
 
 
 def algorithm_key(name: str) -> str:
-    """`MCubic` -> `mcubic`, `BALIA floor` -> `balia_floor`, `wVegas` -> `wvegas`, `BBRv3` -> `bbr3`."""
-    k = re.sub(r"[\s\-]+", "_", str(name).strip().lower())
+    """`MCubic` -> `mcubic`, `BALIA floor` -> `balia_floor`, `wVegas` -> `wvegas`, `BBRv3` -> `bbr3`; a
+    row's label in parentheses is not part of the name (`bbr (kernel: v1 here)` -> `bbr`, `bbr3 (BBRv3
+    after draft-ietf-ccwg-bbr-06, BPF)` -> `bbr3`), so a labelled row keeps its algorithm's colour."""
+    text = str(name).strip()
+    cut = text.find(" (")
+    if cut > 0 and text.endswith(")"):
+        text = text[:cut]
+    k = re.sub(r"[\s\-]+", "_", text.lower())
     k = re.sub(r"_?\((kernel|bpf)\)$", "", k)
     return _ALIASES.get(k, k)
 
