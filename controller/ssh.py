@@ -653,6 +653,34 @@ class SSHPool:
                                       lambda h: self.sessions[h].connect()))
         return out
 
+    def borrow(self, lender: "SSHPool") -> list[str]:
+        """Take over the lender's open connections to this pool's hosts (connected and checked
+        moments ago, e.g. by a campaign's health check): those hosts are not connected again.
+        Closed or lost ones are left; `give_back` returns what is still open."""
+        taken = []
+        for h, mine in self.sessions.items():
+            theirs = lender.sessions.get(h)
+            if theirs is None or mine._conn is not None or not theirs.connected or theirs._conn.is_closed():
+                continue
+            mine._conn, mine._tunnels, mine.route = theirs._conn, theirs._tunnels, theirs.route
+            theirs._conn, theirs._tunnels = None, []
+            taken.append(h)
+        return taken
+
+    def give_back(self, lender: "SSHPool") -> None:
+        """Return the open connections to the lender (whose sessions have none of their own)."""
+        for h, mine in self.sessions.items():
+            theirs = lender.sessions.get(h)
+            if theirs is None or theirs._conn is not None or not mine.connected or mine._conn.is_closed():
+                continue
+            theirs._conn, theirs._tunnels, theirs.route, theirs.lost = mine._conn, mine._tunnels, mine.route, None
+            mine._conn, mine._tunnels = None, []
+
+    def set_log(self, log: CommandLog) -> None:
+        self.log = log
+        for s in self.sessions.values():
+            s.log = log
+
     async def run_parallel(self, commands: dict[str, Command]) -> dict[str, CommandResult]:
         """One command per host, all at once."""
         hosts = list(commands)

@@ -56,11 +56,17 @@ def baseline_problems(inv: Any, bridge: str, state: Any) -> list[str]:
     return out
 
 
-async def health_check(inv: Any, hosts: Sequence[str], spec: HealthSpec, log_path: Path | None) -> HealthResult:
+async def health_check(inv: Any, hosts: Sequence[str], spec: HealthSpec, log_path: Path | None,
+                       pool: SSHPool | None = None) -> HealthResult:
+    """`pool`: the caller's, left open (the run that follows takes its connections over)."""
     reasons: list[str] = []
     details: dict[str, Any] = {"hosts": {}, "clock": {}, "shapers": {}}
     log = CommandLog(log_path)
-    pool = SSHPool(inv, log, hosts)
+    own = pool is None
+    if pool is None:
+        pool = SSHPool(inv, log, hosts)
+    else:
+        pool.set_log(log)
     try:
         connected = await pool.connect_all()
         reachable = []
@@ -105,7 +111,8 @@ async def health_check(inv: Any, hosts: Sequence[str], spec: HealthSpec, log_pat
                                          for k, v in st.pipes.items()}
                 reasons += baseline_problems(inv, b, st)
     finally:
-        await pool.close()
+        if own:
+            await pool.close()
         log.close()
     return HealthResult(not reasons, reasons, details)
 

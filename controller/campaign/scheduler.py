@@ -65,6 +65,7 @@ from controller.run.prepare import prepare_run
 from controller.run.recovery import interrupted_runs, recover
 from controller.run.runner import execute
 from controller.settings import runs_dir, state_dir
+from controller.ssh import CommandLog, SSHPool
 from controller.telemetry.influx import influx_target, push_pending
 from controller.textsafe import shown
 
@@ -585,7 +586,6 @@ class Scheduler:
 
     async def _run_one(self, c: CampaignRow, inv: Inventory, target: Any, telemetry: ProgressTelemetry) -> bool:
         """Claim the next run for this rack and run it. False: nothing was claimed."""
-        spec = c.spec()
         lease = self.opts.lease_s
         r = self.store.claim_next(c.num, rack=inv.name, holder=self.holder, lease_s=lease,
                                   fits=fits_between(time.time(), await self._busy(c, inv), self._overhead(c)))
@@ -604,9 +604,23 @@ class Scheduler:
             return True
         self.store.set_activity(c.num, f"health check before {what}")
         hosts = plan_hosts(plan, inv)
+        # The health check's connections are the run's: checked, then used, not opened twice.
+        lender = SSHPool(inv, CommandLog(None), hosts)
+        try:
+            return await self._check_and_run(c, inv, target, telemetry, r, what, total, scenario, params, given,
+                                             plan, hosts, lender)
+        finally:
+            await lender.close()
+
+    async def _check_and_run(self, c: CampaignRow, inv: Inventory, target: Any, telemetry: ProgressTelemetry,
+                             r: RunRow, what: str, total: int, scenario: Any, params: dict, given: dict, plan: Any,
+                             hosts: list[str], lender: SSHPool) -> bool:
+        spec = c.spec()
+        seq = r.seq
+        lease = self.opts.lease_s
         cdir = campaign_dir(c.id)
         cdir.mkdir(parents=True, exist_ok=True)
-        health = await health_check(inv, hosts, spec.health, cdir / "health-commands.jsonl")
+        health = await health_check(inv, hosts, spec.health, cdir / "health-commands.jsonl", pool=lender)
         hid = self.store.add_health(c.num, health.ok, health.reasons, health.details)
         if not health.ok:
             self.store.release_claim(c.num, seq, self.holder)
@@ -630,7 +644,8 @@ class Scheduler:
         prefix = f"[#{c.num} {seq}/{total}] "
         progress = (lambda m: self.log(prefix + m)) if self.opts.verbose else None
         task = asyncio.ensure_future(execute(scenario, params, given, inv, plan, runs_root=runs_root,
-                                             campaign=c.id, influx=target, progress=progress, run_id=rid))
+                                             campaign=c.id, influx=target, progress=progress, run_id=rid,
+                                             connections=lender))
         user_abort, lost = await self._watch(c.num, seq, task)
         try:
             outcome = await task

@@ -14,6 +14,24 @@ def import_influx() -> None:
     import influxdb_client.client.write_api  # noqa: F401
 
 
+def import_snmp() -> None:
+    import pysnmp.hlapi.v3arch.asyncio  # noqa: F401
+
+
+def preload_snmp() -> threading.Thread:
+    """pysnmp (about 0.2-0.3 s to import), needed when the samplers start: imported in a thread
+    while the run reads its hosts, so the event loop (and every host's sampler start) does not
+    stop for it. A failure is ignored here: the poller imports it itself and reports there."""
+    def work() -> None:
+        try:
+            import_snmp()
+        except Exception:
+            pass
+    t = threading.Thread(target=work, name="ctl-preload-snmp", daemon=True)
+    t.start()
+    return t
+
+
 def preload_libraries(influx: bool) -> threading.Thread:
     """Import the slow libraries a run needs after its traffic (influxdb-client, matplotlib for
     the figures: about a second together) in a thread while the traffic runs, instead of on the

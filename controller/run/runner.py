@@ -27,7 +27,7 @@ from controller.results.records import RunRecord, make_run_id
 from controller.results.summary import data_local_ports
 from controller.run.congestion import CongestionStage, congestion_problems, subflow_congestion
 from controller.run.live import LIVE_INTERVAL_S, LiveFeed, LiveSink
-from controller.run.overlap import import_influx, preload_libraries, summarize_run, together
+from controller.run.overlap import import_influx, preload_libraries, preload_snmp, summarize_run, together
 from controller.run.partial import partial_summary, traffic_window
 from controller.run.recovery import process_record
 from controller.run.replay import counter_hosts
@@ -62,7 +62,7 @@ class Run:
     def __init__(self, scenario: Scenario, params: dict[str, Any], given: dict[str, str], inv: Inventory,
                  plan: RunPlan, record: RunRecord, *, dry_run: bool = False, campaign: str | None = None,
                  influx: InfluxTarget | None = None, progress: Callable[[str], None] | None = None,
-                 live: LiveSink | None = None):
+                 live: LiveSink | None = None, lender: SSHPool | None = None):
         self.scenario = scenario
         self.params = params
         self.given = given
@@ -86,6 +86,11 @@ class Run:
         else:
             self.pool = SSHPool(inv, self.log, hosts)
             self.sessions = dict(self.pool.sessions)
+        # A campaign's health check connected to these hosts moments ago: its connections are
+        # taken over (and handed back at the end) instead of opened again.
+        self.lender = lender if self.pool is not None else None
+        if self.lender is not None and self.pool is not None:
+            self.pool.borrow(self.lender)
         self.shapers: dict[str, Shaper] = {}
         self.shaper_before: dict[str, ShaperState] = {}
         self.endpoint_drivers: dict[str, EndpointDriver] = {}
@@ -130,6 +135,8 @@ class Run:
     async def prepare(self) -> None:
         """Connect, read every state ctl may change, check it can do the plan. Changes nothing."""
         self.record.phase("prepare")
+        if not self.dry_run and self.snmp_hosts():
+            preload_snmp()
         self.progress("connecting to " + ", ".join(sorted(self.sessions)))
         if self.pool is not None:
             (await self.pool.connect_all()).raise_on_error()
@@ -563,6 +570,8 @@ class Run:
 
     async def close(self) -> None:
         if self.pool is not None:
+            if self.lender is not None:
+                self.pool.give_back(self.lender)
             await self.pool.close()
         self.log.close()
 
@@ -580,10 +589,11 @@ class _DryPool:
 async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, str], inv: Inventory, plan: RunPlan,
                   *, runs_root: Path, dry_run: bool = False, campaign: str | None = None,
                   influx: InfluxTarget | None = None, progress: Callable[[str], None] | None = None,
-                  run_id: str | None = None, live: LiveSink | None = None) -> RunOutcome:
+                  run_id: str | None = None, live: LiveSink | None = None,
+                  connections: SSHPool | None = None) -> RunOutcome:
     """Run `plan` on the rack and write its record. `progress` gets one line per step; `live`
     (a terminal's redrawn block) gets a LiveStatus about once a second while traffic runs,
-    then None."""
+    then None. `connections`: a pool whose open connections the run takes over and hands back."""
     rid = run_id or make_run_id(scenario.name, scenario.run_id_parts(given, params))
     tmp = None
     if dry_run:
@@ -600,7 +610,7 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
     # warned about each on stderr; here they stay with the run.
     record.manifest["conversions"] = [c.to_json() for c in plan.conversions]
     run = Run(scenario, params, given, inv, plan, record, dry_run=dry_run, campaign=campaign, influx=influx,
-              progress=progress, live=live)
+              progress=progress, live=live, lender=connections)
     status, error, exit_code = "completed", None, 0
     error_type: str | None = None
     bug: BaseException | None = None
