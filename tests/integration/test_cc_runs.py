@@ -251,11 +251,20 @@ def test_the_physical_rack_path_builds_for_the_endpoints_btf_and_ships_the_objec
         assert any(a[-3:-1] == ("put", alg["object_sha256"]) for a in argvs if len(a) >= 3)
         # the build is keyed by the BTF it was made for, kept in the controller's state dir
         assert (tmp_path / "state" / "congestion" / "btf").is_dir()
+        # Registrations are kernel-wide: a run of another rack on this kernel (a researcher's
+        # campaign, another checkout's suite) may hold mcubic too. Then this run only leaves its
+        # hold, and the map's emptiness is the last holder's to check.
+        others = [h for h in holders().get("mcubic", {}).get("holders", []) if h != stage.holder]
         problems: list[str] = []
         asyncio.run(stage.restore_host("endpoint1", problems))
         assert problems == []
-        assert manifest["congestion"]["hosts"]["endpoint1"]["conns_left"] == {"mcubic": 0}   # checked, then left
-        assert "mcubic" not in available() and available() == before
+        assert stage.holder not in holders().get("mcubic", {}).get("holders", [])
+        if others:
+            assert "conns_left" not in manifest["congestion"]["hosts"]["endpoint1"]
+            assert "mcubic" in available()
+        else:
+            assert manifest["congestion"]["hosts"]["endpoint1"]["conns_left"] == {"mcubic": 0}   # checked, then left
+            assert "mcubic" not in available() and available() == before
     finally:
         for name in ("mcubic",):
             subprocess.run([sys.executable, hostctl.__file__, "unload", name, stage.holder], capture_output=True)
