@@ -31,7 +31,7 @@ from controller.errors import CommandFailed, ParameterError, SSHError
 from controller.inventory import Inventory, Role, SSH
 from controller.perhost import MultiResult, gather_hosts
 from controller.sshconfig import Hop, connection_plan, load_openssh_config
-from controller.streams import bounded_lines, read_capped as _read_capped
+from controller.streams import LineReader, bounded_lines, read_capped as _read_capped
 
 # A constant script: data only ever arrives as positional arguments ("$@"). It prints the PID
 # and the process's start time (`ps -o lstart=`, unchanged by exec; Linux and FreeBSD), which
@@ -47,6 +47,7 @@ _MAX_LOGGED = 1 << 20  # bytes of stdout kept in the command log per command
 MAX_STDOUT = 64 << 20
 MAX_STDERR = 1 << 20
 MAX_LINE = 1 << 20
+MAX_PID_LINE = 4096      # `ctl-pid PID START`: the first line of a spawned process
 
 
 # Sent once per connection: a quoted argument with a newline and a `$`, which a POSIX shell
@@ -528,6 +529,7 @@ class SSHRemoteProcess:
         self.pid: int | None = None
         self.host_start: str | None = None      # `ps -o lstart=` of the process, on the host
         self._proc = proc
+        self._stdout = LineReader(proc.stdout)      # the first lines one by one, then `lines()`
         self.started = time.time()
         self._t0 = time.monotonic()
         self._stderr_task = asyncio.ensure_future(self._drain_stderr())
@@ -538,11 +540,11 @@ class SSHRemoteProcess:
 
     async def read_pid(self) -> None:
         try:
-            first = await asyncio.wait_for(self._proc.stdout.readline(), 15)
+            first, over = await asyncio.wait_for(self._stdout.readline(MAX_PID_LINE), 15)
         except asyncio.TimeoutError:
             raise SSHError(self.host, f"`{shlex.join(self.argv)[:120]}` did not start") from None
-        if not first.startswith("ctl-pid "):
-            raise SSHError(self.host, f"`{shlex.join(self.argv)[:120]}` did not start: {first.strip()!r}")
+        if over or not first.startswith("ctl-pid "):
+            raise SSHError(self.host, f"`{shlex.join(self.argv)[:120]}` did not start: {first.strip()[:200]!r}")
         _tag, pid, *start = first.split()
         self.pid = int(pid)
         self.host_start = " ".join(start) or None
@@ -562,7 +564,7 @@ class SSHRemoteProcess:
         """The process's stdout, line by line; a line over MAX_LINE is dropped and counted
         (`dropped_lines`), never buffered whole."""
         try:
-            async for line in bounded_lines(self._proc.stdout, MAX_LINE, self._dropped):
+            async for line in bounded_lines(self._stdout, MAX_LINE, self._dropped):
                 self.stdout_lines += 1
                 yield line
         except (asyncssh.Error, OSError, ConnectionError) as exc:
@@ -574,10 +576,12 @@ class SSHRemoteProcess:
 
     async def readline(self, timeout: float = 5.0) -> str:
         try:
-            line = await asyncio.wait_for(self._proc.stdout.readline(), timeout)
+            line, over = await asyncio.wait_for(self._stdout.readline(MAX_LINE), timeout)
         except (asyncssh.Error, OSError, ConnectionError) as exc:
             self.session.mark_lost(exc)
             raise SSHError(self.host, f"lost `{shlex.join(self.argv)[:80]}`: {exc}") from None
+        if over:
+            raise SSHError(self.host, f"`{shlex.join(self.argv)[:80]}` sent a line over {MAX_LINE >> 20} MiB")
         return line.rstrip("\n")
 
     async def read_all(self) -> str:

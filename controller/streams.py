@@ -61,3 +61,50 @@ async def bounded_lines(reader: Any, limit: int = MAX_LINE, on_dropped: Callable
             else:
                 yield "".join(buf)
             buf, size, dropping, start = [], 0, False, nl + 1
+
+
+class LineReader:
+    """A reader with what a bounded `readline` read past its newline kept in front of it, so a
+    protocol's first lines can be read one at a time and the rest of the stream goes on through
+    `bounded_lines(this)`: nothing read is lost, and no line is held beyond its limit."""
+
+    def __init__(self, reader: Any, chunk: int = 4096):
+        self._reader = reader
+        self._front = ""
+        self._chunk = chunk
+
+    async def read(self, n: int = -1) -> str:
+        if self._front:
+            if n is None or n < 0 or n >= len(self._front):
+                out, self._front = self._front, ""
+            else:
+                out, self._front = self._front[:n], self._front[n:]
+            return out
+        data = await self._reader.read(n)
+        return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+
+    async def readline(self, limit: int = MAX_LINE) -> tuple[str, bool]:
+        """The next line with its newline ("" at EOF, the unterminated rest before EOF), and
+        False; or the first `limit` characters and True when the line is longer (the rest of that
+        line stays unread). Linear: each character is looked at once."""
+        parts: list[str] = []
+        size = 0
+        while True:
+            try:
+                chunk = await self.read(self._chunk)
+            except BaseException:               # a timeout or cancel: what was read stays in front
+                self._front = "".join(parts) + self._front
+                raise
+            if not chunk:
+                return "".join(parts), False
+            nl = chunk.find("\n")
+            end = len(chunk) if nl < 0 else nl + 1
+            if size + end > limit + (1 if nl >= 0 else 0):
+                keep = max(0, limit - size)
+                self._front = chunk[keep:] + self._front
+                return "".join(parts) + chunk[:keep], True
+            parts.append(chunk[:end])
+            size += end
+            if nl >= 0:
+                self._front = chunk[end:] + self._front
+                return "".join(parts), False

@@ -91,3 +91,67 @@ def test_a_sampler_line_that_is_json_but_not_a_record_is_skipped():
                    '{"t": 1000000000, "late": 3}'])
     asyncio.run(s._consume())
     assert s.malformed == 1 and s.late == 3 and s.error is None
+
+
+def test_a_protocol_line_read_one_at_a_time_leaves_the_rest_to_the_stream():
+    """A spawned process's first line (`ctl-pid ...`) and a helper's protocol lines are read one
+    by one; what was read past a newline is kept, so the line stream that follows loses nothing."""
+    from controller.streams import LineReader
+
+    async def go() -> tuple:
+        r = LineReader(Reader("ctl-pid 42 Thu\nfirst\nsecond\nlast", chunk=5), chunk=8)
+        a = await r.readline(100)
+        b = await r.readline(100)
+        rest = [x async for x in ssh.bounded_lines(r, 100)]
+        return a, b, rest
+    assert asyncio.run(go()) == (("ctl-pid 42 Thu\n", False), ("first\n", False), ["second", "last"])
+
+
+def test_a_protocol_line_over_its_limit_is_refused_not_held():
+    from controller.streams import LineReader
+
+    class Endless:
+        sent = 0
+
+        async def read(self, n: int) -> str:
+            self.sent += n
+            return "z" * n
+
+    src = Endless()
+
+    async def go() -> tuple[str, bool]:
+        return await LineReader(src).readline(10_000)
+    line, over = asyncio.run(go())
+    assert over and len(line) == 10_000 and src.sent < 20_000        # read up to the limit, no further
+
+
+def test_a_line_exactly_at_the_limit_is_whole_and_eof_gives_the_rest():
+    from controller.streams import LineReader
+
+    async def go() -> list:
+        r = LineReader(Reader("abcd\nxyz", chunk=2), chunk=3)
+        return [await r.readline(4), await r.readline(4), await r.readline(4)]
+    assert asyncio.run(go()) == [("abcd\n", False), ("xyz", False), ("", False)]
+
+
+def test_a_timeout_in_the_middle_of_a_line_loses_nothing_read():
+    from controller.streams import LineReader
+
+    class Slow:
+        def __init__(self) -> None:
+            self.parts = ["par", "tial"]
+
+        async def read(self, n: int) -> str:
+            if self.parts:
+                return self.parts.pop(0)
+            await asyncio.sleep(10)
+            return ""
+
+    async def go() -> list:
+        r = LineReader(Slow())
+        try:
+            await asyncio.wait_for(r.readline(100), 0.05)
+        except asyncio.TimeoutError:
+            pass
+        return [await r.read(100)]
+    assert asyncio.run(go()) == ["partial"]
