@@ -224,6 +224,13 @@ def verdict_lines(rows: list[tuple[str, str, str]], width: int = 90) -> list[str
     return out
 
 
+def time_left_s(campaigns: list[tuple[str, float | None]]) -> float:
+    """Seconds until the reproduction's last campaign ends, from (state, eta_s) per campaign
+    (pure). A campaign's eta_s already counts the campaigns the queue runs before it, so the
+    time left is the latest of them, not their sum."""
+    return max((eta or 0.0 for state, eta in campaigns if state in ("queued", "running")), default=0.0)
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     if args.id is None and not record.all_ids():
         # Nothing found is an answer (`ctl --help`: exit status): 0, said on stderr; JSON null.
@@ -243,7 +250,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     total = sum(p.total for _, _, p in progs)
     done = sum(p.done for _, _, p in progs)
     failed = sum(p.failed for _, _, p in progs)
-    left_s = sum(p.eta_s or 0.0 for _, c, p in progs if c.state in ("queued", "running"))
+    left_s = time_left_s([(c.state, p.eta_s) for _, c, p in progs])
     active = any(c.state in ("queued", "running") for _, c, _ in progs)
     if args.json:
         print_json({"id": r.id, "mode": r.mode, "papers": r.papers, "runs": total, "done": done, "failed": failed,
@@ -255,7 +262,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     for e, c, p in progs:
         print(f"  {progress_line(c, p)}" + (f"  ({shown(c.reason)})" if c.reason else ""))
     print(f"  total {progress_bar(done, failed, total)} {done}/{total} runs done" + (f", {failed} failed" if failed else "")
-          + (f"; about {format_span(left_s)} of rack time left (campaigns run one after the other)" if active else ""))
+          + (f"; the last campaign ends in about {format_span(left_s)} (campaigns run one after the other)"
+             if active else ""))
     if active and not scheduler_owner():
         print("  no campaign scheduler is running: `ctl campaign daemon`, or `ctl campaign resume N` per campaign")
     print(f"  report: ctl reproduce report {r.id}")

@@ -71,3 +71,13 @@ def test_dry_run_plans_everything_and_writes_nothing(cli, tmp_path):
     assert not (tmp_path / "state" / "congestion").exists()        # a dry run builds nothing
     rc, out, _ = cli("reproduce", "--papers", "field", "--dry-run")
     assert rc == 0 and "0 campaigns, 0 runs" in out and "field: nothing to queue" in out
+
+
+def test_the_time_left_is_when_the_last_campaign_ends_not_the_sum_of_their_etas():
+    """Each campaign's ETA counts the campaigns queued before it (2026-11-26: seven queued
+    campaigns ending in 43 min ... 2 h 56 min were printed as 14 h 58 min of rack time left)."""
+    from controller.cli.reproduce import time_left_s
+    etas = [("done", 0.0), ("running", 43 * 60.0), ("queued", 91 * 60.0), ("queued", 176 * 60.0),
+            ("paused", 300 * 60.0), ("queued", None)]
+    assert time_left_s(etas) == 176 * 60.0
+    assert time_left_s([("done", 0.0)]) == 0.0 and time_left_s([]) == 0.0
