@@ -96,7 +96,7 @@ def write_report(rec: RunRecord) -> dict[str, Any]:
     points = load_points(rec.dir / "metrics.jsonl")
     summary = {"scenario": "field", "run_id": rec.id, "parameters": rec.manifest.get("parameters"),
                "status": rec.manifest.get("status"), **report_data(points)}
-    rec.write_json("summary.json", summary)
+    rec.write_summary(summary)              # with its provenance and units, as every run's
     try:
         rec.manifest["figures"] = figures(summary, points, rec.dir)
     except Exception as exc:  # a plot must never lose the numbers

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from controller.errors import RecordError, UsageError
-from controller.results.records import id_time, load_manifest
+from controller.results.records import id_time, load_manifest, parameter_sets
 from controller.units import parse_duration
 
 STATUSES = ("completed", "invalid", "failed", "aborted", "error", "running")
@@ -133,13 +133,13 @@ def info_from_summary(d: Path, s: dict) -> RunInfo | None:
 
 
 def info_from_manifest(d: Path, m: dict) -> RunInfo:
-    params = m.get("parameters") or {}
+    given, values = parameter_sets(m.get("parameters"))
     inv = m.get("inventory")
     status = m.get("status")
     return RunInfo(m.get("run_id") or d.name, d, m.get("scenario"), m.get("campaign"), status,
                    {"completed": True, "invalid": False}.get(status), _seconds(m.get("created")),
                    _seconds(m.get("finished")), inv.get("name") if isinstance(inv, dict) else None,
-                   dict(params.get("given") or {}), dict(params.get("values") or {}))
+                   given, values)
 
 
 def read_info(d: Path) -> RunInfo:

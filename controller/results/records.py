@@ -192,6 +192,16 @@ def _time(v: Any) -> str | None:
     return iso_utc(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
 
 
+def parameter_sets(params: Any) -> tuple[dict, dict]:
+    """(given, values) of a manifest's `parameters` (pure). A scenario run keeps both; a field
+    run keeps its options flat (hosts, workload, duration_s, ...): they are its values."""
+    if not isinstance(params, dict):
+        return {}, {}
+    if "values" in params or "given" in params:
+        return dict(params.get("given") or {}), dict(params.get("values") or {})
+    return {}, dict(params)
+
+
 def provenance(manifest: dict) -> dict:
     """Which run a summary is of, from its manifest (pure): the `provenance` of summary.json."""
     tw = manifest.get("traffic_window") or {}
@@ -212,7 +222,7 @@ def provenance(manifest: dict) -> dict:
         "ctl": {"version": ctl.get("ctl_version"), "commit": ctl.get("commit")},
         "inventory": {"name": inv.get("name") if isinstance(inv, dict) else None,
                       "file": manifest.get("inventory_file") or None},
-        "parameters": {"given": params.get("given") or {}, "values": params.get("values") or {}},
+        "parameters": dict(zip(("given", "values"), parameter_sets(params), strict=True)),
         "record_format": manifest.get("format_version"),
         "summary_format": SUMMARY_FORMAT,
     }

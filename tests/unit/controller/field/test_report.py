@@ -263,4 +263,9 @@ def test_write_report_on_a_record(tmp_path):
     summary = write_report(rec)
     saved = json.loads((rec.dir / "summary.json").read_text())
     assert saved["table1"] == summary["table1"] and "definitions" in saved
+    # a copied summary keeps which run it is of, as a scenario run's does (issue 25)
+    prov = saved["provenance"]
+    assert prov["run_id"] == "R" and prov["scenario"] == "field" and prov["status"] == "stopped"
+    assert prov["parameters"] == {"given": {}, "values": {"hosts": ["m1"]}} and "ctl" in prov
+    assert isinstance(saved["units"], dict)
     assert json.loads((rec.dir / "manifest.json").read_text())["figures"] == ["fig4_timeline.png", "download_cdf.png"]
