@@ -173,6 +173,24 @@ def param_filter(specs: list[str]) -> Callable[[RunInfo], bool] | None:
     return keeps
 
 
+def campaign_id(ref: str | None) -> str | None:
+    """--campaign as a run record names it (its id): a campaign number (`3`, `#3`, as `ctl
+    campaign status` shows it) is looked up in the campaign store; an id is kept as given."""
+    if ref is None or not ref.strip().lstrip("#").isdigit():
+        return ref
+    from controller.campaign.backends import store_exists
+    if not store_exists():
+        raise UsageError(f"runs: --campaign {shown(ref, 20)}: no campaign store here to look the number up; "
+                         "give the campaign's id")
+    store = open_store()
+    try:
+        return store.find(ref.strip().lstrip("#")).id
+    except CtlError as exc:
+        raise UsageError(f"runs: --campaign {shown(ref, 20)}: {exc.one_line()}") from None
+    finally:
+        store.close()
+
+
 def filters_of(args: argparse.Namespace, now: float | None = None) -> Filters:
     now = time.time() if now is None else now
     statuses = None
@@ -187,7 +205,7 @@ def filters_of(args: argparse.Namespace, now: float | None = None) -> Filters:
     until = parse_when(args.until, "--until", now) if args.until else None
     if since is not None and until is not None and until <= since:
         raise UsageError(f"runs: --until ({iso_utc(until)}) is not after --since ({iso_utc(since)})")
-    campaign = getattr(args, "campaign_filter", None)
+    campaign = campaign_id(getattr(args, "campaign_filter", None))
     return Filters(scenario=args.scenario, campaign=campaign, since=since, until=until, statuses=statuses,
                    params=param_filter(args.param or []))
 
@@ -196,7 +214,7 @@ def _add_filters(p: argparse.ArgumentParser, *, campaign: bool) -> None:
     p.add_argument("--scenario", help="only runs of this scenario (`ctl scenarios` lists them)")
     if campaign:
         p.add_argument("--campaign", dest="campaign_filter", metavar="ID",
-                       help="only runs of this campaign: its id (`ctl campaign status` shows it)")
+                       help="only runs of this campaign: its number or id (`ctl campaign status` shows both)")
     p.add_argument("--since", metavar="TIME",
                    help="only runs started at or after TIME: ISO 8601 with a zone (2026-11-22T03:00:00Z, "
                         "2026-11-22T12:00+09:00), a date (2026-11-22, its start in UTC) or a duration before now (24h)")

@@ -273,6 +273,12 @@ def test_export_a_campaign_from_the_local_store(tmp_path, monkeypatch, capsys):
     # list --campaign finds the same runs by the id their manifests carry
     assert main(["runs", "list", "--campaign", c.id, "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["data"]) == len(runs) - 1
+    # ... and by its number, as `ctl campaign status` shows it ("#3" or "3")
+    for ref in (str(c.num), f"#{c.num}"):
+        assert main(["runs", "list", "--campaign", ref, "--json"]) == 0
+        assert len(json.loads(capsys.readouterr().out)["data"]) == len(runs) - 1
+    assert main(["runs", "list", "--campaign", "999"]) == 2
+    assert "runs: --campaign 999: " in capsys.readouterr().err
 
 
 # The README's "Reading results" example, verbatim (run in a directory holding `export/`).
