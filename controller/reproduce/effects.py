@@ -11,11 +11,20 @@ No interval is ever drawn from fewer than two values per side (two pairs when pa
 A hypothesis predicts the direction of an effect: towards the paper's value (the effect must close
 the gap between what this rack measured and what the paper printed), or a stated sign. The rule,
 fixed before any number was seen and printed with every result:
-    supported   the whole interval lies on the predicted side of 0
+    supported   the whole interval lies on the predicted side of 0 (towards a value: and short of
+                twice the gap, so that the changed condition ends nearer the paper's value)
     refuted     the whole interval lies on the other side of 0, or below the smallest effect that
-                matters (`relevant`): the change cannot account for the deviation
-    open        neither: the interval straddles 0 and reaches a relevant size
+                matters (`relevant`): the change cannot account for the deviation; or (towards a
+                value) the whole interval lies beyond twice the gap: the change carries the number
+                past the paper's value and ends farther from it than without the change
+    open        neither: the interval straddles 0 and reaches a relevant size, or (towards a
+                value) it starts on the predicted side and reaches past twice the gap
 `relevant` is a quarter of the gap to the paper's value (at least 0.05), or the hypothesis' own.
+
+The overshoot bound (twice the gap) states in code what "close the gap" meant from the start; until
+2026-11-26 the code checked the sign alone, and the deviation runs of that day showed the
+difference: mcubic_wrap at 100 ms moved MCubic's ratio from 0.67 to 22.5 where the paper printed
+1.95, which the sign alone had called "supported".
 """
 from __future__ import annotations
 
@@ -102,16 +111,26 @@ def relevant_size(gap: float | None, own: float | None = None) -> float:
     return max(MIN_RELEVANT, GAP_SHARE * abs(gap)) if gap is not None else MIN_RELEVANT
 
 
-def finding(e: Effect, direction: int, relevant: float) -> tuple[str, str]:
-    """(supported | refuted | open, why) for an effect predicted to have the sign of `direction`."""
+def finding(e: Effect, direction: int, relevant: float, gap: float | None = None) -> tuple[str, str]:
+    """(supported | refuted | open, why) for an effect predicted to have the sign of `direction`;
+    `gap`: the distance from the baseline to the value the effect should approach (None: a sign
+    only), beyond twice which the changed condition ends farther from that value."""
     if e.mean is None:
         return OPEN, "not measured"
     if e.ci95 is None:
         return OPEN, f"n={e.n}: no confidence interval"
     lo, hi = (e.low, e.high) if direction >= 0 else (-e.high, -e.low)     # in the predicted direction
     assert lo is not None and hi is not None
+    far = None if gap is None else 2 * abs(gap)
+    if far is not None and lo > far:
+        return REFUTED, (f"the whole 95 % interval lies beyond twice the gap ({far:.3g}): the change carries the "
+                         "number past the target and farther from it than without the change")
+    if lo > 0 and far is not None and hi > far:
+        return OPEN, (f"the interval is on the predicted side of 0 but reaches past twice the gap ({far:.3g}): "
+                      "it may overshoot the target")
     if lo > 0:
-        return SUPPORTED, "the whole 95 % interval is on the predicted side of 0"
+        return SUPPORTED, "the whole 95 % interval is on the predicted side of 0" + (
+            f" and short of twice the gap ({far:.3g})" if far is not None else "")
     if hi < 0:
         return REFUTED, "the whole 95 % interval is on the other side of 0"
     if hi < relevant:

@@ -105,14 +105,16 @@ def compare(cells: Cells, experiment: str, c: Comparison) -> ComparisonResult:
         tc = _cell(cells, experiment, c.toward_cell)
         target = tc.stat.mean if tc is not None else None
     b = base.stat.mean
+    gap = None
     if target is not None and b is not None:
         direction = 1 if target > b else -1
-        relevant = relevant_size(target - b)
+        gap = target - b
+        relevant = relevant_size(gap)
     else:
         direction, relevant = c.direction, relevant_size(None)
     if direction is None:
         return ComparisonResult(c, treated, base, effect, target, None, relevant, OPEN, "no prediction to test")
-    f, why = finding(effect, direction, relevant)
+    f, why = finding(effect, direction, relevant, gap)
     return ComparisonResult(c, treated, base, effect, target, direction, relevant, f, why)
 
 

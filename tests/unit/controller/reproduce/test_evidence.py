@@ -61,6 +61,21 @@ def test_the_rule(low, high, direction, relevant, expect):
     assert finding(e, direction, relevant)[0] == expect
 
 
+@pytest.mark.parametrize("low,high,gap,expect", [
+    (0.2, 1.0, 1.28, SUPPORTED),         # closes part of the gap, nowhere past twice it
+    (17.8, 25.8, 1.28, REFUTED),         # mcubic_wrap at 100 ms, 2026-11-26: 0.67 -> 22.5 for a paper value of 1.95
+    (0.5, 4.0, 1.28, OPEN),              # towards it, but may carry the number past it and farther away
+    (-0.5, -0.1, 1.28, REFUTED),         # away from it
+])
+def test_an_effect_towards_a_value_must_close_the_gap_not_overshoot_it(low, high, gap, expect):
+    """'Towards the paper's value' means the changed condition ends nearer to it: an effect
+    beyond twice the gap leaves the number farther from the paper than it was."""
+    from controller.reproduce.effects import Effect
+    e = Effect((low + high) / 2, (high - low) / 2, 3, False)
+    assert finding(e, 1, 0.32, gap)[0] == expect
+    assert finding(Effect(-e.mean, e.ci95, 3, False), -1, 0.32, -gap)[0] == expect      # the same, predicted down
+
+
 def test_relevant_size_is_a_quarter_of_the_gap_with_a_floor():
     assert relevant_size(1.2) == pytest.approx(0.3)
     assert relevant_size(-0.08) == pytest.approx(0.05)
