@@ -65,19 +65,32 @@ class ComparisonResult:
             return None
         return t.low <= self.target <= t.high
 
+    @property
+    def gap_share(self) -> float | None:
+        """The effect's mean as a share of the gap from the baseline to the target (1: it closes
+        the gap exactly; above 2: the treated condition ends farther from the target than the
+        baseline; None: no target or no effect)."""
+        b = self.baseline.stat.mean if self.baseline is not None else None
+        if self.target is None or b is None or self.effect.mean is None or self.target == b:
+            return None
+        return self.effect.mean / (self.target - b)
+
     def text(self) -> str:
         tr = self.treated.text() if self.treated else "-"
         bs = self.baseline.text() if self.baseline else "-"
+        share = self.gap_share
         goal = "" if self.target is None else f"; target {self.target:.3g}" + (
             " (within the treated 95 % CI)" if self.reaches_target else " (outside the treated 95 % CI)"
-            if self.reaches_target is False else "")
+            if self.reaches_target is False else "") + (
+            f"; the mean effect is {share:.0%} of the gap" if share is not None else "")
         return f"{self.comparison.label}: {tr} vs {bs}; effect {self.effect.text()}{goal} -> {self.finding} ({self.why})"
 
     def to_json(self) -> dict:
         return {"comparison": self.comparison.to_json(), "treated": self.treated.to_json() if self.treated else None,
                 "baseline": self.baseline.to_json() if self.baseline else None, "effect": self.effect.to_json(),
                 "target": self.target, "direction": self.direction, "relevant": self.relevant,
-                "finding": self.finding, "why": self.why, "reaches_target": self.reaches_target}
+                "finding": self.finding, "why": self.why, "reaches_target": self.reaches_target,
+                "gap_share": self.gap_share}
 
 
 @dataclass(frozen=True)

@@ -129,6 +129,9 @@ def test_toward_a_measured_cell():
     r = judge_hypothesis(h, cells)
     assert r.comparisons[0].target == pytest.approx(0.88)
     assert r.status == SUPPORTED
+    # how much of the gap the effect closes is printed beside the finding: (0.87 - 0.72) / (0.88 - 0.72)
+    assert r.comparisons[0].gap_share == pytest.approx(0.15 / 0.16, rel=1e-3)
+    assert "the mean effect is 94% of the gap" in r.comparisons[0].text()
 
 
 def test_calibrations():
