@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from controller.scenarios.base import RunData, Scenario
 
@@ -22,14 +22,7 @@ def preload_snmp() -> threading.Thread:
     """pysnmp (about 0.2-0.3 s to import), needed when the samplers start: imported in a thread
     while the run reads its hosts, so the event loop (and every host's sampler start) does not
     stop for it. A failure is ignored here: the poller imports it itself and reports there."""
-    def work() -> None:
-        try:
-            import_snmp()
-        except Exception:
-            pass
-    t = threading.Thread(target=work, name="ctl-preload-snmp", daemon=True)
-    t.start()
-    return t
+    return _in_background("ctl-preload-snmp", import_snmp)
 
 
 def preload_libraries(influx: bool) -> threading.Thread:
@@ -38,14 +31,22 @@ def preload_libraries(influx: bool) -> threading.Thread:
     rack's path. A failure here is ignored: the code that needs a library imports it itself and
     reports there."""
     def work() -> None:
+        if influx:
+            import_influx()
+        from controller.plots import pyplot
+        pyplot()
+    return _in_background("ctl-preload", work)
+
+
+def _in_background(name: str, work: Callable[[], Any]) -> threading.Thread:
+    """`work` in a daemon thread, any failure ignored (the code that needs what it imports
+    imports it again and reports there)."""
+    def run() -> None:
         try:
-            if influx:
-                import_influx()
-            from controller.plots import pyplot
-            pyplot()
+            work()
         except Exception:
             pass
-    t = threading.Thread(target=work, name="ctl-preload", daemon=True)
+    t = threading.Thread(target=run, name=name, daemon=True)
     t.start()
     return t
 

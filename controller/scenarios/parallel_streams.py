@@ -53,7 +53,7 @@ from controller.scenarios.base import (
     require_link,
     role_param,
 )
-from controller.scenarios.common import paper_table
+from controller.scenarios.common import paper_table, pipe_ends
 from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
 from controller.traffic.iperf3 import FlowSpec
 from nodes.mptcp import EndpointConfig
@@ -203,13 +203,10 @@ def connection_stats(client_json: str) -> dict[str, Any] | None:
 def pipe_drops(points: Any, bridge: str, link: str, direction: str, lo: float, hi: float) -> dict[str, Any] | None:
     """Arrivals and queue drops of the bottleneck's data direction over [lo, hi] (shapers that
     stream pipe counters: dnpipe, dummynet), or None."""
-    lo_ns, hi_ns = int(lo * 1e9), int(hi * 1e9)
-    pts = sorted((p.time_ns, p.fields) for p in points
-                 if p.measurement == "pipe" and p.tags.get("host") == bridge and p.tags.get("link") == link
-                 and p.tags.get("direction") == direction and lo_ns <= p.time_ns <= hi_ns)
-    if len(pts) < 2:
+    ends = pipe_ends(points, bridge, link, direction, lo, hi)
+    if ends is None:
         return None
-    (_, a), (_, b) = pts[0], pts[-1]
+    a, b = ends
     try:
         arrived = int(b["rx_pkts"]) - int(a["rx_pkts"])
         dropped = int(b["drop_queue_pkts"]) - int(a["drop_queue_pkts"])

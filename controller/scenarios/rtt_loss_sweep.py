@@ -58,6 +58,7 @@ from controller.scenarios.common import (
     bdp_queue,
     buffer_conversion,
     paper_table,
+    pipe_ends,
     pct,
     tcp_buffer_sysctls,
     window_need,
@@ -142,13 +143,10 @@ def forwarder_stats(points: Any, bridge: str, link: str, direction: str, lo: flo
     that stream pipe counters): frames the kernel dropped before the forwarder read them (its
     receive ring full: the forwarder, not the path, was the limit) and its mean lateness; None
     without two samples. Its CPU is not in the record."""
-    lo_ns, hi_ns = int(lo * 1e9), int(hi * 1e9)
-    pts = sorted((p.time_ns, p.fields) for p in points
-                 if p.measurement == "pipe" and p.tags.get("host") == bridge and p.tags.get("link") == link
-                 and p.tags.get("direction") == direction and lo_ns <= p.time_ns <= hi_ns)
-    if len(pts) < 2:
+    ends = pipe_ends(points, bridge, link, direction, lo, hi)
+    if ends is None:
         return None
-    (_, a), (_, b) = pts[0], pts[-1]
+    a, b = ends
     try:
         drops = int(b.get("rx_kernel_drops") or 0) - int(a.get("rx_kernel_drops") or 0)
         sent = int(b["tx_pkts"]) - int(a["tx_pkts"])
