@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from controller.errors import UsageError
-from controller.reproduce.campaign_design import CampaignDesign, traffic_estimate
+from controller.reproduce.campaign_design import CampaignDesign
 from controller.reproduce.hypotheses import EXPERIMENTS, Experiment
 from controller.reproduce.papers import BBR_LOSSES, BBR_RTTS, MCUBIC_ROWS, PAPERS, TABLE1
 from controller.scenarios.shared_bottleneck import TABLE2, TABLE3

@@ -18,7 +18,8 @@ from controller.campaign.spec import CampaignSpec, load_campaign
 from controller.campaign.store import campaign_dir
 from controller.campaign.timing import estimate_finish, learned_overhead
 from controller.inventory import Inventory
-from controller.reproduce.design import CampaignDesign, ReproductionDesign, campaign_document, traffic_estimate
+from controller.reproduce.campaign_design import traffic_estimate
+from controller.reproduce.design import CampaignDesign, ReproductionDesign, campaign_document
 from controller.reproduce.record import Reproduction
 
 

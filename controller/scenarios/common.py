@@ -159,14 +159,23 @@ def paper_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     return {"title": title, "columns": list(columns), "rows": [list(r) for r in rows]}
 
 
+def pipe_window(points: Iterable[Any], bridge: str, link: str, direction: str, lo: float, hi: float
+                ) -> list[Mapping[str, Any]]:
+    """The `pipe` samples (their fields, in time order) of one direction of a bridge's link within
+    [lo, hi] s (shapers that stream pipe counters: dnpipe, dummynet)."""
+    lo_ns, hi_ns = int(lo * 1e9), int(hi * 1e9)
+    pts = sorted(((p.time_ns, p.fields) for p in points
+                  if p.measurement == "pipe" and p.tags.get("host") == bridge and p.tags.get("link") == link
+                  and p.tags.get("direction") == direction and lo_ns <= p.time_ns <= hi_ns),
+                 key=lambda tf: tf[0])
+    return [f for _, f in pts]
+
+
 def pipe_ends(points: Iterable[Any], bridge: str, link: str, direction: str, lo: float, hi: float
               ) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
     """The first and last `pipe` samples (their fields) of one direction of a bridge's link within
-    [lo, hi] s (shapers that stream pipe counters: dnpipe, dummynet); None with fewer than two."""
-    lo_ns, hi_ns = int(lo * 1e9), int(hi * 1e9)
-    pts = sorted((p.time_ns, p.fields) for p in points
-                 if p.measurement == "pipe" and p.tags.get("host") == bridge and p.tags.get("link") == link
-                 and p.tags.get("direction") == direction and lo_ns <= p.time_ns <= hi_ns)
+    [lo, hi] s; None with fewer than two."""
+    pts = pipe_window(points, bridge, link, direction, lo, hi)
     if len(pts) < 2:
         return None
-    return pts[0][1], pts[-1][1]
+    return pts[0], pts[-1]

@@ -53,7 +53,7 @@ from controller.scenarios.base import (
     require_link,
     role_param,
 )
-from controller.scenarios.common import paper_table, pipe_ends
+from controller.scenarios.common import paper_table, pipe_window
 from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
 from controller.traffic.iperf3 import FlowSpec
 from nodes.mptcp import EndpointConfig
@@ -203,16 +203,16 @@ def connection_stats(client_json: str) -> dict[str, Any] | None:
 def pipe_drops(points: Any, bridge: str, link: str, direction: str, lo: float, hi: float) -> dict[str, Any] | None:
     """Arrivals and queue drops of the bottleneck's data direction over [lo, hi] (shapers that
     stream pipe counters: dnpipe, dummynet), or None."""
-    ends = pipe_ends(points, bridge, link, direction, lo, hi)
-    if ends is None:
+    pts = pipe_window(points, bridge, link, direction, lo, hi)
+    if len(pts) < 2:
         return None
-    a, b = ends
+    a, b = pts[0], pts[-1]
     try:
         arrived = int(b["rx_pkts"]) - int(a["rx_pkts"])
         dropped = int(b["drop_queue_pkts"]) - int(a["drop_queue_pkts"])
     except (KeyError, TypeError, ValueError):
         return None
-    peak = max((int(f.get("queue_peak_pkts") or 0) for _, f in pts), default=None)
+    peak = max((int(f.get("queue_peak_pkts") or 0) for f in pts), default=None)
     return {"arrived_pkts": arrived, "queue_drops_pkts": dropped,
             "drop_pct": round(100.0 * dropped / arrived, 3) if arrived > 0 else None, "queue_peak_pkts": peak}
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import glob
 import os
-import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from nodes.modem.identity import (ModemIdentity, at_equipment_id, candidates_like, choose, mmcli_identity,

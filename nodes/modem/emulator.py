@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import select
 import termios
 import threading

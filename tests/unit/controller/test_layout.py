@@ -173,3 +173,17 @@ def test_layer_table_covers_every_package():
     base_packages = {"controller.parsers", "controller.labdb"}
     assert packages - placed - base_packages == set(), "packages missing from LAYERS: " + \
         ", ".join(sorted(packages - placed - base_packages))
+
+
+def test_pyflakes_finds_nothing():
+    """ruff's pyflakes rules (F: undefined names, unused imports and variables, redefinitions) over
+    everything the project ships and tests. An undefined name in a scenario's summary escaped the
+    unit tests once and broke `ctl reproduce --smoke` (parallel_streams.pipe_drops); this catches
+    that class before the rack does."""
+    import subprocess
+    import sys
+    ruff = Path(sys.executable).with_name("ruff")
+    proc = subprocess.run([str(ruff), "check", "--select", "F", "--output-format", "concise", "--no-cache",
+                           "controller", "nodes", "bridges", "bench", "scripts", "tests"],
+                          cwd=PROJECT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

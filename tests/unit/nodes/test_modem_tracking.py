@@ -6,7 +6,6 @@ the AT modem is the emulator (a TEST DOUBLE) on a real pty.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest

@@ -7,7 +7,8 @@ import pytest
 
 from controller.campaign.spec import load_campaign
 from controller.errors import UsageError
-from controller.reproduce.design import campaign_document, design, parse_papers, traffic_estimate
+from controller.reproduce.campaign_design import traffic_estimate
+from controller.reproduce.design import campaign_document, design, parse_papers
 from controller.reproduce.queue import finish_times, prepare
 from tests.unit.controller.reproduce.conftest import statuses
 

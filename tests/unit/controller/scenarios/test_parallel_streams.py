@@ -195,3 +195,22 @@ def test_summary_json_carries_fig8(recorded):
     t = recorded[1]["paper_table"]
     assert t["columns"][-1] == "error pp"
     assert t["rows"] == [["x1", 64, 80.568, 80.57, 80.0, 80.0, 0.57], ["m0", 16, 19.452, 19.45, 20.0, 20.0, -0.55]]
+
+
+def test_pipe_drops_counts_arrivals_drops_and_the_queue_peak_over_the_window():
+    """Arrivals and queue drops are the window's counter differences; the queue peak is the largest
+    over every sample in the window, not only its ends; a window with under two samples is None."""
+    from controller.scenarios.parallel_streams import pipe_drops
+    from controller.telemetry.points import Point
+
+    def pipe(t_s, direction="forward", **f):
+        return Point("pipe", {"host": "br1", "link": "path1", "direction": direction}, f, int(t_s * 1e9))
+    pts = [pipe(30, rx_pkts=5000, drop_queue_pkts=50, queue_peak_pkts=40),
+           pipe(10, rx_pkts=1000, drop_queue_pkts=10, queue_peak_pkts=20),
+           pipe(20, rx_pkts=3000, drop_queue_pkts=30, queue_peak_pkts=99),
+           pipe(20, direction="reverse", rx_pkts=1, drop_queue_pkts=1, queue_peak_pkts=500),
+           pipe(40, rx_pkts=9000, drop_queue_pkts=90, queue_peak_pkts=700)]     # after the window
+    assert pipe_drops(pts, "br1", "path1", "forward", 10, 30) == {
+        "arrived_pkts": 4000, "queue_drops_pkts": 40, "drop_pct": 1.0, "queue_peak_pkts": 99}
+    assert pipe_drops(pts, "br1", "path1", "forward", 15, 25) is None
+    assert pipe_drops(pts, "br9", "path1", "forward", 0, 99) is None
