@@ -28,7 +28,7 @@ from controller.reproduce import report as rep
 from controller.reproduce.cells import Cells
 from controller.reproduce.design import design, parse_papers
 from controller.reproduce.measure import collect
-from controller.reproduce.queue import PlannedCampaign, finish_times, prepare, submit
+from controller.reproduce.queue import PlannedCampaign, finish_times, prepare, replan, submit
 from controller.reproduce.verdicts import Context, judge, unavailable_rows
 from controller.settings import runs_dir
 from controller.textsafe import shown
@@ -270,6 +270,83 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def rerun_targets(r: record.Reproduction, keys: list[str], states: dict[str, str]) -> list[dict]:
+    """The record's entries to queue again (pure): each key must name one of the reproduction's
+    campaigns, and that campaign must be cancelled (`states`: campaign id -> its state in the
+    store). A paused one continues with `ctl campaign resume`; a done, queued or running one is
+    not queued twice."""
+    by_key = {e["key"]: e for e in r.campaigns}
+    out = []
+    for k in keys:
+        e = by_key.get(k)
+        if e is None:
+            raise UsageError(f"reproduce rerun: {r.id} has no campaign {k!r} (its campaigns: {', '.join(by_key)})")
+        st = states.get(e["id"], "missing from the campaign store")
+        if st == "paused":
+            raise UsageError(f"reproduce rerun: campaign #{e['num']} ({k}) is paused: `ctl campaign resume "
+                             f"{e['num']}` continues it")
+        if st != "cancelled":
+            raise UsageError(f"reproduce rerun: campaign #{e['num']} ({k}) is {st}: only a cancelled campaign is "
+                             "queued again")
+        out.append(e)
+    return out
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    keys = [k.strip() for k in args.campaign.split(",") if k.strip()]
+    if not keys or len(set(keys)) != len(keys):
+        raise UsageError("reproduce rerun: --campaign: one or more different campaign keys, comma-separated")
+    r = record.find(args.id)
+    if not store_exists():
+        raise UsageError("no campaign store yet")
+    store = open_store()
+    try:
+        states = {e["id"]: c.state for e in r.campaigns if (c := store.find(e["id"])) is not None}
+    finally:
+        store.close()
+    targets = rerun_targets(r, keys, states)
+    # The rack the reproduction ran on: its inventory file unless --inventory names another file of it.
+    inv_path = Path(resolve_inventory_path(args.inventory) if getattr(args, "inventory", None) else r.inventory_path)
+    inv = inventory_of(argparse.Namespace(inventory=str(inv_path)))
+    if inv.name != r.inventory_name:
+        raise UsageError(f"reproduce rerun: {inv_path} now describes rack {inv.name}, not {r.inventory_name}")
+    # Check every file before queueing anything: a bad one changes nothing.
+    planned = [replan(e, inv) for e in targets]
+    lock = record.RecordLock(r.id)
+    if not lock.try_acquire():
+        raise UsageError(f"reproduce rerun: another ctl is changing reproduction {r.id}'s record")
+    try:
+        r = record.load(r.id)          # the record as it is now, under the lock
+        rows = []
+        for e, p in zip(targets, planned, strict=True):
+            rows += submit(r, [p], inventory_path=inv_path, inv=inv, runs_root=Path(r.runs_root), not_before=None,
+                           replacing=e)
+        record.save(r)
+    finally:
+        lock.release()
+    doc = {"id": r.id, "runs": sum(p.runs for p in planned), "estimated_rack_s": sum(p.rack_s for p in planned),
+           "campaigns": [{"key": e["key"], "num": c.num, "id": c.id, "runs": p.runs, "replaces_num": e["num"],
+                          "replaces_id": e["id"]} for e, p, c in zip(targets, planned, rows, strict=True)]}
+    if not args.json:
+        for d in doc["campaigns"]:
+            print(f"queued campaign #{d['num']} ({d['key']}, {d['runs']} runs) in place of cancelled "
+                  f"#{d['replaces_num']}; rack time about {format_span(doc['estimated_rack_s'])}")
+    owner = scheduler_owner()
+    if args.no_wait or owner:
+        who = f"the campaign scheduler (pid {owner.get('pid')}, {owner.get('purpose')}) runs them" if owner else \
+            "start `ctl campaign daemon` (or its systemd unit) to run them"
+        print(f"{who}; `ctl reproduce status {r.id}` shows progress", file=sys.stderr)
+        if args.json:
+            print_json(doc)
+        return 0
+    code = _run_foreground(r, args.quiet)
+    if code is None or code in (130, 143):
+        if args.json:
+            print_json(doc)
+        return code or 0
+    return code or _report(r, None, args.json, extra=doc)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     return _report(record.find(args.id), args.out, args.json)
 
@@ -351,6 +428,18 @@ def register(sub) -> None:
     sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                     help=JSON_HELP + "; the report's files and a verdict per claim")
     sp.set_defaults(func=cmd_report)
+
+    sp = add("rerun", "queue a cancelled campaign of a reproduction again (its own campaign file; a new campaign "
+                      "takes the cancelled one's place in the report) and run it here unless a scheduler does")
+    sp.add_argument("id", nargs="?", metavar="ID", help=id_help)
+    sp.add_argument("--campaign", required=True, metavar="KEYS",
+                    help="comma-separated keys of the campaigns to queue again, as `ctl reproduce status` and the "
+                         "report name them (e.g. dev-mcubic-eq10-t3)")
+    sp.add_argument("--no-wait", action="store_true", default=argparse.SUPPRESS,
+                    help="only queue them (the daemon runs them)")
+    sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                    help=JSON_HELP + "; the campaigns queued again, and the verdicts when they ran here")
+    sp.set_defaults(func=cmd_rerun)
 
     sp = add("compare", "two reproductions side by side (ids, or their report directories)")
     sp.add_argument("a", metavar="FIRST", help="a reproduction id, or a report directory (its measured.json)")

@@ -148,6 +148,7 @@ class CampaignData:
     progress: Any                              # campaign.progress.Progress
     runs: list[tuple[dict[str, str], str, dict]] = field(default_factory=list)   # (varied, record dir, summary)
     failures: list[Any] = field(default_factory=list)                            # attempts not completed
+    replaces: list[dict] = field(default_factory=list)    # cancelled campaigns this one was queued again for
 
 
 @dataclass
@@ -157,6 +158,7 @@ class Measured:
     kernels: dict[str, list[str]]              # kernel release -> run ids
     bpf: dict[str, dict]                       # algorithm -> {object_sha256, source, runs}
     field_runs: list[dict]
+    commits: dict[str, list[str]] = field(default_factory=dict)   # ctl commit that ran them -> run ids
 
 
 def _load_json(path: Path) -> dict | None:
@@ -252,10 +254,12 @@ def collect(store: Any, r: Reproduction, window_summary: WindowSummary | None = 
     acc: Acc = {}
     camps: list[CampaignData] = []
     kernels: dict[str, list[str]] = {}
+    commits: dict[str, list[str]] = {}
     bpf: dict[str, dict] = {}
     for entry in r.campaigns:
         c = store.find(entry["id"])
-        cd = CampaignData(entry["key"], entry["paper"], entry["title"], c, progress_of(store, c))
+        cd = CampaignData(entry["key"], entry["paper"], entry["title"], c, progress_of(store, c),
+                          replaces=list(entry.get("replaces") or []))
         cd.failures = [a for a in store.attempts(c.num) if a.klass and a.klass != "ok"]
         exp = EXPERIMENTS.get(entry["key"])
         for varied, record, s in completed_runs(store, c, record_roots([Path(r.runs_root)])):
@@ -266,6 +270,8 @@ def collect(store: Any, r: Reproduction, window_summary: WindowSummary | None = 
             m = _load_json(Path(record) / "manifest.json") or {}
             if exp is None:
                 extract(acc, entry["key"], varied, with_kernel_bbr(s, m) if entry["key"] == "bbrv3" else s)
+            commits.setdefault(str((m.get("controller") or {}).get("commit") or "unknown"),
+                               []).append(Path(record).name)
             k = _kernel_of(m)
             if k:
                 kernels.setdefault(k, []).append(Path(record).name)
@@ -276,4 +282,4 @@ def collect(store: Any, r: Reproduction, window_summary: WindowSummary | None = 
         camps.append(cd)
     for e in bpf.values():
         e["object_sha256"] = sorted(x for x in e["object_sha256"] if x)
-    return Measured(build_cells(acc), camps, kernels, bpf, latest_field_runs(Path(r.runs_root)))
+    return Measured(build_cells(acc), camps, kernels, bpf, latest_field_runs(Path(r.runs_root)), commits)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import yaml
 
@@ -17,10 +17,11 @@ from controller.campaign.plan import PlannedRun, ValidatedCase, draw_seed, order
 from controller.campaign.spec import CampaignSpec, load_campaign
 from controller.campaign.store import campaign_dir
 from controller.campaign.timing import estimate_finish, learned_overhead
+from controller.errors import UsageError
 from controller.inventory import Inventory
 from controller.reproduce.campaign_design import traffic_estimate
 from controller.reproduce.design import CampaignDesign, ReproductionDesign, campaign_document
-from controller.reproduce.record import Reproduction
+from controller.reproduce.record import Reproduction, replace_campaign
 
 
 @dataclass
@@ -61,31 +62,53 @@ def write_campaign_file(directory: Path, mode: str, d: CampaignDesign, window: s
     return path
 
 
-def prepare(rd: ReproductionDesign, inv: Inventory, directory: Path, window: str | None = None) -> list[PlannedCampaign]:
-    """Write, load and check every campaign of the design (nothing is submitted)."""
-    directory.mkdir(parents=True, exist_ok=True)
+def overhead_samples(scenarios: Sequence[str], inv: Inventory) -> dict[str, list[float]]:
+    """Per scenario, the store's measured set-up/restore seconds of its runs on this rack."""
     samples: dict[str, list[float]] = {}
     if store_exists():
         store = open_store()
         try:
-            for d in rd.campaigns:
-                samples.setdefault(d.scenario, store.overhead_samples(d.scenario, inv.name))
+            for sc in scenarios:
+                samples.setdefault(sc, store.overhead_samples(sc, inv.name))
         finally:
             store.close()
-    out = []
-    for d in rd.campaigns:
-        path = write_campaign_file(directory, rd.mode, d, window)
-        spec, lines, text = load_campaign(path)
-        validated = validate_cases(spec, path, lines, inv)
-        seed = spec.seed if spec.seed is not None else (draw_seed() if spec.order == "random" else None)
-        planned = order_runs(len(validated), spec.repetitions, spec.order, seed)
-        # the scenario's own duration, or (a BitTorrent step) an estimate from its payload and rates
-        durations = {v.case.index: traffic_estimate(spec.scenario, v.case.values) for v in validated}
-        got = samples.get(d.scenario, [])
-        overhead = learned_overhead(got, spec.overhead_s)
-        out.append(PlannedCampaign(d, path, text, spec, validated, seed, planned, durations, overhead,
-                                   len(got) if overhead != spec.overhead_s else 0))
-    return out
+    return samples
+
+
+def plan_file(d: CampaignDesign, path: Path, inv: Inventory, samples: dict[str, list[float]]) -> PlannedCampaign:
+    """Load and check one campaign file exactly as `ctl campaign plan` does, draw its order and
+    estimate its rack time (nothing is submitted)."""
+    spec, lines, text = load_campaign(path)
+    validated = validate_cases(spec, path, lines, inv)
+    seed = spec.seed if spec.seed is not None else (draw_seed() if spec.order == "random" else None)
+    planned = order_runs(len(validated), spec.repetitions, spec.order, seed)
+    # the scenario's own duration, or (a BitTorrent step) an estimate from its payload and rates
+    durations = {v.case.index: traffic_estimate(spec.scenario, v.case.values) for v in validated}
+    got = samples.get(spec.scenario, [])
+    overhead = learned_overhead(got, spec.overhead_s)
+    return PlannedCampaign(d, path, text, spec, validated, seed, planned, durations, overhead,
+                           len(got) if overhead != spec.overhead_s else 0)
+
+
+def prepare(rd: ReproductionDesign, inv: Inventory, directory: Path, window: str | None = None) -> list[PlannedCampaign]:
+    """Write, load and check every campaign of the design (nothing is submitted)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    samples = overhead_samples([d.scenario for d in rd.campaigns], inv)
+    return [plan_file(d, write_campaign_file(directory, rd.mode, d, window), inv, samples) for d in rd.campaigns]
+
+
+def replan(entry: Mapping[str, Any], inv: Inventory) -> PlannedCampaign:
+    """A reproduction's campaign planned again from the file it was submitted with (the file
+    under the reproduction's directory, not today's design: the same cases and repetitions; a
+    fresh random order)."""
+    path = Path(str(entry["file"]))
+    if not path.is_file():
+        raise UsageError(f"campaign {entry['key']}: its file {path} is gone")
+    spec, _, _ = load_campaign(path)
+    # Only key, paper and title of the design are read after planning (the record, the plan table).
+    d = CampaignDesign(paper=str(entry["paper"]), key=str(entry["key"]), title=str(entry["title"]),
+                       scenario=spec.scenario, fixed={})
+    return plan_file(d, path, inv, overhead_samples([spec.scenario], inv))
 
 
 def finish_times(planned: Sequence[PlannedCampaign], now: float, not_before: float | None) -> list[float]:
@@ -99,8 +122,10 @@ def finish_times(planned: Sequence[PlannedCampaign], now: float, not_before: flo
 
 
 def submit(r: Reproduction, planned: Sequence[PlannedCampaign], *, inventory_path: Path, inv: Inventory,
-           runs_root: Path, not_before: float | None) -> list[Any]:
-    """Queue every campaign (one store transaction each) and record them in the reproduction."""
+           runs_root: Path, not_before: float | None, replacing: Mapping[str, Any] | None = None) -> list[Any]:
+    """Queue every campaign (one store transaction each) and record them in the reproduction.
+    `replacing`: the record's entry of a cancelled campaign that the (one) planned campaign
+    replaces in the reproduction (record.replace_campaign)."""
     store = open_store()
     rows = []
     try:
@@ -112,10 +137,14 @@ def submit(r: Reproduction, planned: Sequence[PlannedCampaign], *, inventory_pat
             d = campaign_dir(c.id)
             d.mkdir(parents=True, exist_ok=True)
             (d / "campaign.yaml").write_text(p.text)
-            store.event(c.num, "reproduction", f"part of reproduction {r.id} ({p.design.key})")
-            r.campaigns.append({"key": p.design.key, "paper": p.design.paper, "title": p.design.title,
-                                "id": c.id, "num": c.num, "file": str(p.path), "runs": p.runs,
-                                "submitted": time.time()})
+            again = f", queued again for cancelled campaign #{replacing['num']}" if replacing else ""
+            store.event(c.num, "reproduction", f"part of reproduction {r.id} ({p.design.key}){again}")
+            entry = {"key": p.design.key, "paper": p.design.paper, "title": p.design.title,
+                     "id": c.id, "num": c.num, "file": str(p.path), "runs": p.runs, "submitted": time.time()}
+            if replacing:
+                replace_campaign(r, replacing, entry)
+            else:
+                r.campaigns.append(entry)
             rows.append(c)
     finally:
         store.close()

@@ -1,7 +1,8 @@
 """A reproduction's record: which campaigns it queued, in which mode, on which rack, what could not
 run and why. One JSON file per reproduction in the state dir, next to the campaign store:
 
-    <state>/reproductions/<id>/reproduction.json     this record (written once, atomically)
+    <state>/reproductions/<id>/reproduction.json     this record (written atomically: when queued, and
+                                                     again when a cancelled campaign is queued again)
     <state>/reproductions/<id>/campaigns/*.yaml      the campaign files it submitted
     <state>/reproductions/<id>/report/               `ctl reproduce report` (HTML, Markdown, PNG, JSON)
 
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.errors import UsageError
+from controller.lock import FileLock
 from controller.settings import state_dir
 
 FORMAT = 1
@@ -61,6 +63,22 @@ class Reproduction:
     @property
     def dir(self) -> Path:
         return root() / self.id
+
+
+class RecordLock(FileLock):
+    """One writer of a reproduction's record at a time (`ctl reproduce rerun`)."""
+
+    def __init__(self, rid: str):
+        super().__init__(f"reproduction-{rid}", f"ctl reproduce rerun {rid}")
+
+
+def replace_campaign(r: Reproduction, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Put campaign `new` in the place of the cancelled campaign `old` (same key) in the record
+    (pure, on the record in memory): the report reads the new one; the new entry keeps the ids of
+    every campaign it replaced, oldest first, so the record still names the cancelled ones."""
+    i = next(n for n, e in enumerate(r.campaigns) if e["id"] == old["id"])
+    gone = {"id": old["id"], "num": old["num"], "submitted": old.get("submitted")}
+    r.campaigns[i] = {**new, "replaces": [*(old.get("replaces") or []), gone]}
 
 
 def root() -> Path:

@@ -367,7 +367,8 @@ def build(store: Any, r: Reproduction, out: Path, *, campaign_reports: bool = Tr
         mine = [cd for cd in m.campaigns if cd.paper == key]
         if mine:
             b.append(("table", ["campaign", "runs", "state", "failed attempts", "report"],
-                      [[(cd.title, None), (f"{cd.progress.done} of {cd.progress.total} done, {cd.progress.failed} "
+                      [[(cd.title + "".join(f" (queued again in place of cancelled campaign #{x['num']})"
+                                            for x in cd.replaces), None), (f"{cd.progress.done} of {cd.progress.total} done, {cd.progress.failed} "
                                            f"failed", None), (cd.row.state, None), (str(len(cd.failures)), None),
                         ("campaign report", camp_links.get(cd.key))] for cd in mine]))
         notes = r.notes.get(key) or []
@@ -436,6 +437,8 @@ def provenance(r: Reproduction, m: Measured) -> list[tuple[str, str]]:
     commit = ctl_version.commit()
     return [("ctl", f"{ctl_version.version()}, commit {commit or 'unknown (not a git checkout, no build record)'}"),
             ("controller kernel", f"{platform.system()} {platform.release()} ({platform.machine()})"),
+            ("ctl that ran the runs", ", ".join(f"commit {c} ({len(v)} runs)" for c, v in sorted(m.commits.items()))
+             or "none recorded"),
             ("endpoint kernels", ", ".join(f"{k} ({len(v)} runs)" for k, v in sorted(m.kernels.items()))
              or "none recorded"),
             ("rack", f"{r.inventory_name} ({r.rack_kind}), inventory {r.inventory_path}"),

@@ -219,6 +219,14 @@ class ReproducePlan(Open):
     runs: int
 
 
+class ReproduceRerun(Open):
+    id: str = Field(description="the reproduction")
+    campaigns: list[dict[str, Any]] = Field(description="per campaign queued again: key, num, id, runs, the "
+                                                        "cancelled campaign it replaces (replaces_num, replaces_id)")
+    runs: int
+    estimated_rack_s: float = Field(description="seconds of rack time of the campaigns queued again")
+
+
 class ReproduceStatus(Open):
     id: str
     mode: str
@@ -285,6 +293,7 @@ OUTPUTS: dict[str, Any] = {
     "reproduce": Union[ReproducePlan, AnyObject],
     "reproduce status": Optional[ReproduceStatus],     # null: no reproduction yet (exit 0)
     "reproduce report": Report,
+    "reproduce rerun": Union[ReproduceRerun, AnyObject],   # with the verdicts when it ran here
     "reproduce compare": ReproduceCompare,
     "rack status": RackStatus,
     "rack reserve": Reservation,

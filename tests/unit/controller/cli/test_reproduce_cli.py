@@ -81,3 +81,50 @@ def test_the_time_left_is_when_the_last_campaign_ends_not_the_sum_of_their_etas(
             ("paused", 300 * 60.0), ("queued", None)]
     assert time_left_s(etas) == 176 * 60.0
     assert time_left_s([("done", 0.0)]) == 0.0 and time_left_s([]) == 0.0
+
+
+def test_a_cancelled_campaign_is_queued_again_in_its_place(cli, tmp_path):
+    """`ctl reproduce rerun`: the campaign file the reproduction wrote, queued as a new campaign
+    that takes the cancelled one's place in the record (the report reads it), which keeps the
+    cancelled campaign's id; only a cancelled campaign, and bad input changes nothing."""
+    rc, out, err = cli("reproduce", "--smoke", "--papers", "mptcp-bt", "--no-wait", "--json")
+    assert rc == 0, err
+    rid = json.loads(out)["data"]["id"]
+    path = tmp_path / "state" / "reproductions" / rid / "reproduction.json"
+    before = path.read_text()
+    rc, out, err = cli("reproduce", "rerun", "--campaign", "mptcp-bt", "--no-wait")
+    assert (rc, out, err.splitlines()) == (2, "", ["ctl: error: reproduce rerun: campaign #1 (mptcp-bt) is queued: "
+                                                   "only a cancelled campaign is queued again"])
+    rc, _, _ = cli("campaign", "cancel", "1")
+    assert rc == 0
+    rc, out, err = cli("reproduce", "rerun", rid, "--campaign", "mptcp-bt,nope", "--no-wait")
+    assert (rc, out, err.splitlines()) == (2, "", [f"ctl: error: reproduce rerun: {rid} has no campaign 'nope' "
+                                                   "(its campaigns: mptcp-bt)"])
+    assert path.read_text() == before                          # nothing queued for the good key either
+    rc, out, err = cli("reproduce", "rerun", "--campaign", "mptcp-bt", "--no-wait", "--json")
+    assert rc == 0, err
+    d = json.loads(out)["data"]
+    assert [(c["key"], c["num"], c["replaces_num"], c["runs"]) for c in d["campaigns"]] == [("mptcp-bt", 2, 1, 2)]
+    entries = json.loads(path.read_text())["campaigns"]
+    assert [(e["key"], e["num"], [x["num"] for x in e["replaces"]]) for e in entries] == [("mptcp-bt", 2, [1])]
+    rc, out, _ = cli("reproduce", "status", "--json")
+    assert [(c["num"], c["state"]) for c in json.loads(out)["data"]["campaigns"]] == [(2, "queued")]
+    rc, out, err = cli("campaign", "status", "--json")
+    assert rc == 0, err
+
+
+def test_rerun_targets_only_cancelled_campaigns():
+    from controller.cli.reproduce import rerun_targets
+    from controller.errors import UsageError
+    from controller.reproduce.record import Reproduction, replace_campaign
+    r = Reproduction("R", "deviations", ["mcubic"], 0.0, "inv.yaml", "virtual", "virtual", "/runs",
+                     campaigns=[{"key": k, "id": f"c{n}", "num": n} for n, k in ((1, "a"), (2, "b"), (3, "c"))])
+    states = {"c1": "done", "c2": "cancelled", "c3": "paused"}
+    assert rerun_targets(r, ["b"], states) == [r.campaigns[1]]
+    for keys, says in ((["a"], "is done"), (["c"], "`ctl campaign resume 3` continues it"), (["z"], "no campaign 'z'")):
+        with pytest.raises(UsageError, match=re.escape(says)):
+            rerun_targets(r, keys, states)
+    replace_campaign(r, r.campaigns[1], {"key": "b", "id": "c4", "num": 4})
+    replace_campaign(r, r.campaigns[1], {"key": "b", "id": "c5", "num": 5})
+    assert [e["num"] for e in r.campaigns] == [1, 5, 3]
+    assert [x["num"] for x in r.campaigns[1]["replaces"]] == [2, 4]
