@@ -12,11 +12,15 @@ from controller.reproduce.effects import GAP_SHARE, MIN_RELEVANT
 from controller.reproduce.evidence import CalibrationResult, HypothesisResult
 from controller.reproduce.hypotheses import CITATIONS, EXPERIMENTS, Citation, experiments_for
 
-RULE = (f"Rule (fixed before the runs): an effect is treated - baseline with its 95 % confidence interval "
-        f"(paired over the runs both cells share, else Welch). A hypothesis predicts the direction (towards the "
-        f"paper's value). Supported: the whole interval is on the predicted side of 0. Refuted: the whole interval "
-        f"is on the other side, or below the smallest effect that could matter ({GAP_SHARE:g} of the gap to the "
-        f"paper's value, at least {MIN_RELEVANT:g}). Open: neither. Mixed: the comparisons of one hypothesis "
+RULE = (f"Rule (fixed before the runs; two clarifications of its code made after the runs of 2026-11-26 are "
+        f"listed in docs/reference/hypotheses.md): an effect is treated - baseline with its 95 % confidence "
+        f"interval (paired over the runs both cells share, else Welch). A hypothesis predicts the direction "
+        f"(towards the paper's value). Relevant: the smallest effect that could account for the deviation, "
+        f"{GAP_SHARE:g} of the gap to the paper's value, at least {MIN_RELEVANT:g}. Supported: the whole interval "
+        f"is on the predicted side of 0, includes relevant effects, and (towards a value) stays short of twice "
+        f"the gap. Refuted: the whole interval is on the other side of 0, or below the relevant size (also when "
+        f"it is on the predicted side: real, too small), or beyond twice the gap (the number ends farther from "
+        f"the paper's value than without the change). Open: neither. Mixed: the comparisons of one hypothesis "
         f"disagree (each is listed).")
 
 

@@ -54,6 +54,8 @@ def test_no_interval_from_one_value():
     (-0.05, 0.3, 1, 0.2, OPEN),          # straddles 0 and reaches it
     (-0.5, -0.1, -1, 0.2, SUPPORTED),    # predicted down
     (0.1, 0.5, -1, 0.2, REFUTED),
+    (0.05, 0.15, 1, 0.2, REFUTED),       # real and in the predicted direction, but too small to matter
+    (0.15, 0.25, 1, 0.2, SUPPORTED),     # real, and reaches the relevant size
 ])
 def test_the_rule(low, high, direction, relevant, expect):
     from controller.reproduce.effects import Effect
