@@ -10,7 +10,7 @@ from typing import Sequence
 from controller.reproduce.cells import Cells
 from controller.reproduce.effects import GAP_SHARE, MIN_RELEVANT
 from controller.reproduce.evidence import CalibrationResult, HypothesisResult
-from controller.reproduce.hypotheses import CITATIONS, EXPERIMENTS, Citation, experiments_for
+from controller.reproduce.hypotheses import CITATIONS, EXPERIMENTS, Citation, Experiment, deviation_column, experiments_for
 
 RULE = (f"Rule (fixed before the runs; two clarifications of its code made after the runs of 2026-11-26 are "
         f"listed in docs/reference/hypotheses.md): an effect is treated - baseline with its 95 % confidence "
@@ -49,8 +49,7 @@ def experiment_tables(cells: Cells, paper: str) -> list[tuple]:
         sel = cells.select(e.design.paper, e.key, metric=e.metric)
         if not sel:
             continue
-        rows = list(dict.fromkeys(c.row for c in sel))
-        cols = list(dict.fromkeys(c.column for c in sel))
+        rows, cols = design_order(e, [c.row for c in sel], [c.column for c in sel])
         body = [[(r, None)] + [((cells.get(e.design.paper, e.key, r, c, e.metric).text()   # type: ignore[union-attr]
                                  if cells.get(e.design.paper, e.key, r, c, e.metric) else "-"), None) for c in cols]
                 for r in rows]
@@ -61,6 +60,22 @@ def experiment_tables(cells: Cells, paper: str) -> list[tuple]:
                           else "")))
         out.append(("table", [f"{e.row} \\ condition"] + [c or "(one condition)" for c in cols], body))
     return out
+
+
+def design_order(e: Experiment, rows: Sequence[str], cols: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The rows and columns of an experiment's cells in the order its campaign file lists the cases
+    (pure; the runs themselves come in a random order); any the design does not name go last."""
+    want_rows: list[str] = []
+    want_cols: list[str] = []
+    for case in e.design.case_values():
+        v = {k.replace("-", "_"): x for k, x in case.items()}     # as the campaign's runs name them
+        want_rows.append(e.row_labels.get(v.get(e.row, ""), v.get(e.row, "")))
+        want_cols += [deviation_column(e, v, w) for w in (e.windows or (None,))]
+
+    def ordered(got: Sequence[str], want: list[str]) -> list[str]:
+        rank = {x: i for i, x in reversed(list(enumerate(want)))}
+        return sorted(dict.fromkeys(got), key=lambda x: rank.get(x, len(want)))
+    return ordered(rows, want_rows), ordered(cols, want_cols)
 
 
 def calibration_blocks(results: Sequence[CalibrationResult]) -> list[tuple]:

@@ -66,6 +66,16 @@ class ComparisonResult:
         return t.low <= self.target <= t.high
 
     @property
+    def baseline_at_target(self) -> bool | None:
+        """Whether the target lies within the baseline cell's 95 % interval: this rack's number
+        without the change already agrees with the paper's at that cell, so there is no
+        deviation there for the change to explain (None: cannot say)."""
+        b = self.baseline
+        if self.target is None or b is None or b.low is None or b.high is None:
+            return None
+        return b.low <= self.target <= b.high
+
+    @property
     def gap_share(self) -> float | None:
         """The effect's mean as a share of the gap from the baseline to the target (1: it closes
         the gap exactly; above 2: the treated condition ends farther from the target than the
@@ -79,10 +89,14 @@ class ComparisonResult:
         tr = self.treated.text() if self.treated else "-"
         bs = self.baseline.text() if self.baseline else "-"
         share = self.gap_share
+        where = [("within" if self.reaches_target else "outside") + " the treated 95 % CI"] \
+            if self.reaches_target is not None else []
+        if self.baseline_at_target:
+            where.append("within the baseline's 95 % CI: no deviation to explain at this cell")
+        moved = "" if share is None else (f"; the mean effect is {share:.0%} of the gap" if share >= 0 else
+                                          f"; the mean effect moves away from the target ({-share:.3g} times the gap)")
         goal = "" if self.target is None else f"; target {self.target:.3g}" + (
-            " (within the treated 95 % CI)" if self.reaches_target else " (outside the treated 95 % CI)"
-            if self.reaches_target is False else "") + (
-            f"; the mean effect is {share:.0%} of the gap" if share is not None else "")
+            f" ({'; '.join(where)})" if where else "") + moved
         return f"{self.comparison.label}: {tr} vs {bs}; effect {self.effect.text()}{goal} -> {self.finding} ({self.why})"
 
     def to_json(self) -> dict:
@@ -90,7 +104,7 @@ class ComparisonResult:
                 "baseline": self.baseline.to_json() if self.baseline else None, "effect": self.effect.to_json(),
                 "target": self.target, "direction": self.direction, "relevant": self.relevant,
                 "finding": self.finding, "why": self.why, "reaches_target": self.reaches_target,
-                "gap_share": self.gap_share}
+                "baseline_at_target": self.baseline_at_target, "gap_share": self.gap_share}
 
 
 @dataclass(frozen=True)
@@ -142,6 +156,10 @@ def judge_hypothesis(h: Hypothesis, cells: Cells) -> HypothesisResult:
     if reached:
         reason += "; the target (the paper's value, or the model's) lies within the treated condition's 95 % CI in " + ", ".join(
             r.comparison.label for r in reached)
+    agreed = [r for r in measured if r.baseline_at_target]
+    if agreed:
+        reason += ("; without the change this rack already agrees with the target (within the baseline's 95 % CI) "
+                   "in " + ", ".join(r.comparison.label for r in agreed))
     return HypothesisResult(h, status, reason, results)
 
 

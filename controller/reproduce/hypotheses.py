@@ -180,6 +180,15 @@ EXPERIMENTS: dict[str, Experiment] = {e.key: e for e in (
                row_labels={"100": "queue 100", "1000": "queue 1000"}),
 )}
 
+
+def deviation_column(e: Experiment, varied: Mapping[str, str], window: str | None = None) -> str:
+    """The column a run of a deviation experiment fills: `delay 100ms`, `queue 500`, `window 0s:45s`."""
+    parts = [f"{k} {varied.get(k, '')}" for k in e.columns]
+    if window is not None:
+        parts.append(f"window {window}")
+    return ", ".join(parts)
+
+
 # ---- hypotheses ----------------------------------------------------------------------------------
 
 

@@ -16,7 +16,7 @@ from controller.campaign.boundary import local_record_dir, record_roots
 from controller.campaign.progress import progress_of
 from controller.errors import CtlError
 from controller.reproduce.cells import Cells, add_value, build_cells
-from controller.reproduce.hypotheses import EXPERIMENTS, Experiment
+from controller.reproduce.hypotheses import EXPERIMENTS, Experiment, deviation_column
 from controller.reproduce.papers import PARALLEL_SHARES, paper_value, row_label
 from controller.reproduce.record import Reproduction
 from controller.run.replay import summarize_record_windows
@@ -102,14 +102,6 @@ def extract(acc: Acc, key: str, varied: Mapping[str, str], summary: Mapping[str,
     fn = EXTRACTORS.get(key)
     if fn is not None and summary.get("valid", True):
         fn(acc, varied, summary)
-
-
-def deviation_column(e: Experiment, varied: Mapping[str, str], window: str | None = None) -> str:
-    """The column a run of a deviation experiment fills: `delay 100ms`, `queue 500`, `window 0s:45s`."""
-    parts = [f"{k} {varied.get(k, '')}" for k in e.columns]
-    if window is not None:
-        parts.append(f"window {window}")
-    return ", ".join(parts)
 
 
 # What a deviation cell keeps of each run besides its value: the run it came from (paired effects

@@ -70,3 +70,18 @@ def test_the_rendered_report_shows_a_hypothesis_in_html_and_markdown(tmp_path):
         assert "mcubic-run-length" in text and rl.status in text
         assert "experiment: dev-mcubic-run-length" in text and "MCubic paper, section 4.2.2" in text
     assert 'hv-' in page
+
+
+def test_experiment_tables_follow_the_campaign_files_order_not_the_runs():
+    """The runs come in a random order; the table's rows and columns come in the order the
+    experiment's campaign file lists its cases (Table 3's delays 300, 400, 500 ms)."""
+    from controller.reproduce.deviation_report import design_order
+    from controller.reproduce.hypotheses import EXPERIMENTS
+    e = EXPERIMENTS["dev-mcubic-eq10-t3"]
+    rows, cols = design_order(e, ["mcubic_wrap", "mcubic", "mcubic_stretch", "mcubic"],
+                              ["delay2 500ms", "delay2 300ms", "delay2 400ms", "something else"])
+    assert rows == ["mcubic", "mcubic_wrap", "mcubic_stretch"]
+    assert cols == ["delay2 300ms", "delay2 400ms", "delay2 500ms", "something else"]
+    e = EXPERIMENTS["dev-mcubic-run-length"]
+    _, cols = design_order(e, [], ["window 300s:600s", "window 0s:45s", "window 45s:600s"])
+    assert cols == ["window 0s:45s", "window 45s:600s", "window 300s:600s"]

@@ -136,6 +136,24 @@ def test_toward_a_measured_cell():
     assert "the mean effect is 94% of the gap" in r.comparisons[0].text()
 
 
+def test_a_cell_that_already_agrees_with_the_paper_says_so():
+    """MCubic's Table 3 cells on 2026-11-26: without the change (literal mcubic) the paper's 0.47
+    lies inside the baseline's interval; the wrap reading moves the ratio up, away from it. The
+    text says both, and the share of the gap is not printed as a negative percentage."""
+    h = next(x for x in HYPOTHESES if x.id == "mcubic-eq10-reading-t3")
+    col = "delay2 400ms"
+    cells = Cells([_cell("dev-mcubic-eq10-t3", "mcubic", col, [0.43, 0.55, 0.66]),
+                   _cell("dev-mcubic-eq10-t3", "mcubic_wrap", col, [4.5, 6.0, 7.4])])
+    r = judge_hypothesis(h, cells)
+    c = next(x for x in r.comparisons if x.comparison.label == "mcubic_wrap vs mcubic, 100:400ms")
+    assert c.baseline_at_target and not c.reaches_target and c.finding == REFUTED
+    text = c.text()
+    assert "within the baseline's 95 % CI: no deviation to explain at this cell" in text
+    assert "moves away from the target" in text and "-" not in text.split("moves away")[1].split(")")[0]
+    assert "without the change this rack already agrees with the target" in r.reason
+    assert c.to_json()["baseline_at_target"] is True
+
+
 def test_calibrations():
     cal = next(c for c in CALIBRATIONS if c.id == "mcubic-single-subflow")
     ok = Cells([_cell("dev-calibration", "mcubic", "subflows 1", [0.95, 1.02, 1.05])])

@@ -10,8 +10,8 @@ import pytest
 
 from controller import scenarios
 from controller.reproduce import hypotheses as hy
+from controller.reproduce.hypotheses import deviation_column
 from controller.reproduce.design import DEVIATIONS_DIR, EXPERIMENTS, deviation_file, design
-from controller.reproduce.measure import deviation_column
 from controller.reproduce.verdicts import CLAIMS
 
 from .conftest import statuses
