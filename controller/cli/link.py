@@ -31,8 +31,8 @@ def _say(msg: str) -> None:
 def _hold(inv, args: argparse.Namespace, what: str, busy_s: float) -> Iterator[None]:
     """The rack (machine lock, then the lease that lives with the rack), waiting if asked; and
     no change during or into somebody else's reservation."""
-    with hold_rack(inv, what, wait_s=parse_wait(args.wait), say=_say, prepare=lambda: ensure_lab(inv)):
-        check_free(inv, time.time(), busy_s, what)
+    with hold_rack(inv, what, wait_s=parse_wait(args.wait), say=_say, prepare=lambda: ensure_lab(inv)) as hold:
+        check_free(inv, time.time(), busy_s, what, via=hold.lease)
         yield
 
 

@@ -83,7 +83,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if brought_up and brought_up[0]:
             say(f"virtual rack {inv.name} was down: brought it up")
         # Somebody else's reservation: refused before anything on the rack changes (exit 3).
-        check_free(inv, time.time(), float(params.get("duration") or 0) + ADHOC_OVERHEAD_S, f"ctl run {args.scenario}")
+        check_free(inv, time.time(), float(params.get("duration") or 0) + ADHOC_OVERHEAD_S, f"ctl run {args.scenario}",
+                   via=hold.lease)
         problems = recover_all(inv, runs_dir(args.runs_dir), say)
         if problems:
             raise CtlError("the rack could not be restored after an interrupted run: " + "; ".join(problems))

@@ -438,6 +438,20 @@ class HostLease:
             self._loop.stop()
             self._loop = None
 
+    def run(self, place: LeasePlace, argv: tuple[str, ...], *, timeout: float = 30) -> tuple[int | None, str, str] | None:
+        """One short command on the lease host over the held lease's own connection: (exit, stdout,
+        stderr); None when this lease is not held here or lives at another place (the caller then
+        opens a connection of its own). Saves a second SSH connection to the same host before a run
+        (its reservation check)."""
+        session, loop = self._session, self._loop
+        if session is None or loop is None or self._proc is None or self.lost or place != self.place:
+            return None
+
+        async def go() -> tuple[int | None, str, str]:
+            r = await session.run(Command(argv, timeout=timeout, check=False, note="rack lease"))
+            return r.exit_status, r.stdout, r.stderr
+        return loop.run(go(), timeout + 5)
+
     def holder(self) -> Holder | None:
         code, out, err = asyncio.run(run_on_place(
             self.place, ("sh", "-c", _READ, "ctl-lease-read", self.place.directory, self.place.lock_name)))

@@ -44,7 +44,7 @@ from controller.inventory import Inventory
 from controller.labdb import DatabaseError, connect, database_url, first_line, redact, whoami
 from controller.labdb.keys import book_key, rack_id
 from controller.labdb.migrations import ADMIN_ROLE, EPOCH_MAX, EPOCH_MIN, SPAN_MAX_S, migrate
-from controller.rack.lease import LOCKERS, SAFE_DIR, LeasePlace, lease_place, run_on_place, unsafe_reason
+from controller.rack.lease import LOCKERS, SAFE_DIR, HostLease, LeasePlace, lease_place, run_on_place, unsafe_reason
 from controller.ssh import CommandLog, SSHSession
 from controller.textsafe import has_control, shown
 
@@ -292,8 +292,9 @@ def parse_entry(entry: Any) -> Reservation:
 class HostBook:
     """A rack's reservations in a file on its lease host (no lab database)."""
 
-    def __init__(self, inv: Inventory):
+    def __init__(self, inv: Inventory, via: Any = None):
         self.place: LeasePlace = lease_place(inv)
+        self.via = via          # a held HostLease: list() reads over its connection when it is at this place
         self.rack = inv.name
         self.file = f"{inv.name}.reservations.json"
         self.where = f"on host {self.place.target.name}"
@@ -334,8 +335,9 @@ class HostBook:
         return max([last] + [r.id for r in rows if not r.problem]), rows, raw
 
     def list(self, since: float | None = None) -> list[Reservation]:
-        code, out, err = asyncio.run(run_on_place(self.place, ("sh", "-c", _READ, "ctl-book", self.place.directory,
-                                                               self.file)))
+        argv = ("sh", "-c", _READ, "ctl-book", self.place.directory, self.file)
+        got = self.via.run(self.place, argv) if isinstance(self.via, HostLease) else None
+        code, out, err = got if got is not None else asyncio.run(run_on_place(self.place, argv))
         if code != 0:
             why = unsafe_reason(out.splitlines()[0]) if out.strip() else None
             raise CtlError(f"rack {self.rack}: cannot read the reservations {self.where}: "
@@ -409,10 +411,11 @@ class HostBook:
         return self._update(change)
 
 
-def book_for(inv: Inventory) -> Book:
-    """The rack's reservation book where its lease lives."""
+def book_for(inv: Inventory, via: Any = None) -> Book:
+    """The rack's reservation book where its lease lives; `via`: the rack's held lease (a host
+    lease then lends its connection to read the book)."""
     url = database_url()
-    return DatabaseBook(url, inv.name) if url is not None else HostBook(inv)
+    return DatabaseBook(url, inv.name) if url is not None else HostBook(inv, via)
 
 
 def others(book: list[Reservation], me: str | None) -> list[Reservation]:
@@ -421,11 +424,12 @@ def others(book: list[Reservation], me: str | None) -> list[Reservation]:
     return [r for r in book if not r.problem and r.owner != me]
 
 
-def check_free(inv: Inventory, start: float, run_s: float, what: str) -> None:
+def check_free(inv: Inventory, start: float, run_s: float, what: str, via: Any = None) -> None:
     """Refuse (exit 3) an ad-hoc `what` that would start in, or run into, somebody else's
     reservation of this rack: `start` + `run_s` (its expected duration with set-up). A book that
-    cannot be read refuses it too (CtlError: nothing starts without knowing)."""
-    book = book_for(inv)
+    cannot be read refuses it too (CtlError: nothing starts without knowing). `via`: the rack's
+    held lease (see book_for)."""
+    book = book_for(inv, via)
     rows = book.list(since=start)
     clash = overlapping(others(rows, book.me()), start, start + run_s)
     if not clash:
