@@ -317,6 +317,11 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         raise UsageError(f"reproduce rerun: another ctl is changing reproduction {r.id}'s record")
     try:
         r = record.load(r.id)          # the record as it is now, under the lock
+        ids = {e["id"] for e in r.campaigns}
+        gone = [e["key"] for e in targets if e["id"] not in ids]
+        if gone:
+            raise UsageError(f"reproduce rerun: {', '.join(gone)} of {r.id} was queued again meanwhile "
+                             "(`ctl reproduce status` shows it)")
         rows = []
         for e, p in zip(targets, planned, strict=True):
             rows += submit(r, [p], inventory_path=inv_path, inv=inv, runs_root=Path(r.runs_root), not_before=None,
