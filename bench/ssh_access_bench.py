@@ -35,7 +35,8 @@ sys.path.insert(0, str(PROJECT))
 
 from controller.commands import Command  # noqa: E402
 from controller.inventory import load_inventory  # noqa: E402
-from controller.ssh import CommandLog, SSHSession, measure_clock_offset, targets  # noqa: E402
+from controller.clocksync import measure_clock_offset  # noqa: E402
+from controller.ssh import CommandLog, SSHSession, targets  # noqa: E402
 
 KINDS = (("direct root", "b1"), ("sudo -n account", "a1"), ("via bastion", "b2"))
 

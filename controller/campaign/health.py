@@ -11,7 +11,8 @@ from bridges.base import PipeConfig, diff_pipe, read_state, shaper_class
 from controller.campaign.spec import HealthSpec
 from controller.errors import CtlError
 from controller.inventory import Role
-from controller.ssh import CommandLog, SSHPool, measure_clock_offset
+from controller.clocksync import measure_clock_offset
+from controller.ssh import CommandLog, SSHPool
 from controller.units import format_delay
 
 

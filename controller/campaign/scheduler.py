@@ -65,7 +65,7 @@ from controller.run.prepare import prepare_run
 from controller.run.recovery import interrupted_runs, recover
 from controller.run.runner import execute
 from controller.settings import runs_dir, state_dir
-from controller.ssh import CommandLog, SSHPool
+from controller.ssh import CommandLog, SSHPool, targets
 from controller.telemetry.influx import influx_target, push_pending
 from controller.textsafe import shown
 
@@ -218,6 +218,7 @@ class Scheduler:
         self.holder = scheduler_id(opts.rack.name if opts.rack is not None else None)
         self._said: set[str] = set()
         self._books: dict[str, tuple[float, Any, list[Any], str]] = {}   # rack: (read at, book, rows, error)
+        self._pools: dict[str, tuple[list[Any], SSHPool]] = {}   # rack: (its hosts' targets, pool kept between runs)
 
     # ---- signals -------------------------------------------------------------------------------
 
@@ -509,36 +510,39 @@ class Scheduler:
             target = influx_target(inv, self.log)
             telemetry = stack.enter_context(contextlib.closing(ProgressTelemetry(campaign_dir(c.id), c.id, target)))
             await self._emit(telemetry, c.num)
-            while not self.stopping:
-                if hold.lost:
-                    self.log(f"campaign #{c.num}: lost the lease of rack {inv.name}: {hold.lost}")
-                    return False
-                self._take_back_expired()
-                c = self.store.campaign(c.num)
-                try:
-                    busy = await self._busy(c, inv)
-                except ReservationsUnreadable as exc:   # let go of the rack; serve() reads the book again
-                    self._wait_for_book(c, exc)
-                    return True
-                step = self._step(c, busy=busy)
-                if step.kind == "idle":
-                    return False
-                if step.kind == "finish":
-                    c = self.store.finish_campaign(c.num)
-                    self.log(f"campaign #{c.num} {c.id}: done" + (f" ({c.reason})" if c.reason else ""))
-                    await self._emit(telemetry, c.num)
-                    return False
-                if step.kind == "wait":
-                    if c.activity != step.why:
-                        self.store.set_activity(c.num, step.why)
-                    if not step.hold_rack:
-                        self.log(f"campaign #{c.num}: {step.why}")
+            try:
+                while not self.stopping:
+                    if hold.lost:
+                        self.log(f"campaign #{c.num}: lost the lease of rack {inv.name}: {hold.lost}")
                         return False
-                    await self._sleep(min(self.opts.poll_s, (step.until or 0) - time.time()))
-                    continue
-                if not await self._run_one(c, inv, target, telemetry):
-                    await self._sleep(min(0.5, self.opts.poll_s))  # another rack took it first
-            return False
+                    self._take_back_expired()
+                    c = self.store.campaign(c.num)
+                    try:
+                        busy = await self._busy(c, inv)
+                    except ReservationsUnreadable as exc:   # let go of the rack; serve() reads the book again
+                        self._wait_for_book(c, exc)
+                        return True
+                    step = self._step(c, busy=busy)
+                    if step.kind == "idle":
+                        return False
+                    if step.kind == "finish":
+                        c = self.store.finish_campaign(c.num)
+                        self.log(f"campaign #{c.num} {c.id}: done" + (f" ({c.reason})" if c.reason else ""))
+                        await self._emit(telemetry, c.num)
+                        return False
+                    if step.kind == "wait":
+                        if c.activity != step.why:
+                            self.store.set_activity(c.num, step.why)
+                        if not step.hold_rack:
+                            self.log(f"campaign #{c.num}: {step.why}")
+                            return False
+                        await self._sleep(min(self.opts.poll_s, (step.until or 0) - time.time()))
+                        continue
+                    if not await self._run_one(c, inv, target, telemetry):
+                        await self._sleep(min(0.5, self.opts.poll_s))  # another rack took it first
+                return False
+            finally:
+                await self._drop_pool(inv.name)   # the rack is let go: so are its connections
 
     async def _settle(self, c: CampaignRow, inv: Inventory) -> bool:
         """With the rack held: restore the rack from any record a dead controller left
@@ -605,12 +609,35 @@ class Scheduler:
         self.store.set_activity(c.num, f"health check before {what}")
         hosts = plan_hosts(plan, inv)
         # The health check's connections are the run's: checked, then used, not opened twice.
-        lender = SSHPool(inv, CommandLog(None), hosts)
+        lender = await self._pool_for(inv, hosts)
+        keep = False
         try:
-            return await self._check_and_run(c, inv, target, telemetry, r, what, total, scenario, params, given,
-                                             plan, hosts, lender)
+            done = await self._check_and_run(c, inv, target, telemetry, r, what, total, scenario, params, given,
+                                              plan, hosts, lender)
+            keep = not self.stopping
+            return done
         finally:
-            await lender.close()
+            if not keep:
+                await self._drop_pool(inv.name)
+
+    async def _pool_for(self, inv: Inventory, hosts: list[str]) -> SSHPool:
+        """The connections a run's health check opens and the run then uses, kept for the next run
+        on this rack while the scheduler holds it and the hosts are reached the same way: consecutive
+        runs of a campaign do not connect again (issue 28). The health check still runs before every
+        run on them; one lost since is connected again (SSHPool.connect_all)."""
+        want = targets(inv, hosts)
+        kept = self._pools.get(inv.name)
+        if kept is not None and kept[0] == want:
+            return kept[1]
+        await self._drop_pool(inv.name)
+        pool = SSHPool(inv, CommandLog(None), hosts)
+        self._pools[inv.name] = (want, pool)
+        return pool
+
+    async def _drop_pool(self, rack: str) -> None:
+        kept = self._pools.pop(rack, None)
+        if kept is not None:
+            await kept[1].close()
 
     async def _check_and_run(self, c: CampaignRow, inv: Inventory, target: Any, telemetry: ProgressTelemetry,
                              r: RunRow, what: str, total: int, scenario: Any, params: dict, given: dict, plan: Any,

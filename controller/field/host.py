@@ -15,7 +15,8 @@ from controller.commands import Command, CommandResult
 from controller.errors import CtlError, SSHError
 from controller.inventory import Inventory
 from controller.results.records import RunRecord
-from controller.ssh import CommandLog, SSHPool, measure_clock_offset
+from controller.clocksync import measure_clock_offset
+from controller.ssh import CommandLog, SSHPool
 from controller.field.options import FieldOptions, check_hosts, check_options, field_root, logger_config, modem_hosts, resolve_device
 from controller.field.records import APPEND_ONLY, FETCH_FILES, find_record_of, merge_spools, new_record
 from controller.field.ship import build_zipapp, cat_command, install_command, pyz_path, start_command, status_command, stop_command

@@ -12,7 +12,7 @@ mutate; the probe refuses to send anything else):
 - bridges: the shaper's own read commands and parse (dummynet: release, ipfw or dnctl, the
   listing format, the net.inet.ip.dummynet.* limits and the host settings it refuses; dnpipe:
   every link's forwarder answers; tc: the ports' qdiscs);
-- every host: the clock offset against this controller (controller.ssh.measure_clock_offset).
+- every host: the clock offset against this controller (controller.clocksync.measure_clock_offset).
 
 Then each shipped scenario, planned with the rack's role defaults (controller.rack.fit), is
 runnable when every host it uses was reached and has what its role needs, its endpoints offer
@@ -36,7 +36,8 @@ from controller.inventory import Inventory, Role
 from controller.lab.rack import is_up
 from controller.rack.fit import ScenarioFit
 from controller.scenarios.mptcp_bittorrent import TOOLS_DIR
-from controller.ssh import CommandLog, SSHPool, measure_clock_offset
+from controller.clocksync import measure_clock_offset
+from controller.ssh import CommandLog, SSHPool
 from nodes.congestion.catalog import ALGORITHMS
 from nodes.congestion.driver import CongestionDriver, LoadObject, parse_probe
 

@@ -33,7 +33,8 @@ from controller.run.recovery import process_record
 from controller.run.replay import counter_hosts
 from controller.scenarios.base import RunData, RunPlan, Scenario
 from controller.perhost import MultiResult, gather_hosts
-from controller.ssh import ClockEcho, CommandLog, SSHPool
+from controller.clocksync import ClockEcho
+from controller.ssh import CommandLog, SSHPool
 from controller.telemetry.hosts import TelemetryHub, flow_points
 from controller.telemetry.spool import InfluxTarget, InfluxWriter, pending_points
 from controller.topology import interfaces_in_subnet
