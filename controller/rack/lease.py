@@ -347,10 +347,16 @@ async def run_on_place(place: LeasePlace, argv: tuple[str, ...], *, stdin: str |
     session = SSHSession(place.target, CommandLog())
     try:
         await session.connect()
-        r = await session.run(Command(argv, timeout=timeout, check=False, stdin=stdin, note="rack lease"))
-        return r.exit_status, r.stdout, r.stderr
+        return await _short(session, argv, timeout, stdin)
     finally:
         await session.close()
+
+
+async def _short(session: SSHSession, argv: tuple[str, ...], timeout: float, stdin: str | None = None
+                 ) -> tuple[int | None, str, str]:
+    """One short command on the lease host over an open session: (exit, stdout, stderr)."""
+    r = await session.run(Command(argv, timeout=timeout, check=False, stdin=stdin, note="rack lease"))
+    return r.exit_status, r.stdout, r.stderr
 
 
 class HostLease:
@@ -446,11 +452,7 @@ class HostLease:
         session, loop = self._session, self._loop
         if session is None or loop is None or self._proc is None or self.lost or place != self.place:
             return None
-
-        async def go() -> tuple[int | None, str, str]:
-            r = await session.run(Command(argv, timeout=timeout, check=False, note="rack lease"))
-            return r.exit_status, r.stdout, r.stderr
-        return loop.run(go(), timeout + 5)
+        return loop.run(_short(session, argv, timeout), timeout + 5)
 
     def holder(self) -> Holder | None:
         code, out, err = asyncio.run(run_on_place(

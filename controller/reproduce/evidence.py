@@ -57,23 +57,23 @@ class ComparisonResult:
     finding: str
     why: str
 
+    def _holds_target(self, c: Cell | None) -> bool | None:
+        """Whether the target lies within cell `c`'s 95 % interval (None: cannot say)."""
+        if self.target is None or c is None or c.low is None or c.high is None:
+            return None
+        return c.low <= self.target <= c.high
+
     @property
     def reaches_target(self) -> bool | None:
         """Whether the target lies within the treated cell's 95 % interval (None: cannot say)."""
-        t = self.treated
-        if self.target is None or t is None or t.low is None or t.high is None:
-            return None
-        return t.low <= self.target <= t.high
+        return self._holds_target(self.treated)
 
     @property
     def baseline_at_target(self) -> bool | None:
         """Whether the target lies within the baseline cell's 95 % interval: this rack's number
         without the change already agrees with the paper's at that cell, so there is no
         deviation there for the change to explain (None: cannot say)."""
-        b = self.baseline
-        if self.target is None or b is None or b.low is None or b.high is None:
-            return None
-        return b.low <= self.target <= b.high
+        return self._holds_target(self.baseline)
 
     @property
     def gap_share(self) -> float | None:
