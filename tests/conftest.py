@@ -12,8 +12,9 @@ PROJECT = Path(__file__).resolve().parent.parent
 if str(PROJECT) not in sys.path:
     sys.path.insert(0, str(PROJECT))
 
-from tests.support.rack import (TestRack, free_mgmt_octet, make_state_dir, release_cc_holds, sweep_stale_test_racks,  # noqa: E402
-                                write_test_inventory)
+from tests.support.lanes import LANE_B, lane_of, rack_scheduling  # noqa: E402
+from tests.support.rack import (TestRack, free_mgmt_octet, make_state_dir, rack_build_lock, release_cc_holds,  # noqa: E402
+                                sweep_stale_test_racks, write_test_inventory)
 
 REQUIRED = ("ip", "tc", "sshd", "iperf3", "mptcpize", "ethtool", "ss", "nstat", "ssh-keygen")
 SUITE_WORKERS = 2
@@ -23,8 +24,9 @@ _RACK_SCHEDULING = pytest.StashKey[bool]()
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """The whole suite (`python -m pytest` with no paths: the README's command) runs on two
-    pytest-xdist workers: the integration tests all on one of them, in order, on one virtual
-    rack, while the unit tests fill both (see RackScheduling). A run naming files or
+    pytest-xdist workers: the integration tests in two lanes (tests/support/lanes.py), each on
+    its own worker, in order, on its own virtual rack, started together; the unit-test modules
+    after them, on whichever worker is free (see lanes.rack_scheduling). A run naming files or
     directories, `-n` given, or CTL_TEST_WORKERS=0 (or 1) runs as before, in one process."""
     if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
         return
@@ -41,20 +43,20 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """(pytest-xdist, the suite run chosen above) Work units: every integration test together
-    (they share the session's virtual rack and are timed against it: never two racks at once,
-    and in the order they are written), each unit-test module on its own (its module-scoped
-    fixtures are built once)."""
+    """(pytest-xdist, the suite run chosen above) Work units: each lane of integration tests
+    (they share their lane's virtual rack: never two runs on one rack, and in the order they are
+    written), each unit-test module on its own (its module-scoped fixtures are built once)."""
     if not config.stash.get(_RACK_SCHEDULING, False):
         return None
-    from xdist.scheduler import LoadScopeScheduling
+    return rack_scheduling(config, log)
 
-    class RackScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "tests/integration" if path.startswith("tests/integration/") else path
 
-    return RackScheduling(config, log)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every integration test carries its lane as a marker (`-m lane_b` runs lane B alone)."""
+    for item in items:
+        lane = lane_of(item.nodeid)
+        if lane is not None:
+            item.add_marker("lane_b" if lane == LANE_B else "lane_a")
 
 
 @pytest.fixture(autouse=True)
@@ -140,14 +142,17 @@ def _build_rack(tmp_path_factory: pytest.TempPathFactory, letter: str, shaper: s
     state = make_state_dir(base / "state")
     os.environ["CTL_STATE_DIR"] = str(state)
     os.environ.pop("CTL_INFLUX_TOKEN", None)
-    # Unique per session: concurrent test sessions on one machine never share a rack.
-    sweep_stale_test_racks()
+    # Unique per process (a session, or each xdist worker of one): racks built at the same moment
+    # never share a prefix (the pid), and one at a time on this machine they choose a management
+    # subnet no interface uses and take it (lab up), so two never choose the same.
     prefix = f"{letter}{os.getpid() % 100000:05d}"
-    octet = free_mgmt_octet()
-    inv_path = write_test_inventory(base / f"{name}.yaml", prefix=prefix, mgmt_octet=octet,
-                                    influx_port=18000 + octet, shaper=shaper, name=name, access=access)
-    inv = load_inventory(inv_path)
-    lab_up_cli(inv)
+    with rack_build_lock():
+        sweep_stale_test_racks()
+        octet = free_mgmt_octet()
+        inv_path = write_test_inventory(base / f"{name}.yaml", prefix=prefix, mgmt_octet=octet,
+                                        influx_port=18000 + octet, shaper=shaper, name=name, access=access)
+        inv = load_inventory(inv_path)
+        lab_up_cli(inv)
     runs = base / "runs"
     runs.mkdir()
     return TestRack(inv_path, state, runs, prefix, inv), inv

@@ -6,13 +6,16 @@ using. Everything is real: namespaces, one sshd per host, InfluxDB, iperf3, MPTC
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import yaml
 
@@ -139,6 +142,25 @@ def make_state_dir(path: Path) -> Path:
     if not (path / "bin").exists():
         (path / "bin").symlink_to(project_bin)
     return path
+
+
+BUILD_LOCK_DIR = Path("/run/lock/ctl-tests")
+
+
+@contextmanager
+def rack_build_lock() -> Iterator[None]:
+    """Held while a test rack chooses its management subnet and is built (`lab up`): racks of
+    concurrent sessions, and of the xdist workers of one, then never pick the same free subnet
+    (and InfluxDB port) at the same moment. An exclusive flock on a file of a root-only directory
+    (ctl's own checks: not a symlink, a FIFO or someone else's); released when the process dies."""
+    from controller.safefs import open_private, private_dir
+    private_dir(BUILD_LOCK_DIR, "test rack lock directory", 0o700)
+    fd = open_private(BUILD_LOCK_DIR / "build.lock", os.O_RDWR | os.O_CREAT, "test rack build lock", 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def free_mgmt_octet() -> int:

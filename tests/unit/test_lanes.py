@@ -1,0 +1,178 @@
+"""The two lanes of integration tests (tests/support/lanes.py): what may go into lane B, which
+shares the machine with lane A, checked on the modules' text; and the scheduler that starts the
+lanes first, one on each worker (the installed pytest-xdist's LoadScopeScheduling, driven here
+with stand-ins for its worker processes: they record what they are sent)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from nodes.congestion.catalog import ALGORITHMS
+from tests.support.lanes import INTEGRATION, LANE_A, LANE_B, LIGHT, lane_of, rack_scheduling, work_unit
+
+PROJECT = Path(__file__).resolve().parents[2]
+MODULES = sorted(p.name for p in (PROJECT / INTEGRATION).glob("test_*.py"))
+
+# Congestion controls a lane-B module may name: built into every kernel (always in
+# tcp_available_congestion_control: nothing is loaded), or the name of none (refused before
+# anything changes). bbr is a module the kernel loads on first use: kernel-wide, so lane A.
+LIGHT_CC = {"cubic", "reno", "nosuchcc"}
+# Words of kernel-wide state and of the fixtures and helpers that change or compare it.
+KERNEL_WIDE = ("--cc", "hostctl", "holders", "_congestion_control", "/proc/sys", "sysctl", "bpftool", "struct_ops",
+               "nodes.congestion", "tc_rack", "release_cc_holds", "modprobe")
+BPF_NAMES = sorted({n for n in ALGORITHMS} | {a.trace_name for a in ALGORITHMS.values()} | {"bbr"})
+
+
+def source(name: str) -> str:
+    return (PROJECT / INTEGRATION / name).read_text()
+
+
+def test_every_lane_b_module_exists():
+    assert set(LIGHT) <= set(MODULES), sorted(set(LIGHT) - set(MODULES))
+
+
+def test_a_module_not_named_is_lane_a_and_unit_tests_have_no_lane():
+    assert lane_of("tests/integration/test_bpf_cc.py::test_nothing_stays_registered") == LANE_A
+    assert lane_of("tests/integration/test_a_module_written_tomorrow.py::test_x[1]") == LANE_A
+    assert lane_of("tests/integration/test_field_mode.py::test_field_run") == LANE_B
+    assert lane_of("tests/unit/controller/test_units.py::test_rate") is None
+    assert work_unit("tests/unit/controller/test_units.py::TestX::test_rate") == "tests/unit/controller/test_units.py"
+    assert work_unit("tests/integration/test_install.py::test_version") == LANE_B
+
+
+@pytest.mark.parametrize("name", sorted(LIGHT))
+def test_a_lane_b_module_touches_nothing_kernel_wide(name):
+    text = source(name)
+    for word in KERNEL_WIDE:
+        assert word not in text, f"{name} names {word!r}: kernel-wide, lane A"
+    # a BPF algorithm (or bbr) named on its own; a file name that contains one (a shipped campaign,
+    # a source file the wheel carries) is not a use
+    for alg in BPF_NAMES:
+        assert not re.search(rf"(?<![\w/.-]){re.escape(alg)}(?![\w.-])", text), f"{name} names {alg}: lane A"
+    # congestion controls its runs ask for (campaign files: `cc: x`, `cc: [x, y]`, `{cc: x}`)
+    for value in re.findall(r"\bcc:\s*(\[[^\]\n]*\]|[\w-]+)", text):
+        names = set(re.findall(r"[\w-]+", value))
+        assert names <= LIGHT_CC, f"{name} runs {sorted(names - LIGHT_CC)}: lane A"
+
+
+def test_the_lane_a_modules_this_rule_keeps_out_are_caught():
+    """The check above finds what it is for, in the modules that have it."""
+    caught = set()
+    for name in MODULES:
+        text = source(name)
+        if any(w in text for w in KERNEL_WIDE) or any(
+                re.search(rf"(?<![\w/.-]){re.escape(a)}(?![\w.-])", text) for a in BPF_NAMES):
+            caught.add(name)
+    assert {"test_bpf_cc.py", "test_bbr3.py", "test_cc_runs.py", "test_links.py", "test_inventory_probe.py",
+            "test_abort_and_safety.py"} <= caught
+    assert not caught & set(LIGHT)
+
+
+# ---- the scheduler ---------------------------------------------------------------------------------
+
+
+class _Option:
+    loadscopereorder = True     # pytest-xdist's default: units ordered by number of tests
+
+
+class _Config:
+    option = _Option()
+
+    def __init__(self, workers: int):
+        self.workers = workers
+
+    def getvalue(self, name: str):
+        assert name == "tx"
+        return [f"{self.workers}*popen"]
+
+
+class _Worker:
+    """Stands for a worker process: what the scheduler sends it."""
+
+    def __init__(self, name: str):
+        self.gateway = type("Gateway", (), {"id": name})()
+        self.shutting_down = False
+        self.sent: list[list[int]] = []
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.sent.append(list(indices))
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+COLLECTION = (
+    # a unit-test module with more tests than either lane: pytest-xdist alone would start with it
+    [f"tests/unit/test_many.py::test_{i}" for i in range(40)]
+    + ["tests/integration/test_abort_and_safety.py::test_a", "tests/integration/test_abort_and_safety.py::test_b",
+       "tests/integration/test_campaign_crash.py::test_sweep", "tests/integration/test_cc_runs.py::test_list",
+       "tests/integration/test_cc_runs.py::test_bpf", "tests/integration/test_field_mode.py::test_field",
+       "tests/integration/test_install.py::test_wheel", "tests/integration/test_install.py::test_man",
+       "tests/integration/test_links.py::test_measure"]
+    + [f"tests/unit/test_small_{m}.py::test_{i}" for m in range(3) for i in range(2)]
+)
+
+
+def _schedule(workers: int):
+    from xdist.remote import Producer
+    sched = rack_scheduling(_Config(workers), Producer("test", enabled=False))
+    nodes = [_Worker(f"gw{i}") for i in range(workers)]
+    for n in nodes:
+        sched.add_node(n)
+    for n in nodes:
+        sched.add_node_collection(n, COLLECTION)
+    sched.schedule()
+    return sched, nodes
+
+
+def _units(sched, node) -> list[str]:
+    return list(sched.assigned_work[node])
+
+
+def test_the_two_lanes_start_first_one_on_each_worker():
+    sched, (w0, w1) = _schedule(2)
+    assert _units(sched, w0) == [LANE_A] and _units(sched, w1) == [LANE_B]
+    # each lane's tests in file order, nothing else yet
+    assert [COLLECTION[i].split("::")[0].rsplit("/", 1)[1] for i in w0.sent[0]] == [
+        "test_abort_and_safety.py", "test_abort_and_safety.py", "test_cc_runs.py", "test_cc_runs.py", "test_links.py"]
+    assert [COLLECTION[i] for i in w1.sent[0]] == [
+        "tests/integration/test_campaign_crash.py::test_sweep", "tests/integration/test_field_mode.py::test_field",
+        "tests/integration/test_install.py::test_wheel", "tests/integration/test_install.py::test_man"]
+    assert len(w0.sent) == len(w1.sent) == 1
+
+
+def _finish(sched, node, count: int) -> None:
+    """The worker reports its next `count` pending tests done."""
+    pending = [nid for unit in sched.assigned_work[node].values() for nid, done in unit.items() if not done]
+    for nid in pending[:count]:
+        sched.mark_test_complete(node, COLLECTION.index(nid))
+
+
+def test_unit_modules_go_to_the_worker_that_is_free_and_a_worker_never_gets_the_other_lane():
+    sched, (w0, w1) = _schedule(2)
+    _finish(sched, w1, 2)                              # lane B down to two tests: topped up
+    assert _units(sched, w1) == [LANE_B, "tests/unit/test_many.py"]
+    _finish(sched, w0, 3)
+    assert _units(sched, w0) == [LANE_A, "tests/unit/test_small_0.py"]
+    while sched.workqueue:
+        _finish(sched, w1, 1)
+    for w in (w0, w1):
+        assert not {LANE_A, LANE_B} <= set(_units(sched, w))
+
+
+def test_a_lane_left_by_a_crashed_worker_goes_to_a_worker_without_one():
+    sched, (w0, w1) = _schedule(2)
+    sched.remove_node(w0)                             # lane A's worker died: its lane is queued again
+    w2 = _Worker("gw2")
+    sched.add_node(w2)
+    sched.add_node_collection(w2, COLLECTION)
+    sched.schedule()
+    assert _units(sched, w2)[0] == LANE_A and LANE_A not in _units(sched, w1)
+
+
+def test_a_third_worker_starts_with_unit_modules():
+    sched, (w0, w1, w2) = _schedule(3)
+    assert (_units(sched, w0), _units(sched, w1)) == ([LANE_A], [LANE_B])
+    assert _units(sched, w2)[0] == "tests/unit/test_many.py"
