@@ -38,6 +38,9 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
+# The environment the ctl runs get: this process's as it started (importing controller sets
+# variables of its own, e.g. PYDANTIC_DISABLE_PLUGINS, that a --before checkout must not inherit).
+BASE_ENV = dict(os.environ)
 
 from controller.inventory import load_inventory, resolve_inventory_path  # noqa: E402
 from controller.settings import export_state_dir  # noqa: E402
@@ -46,7 +49,7 @@ LONG_RUNNING = ("iperf3", "mptcpize", "python3", "ip mptcp monitor")
 
 
 def run_ctl(duration: str, runs_dir: Path, inventory: Path, tree: Path = PROJECT) -> dict:
-    env = dict(os.environ, CTL_RUNS_DIR=str(runs_dir), CTL_INVENTORY=str(inventory))
+    env = dict(BASE_ENV, CTL_RUNS_DIR=str(runs_dir), CTL_INVENTORY=str(inventory))
     t0 = time.monotonic()
     t0_wall = time.time()
     # `python -m controller` from the tree's directory runs that tree's ctl (the checkout's own

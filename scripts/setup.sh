@@ -76,6 +76,10 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
     .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt -e '.[test]'
     echo "$want" > "$stamp"
 fi
+# ctl's own bytecode, written now: where PYTHONDONTWRITEBYTECODE is set (as on CI machines) every
+# `ctl` start would otherwise compile each module it imports (~70 ms of CPU per start here). A
+# module edited later is compiled in memory as before (its source is newer than the cache).
+.venv/bin/python -m compileall -q controller nodes bridges >/dev/null
 
 CTL_STATE_DIR=$STATE bash scripts/build-influxdb.sh
 

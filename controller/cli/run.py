@@ -42,17 +42,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     # What a run needs (SSH, the runner, the rack's lock and lease, telemetry) is imported here,
     # not with the parser: `ctl run --help`, completion and refused arguments do not load it.
     from controller.cli.common import inventory_of, print_json
-    from controller.cli.console import Console
-    from controller.lab.ops import ensure_lab
-    from controller.rack.lease import hold_rack, parse_wait
-    from controller.rack.reservations import check_free
-    from controller.run.partial import partial_line
-    from controller.run.recovery import recover_all
-    from controller.run.runner import execute
-    from controller.settings import runs_dir
-    from controller.telemetry.influx import influx_target, push_pending
     inv = inventory_of(args)
     scenario, params, given, plan = prepare_run(args.scenario, args.params, inv)
+    purpose = f"ctl run {args.scenario}"
+    leases = []
+    if not args.dry_run:
+        # The connection to the rack's lease host opens (in its own thread) while the rest is
+        # imported; the lease itself is taken under the rack lock, by hold_rack, as always.
+        from controller.rack.lease import HostLease, make_leases, parse_wait
+        wait_s = parse_wait(args.wait)
+        leases = make_leases(inv, purpose)
+        for lease in leases:
+            if isinstance(lease, HostLease):
+                lease.preconnect()
+    try:
+        from controller.cli.console import Console
+        from controller.lab.ops import ensure_lab
+        from controller.rack.lease import hold_rack
+        from controller.rack.reservations import check_free
+        from controller.run.partial import partial_line
+        from controller.run.recovery import recover_all
+        from controller.run.runner import execute
+        from controller.settings import runs_dir
+        from controller.telemetry.influx import influx_target, push_pending
+    except BaseException:
+        for lease in leases:
+            if isinstance(lease, HostLease):
+                lease.release()             # closes the early connection
+        raise
     # A value that reaches the rack changed (rounded, capped, converted) is never silent: one
     # warning line each, --quiet or not (the manifest records them too).
     for c in plan.conversions:
@@ -76,7 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     needed = {f.client for f in plan.flows} | {f.server for f in plan.flows} | set(plan.endpoints) | \
         {inv.links[k[0]].bridge for k in plan.links}
     brought_up: list[bool] = []
-    with hold_rack(inv, f"ctl run {args.scenario}", wait_s=parse_wait(args.wait), say=say,
+    with hold_rack(inv, purpose, wait_s=wait_s, say=say, leases=leases,
                    prepare=lambda: brought_up.append(ensure_lab(inv, needed))) as hold:
         if hold.lock.broke_stale:
             say(f"took over the rack lock of a dead controller (pid {hold.lock.broke_stale.get('pid')})")

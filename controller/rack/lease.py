@@ -372,6 +372,42 @@ class HostLease:
         self._proc: SSHRemoteProcess | None = None
         self._watch: Any = None
         self._releasing = False
+        self._early: Any = None           # a connection opened by preconnect(): its future
+
+    def preconnect(self) -> None:
+        """Start opening the SSH connection to the lease host now, in the lease's own loop, and
+        return at once: `ctl run` does it before it imports the rest of what a run needs, so the
+        connection is ready when the rack lock is taken. Only a connection: the lease itself (the
+        remote `cat`) is taken by try_acquire, under the rack lock as always. A connection that
+        fails (e.g. a virtual rack not up yet) is dropped there and opened again."""
+        if self._loop is not None or self._early is not None:
+            return
+        self._loop = LoopThread(f"lease-{self.place.rack}")
+        self._early = asyncio.run_coroutine_threadsafe(self._connect(), self._loop.loop)
+
+    async def _connect(self) -> SSHSession:
+        session = SSHSession(self.place.target, CommandLog())
+        try:
+            await session.connect()
+        except BaseException:
+            await session.close()
+            raise
+        return session
+
+    async def _early_session(self) -> SSHSession | None:
+        """The connection preconnect() opened, if it is usable (taken once)."""
+        early, self._early = self._early, None
+        if early is None:
+            return None
+        try:
+            session = await asyncio.wrap_future(early)
+        except Exception:
+            return None
+        conn = session._conn
+        if conn is None or conn.is_closed():
+            await session.close()
+            return None
+        return session
 
     def _argv(self, info: dict) -> tuple[str, ...]:
         return ("sh", "-c", _HOLD, "ctl-lease", self.place.directory, self.place.lock_name, json.dumps(info),
@@ -380,7 +416,7 @@ class HostLease:
     def try_acquire(self) -> Holder | None:
         me = whoami()
         info = {**me, "purpose": self.purpose, "since": time.time()}
-        loop = LoopThread(f"lease-{self.place.rack}")
+        loop, self._loop = self._loop or LoopThread(f"lease-{self.place.rack}"), None
         try:
             holder = loop.run(self._acquire(info))
         except BaseException:
@@ -394,8 +430,10 @@ class HostLease:
         return None
 
     async def _acquire(self, info: dict) -> Holder | None:
-        self._session = SSHSession(self.place.target, CommandLog())
-        await self._session.connect()
+        self._session = await self._early_session()
+        if self._session is None:
+            self._session = SSHSession(self.place.target, CommandLog())
+            await self._session.connect()
         proc = await self._session.spawn(self._argv(info), note="rack lease", stdin_open=True)
         first = await proc.readline(30)
         if first == "ctl-lease-held":
@@ -424,6 +462,10 @@ class HostLease:
             self.lost = f"the lease process on {self.place.target.name} ended (connection lost?)"
 
     async def _close(self) -> None:
+        if self._early is not None:                     # preconnect()ed, never used
+            session = await self._early_session()
+            if session is not None:
+                await session.close()
         if self._proc is not None:
             self._proc.close_stdin()           # `cat` sees EOF: the lock is released on the host
             with contextlib.suppress(Exception):
@@ -538,22 +580,27 @@ def hold_rack(inv: Inventory, purpose: str, *, wait_s: float = 0.0, say: Callabl
     say = say or (lambda m: None)
     lock = RackLock(inv.name, purpose)
     told = ""
-    while True:
-        try:
-            lock.acquire()
-            break
-        except RackBusy as exc:
-            if time.monotonic() + WAIT_POLL_S > deadline:
-                raise
-            if told != exc.one_line():
-                told = exc.one_line()
-                say(f"waiting for the rack: {told}")
-            time.sleep(WAIT_POLL_S)
     taken: list[Lease] = []
+    wanted: list[Lease] = list(leases or ())
+    try:
+        while True:
+            try:
+                lock.acquire()
+                break
+            except RackBusy as exc:
+                if time.monotonic() + WAIT_POLL_S > deadline:
+                    raise
+                if told != exc.one_line():
+                    told = exc.one_line()
+                    say(f"waiting for the rack: {told}")
+                time.sleep(WAIT_POLL_S)
+    except BaseException:
+        _discard(wanted, taken)
+        raise
     try:
         if prepare is not None:
             prepare()
-        wanted = leases if leases is not None else make_leases(inv, purpose)
+        wanted = wanted or make_leases(inv, purpose)
         while True:
             holder = _take(wanted, taken, inv.name)
             if holder is None:
@@ -574,4 +621,12 @@ def hold_rack(inv: Inventory, purpose: str, *, wait_s: float = 0.0, say: Callabl
     finally:
         for lease in reversed(taken):
             lease.release()
+        _discard(wanted, taken)
         lock.release()
+
+
+def _discard(wanted: list[Lease], taken: list[Lease]) -> None:
+    """Close what preconnect() opened for a lease that was never taken."""
+    for lease in wanted:
+        if lease not in taken and isinstance(lease, HostLease):
+            lease.release()
