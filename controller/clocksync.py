@@ -26,8 +26,11 @@ class ClockOffset:
         return dict(self.__dict__)
 
 
-# A constant echo server: one host timestamp (ns) per line read. Data never enters the script.
-_CLOCK_ECHO = "import sys, time\nfor _ in sys.stdin:\n    print(time.time_ns(), flush=True)\n"
+# A constant echo server: per line read, the line (a request's token) and one host timestamp
+# (ns). Data never enters the script. The token: an answer left unread by an exchange that was
+# cut short (a cancelled run) is never taken for the answer to a later request.
+_MAX_STALE = 64                       # unread answers skipped before the echo is given up
+_CLOCK_ECHO = "import sys, time\nfor line in sys.stdin:\n    print(line.strip(), time.time_ns(), flush=True)\n"
 
 
 class ClockEcho:
@@ -35,10 +38,26 @@ class ClockEcho:
     at its end (starting python3 on a host costs 0.1-0.3 s; between exchanges the echo waits on
     its stdin). Without python3 on the host, `date` over separate exec channels."""
 
-    def __init__(self, session: SSHSession):
+    def __init__(self, session: SSHSession, *, keep: bool = False):
         self.session = session
         self.proc: Any = None
+        self.keep = keep                  # kept on the session's connection once open (see kept())
+        self.reused = False               # opened before this use (by a health check or an earlier run)
+        self._conn: Any = None            # the connection its channel lives on
+        self._seq = 0                     # the last request's token
         self._tried = False
+
+    @classmethod
+    def kept(cls, session: SSHSession) -> "ClockEcho":
+        """The echo kept open on this session's connection, else a new one kept there once open.
+        A campaign keeps its connections between runs: its health check, the run after it and the
+        next check ask the same python3 instead of starting one each (two python3 starts per host
+        and run). A kept echo that no longer answers is replaced by a fresh one (offset())."""
+        echo = getattr(session, "echo", None)
+        if echo is None or echo.proc is None or echo._conn is None or echo._conn is not session._conn:
+            return cls(session, keep=True)
+        echo.session, echo.reused = session, True
+        return echo
 
     async def open(self) -> None:
         """Start the echo (once); without python3 on the host, `offset` falls back to `date`."""
@@ -49,28 +68,53 @@ class ClockEcho:
                                                      stdin_open=True)
             except SSHError:
                 self.proc = None
+            else:
+                self._conn = getattr(self.session, "_conn", None)
+                if self.keep:
+                    self.session.echo = self
 
     async def offset(self, samples: int = 9) -> ClockOffset:
         await self.open()
+        best = await self._exchange(samples)
+        if best is None and self.reused:              # the kept echo is gone: a fresh one, once
+            self.reused, self._tried = False, False
+            await self.open()
+            best = await self._exchange(samples)
+        if best is None:
+            return await _offset_by_date(self.session)
+        return _offset_from(self.session, best, "python3 echo over a persistent channel")
+
+    async def _exchange(self, samples: int) -> tuple[float, float] | None:
+        """(offset, round trip) of the exchange with the smallest round trip; None (and the echo
+        closed) when it does not answer."""
+        if self.proc is None:
+            return None
         best: tuple[float, float] | None = None
-        method = "python3 echo over a persistent channel"
-        if self.proc is not None:
-            try:
-                for _ in range(samples):
-                    t0 = time.time()
-                    self.proc.send_line("t")
-                    line = await self.proc.readline(5)
-                    t1 = time.time()
-                    host_t = int(line) / 1e9
-                    est = (host_t - (t0 + t1) / 2, t1 - t0)
-                    if best is None or est[1] < best[1]:
-                        best = est
-            except (ValueError, SSHError, OSError):
-                best = None
-                await self.close()
-        return _offset_from(self.session, best, method) if best is not None else await _offset_by_date(self.session)
+        try:
+            for _ in range(samples):
+                self._seq += 1
+                token = str(self._seq)
+                t0 = time.time()
+                self.proc.send_line(token)
+                for _stale in range(_MAX_STALE + 1):
+                    got, _, stamp = (await self.proc.readline(5)).partition(" ")
+                    if got == token:
+                        break
+                else:
+                    raise ValueError("the clock echo answers other requests")
+                t1 = time.time()
+                host_t = int(stamp) / 1e9
+                est = (host_t - (t0 + t1) / 2, t1 - t0)
+                if best is None or est[1] < best[1]:
+                    best = est
+        except (ValueError, SSHError, OSError):
+            await self.close()
+            return None
+        return best
 
     async def close(self) -> None:
+        if getattr(self.session, "echo", None) is self:
+            self.session.echo = None
         if self.proc is not None:
             proc, self.proc = self.proc, None
             proc.close_stdin()

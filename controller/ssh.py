@@ -205,6 +205,7 @@ class SSHSession:
         self.route: list[str] = []        # the hops of the last connection, bastions first
         self.batching = True              # consecutive commands go in one round trip (run_batch)
         self._hops: list[Hop] | None = None
+        self.echo: Any = None             # a clock echo kept open on this connection (clocksync.ClockEcho.kept)
 
     def plan(self) -> list[Hop]:
         """The hops to this host, worked out once (the OpenSSH config, if any, read and checked
@@ -292,6 +293,7 @@ class SSHSession:
             c.abort()
         self._conn = None
         self._tunnels = []
+        self.echo = None
 
     async def _check_privileges(self) -> None:
         """The account can run what ctl runs on this host: through `sudo -n` when the inventory
@@ -508,6 +510,7 @@ class SSHSession:
                 pass
         self._conn = None
         self._tunnels = []
+        self.echo = None
 
 
 def _text(data: Any) -> str:
@@ -669,8 +672,8 @@ class SSHPool:
             theirs = lender.sessions.get(h)
             if theirs is None or mine._conn is not None or not theirs.connected or theirs._conn.is_closed():
                 continue
-            mine._conn, mine._tunnels, mine.route = theirs._conn, theirs._tunnels, theirs.route
-            theirs._conn, theirs._tunnels = None, []
+            mine._conn, mine._tunnels, mine.route, mine.echo = theirs._conn, theirs._tunnels, theirs.route, theirs.echo
+            theirs._conn, theirs._tunnels, theirs.echo = None, [], None
             taken.append(h)
         return taken
 
@@ -681,7 +684,8 @@ class SSHPool:
             if theirs is None or theirs._conn is not None or not mine.connected or mine._conn.is_closed():
                 continue
             theirs._conn, theirs._tunnels, theirs.route, theirs.lost = mine._conn, mine._tunnels, mine.route, None
-            mine._conn, mine._tunnels = None, []
+            theirs.echo = mine.echo
+            mine._conn, mine._tunnels, mine.echo = None, [], None
 
     def set_log(self, log: CommandLog) -> None:
         self.log = log

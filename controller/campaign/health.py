@@ -11,7 +11,7 @@ from bridges.base import PipeConfig, diff_pipe, read_state, shaper_class
 from controller.campaign.spec import HealthSpec
 from controller.errors import CtlError
 from controller.inventory import Role
-from controller.clocksync import measure_clock_offset
+from controller.clocksync import ClockEcho, measure_clock_offset
 from controller.ssh import CommandLog, SSHPool
 from controller.units import format_delay
 
@@ -79,7 +79,10 @@ async def health_check(inv: Any, hosts: Sequence[str], spec: HealthSpec, log_pat
             else:
                 details["hosts"][h] = "ok"
                 reachable.append(h)
-        offs = await asyncio.gather(*(measure_clock_offset(pool[h], spec.clock_samples) for h in reachable),
+        # On the caller's pool (a campaign's, kept between runs) the echo stays open for the run
+        # that follows and the next check (ClockEcho.kept); on a pool of its own it is closed.
+        offs = await asyncio.gather(*((measure_clock_offset(pool[h], spec.clock_samples) if own else
+                                       ClockEcho.kept(pool[h]).offset(spec.clock_samples)) for h in reachable),
                                     return_exceptions=True)
         measured = {}
         for h, o in zip(reachable, offs, strict=True):

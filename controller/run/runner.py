@@ -165,7 +165,8 @@ class Run:
         # Every read at once, with the host metadata and the clock echoes of the measurement
         # (started now, idle until then: a python3 start per host off the run's path).
         if not self.dry_run:
-            self.clocks = {h: ClockEcho(s) for h, s in self.sessions.items()}
+            # In a campaign the echoes stay open on the connections handed back (ClockEcho.kept).
+            self.clocks = {h: ClockEcho.kept(s) if self._keeps(h) else ClockEcho(s) for h, s in self.sessions.items()}
         await together(*(read_bridge(b) for b in self.shapers), *(read_endpoint(h) for h in self.endpoint_drivers),
                        self.congestion.prepare(), self._metadata(), *(c.open() for c in self.clocks.values()))
         self.record.manifest["shapers"] = {b: {"kind": s.kind, "before": self.shaper_before[b].to_json()}
@@ -485,7 +486,12 @@ class Run:
             start = {o["host"]: o["measured_s"] for o in self.record.manifest["clock_offsets"].get("start", [])}
             self.record.manifest["clock_offsets"]["drift_s"] = {o.host: o.measured_s - start.get(o.host, 0.0)
                                                                 for o in res}
-        await asyncio.gather(*(c.close() for h, c in self.clocks.items() if h not in skip), return_exceptions=True)
+        await asyncio.gather(*(c.close() for h, c in self.clocks.items() if h not in skip and not self._keeps(h)),
+                             return_exceptions=True)
+
+    def _keeps(self, host: str) -> bool:
+        """The connection to `host` goes back to a campaign's pool at the end (see close())."""
+        return self.lender is not None and host in self.lender.sessions
 
     async def restore(self) -> MultiResult[None]:
         """Bring every changed host back to what it was. Per host: nothing, or a RestoreFailed
