@@ -101,16 +101,15 @@ async def health_check(inv: Any, hosts: Sequence[str], spec: HealthSpec, log_pat
                 reasons.append(f"clocks differ by {format_delay(int(spread * 1e6))} between {hi} and {lo} "
                                f"(bound {spec.max_clock_spread})")
         if spec.shapers_at_baseline:
-            for b in hosts:
-                sh = inv.hosts[b].shaper
-                if sh is None or b not in reachable:
+            bridges = [b for b in hosts if inv.hosts[b].shaper is not None and b in reachable]
+            states = await asyncio.gather(*(read_state(shaper_class(inv.hosts[b].shaper.kind)(inv, b), pool[b])
+                                            for b in bridges), return_exceptions=True)   # every bridge at once
+            for b, st in zip(bridges, states, strict=True):
+                if isinstance(st, CtlError):
+                    reasons.append(f"{b}: shaping not readable: {st.one_line()}")
                     continue
-                shaper = shaper_class(sh.kind)(inv, b)
-                try:
-                    st = await read_state(shaper, pool[b])
-                except CtlError as exc:
-                    reasons.append(f"{b}: shaping not readable: {exc.one_line()}")
-                    continue
+                if isinstance(st, BaseException):
+                    raise st
                 details["shapers"][b] = {f"{k[0]}.{k[1].value}": (v.to_json() if v else None)
                                          for k, v in st.pipes.items()}
                 reasons += baseline_problems(inv, b, st)
