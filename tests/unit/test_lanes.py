@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from nodes.congestion.catalog import ALGORITHMS
-from tests.support.lanes import INTEGRATION, LANE_A, LANE_B, LIGHT, lane_of, rack_scheduling, work_unit
+from tests.support.lanes import (FIRST, INTEGRATION, LANE_A, LANE_B, LIGHT, lane_of, lane_order, rack_scheduling,
+                                 work_unit)
 
 PROJECT = Path(__file__).resolve().parents[2]
 MODULES = sorted(p.name for p in (PROJECT / INTEGRATION).glob("test_*.py"))
@@ -40,6 +41,14 @@ def test_a_module_not_named_is_lane_a_and_unit_tests_have_no_lane():
     assert lane_of("tests/unit/controller/test_units.py::test_rate") is None
     assert work_unit("tests/unit/controller/test_units.py::TestX::test_rate") == "tests/unit/controller/test_units.py"
     assert work_unit("tests/integration/test_install.py::test_version") == LANE_B
+
+
+def test_lane_order_keeps_each_module_together_and_in_file_order():
+    ids = ["tests/integration/test_abort_and_safety.py::test_a", "tests/integration/test_bbr3.py::test_2",
+           "tests/integration/test_bbr3.py::test_1", "tests/integration/test_inventory_probe.py::test_p",
+           "tests/integration/test_abort_and_safety.py::test_b"]
+    assert lane_order(ids) == [ids[3], ids[1], ids[2], ids[0], ids[4]]
+    assert set(FIRST) <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", sorted(LIGHT))
@@ -134,11 +143,11 @@ def _units(sched, node) -> list[str]:
 def test_the_two_lanes_start_first_one_on_each_worker():
     sched, (w0, w1) = _schedule(2)
     assert _units(sched, w0) == [LANE_A] and _units(sched, w1) == [LANE_B]
-    # each lane's tests in file order, nothing else yet
+    # each lane's tests, the FIRST modules first, then file order; nothing else yet
     assert [COLLECTION[i].split("::")[0].rsplit("/", 1)[1] for i in w0.sent[0]] == [
-        "test_abort_and_safety.py", "test_abort_and_safety.py", "test_cc_runs.py", "test_cc_runs.py", "test_links.py"]
+        "test_links.py", "test_abort_and_safety.py", "test_abort_and_safety.py", "test_cc_runs.py", "test_cc_runs.py"]
     assert [COLLECTION[i] for i in w1.sent[0]] == [
-        "tests/integration/test_campaign_crash.py::test_sweep", "tests/integration/test_field_mode.py::test_field",
+        "tests/integration/test_field_mode.py::test_field", "tests/integration/test_campaign_crash.py::test_sweep",
         "tests/integration/test_install.py::test_wheel", "tests/integration/test_install.py::test_man"]
     assert len(w0.sent) == len(w1.sent) == 1
 
