@@ -12,22 +12,24 @@ PROJECT = Path(__file__).resolve().parent.parent
 if str(PROJECT) not in sys.path:
     sys.path.insert(0, str(PROJECT))
 
-from tests.support.lanes import LANE_B, lane_of, rack_scheduling  # noqa: E402
+from tests.support.lanes import LANE_A, lane_of, rack_scheduling  # noqa: E402
 from tests.support.rack import (TestRack, free_mgmt_octet, make_state_dir, rack_build_lock, release_cc_holds,  # noqa: E402
                                 sweep_stale_test_racks, write_test_inventory)
 
 REQUIRED = ("ip", "tc", "sshd", "iperf3", "mptcpize", "ethtool", "ss", "nstat", "ssh-keygen")
-SUITE_WORKERS = 2
+SUITE_WORKERS = 3
 _RACK_SCHEDULING = pytest.StashKey[bool]()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """The whole suite (`python -m pytest` with no paths: the README's command) runs on two
-    pytest-xdist workers: the integration tests in two lanes (tests/support/lanes.py), each on
-    its own worker, in order, on its own virtual rack, started together; the unit-test modules
-    after them, on whichever worker is free (see lanes.rack_scheduling). A run naming files or
-    directories, `-n` given, or CTL_TEST_WORKERS=0 (or 1) runs as before, in one process."""
+    """The whole suite (`python -m pytest` with no paths: the README's command) runs on three
+    pytest-xdist workers: the integration tests in lanes (tests/support/lanes.py), lane A on one
+    worker, the two halves of lane B on the two others, each worker with its own virtual rack,
+    all started together; the unit-test modules after them, on the workers the light lanes free
+    (see lanes.rack_scheduling). CTL_TEST_WORKERS=2 runs lane A on one worker and lane B on the
+    other; a run naming files or directories, `-n` given, or CTL_TEST_WORKERS=0 (or 1) runs as
+    before, in one process."""
     if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
         return
     if config.option.numprocesses is not None or config.getoption("collectonly"):
@@ -44,8 +46,8 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """(pytest-xdist, the suite run chosen above) Work units: each lane of integration tests
-    (they share their lane's virtual rack: never two runs on one rack, and in the order they are
-    written), each unit-test module on its own (its module-scoped fixtures are built once)."""
+    (they share their worker's virtual rack: never two runs on one rack at once, in lane order),
+    each unit-test module on its own (its module-scoped fixtures are built once)."""
     if not config.stash.get(_RACK_SCHEDULING, False):
         return None
     return rack_scheduling(config, log)
@@ -56,7 +58,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         lane = lane_of(item.nodeid)
         if lane is not None:
-            item.add_marker("lane_b" if lane == LANE_B else "lane_a")
+            item.add_marker("lane_a" if lane == LANE_A else "lane_b")
 
 
 @pytest.fixture(autouse=True)

@@ -1,29 +1,37 @@
-"""The integration tests' two lanes (issue 28): the README's suite run puts them on two pytest-xdist
-workers at once, each lane on its own worker with its own session virtual rack (tests/conftest.py).
+"""The integration tests' lanes (issue 28): the README's suite run puts them on pytest-xdist workers
+at once, each worker with its own session virtual rack (tests/conftest.py).
 
 Lane A, "timed", is the default: everything that measures throughput or timing against the rack,
 registers BPF congestion controls, sets or reads kernel-wide state (registered congestion
 controls, tcp_available_congestion_control, hostctl's holders file in /run/ctl-cc, sysctls of the
 initial namespace, BPF programs), or builds a third rack (`tc_rack`). A module that is not named
-below is in lane A: a new module is safe until someone has read it and moved it.
+below is in lane A: a new module is safe until someone has read it and moved it. Lane A is one
+worker's, start to end: never two of its tests at once.
 
 Lane B, "light": the modules in LIGHT, each read for it. None names a BPF algorithm, bbr or `--cc`
 (their runs use cubic or reno, built into every kernel: ctl loads nothing, and its restore check
 compares only the holds of ctl's own BPF algorithms), none reads or writes kernel-wide state, and
-none asserts a throughput or a delay that another rack's traffic on the other core could move:
-their rates are shaped far below what this machine forwards, their clocks are 1 s samples with
-seconds of slack. tests/unit/test_lanes.py checks the words mechanically.
+none asserts a throughput or a delay that another rack's traffic could move: their rates are
+shaped far below what this machine forwards, their clocks are 1 s samples with seconds of slack.
+tests/unit/test_lanes.py checks the words mechanically. Lane B runs as two halves, B1 and B2
+(SECOND_HALF), each one work unit: on two more workers at once when there are three, one after
+the other on one worker when there are two.
 
-Scheduling: each lane is one work unit (its tests on one rack, one module after the other: FIRST,
-then file order); the two lanes are handed out first, one to each worker, and the unit-test
-modules after them (see rack_scheduling).
+Order: lane A runs the modules in LAST at its end (the others in file order before them): what
+they measure depends on this machine's timing -- path totals within the issue's ranges and the
+parallel-streams model, link measure's RTT and rate, the forwarder's own delay and rate, bbr3's
+per-ACK trace against the clock -- and by then the lane-B halves and the unit tests, which are
+shorter than lane A, are done. The unit-test modules are handed out after the lanes, to the
+workers the light lanes free (see rack_scheduling).
 """
 from __future__ import annotations
 
 INTEGRATION = "tests/integration/"
 LANE_A = "tests/integration (lane A: timed)"
-LANE_B = "tests/integration (lane B: light)"
-LANES = (LANE_A, LANE_B)
+LANE_B1 = "tests/integration (lane B1: light)"
+LANE_B2 = "tests/integration (lane B2: light)"
+LANES = (LANE_A, LANE_B1, LANE_B2)
+LIGHT_LANES = (LANE_B1, LANE_B2)
 
 # module -> why it may share the machine with lane A (the one place a lane is declared)
 LIGHT: dict[str, str] = {
@@ -48,16 +56,13 @@ LIGHT: dict[str, str] = {
     "test_while_it_runs.py": "live progress of a 6 s run (path2 shaped to 20 Mbit/s: its rate stays below 21), "
                              "an interrupted BitTorrent step, campaign status after kill -9, link reset",
 }
-
-
-# Within a lane these modules run first, in this order (the others after them, in file order), so
-# that lane A's results that depend on this machine's timing -- a per-ACK trace against the clock,
-# the forwarders' delay and rate, path totals within the issue's ranges -- are measured while lane B
-# runs its two field tests, which mostly wait on the wall clock (a trace position, a 65 s run, the
-# minute without uplink). Lane A starts with the short probe that builds its rack, while lane B
-# builds its own (one at a time: support/rack.py).
-FIRST = ("test_inventory_probe.py", "test_bbr3.py", "test_dnpipe_forwarder.py", "test_links.py",
-         "test_distinct_bottleneck.py", "test_field_mm.py", "test_field_mode.py")
+# Lane B's second half (the rest is B1): about half of lane B's time each (measured on 2026-11-26,
+# two lanes at once: B1 316 s, B2 297 s).
+SECOND_HALF = frozenset({"test_while_it_runs.py", "test_shared_lab.py", "test_snmp_poller.py",
+                         "test_campaign_crash.py", "test_lab_trust_locks.py"})
+# Lane A's end, in this order (see the module's doc).
+LAST = ("test_scenarios_more.py", "test_distinct_bottleneck.py", "test_links.py", "test_dnpipe_forwarder.py",
+        "test_bbr3.py")
 
 
 def module_of(nodeid: str) -> str:
@@ -65,37 +70,45 @@ def module_of(nodeid: str) -> str:
 
 
 def lane_of(nodeid: str) -> str | None:
-    """The lane of an integration test (LANE_A or LANE_B), None for any other test."""
+    """The lane of an integration test (LANE_A, LANE_B1 or LANE_B2), None for any other test."""
     path = module_of(nodeid)
     if not path.startswith(INTEGRATION):
         return None
-    return LANE_B if path[len(INTEGRATION):] in LIGHT else LANE_A
+    name = path[len(INTEGRATION):]
+    if name not in LIGHT:
+        return LANE_A
+    return LANE_B2 if name in SECOND_HALF else LANE_B1
 
 
 def work_unit(nodeid: str) -> str:
-    """The xdist work unit of a test: its lane for an integration test (one rack, file order),
+    """The xdist work unit of a test: its lane for an integration test (one rack, in order),
     its module for any other (module-scoped fixtures are built once)."""
     return lane_of(nodeid) or module_of(nodeid)
 
 
 def lane_order(nodeids: list[str]) -> list[str]:
-    """A lane's tests in the order they run: the FIRST modules, then the others; each module's
-    tests together and in file order (a stable sort by module)."""
+    """A lane's tests in the order they run: the modules in file order, those in LAST at the end
+    in LAST's order; each module's tests together and in file order (a stable sort)."""
     def rank(nodeid: str) -> int:
         name = module_of(nodeid).rsplit("/", 1)[-1]
-        return FIRST.index(name) if name in FIRST else len(FIRST)
+        return 1 + LAST.index(name) if name in LAST else 0
     return sorted(nodeids, key=rank)
 
 
 def rack_scheduling(config, log):
-    """The scheduler of the suite run (pytest-xdist's LoadScopeScheduling, whose initial
-    distribution pops the work queue in order -- by default reordered by number of tests --
-    one unit per worker, then tops up a worker whenever it has two tests or fewer pending).
-    Here every assignment first moves the right unit to the front of the queue: a worker
-    that has no lane yet gets the next lane (A, then B), so the two lanes start at once on two
-    workers, before any unit-test module; a worker that had a lane gets unit-test modules while
-    there are any. (A lane is given to a worker that already ran one only when nothing else is
-    left, e.g. after a worker crashed: late, never lost.)"""
+    """The scheduler of the suite run. pytest-xdist's LoadScopeScheduling pops its work queue
+    in order (by default reordered by number of tests), one unit per worker at first, then tops
+    up a worker whenever it has two tests or fewer pending. Here every assignment first moves
+    the right unit to the front of the queue:
+
+    - a worker that has no lane yet gets the next lane (A, B1, B2): the lanes start at once, on
+      as many workers, before any unit-test module;
+    - a worker that ran only light lanes gets the next light lane (two workers: B1, then B2, on
+      the second), then unit-test modules;
+    - a worker that ran lane A gets unit-test modules.
+
+    A lane goes to a worker against these rules only when nothing else is left (a worker
+    crashed, its lane queued again): late, never lost, never two lanes at once on one worker."""
     from xdist.scheduler import LoadScopeScheduling
 
     class RackScheduling(LoadScopeScheduling):
@@ -103,14 +116,18 @@ def rack_scheduling(config, log):
             return work_unit(nodeid)
 
         def _assign_work_unit(self, node) -> None:
-            had_lane = any(scope in LANES for scope in self.assigned_work.get(node, {}))
-            queued = [lane for lane in LANES if lane in self.workqueue]
-            if queued and not had_lane:
-                self.workqueue.move_to_end(queued[0], last=False)
-            elif had_lane:
-                other = next((scope for scope in self.workqueue if scope not in LANES), None)
-                if other is not None:
-                    self.workqueue.move_to_end(other, last=False)
+            had = [scope for scope in self.assigned_work.get(node, {}) if scope in LANES]
+            if not had:
+                wanted = LANES
+            elif all(scope in LIGHT_LANES for scope in had):
+                wanted = LIGHT_LANES
+            else:
+                wanted = ()
+            pick = next((lane for lane in wanted if lane in self.workqueue), None)
+            if pick is None:
+                pick = next((scope for scope in self.workqueue if scope not in LANES), None)
+            if pick is not None:
+                self.workqueue.move_to_end(pick, last=False)
             scope = next(iter(self.workqueue))
             if scope in LANES:
                 unit = self.workqueue[scope]

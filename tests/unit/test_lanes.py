@@ -1,4 +1,4 @@
-"""The two lanes of integration tests (tests/support/lanes.py): what may go into lane B, which
+"""The lanes of integration tests (tests/support/lanes.py): what may go into lane B, which
 shares the machine with lane A, checked on the modules' text; and the scheduler that starts the
 lanes first, one on each worker (the installed pytest-xdist's LoadScopeScheduling, driven here
 with stand-ins for its worker processes: they record what they are sent)."""
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from nodes.congestion.catalog import ALGORITHMS
-from tests.support.lanes import (FIRST, INTEGRATION, LANE_A, LANE_B, LIGHT, lane_of, lane_order, rack_scheduling,
-                                 work_unit)
+from tests.support.lanes import (INTEGRATION, LANE_A, LANE_B1, LANE_B2, LAST, LIGHT, SECOND_HALF, lane_of,
+                                 lane_order, rack_scheduling, work_unit)
 
 PROJECT = Path(__file__).resolve().parents[2]
 MODULES = sorted(p.name for p in (PROJECT / INTEGRATION).glob("test_*.py"))
@@ -30,25 +30,27 @@ def source(name: str) -> str:
     return (PROJECT / INTEGRATION / name).read_text()
 
 
-def test_every_lane_b_module_exists():
+def test_every_lane_b_module_exists_and_each_half_has_some():
     assert set(LIGHT) <= set(MODULES), sorted(set(LIGHT) - set(MODULES))
+    assert SECOND_HALF < set(LIGHT) and SECOND_HALF
+    assert set(LAST) <= set(MODULES) and not set(LAST) & set(LIGHT)
 
 
 def test_a_module_not_named_is_lane_a_and_unit_tests_have_no_lane():
     assert lane_of("tests/integration/test_bpf_cc.py::test_nothing_stays_registered") == LANE_A
     assert lane_of("tests/integration/test_a_module_written_tomorrow.py::test_x[1]") == LANE_A
-    assert lane_of("tests/integration/test_field_mode.py::test_field_run") == LANE_B
+    assert lane_of("tests/integration/test_field_mode.py::test_field_run") == LANE_B1
+    assert lane_of("tests/integration/test_shared_lab.py::test_x") == LANE_B2
     assert lane_of("tests/unit/controller/test_units.py::test_rate") is None
     assert work_unit("tests/unit/controller/test_units.py::TestX::test_rate") == "tests/unit/controller/test_units.py"
-    assert work_unit("tests/integration/test_install.py::test_version") == LANE_B
+    assert work_unit("tests/integration/test_install.py::test_version") == LANE_B1
 
 
-def test_lane_order_keeps_each_module_together_and_in_file_order():
+def test_lane_order_puts_last_at_the_end_and_keeps_each_module_together_in_file_order():
     ids = ["tests/integration/test_abort_and_safety.py::test_a", "tests/integration/test_bbr3.py::test_2",
-           "tests/integration/test_bbr3.py::test_1", "tests/integration/test_inventory_probe.py::test_p",
-           "tests/integration/test_abort_and_safety.py::test_b"]
-    assert lane_order(ids) == [ids[3], ids[1], ids[2], ids[0], ids[4]]
-    assert set(FIRST) <= set(MODULES)
+           "tests/integration/test_bbr3.py::test_1", "tests/integration/test_links.py::test_p",
+           "tests/integration/test_cc_runs.py::test_b"]
+    assert lane_order(ids) == [ids[0], ids[4], ids[3], ids[1], ids[2]]
 
 
 @pytest.mark.parametrize("name", sorted(LIGHT))
@@ -113,13 +115,14 @@ class _Worker:
 
 
 COLLECTION = (
-    # a unit-test module with more tests than either lane: pytest-xdist alone would start with it
+    # a unit-test module with more tests than any lane: pytest-xdist alone would start with it
     [f"tests/unit/test_many.py::test_{i}" for i in range(40)]
     + ["tests/integration/test_abort_and_safety.py::test_a", "tests/integration/test_abort_and_safety.py::test_b",
-       "tests/integration/test_campaign_crash.py::test_sweep", "tests/integration/test_cc_runs.py::test_list",
-       "tests/integration/test_cc_runs.py::test_bpf", "tests/integration/test_field_mode.py::test_field",
-       "tests/integration/test_install.py::test_wheel", "tests/integration/test_install.py::test_man",
-       "tests/integration/test_links.py::test_measure"]
+       "tests/integration/test_abort_and_safety.py::test_c", "tests/integration/test_campaign_crash.py::test_sweep",
+       "tests/integration/test_cc_runs.py::test_list", "tests/integration/test_cc_runs.py::test_bpf",
+       "tests/integration/test_field_mode.py::test_field", "tests/integration/test_install.py::test_wheel",
+       "tests/integration/test_install.py::test_man", "tests/integration/test_links.py::test_measure",
+       "tests/integration/test_while_it_runs.py::test_live", "tests/integration/test_while_it_runs.py::test_reset"]
     + [f"tests/unit/test_small_{m}.py::test_{i}" for m in range(3) for i in range(2)]
 )
 
@@ -140,16 +143,8 @@ def _units(sched, node) -> list[str]:
     return list(sched.assigned_work[node])
 
 
-def test_the_two_lanes_start_first_one_on_each_worker():
-    sched, (w0, w1) = _schedule(2)
-    assert _units(sched, w0) == [LANE_A] and _units(sched, w1) == [LANE_B]
-    # each lane's tests, the FIRST modules first, then file order; nothing else yet
-    assert [COLLECTION[i].split("::")[0].rsplit("/", 1)[1] for i in w0.sent[0]] == [
-        "test_links.py", "test_abort_and_safety.py", "test_abort_and_safety.py", "test_cc_runs.py", "test_cc_runs.py"]
-    assert [COLLECTION[i] for i in w1.sent[0]] == [
-        "tests/integration/test_field_mode.py::test_field", "tests/integration/test_campaign_crash.py::test_sweep",
-        "tests/integration/test_install.py::test_wheel", "tests/integration/test_install.py::test_man"]
-    assert len(w0.sent) == len(w1.sent) == 1
+def _names(indices: list[int]) -> list[str]:
+    return [COLLECTION[i].split("/")[-1] for i in indices]
 
 
 def _finish(sched, node, count: int) -> None:
@@ -159,16 +154,37 @@ def _finish(sched, node, count: int) -> None:
         sched.mark_test_complete(node, COLLECTION.index(nid))
 
 
-def test_unit_modules_go_to_the_worker_that_is_free_and_a_worker_never_gets_the_other_lane():
+def test_three_workers_start_the_three_lanes_first_one_on_each():
+    sched, (w0, w1, w2) = _schedule(3)
+    assert [_units(sched, w) for w in (w0, w1, w2)] == [[LANE_A], [LANE_B1], [LANE_B2]]
+    # lane A's modules in file order but test_links.py (LAST) at the end; each module together
+    assert _names(w0.sent[0]) == ["test_abort_and_safety.py::test_a", "test_abort_and_safety.py::test_b",
+                                  "test_abort_and_safety.py::test_c", "test_cc_runs.py::test_list",
+                                  "test_cc_runs.py::test_bpf", "test_links.py::test_measure"]
+    assert _names(w1.sent[0]) == ["test_field_mode.py::test_field", "test_install.py::test_wheel",
+                                  "test_install.py::test_man"]
+    assert _names(w2.sent[0]) == ["test_campaign_crash.py::test_sweep", "test_while_it_runs.py::test_live",
+                                  "test_while_it_runs.py::test_reset"]
+    assert all(len(w.sent) == 1 for w in (w0, w1, w2))
+    # the light workers get the unit-test modules as they free up; lane A's worker only at its end
+    _finish(sched, w1, 1)
+    assert _units(sched, w1) == [LANE_B1, "tests/unit/test_many.py"]
+    _finish(sched, w2, 3)
+    assert _units(sched, w0) == [LANE_A]
+    _finish(sched, w0, 4)
+    assert _units(sched, w0)[0] == LANE_A and [u[:11] for u in _units(sched, w0)[1:]] == ["tests/unit/"]
+
+
+def test_two_workers_run_lane_a_on_one_and_both_light_halves_then_unit_modules_on_the_other():
     sched, (w0, w1) = _schedule(2)
-    _finish(sched, w1, 2)                              # lane B down to two tests: topped up
-    assert _units(sched, w1) == [LANE_B, "tests/unit/test_many.py"]
-    _finish(sched, w0, 3)
-    assert _units(sched, w0) == [LANE_A, "tests/unit/test_small_0.py"]
+    assert (_units(sched, w0), _units(sched, w1)) == ([LANE_A], [LANE_B1])
+    _finish(sched, w1, 1)                              # B1 down to two tests: B2 next, before any unit module
+    assert _units(sched, w1) == [LANE_B1, LANE_B2]
+    _finish(sched, w1, 3)
+    assert _units(sched, w1) == [LANE_B1, LANE_B2, "tests/unit/test_many.py"]
     while sched.workqueue:
         _finish(sched, w1, 1)
-    for w in (w0, w1):
-        assert not {LANE_A, LANE_B} <= set(_units(sched, w))
+    assert _units(sched, w0) == [LANE_A]               # lane A still going: everything else went to w1
 
 
 def test_a_lane_left_by_a_crashed_worker_goes_to_a_worker_without_one():
@@ -181,7 +197,7 @@ def test_a_lane_left_by_a_crashed_worker_goes_to_a_worker_without_one():
     assert _units(sched, w2)[0] == LANE_A and LANE_A not in _units(sched, w1)
 
 
-def test_a_third_worker_starts_with_unit_modules():
-    sched, (w0, w1, w2) = _schedule(3)
-    assert (_units(sched, w0), _units(sched, w1)) == ([LANE_A], [LANE_B])
-    assert _units(sched, w2)[0] == "tests/unit/test_many.py"
+def test_a_fourth_worker_starts_with_unit_modules():
+    sched, (w0, w1, w2, w3) = _schedule(4)
+    assert [_units(sched, w) for w in (w0, w1, w2)] == [[LANE_A], [LANE_B1], [LANE_B2]]
+    assert _units(sched, w3)[0] == "tests/unit/test_many.py"
