@@ -8,9 +8,10 @@ initial namespace, BPF programs), or builds a third rack (`tc_rack`). A module t
 below is in lane A: a new module is safe until someone has read it and moved it. Lane A is one
 worker's, start to end: never two of its tests at once.
 
-Lane B, "light": the modules in LIGHT, each read for it. None names a BPF algorithm, bbr or `--cc`
-(their runs use cubic or reno, built into every kernel: ctl loads nothing, and its restore check
-compares only the holds of ctl's own BPF algorithms), none reads or writes kernel-wide state, and
+Lane B, "light": the modules in LIGHT, each read for it. None names a BPF algorithm or bbr, and
+their runs ask for cubic or reno (built into every kernel: ctl loads nothing, and its restore
+check compares only the holds of ctl's own BPF algorithms) or for a congestion control that does
+not exist (refused before anything changes), none reads or writes kernel-wide state, and
 none asserts a throughput or a delay that another rack's traffic could move: their rates are
 shaped far below what this machine forwards, their clocks are 1 s samples with seconds of slack.
 tests/unit/test_lanes.py checks the words mechanically. Lane B runs as two halves, B1 and B2
@@ -53,13 +54,16 @@ LIGHT: dict[str, str] = {
     "test_grafana_dashboard.py": "one 10 s run, then the dashboard's queries against this rack's InfluxDB",
     "test_install.py": "a wheel built out of tree and installed into a fresh virtual environment; no rack",
     "test_login_shell.py": "an asyncssh server on loopback; no rack",
+    "test_abort_and_safety.py": "bad input, Ctrl-C, SIGTERM, a lost SSH connection and kill -9 in a run's overlaps, "
+                                "one run per rack: this rack's own bridges, endpoints, records and lock dir "
+                                "compared before and after; `--cc nosuchcc` is refused before anything changes",
     "test_while_it_runs.py": "live progress of a 6 s run (path2 shaped to 20 Mbit/s: its rate stays below 21), "
                              "an interrupted BitTorrent step, campaign status after kill -9, link reset",
 }
 # Lane B's second half (the rest is B1): about half of lane B's time each (measured on 2026-11-26,
-# two lanes at once: B1 316 s, B2 297 s).
+# three lanes at once: about 360 s and 390 s).
 SECOND_HALF = frozenset({"test_while_it_runs.py", "test_shared_lab.py", "test_snmp_poller.py",
-                         "test_campaign_crash.py", "test_lab_trust_locks.py"})
+                         "test_campaign_crash.py", "test_lab_trust_locks.py", "test_campaign_control.py"})
 # Lane A's end, in this order (see the module's doc).
 LAST = ("test_scenarios_more.py", "test_distinct_bottleneck.py", "test_links.py", "test_dnpipe_forwarder.py",
         "test_bbr3.py")
