@@ -56,7 +56,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
-    """(pytest-xdist, the suite run) The workers are told they run lanes (see _lane_priority)."""
+    """(pytest-xdist, the suite run) The workers are told they run lanes (their priorities: below)."""
     if node.config.stash.get(_RACK_SCHEDULING, False):
         node.workerinput["ctl_lanes"] = True
 
