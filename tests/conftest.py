@@ -18,7 +18,6 @@ from tests.support.rack import (TestRack, free_mgmt_octet, make_state_dir, rack_
 
 REQUIRED = ("ip", "tc", "sshd", "iperf3", "mptcpize", "ethtool", "ss", "nstat", "ssh-keygen")
 SUITE_WORKERS = 3
-LIGHT_NICE = 10
 _RACK_SCHEDULING = pytest.StashKey[bool]()
 
 
@@ -52,25 +51,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if not config.stash.get(_RACK_SCHEDULING, False):
         return None
     return rack_scheduling(config, log)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node) -> None:
-    """(pytest-xdist, the suite run) The workers are told they run lanes (their priorities: below)."""
-    if node.config.stash.get(_RACK_SCHEDULING, False):
-        node.workerinput["ctl_lanes"] = True
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item) -> None:
-    """In the suite run lane A is the wall time, and the others have time to spare: a worker runs
-    lane A's tests at the normal priority and every other test (lane B, unit tests) at nice
-    LIGHT_NICE, and so does what it starts meanwhile (a lane-B rack's daemons), so that lane A
-    gets the CPU first when both want it."""
-    if getattr(item.config, "workerinput", {}).get("ctl_lanes"):
-        want = 0 if lane_of(item.nodeid) == LANE_A else LIGHT_NICE
-        if os.getpriority(os.PRIO_PROCESS, 0) != want:
-            os.setpriority(os.PRIO_PROCESS, 0, want)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -23,9 +23,9 @@ they measure depends on this machine's timing -- path totals within the issue's 
 parallel-streams model, link measure's RTT and rate, the forwarder's own delay and rate, bbr3's
 per-ACK trace against the clock -- and by then the lane-B halves and the unit tests, which are
 shorter than lane A, are done. The unit-test modules are handed out after the lanes, to the
-workers the light lanes free (see rack_scheduling). Lane A runs at the normal priority, every
-other test at nice 10 (tests/conftest.py): lane A is the suite's wall time, the others have time
-to spare.
+workers the light lanes free (see rack_scheduling). (Every worker runs at the same priority: with
+the others at nice 10, lane A took 30-50 s less, but a lane-B `ctl run` on a terminal drew no
+frame for 6 s.)
 """
 from __future__ import annotations
 
