@@ -31,6 +31,17 @@ from nodes.modem.identity import (ModemIdentity, at_equipment_id, candidates_lik
                                   mmcli_modem_paths, qmicli_equipment_id, same_modem)
 from nodes.modem.mmcli import RADIO_STATES
 
+# Who enables the modem, decided by the first state the tracker meets that says it (ModemManager's
+# MMModemState, `mmcli -m N` "state"; ModemManager-enums.h):
+# * `disabled`: nobody has enabled it -- this field test enables it, and again after every reset.
+# * `enabling`, `disabling` and the radio states (enabled, searching, registered, connecting, connected,
+#   disconnecting): someone else is turning it on or off (NetworkManager, a user's `mmcli -e` / `-d`) -- it
+#   is left to that manager, also after a reset.
+# * `failed` (unusable, e.g. no SIM), `unknown`, `initializing` (being probed) and `locked` (SIM PIN
+#   wanted): nobody could have enabled it yet -- no decision; the next state decides (a SIM unlocked by
+#   hand turns the modem `disabled`: then this field test enables it).
+MANAGED_STATES = frozenset(RADIO_STATES | {"enabling", "disabling"})
+
 Run = Callable[[Tuple[str, ...], float], Tuple[Optional[int], str]]   # argv, timeout -> (exit status, stdout)
 RunAll = Callable[[List[Tuple[Tuple[str, ...], float]]], List[Tuple[Optional[int], str]]]
 Event = Callable[[str, Dict[str, Any]], None]
@@ -67,7 +78,8 @@ class MmcliTracker:
         self.pinned: Optional[ModemIdentity] = None
         self.where: Optional[str] = None          # the D-Bus path the modem has now (None: not found)
         self.enabled_by_us = False
-        self.met_enabled: Optional[bool] = None   # the modem's state the first time: enabled by someone else?
+        # Enabled by someone else? None until a state says (MANAGED_STATES: True; `disabled`: False)
+        self.met_enabled: Optional[bool] = None
         self.ready = False                        # setup (signal polling, location) done at `where`
         self.ready_at: Optional[str] = None       # ... at that path (kept while the object is the same)
         self.enable_refused_at: Optional[str] = None
@@ -106,16 +118,18 @@ class MmcliTracker:
         self.where = ident.location
 
     def _enable(self, ident: ModemIdentity) -> bool:
-        """Enable a disabled modem if this field test may: the first time it meets the modem (disabled), and
-        after a reset again only if it was this field test that enabled it. True when it is enabled now."""
+        """Enable a disabled modem if this field test may: when nobody had enabled it before (the first state
+        that says who manages it was `disabled`, see MANAGED_STATES), and after a reset again only if it was
+        this field test that enabled it. True when it is enabled now."""
         if self.met_enabled is None:
             self.met_enabled = False
         elif not self.enabled_by_us:
             if self.enable_refused_at != ident.location:
                 self.enable_refused_at = ident.location
                 self.event("modem-not-enabled", {"path": ident.location, "detail":
-                                                 "modem %s is disabled; this field test did not enable it, so it "
-                                                 "leaves it to its manager" % ident.describe()})
+                                                 "modem %s is disabled; someone else enabled it (or turned it on "
+                                                 "or off) before this field test met it, so it leaves it to its "
+                                                 "manager" % ident.describe()})
             return False
         enable = self.family.setup_commands(self._at(ident.location)).get("enable")
         if enable is None:
@@ -190,8 +204,8 @@ class MmcliTracker:
             status, text = self.run(MMCLI + ("-m", ident.location, "-J"), self.poll_timeout_s)
             modem_text = text if status == 0 else None
             ident = (mmcli_identity(text) or ident).at(ident.location) if status == 0 else ident
-        elif self.met_enabled is None:
-            self.met_enabled = ident.state in RADIO_STATES   # enabled by someone else (NetworkManager)
+        elif self.met_enabled is None and ident.state in MANAGED_STATES:
+            self.met_enabled = True                  # enabled (or being enabled / disabled) by someone else
         if not self.ready and ident.state in RADIO_STATES:
             self._setup(ident.location)
             polled = {}

@@ -132,6 +132,48 @@ def test_a_modem_someone_else_enabled_is_not_enabled_after_its_reset():
     assert not any("-e" in c for c in mm.calls)
 
 
+# ModemManager's states (mmcli "state"): who enables the modem is decided by the first one that says it
+UNDECIDED = ("failed", "unknown", "initializing", "locked")
+MANAGED = ("enabling", "disabling", "enabled", "searching", "registered", "disconnecting", "connecting", "connected")
+
+
+@pytest.mark.parametrize("first", UNDECIDED + ("disabled",) + MANAGED)
+def test_who_enables_the_modem_is_decided_by_the_first_state_that_says_it(first):
+    """The modem is met in `first`, then turns `disabled` (a SIM unlocked by hand, a probe finished, its
+    manager turned it off): the field test enables it only if nobody had enabled it."""
+    pos = [5.0]
+    mm = FakeModemManager(lambda: pos[0])
+    shown = {"state": first}
+
+    def run(argv, timeout):
+        st, out = mm.run(argv, timeout)
+        if shown["state"] and argv[3:] == ("-m", mm.path, "-J") and st == 0:
+            out = out.replace('"state":"disabled"', '"state":"%s"' % shown["state"])
+        return st, out
+    events: list[tuple[str, dict]] = []
+    t = MmcliTracker(FAMILIES["mmcli"], ModemSettings("mmcli", IMEI), run,
+                     event=lambda k, f: events.append((k, f)), run_all=lambda jobs: [run(a, s) for a, s in jobs])
+    out, _ = t.round()
+    if first in UNDECIDED:
+        assert _sample(out) is None and t.met_enabled is None           # not measuring, nothing decided
+    shown["state"] = None                                               # now as the daemon says: disabled
+    for _ in range(3):
+        out, _ = t.round()
+    kinds = [k for k, _ in events]
+    if first in MANAGED:
+        assert not mm.enabled and not any("-e" in c for c in mm.calls)
+        assert kinds == ["modem-found", "modem-not-enabled"] and _sample(out) is None
+        assert "someone else" in events[1][1]["detail"]
+    else:
+        assert mm.enabled and kinds == ["modem-found", "modem-enabled"]
+        s = _sample(out)
+        assert s is not None and s.rsrp_dbm == -93.0
+        mm.reset()                                                      # ... and after a reset: enabled again
+        mm.reappear()
+        events.clear()
+        assert _sample(t.round()[0]) is not None and [k for k, _ in events] == ["modem-moved", "modem-enabled"]
+
+
 def test_a_modem_not_there_yet_is_looked_for_every_round():
     mm = FakeModemManager(lambda: 5.0)
     mm.reset()
