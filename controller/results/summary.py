@@ -22,6 +22,7 @@ from controller.inventory import Inventory
 from controller.parsers import ip_mptcp, iperf3, nstat
 from controller.results.window import Span
 from controller.telemetry.points import Point
+from nodes.congestion.catalog import ALGORITHMS
 
 
 def jain_index(values: Sequence[float]) -> float | None:
@@ -313,13 +314,46 @@ SENDER_COUNTERS_DEFINITION = (
     "nstat -asz on each sending host right before and right after the traffic (whole run, never windowed): "
     "the growth of each counter; host-wide, so every TCP socket of the host counts (MPTCP subflows, iperf3's "
     "control connection and ctl's SSH session included). mean_cwnd_at_hystart_*: ...Cwnd / ...Detect, segments. "
-    "No HyStart detection and retransmissions or timeouts: slow start ended by loss (or never ended)")
+    "The HyStart counters are Linux's tcp_cubic.c's own: only sockets running the kernel's cubic add to them. "
+    "For a sender whose flows run Linux's cubic: no HyStart detection and retransmissions or timeouts means slow "
+    "start ended by loss (or never ended). For a sender whose flows run one of ctl's BPF congestion controls "
+    "(mcubic has its own HyStart, which no kernel counter counts) the HyStart counters are null and "
+    "hystart_not_counted says why: they say nothing about how its slow start ended")
+
+HYSTART_COUNTERS = ("TcpExtTCPHystartTrainDetect", "TcpExtTCPHystartTrainCwnd", "TcpExtTCPHystartDelayDetect",
+                    "TcpExtTCPHystartDelayCwnd")
 
 
-def sender_counters(nstat_texts: Mapping[str, tuple[str, str]], hosts: Sequence[str]) -> dict[str, dict]:
+def is_bpf_algorithm(name: str) -> bool:
+    """One of ctl's BPF congestion controls (a run's name or a test build's `<short>_trace`)."""
+    return name in ALGORITHMS or any(a.trace_name == name for a in ALGORITHMS.values())
+
+
+def _own_hystart(name: str) -> bool:
+    """ctl's mcubic builds with HyStart (all but mcubic_nohs: -DMC_NOHS)."""
+    a = next((x for x in ALGORITHMS.values() if name in (x.name, x.trace_name)), None)
+    return a is not None and a.source == "mcubic.bpf.c" and "MC_NOHS" not in a.defines
+
+
+def congestion_by_host(flows: Iterable[tuple[str, str | None]]) -> dict[str, list[str]]:
+    """(sending host, its flow's congestion control) pairs -> host: its algorithms, sorted."""
+    out: dict[str, set[str]] = {}
+    for host, cc in flows:
+        if cc:
+            out.setdefault(host, set()).add(cc)
+    return {h: sorted(v) for h, v in out.items()}
+
+
+def sender_counters(nstat_texts: Mapping[str, tuple[str, str]], hosts: Sequence[str],
+                    congestion: Mapping[str, Sequence[str]] | None = None) -> dict[str, dict]:
     """Per sending host: the growth of SENDER_COUNTERS over the run and the mean congestion
     window at a HyStart exit; `recorded: False` for a host without both nstat readings (runs
-    recorded before ctl read every sender's counters read only the MPTCP hosts')."""
+    recorded before ctl read every sender's counters read only the MPTCP hosts').
+    `congestion`: each host's flows' congestion controls. The HyStart counters are tcp_cubic.c's:
+    a host none of whose flows runs Linux's cubic (ctl's BPF programs, mcubic with its own
+    HyStart among them) gets them as None (not counted) with `hystart_not_counted` saying so,
+    never a 0 that reads as "slow start ended by loss"; a host that runs cubic and another
+    algorithm says which of its algorithms they leave out."""
     out: dict[str, dict] = {}
     for h in hosts:
         if h not in nstat_texts:
@@ -331,11 +365,29 @@ def sender_counters(nstat_texts: Mapping[str, tuple[str, str]], hosts: Sequence[
         except (ParseError, ResultInvalid) as exc:
             out[h] = {"recorded": False, "error": str(exc)[:200]}
             continue
-        counters = {name: d.get(name, 0) for name in SENDER_COUNTERS}
+        counters: dict[str, int | None] = {name: d.get(name, 0) for name in SENDER_COUNTERS}
         entry: dict[str, Any] = {"recorded": True, "counters": counters}
+        algs = list((congestion or {}).get(h, ()))
+        others = [a for a in algs if a != "cubic"]
+        if others:
+            entry["hystart_not_counted_for"] = others
+            what = "; ".join(f"{a} ({'ctl BPF program' if is_bpf_algorithm(a) else 'kernel algorithm'}"
+                             + (", with its own HyStart" if _own_hystart(a) else "")
+                             + ")" for a in others)
+            if len(others) == len(algs):
+                for name in HYSTART_COUNTERS:
+                    counters[name] = None
+                entry["hystart_not_counted"] = (
+                    f"{what}: not Linux's cubic; the HyStart counters are tcp_cubic.c's and never count another "
+                    "algorithm's slow start (mcubic's own HyStart exits are not counted by any kernel counter)")
+            else:
+                entry["hystart_not_counted"] = (
+                    f"{what}: not in the HyStart counters, which count only the host's sockets running Linux's "
+                    "cubic (tcp_cubic.c)")
         for kind, det, cwnd in (("train", "TcpExtTCPHystartTrainDetect", "TcpExtTCPHystartTrainCwnd"),
                                 ("delay", "TcpExtTCPHystartDelayDetect", "TcpExtTCPHystartDelayCwnd")):
-            entry[f"mean_cwnd_at_hystart_{kind}"] = round(counters[cwnd] / counters[det], 1) if counters[det] else None
+            n, w = counters[det], counters[cwnd]
+            entry[f"mean_cwnd_at_hystart_{kind}"] = round(w / n, 1) if n and w is not None else None
         out[h] = entry
     return out
 
@@ -348,11 +400,18 @@ def sender_counters_line(counters: Mapping[str, Mapping[str, Any]]) -> str:
             parts.append(f"{h} not recorded")
             continue
         c = e["counters"]
-        hs = []
-        for kind, det in (("train", "TcpExtTCPHystartTrainDetect"), ("delay", "TcpExtTCPHystartDelayDetect")):
-            cw = e.get(f"mean_cwnd_at_hystart_{kind}")
-            hs.append(f"{kind} {c[det]}" + (f" (cwnd {cw:g})" if cw is not None else ""))
-        parts.append(f"{h} HyStart {', '.join(hs)}; RTO {c['TcpExtTCPTimeouts']}; TLP {c['TcpExtTCPLossProbes']}"
+        if c.get("TcpExtTCPHystartTrainDetect") is None:
+            hystart = (f"HyStart not counted for {', '.join(e.get('hystart_not_counted_for') or ['its algorithm'])} "
+                       "(nstat's HyStart counters are Linux cubic's)")
+        else:
+            hs = []
+            for kind, det in (("train", "TcpExtTCPHystartTrainDetect"), ("delay", "TcpExtTCPHystartDelayDetect")):
+                cw = e.get(f"mean_cwnd_at_hystart_{kind}")
+                hs.append(f"{kind} {c[det]}" + (f" (cwnd {cw:g})" if cw is not None else ""))
+            hystart = f"HyStart {', '.join(hs)}" + (
+                f" (kernel cubic only, not {', '.join(e['hystart_not_counted_for'])})"
+                if e.get("hystart_not_counted_for") else "")
+        parts.append(f"{h} {hystart}; RTO {c['TcpExtTCPTimeouts']}; TLP {c['TcpExtTCPLossProbes']}"
                      f"/{c['TcpExtTCPLossProbeRecovery']} recovered; retransmitted {c['TcpRetransSegs']} segments")
     return "sender counters (nstat, whole run): " + " | ".join(parts)
 

@@ -41,6 +41,7 @@ from controller.results import series
 from controller.results.summary import (
     SENDER_COUNTERS_DEFINITION,
     WINDOWED_FLOW_DEFINITION,
+    congestion_by_host,
     data_local_ports,
     flow_over,
     format_table,
@@ -274,7 +275,8 @@ def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
         "paper_table": table,
         "flows": [f.to_json() for f in flows.values()],
         "mptcp": verdict,
-        "sender_counters": sender_counters(data.nstat, [p["mptcp_client"], p["tcp_client"]]),
+        "sender_counters": sender_counters(data.nstat, [p["mptcp_client"], p["tcp_client"]], congestion_by_host(
+            [(p["mptcp_client"], p["cc"]), (p["tcp_client"], p["tcp_cc"])])),
         "valid": not reasons, "invalid_reasons": reasons,
         "definitions": definitions,
     }

@@ -7,7 +7,14 @@ the mean congestion window at a HyStart exit (tcp_cubic.c adds the window to ...
 """
 from __future__ import annotations
 
-from controller.results.summary import SENDER_COUNTERS, sender_counters, sender_counters_line
+from controller.results.summary import (
+    HYSTART_COUNTERS,
+    SENDER_COUNTERS,
+    SENDER_COUNTERS_DEFINITION,
+    congestion_by_host,
+    sender_counters,
+    sender_counters_line,
+)
 from tests.support.shipped import RECORDED_RUNS
 
 RAW = RECORDED_RUNS / "shared-bottleneck" / "delay-800ms" / "raw"
@@ -60,3 +67,39 @@ def test_mean_window_at_a_hystart_exit():
 def test_counters_that_went_backwards_are_not_reported():
     got = sender_counters({"a2": (_nstat(TcpRetransSegs=9), _nstat(TcpRetransSegs=2))}, ["a2"])["a2"]
     assert got["recorded"] is False and "went backwards" in got["error"]
+
+
+def test_a_bpf_senders_hystart_is_not_counted_not_zero():
+    """The HyStart counters are tcp_cubic.c's: ctl's mcubic (BPF, with its own HyStart) never adds
+    to them, so a sender running it gets them as null with the reason, never a 0 that the
+    definition would read as "slow start ended by loss"; a Cubic sender keeps its counts."""
+    before = _nstat(TcpExtTCPHystartTrainDetect=1, TcpExtTCPHystartTrainCwnd=30, TcpTimeouts=0)
+    after = _nstat(TcpExtTCPHystartTrainDetect=1, TcpExtTCPHystartTrainCwnd=30, TcpExtTCPTimeouts=2,
+                   TcpRetransSegs=40)
+    got = sender_counters({"a1": (before, after), "a2": (before, after)}, ["a1", "a2"],
+                          congestion_by_host([("a1", "mcubic"), ("a2", "cubic")]))
+    a1, a2 = got["a1"], got["a2"]
+    assert all(a1["counters"][n] is None for n in HYSTART_COUNTERS)
+    assert a1["mean_cwnd_at_hystart_train"] is None and a1["hystart_not_counted_for"] == ["mcubic"]
+    assert "ctl BPF program, with its own HyStart" in a1["hystart_not_counted"]
+    assert "tcp_cubic.c" in a1["hystart_not_counted"]
+    assert (a1["counters"]["TcpExtTCPTimeouts"], a1["counters"]["TcpRetransSegs"]) == (2, 40)   # the rest counts
+    assert a2["counters"]["TcpExtTCPHystartTrainDetect"] == 0 and "hystart_not_counted" not in a2
+    line = sender_counters_line(got)
+    assert "a1 HyStart not counted for mcubic (nstat's HyStart counters are Linux cubic's); RTO 2" in line
+    assert "a2 HyStart train 0, delay 0; RTO 2" in line
+    # the definition reads "ended by loss" only for a Cubic sender, and says a BPF sender's are null
+    assert "For a sender whose flows run Linux's cubic: no HyStart detection" in SENDER_COUNTERS_DEFINITION
+    assert "the HyStart counters are null" in SENDER_COUNTERS_DEFINITION
+
+
+def test_a_host_running_cubic_and_a_bpf_algorithm_says_which_the_counts_are_of():
+    texts = {"h": (_nstat(TcpExtTCPHystartDelayDetect=0), _nstat(TcpExtTCPHystartDelayDetect=1,
+                                                                   TcpExtTCPHystartDelayCwnd=90))}
+    got = sender_counters(texts, ["h"], congestion_by_host([("h", "mcubic_nohs"), ("h", "cubic")]))["h"]
+    assert got["counters"]["TcpExtTCPHystartDelayDetect"] == 1 and got["mean_cwnd_at_hystart_delay"] == 90.0
+    assert got["hystart_not_counted_for"] == ["mcubic_nohs"]
+    assert "own HyStart" not in got["hystart_not_counted"]            # the build without HyStart
+    assert "(kernel cubic only, not mcubic_nohs)" in sender_counters_line({"h": got})
+    # a trace build's name is ctl's program too
+    assert sender_counters(texts, ["h"], {"h": ["mcwrap_trace"]})["h"]["counters"]["TcpExtTCPHystartDelayDetect"] is None
