@@ -14,10 +14,14 @@ identity it pinned the first time, says so as an event, and goes on:
 * `QmiTracker` (family qmicli): a device path (/dev/cdc-wdm0) that vanished is looked for among the paths
   of the same name stem, by the IMEI `qmicli --dms-get-ids` printed the first time.
 * `SerialTracker` (AT families): an AT port that vanished is looked for the same way, by the IMEI of
-  AT+CGSN. Other ports are only opened while the configured one is gone, and only those of its name stem.
+  AT+CGSN. Other ports are only opened while the configured one is gone or holds another modem, and only
+  those of its name stem.
+* Both read the IMEI at the path again after any error or gap (a reset, a re-enumeration and a modem
+  swapped at the same path all look alike from outside) and every `check_every` (10) rounds, before the
+  round's values are used: another modem there is a `modem-changed` event and a gap, never polled as ours.
 
 A round while the modem is away returns no output (the logger records the second as a gap: `modem_ok`
-false, no radio point). Events (`modem-found`, `modem-moved`, `modem-enabled`, `modem-not-enabled`) go
+false, no radio point). Events (`modem-found`, `modem-moved`, `modem-changed`, `modem-enabled`, `modem-not-enabled`) go
 through `event(kind, fields)`; the logger writes them as `field_event` points of the tick that saw them.
 Standard library only (runs on the modem host).
 """
@@ -218,59 +222,118 @@ class MmcliTracker:
         return out, []
 
 
+class _Recheck:
+    """When to read the modem's IMEI again before a round's values are used: after any error or gap (a
+    reset, a re-enumeration, a modem swapped at the same path all look like one) and every `every` rounds.
+    A round whose identity is due and does not match (or cannot be read) is a gap: its values are not used."""
+
+    def __init__(self, every: int):
+        self.every = max(1, int(every))
+        self.since = 0
+        self.suspect = False
+        self.foreign: Optional[str] = None    # the other IMEI found at our path (said once)
+
+    def due(self) -> bool:
+        return self.suspect or self.since >= self.every
+
+    def ok(self) -> None:
+        self.since, self.suspect, self.foreign = 0, False, None
+
+
+def _stem_candidates(path: str, present: Callable[[str], List[str]]) -> List[str]:
+    d, _, name = path.rpartition("/")
+    stem = name.rstrip("0123456789")
+    return [c for c in candidates_like(path, present(f"{d}/{stem}*")) if c != path]
+
+
 class QmiTracker:
-    """qmicli by device path, following the modem's IMEI when the path disappears."""
+    """qmicli by device path, following the modem's IMEI when the path disappears, and checking the IMEI at
+    the path (`--dms-get-ids`) after any error or gap and every `check_every` rounds: another modem at the
+    same path (a swap, a second modem enumerated first) is never polled as this one."""
 
     def __init__(self, family: Any, modem: Any, run: Run, *, event: Event = _noop, log: Log = _noop,
                  poll_timeout_s: float = 0.7, present: Callable[[str], List[str]] = lambda pattern: glob.glob(pattern),
-                 exists: Callable[[str], bool] = os.path.exists):
+                 exists: Callable[[str], bool] = os.path.exists, check_every: int = 10):
         self.family, self.modem, self.run = family, modem, run
         self.event, self.log = event, log
         self.poll_timeout_s = poll_timeout_s
         self.present, self.exists = present, exists
         self.where = str(modem.device)
         self.imei: Optional[str] = None
+        self.check = _Recheck(check_every)
 
     def _ids(self, path: str) -> Optional[str]:
         status, text = self.run(("qmicli", "-d", path, "-p", "--dms-get-ids"), self.poll_timeout_s)
         return qmicli_equipment_id(text) if status == 0 else None
 
+    def _look_elsewhere(self) -> bool:
+        """Our IMEI at another path of the same name stem: moved there (True)."""
+        for cand in _stem_candidates(self.where, self.present):
+            if self._ids(cand) == self.imei:
+                self.event("modem-moved", {"from_path": self.where, "path": cand, "detail":
+                                           "modem IMEI %s is now %s (was %s)" % (self.imei, cand, self.where)})
+                self.where = cand
+                self.check.ok()
+                return True
+        return False
+
     def round(self) -> Tuple[Outputs, List[str]]:
         out: Outputs = {c.name: None for c in self.family.poll}
         if not self.exists(self.where) and self.imei is not None:
-            d, _, name = self.where.rpartition("/")
-            stem = name.rstrip("0123456789")
-            for cand in candidates_like(self.where, self.present(f"{d}/{stem}*")):
-                if cand != self.where and self._ids(cand) == self.imei:
-                    self.event("modem-moved", {"from_path": self.where, "path": cand, "detail":
-                                               "modem IMEI %s is now %s (was %s)" % (self.imei, cand, self.where)})
-                    self.where = cand
-                    break
-            else:
+            if not self._look_elsewhere():
+                self.check.suspect = True
                 return out, []
         for name, argv in self.family.poll_commands(_Settings("qmicli", self.where, 0, None)).items():
             status, text = self.run(tuple(argv), self.poll_timeout_s)
             out[name] = text if status == 0 else None
-        if self.imei is None and any(out.values()):
-            self.imei = self._ids(self.where)
-            if self.imei:
-                self.event("modem-found", {"path": self.where, "detail": "reading modem IMEI %s at %s"
-                                           % (self.imei, self.where)})
+        got = any(out.values())
+        self.check.since += 1
+        if self.imei is None:
+            if got:
+                self.imei = self._ids(self.where)
+                if self.imei:
+                    self.check.ok()
+                    self.event("modem-found", {"path": self.where, "detail": "reading modem IMEI %s at %s"
+                                               % (self.imei, self.where)})
+            return out, []
+        if got and self.check.due():
+            ids = self._ids(self.where)
+            if ids != self.imei:
+                if ids is None:
+                    self.log("qmicli: could not read the IMEI at %s; this round's values not used" % self.where)
+                    self.check.suspect = True
+                else:
+                    self._changed(ids)
+                return {name: None for name in out}, []
+            self.check.ok()
+        if not all(v is not None for v in out.values()):
+            self.check.suspect = True            # an error or a gap: who answers next is checked first
         return out, []
+
+    def _changed(self, ids: str) -> None:
+        if self.check.foreign != ids:
+            self.event("modem-changed", {"path": self.where, "detail":
+                                         "another modem (IMEI %s) answers at %s, not IMEI %s: not polled as it"
+                                         % (ids, self.where, self.imei)})
+        self.check.foreign, self.check.suspect = ids, True
+        self._look_elsewhere()
 
 
 class SerialTracker:
-    """An AtPoller whose port is looked for again (by the IMEI of AT+CGSN) when its device path vanished."""
+    """An AtPoller whose port is looked for again (by the IMEI of AT+CGSN) when its device path vanished, and
+    whose IMEI is read again (AT+CGSN on the same port, after the round's queries) after any error, gap or
+    reopened port and every `check_every` rounds: another modem at the same port is never polled as this one."""
 
     def __init__(self, poller: Any, *, event: Event = _noop, log: Log = _noop,
                  identify: Optional[Callable[[str], Optional[str]]] = None,
                  present: Callable[[str], List[str]] = lambda pattern: glob.glob(pattern),
-                 exists: Callable[[str], bool] = os.path.exists):
+                 exists: Callable[[str], bool] = os.path.exists, check_every: int = 10):
         self.poller = poller
         self.event, self.log = event, log
         self.identify = identify or self._identify
         self.present, self.exists = present, exists
         self.imei: Optional[str] = None
+        self.check = _Recheck(check_every)
 
     def _identify(self, path: str) -> Optional[str]:
         from nodes.modem.serial_poll import AtPort
@@ -280,23 +343,61 @@ class SerialTracker:
         except (OSError, TimeoutError, ValueError):
             return None
 
+    def _port_imei(self) -> Optional[str]:
+        p = self.poller
+        if p.port is None:
+            return None
+        try:
+            return at_equipment_id(p.port.command("AT+CGSN").text)
+        except (OSError, TimeoutError):
+            return None
+
+    def _look_elsewhere(self) -> bool:
+        p = self.poller
+        for cand in _stem_candidates(p.path, self.present):
+            if self.identify(cand) == self.imei:
+                self.event("modem-moved", {"from_path": p.path, "path": cand, "detail":
+                                           "AT port of modem IMEI %s is now %s (was %s)" % (self.imei, cand, p.path)})
+                p.close()
+                p.path = cand
+                self.check.suspect = True        # checked again on the port the poller opens there
+                return True
+        return False
+
     def round(self) -> Tuple[Outputs, List[str]]:
         p = self.poller
         if p.port is None and not self.exists(p.path) and self.imei is not None:
-            d, _, name = p.path.rpartition("/")
-            stem = name.rstrip("0123456789")
-            for cand in candidates_like(p.path, self.present(f"{d}/{stem}*")):
-                if cand != p.path and self.identify(cand) == self.imei:
-                    self.event("modem-moved", {"from_path": p.path, "path": cand, "detail":
-                                               "AT port of modem IMEI %s is now %s (was %s)" % (self.imei, cand, p.path)})
-                    p.path = cand
-                    break
+            self._look_elsewhere()
+        reopened = p.port is None
         out = p.poll_once()
-        if self.imei is None and any(v is not None for v in out.values()) and p.port is not None:
-            try:
-                self.imei = at_equipment_id(p.port.command("AT+CGSN").text)
-            except (OSError, TimeoutError):
-                self.imei = None
-            if self.imei:
-                self.event("modem-found", {"path": p.path, "detail": "reading modem IMEI %s at %s" % (self.imei, p.path)})
-        return out, list(p.last_urcs)
+        urcs = list(p.last_urcs)
+        got = any(v is not None for v in out.values())
+        self.check.since += 1
+        if reopened:
+            self.check.suspect = True
+        if self.imei is None:
+            if got and p.port is not None:
+                self.imei = self._port_imei()
+                if self.imei:
+                    self.check.ok()
+                    self.event("modem-found", {"path": p.path, "detail": "reading modem IMEI %s at %s"
+                                               % (self.imei, p.path)})
+            return out, urcs
+        if got and self.check.due():
+            ids = self._port_imei()
+            if ids != self.imei:
+                if ids is None:
+                    self.log("AT: could not read the IMEI at %s; this round's values not used" % p.path)
+                    self.check.suspect = True
+                else:
+                    if self.check.foreign != ids:
+                        self.event("modem-changed", {"path": p.path, "detail":
+                                                     "another modem (IMEI %s) answers at %s, not IMEI %s: not "
+                                                     "polled as it" % (ids, p.path, self.imei)})
+                    self.check.foreign, self.check.suspect = ids, True
+                    self._look_elsewhere()
+                return {name: None for name in out}, []
+            self.check.ok()
+        if not all(v is not None for v in out.values()):
+            self.check.suspect = True
+        return out, urcs

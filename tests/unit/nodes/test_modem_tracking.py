@@ -214,6 +214,86 @@ def test_qmicli_device_path_that_moved_is_found_by_its_imei():
     assert ("qmicli", "-d", "/dev/cdc-wdm2", "-p", "--nas-get-signal-info") in calls
 
 
+class _Qmi:
+    """qmicli as the tracker runs it, on a set of device paths each holding a modem (IMEI) or nothing."""
+
+    def __init__(self, at: dict):
+        self.at = at                      # path -> IMEI (None: the modem there does not answer)
+        self.calls: list[tuple] = []
+
+    def run(self, argv, timeout):
+        self.calls.append(tuple(argv))
+        dev = argv[argv.index("-d") + 1]
+        if dev not in self.at or self.at[dev] is None:
+            return 1, ""
+        if "--dms-get-ids" in argv:
+            return 0, f"[{dev}] Device IDs retrieved:\n\tESN: '0'\n\tIMEI: '{self.at[dev]}'\n\tMEID: 'unknown'\n"
+        return 0, "[%s] Successfully got signal info\nLTE:\n\tRSSI: '-63 dBm'\n\tRSRQ: '-11 dB'\n\tRSRP: '-93 dBm'\n" % dev
+
+    def ids_asked(self) -> int:
+        return sum("--dms-get-ids" in c for c in self.calls)
+
+
+OURS, OTHER = "867034040025018", "359072060123458"
+
+
+def _qmi_tracker(q: _Qmi, **kw):
+    events: list[tuple[str, dict]] = []
+    t = QmiTracker(FAMILIES["qmicli"], ModemSettings("qmicli", "/dev/cdc-wdm0"), q.run,
+                   event=lambda k, f: events.append((k, f)), present=lambda pattern: sorted(q.at),
+                   exists=lambda path: path in q.at, **kw)
+    return t, events
+
+
+def test_qmicli_another_modem_at_the_same_path_after_a_gap_is_not_polled_as_ours():
+    q = _Qmi({"/dev/cdc-wdm0": OURS})
+    t, events = _qmi_tracker(q)
+    assert t.round()[0]["signal-info"] and t.imei == OURS
+    q.at["/dev/cdc-wdm0"] = None                                     # silent (re-enumerating) ...
+    assert not any(t.round()[0].values())
+    q.at["/dev/cdc-wdm0"] = OTHER                                    # ... and another modem answers there
+    for _ in range(3):
+        out, _ = t.round()
+        assert not any(out.values())                                 # a gap: its values are not ours
+    assert [k for k, _ in events] == ["modem-found", "modem-changed"]  # said once
+    assert OTHER in events[1][1]["detail"] and events[1][1]["path"] == "/dev/cdc-wdm0"
+    q.at["/dev/cdc-wdm0"] = OURS                                     # ours is back at its path
+    assert t.round()[0]["signal-info"] and t.where == "/dev/cdc-wdm0"
+
+
+def test_qmicli_identity_is_checked_on_a_schedule_and_follows_ours_to_its_new_path():
+    q = _Qmi({"/dev/cdc-wdm0": OURS})
+    t, events = _qmi_tracker(q, check_every=5)
+    t.round()
+    assert q.ids_asked() == 1
+    for _ in range(4):
+        assert t.round()[0]["signal-info"]
+    assert q.ids_asked() == 1                                        # no error, not due yet: not asked
+    q.at.update({"/dev/cdc-wdm0": OTHER, "/dev/cdc-wdm1": OURS})     # swapped without a gap between rounds
+    out, _ = t.round()                                               # the 5th round after the check: due
+    assert not any(out.values())
+    assert [k for k, _ in events] == ["modem-found", "modem-changed", "modem-moved"]
+    assert events[2][1]["path"] == "/dev/cdc-wdm1" and t.where == "/dev/cdc-wdm1"
+    assert t.round()[0]["signal-info"] and ("qmicli", "-d", "/dev/cdc-wdm1", "-p", "--nas-get-signal-info") in q.calls
+
+
+def test_qmicli_a_round_whose_identity_cannot_be_read_is_not_used():
+    q = _Qmi({"/dev/cdc-wdm0": OURS})
+    t, events = _qmi_tracker(q)
+    t.round()
+    real = q.run
+
+    def no_ids(argv, timeout):
+        if "--dms-get-ids" in argv:
+            return 1, ""
+        return real(argv, timeout)
+    t.run = no_ids
+    t.check.suspect = True                                           # e.g. after a failed round
+    assert not any(t.round()[0].values()) and t.check.suspect
+    t.run = real
+    assert t.round()[0]["signal-info"] and not t.check.suspect and [k for k, _ in events] == ["modem-found"]
+
+
 # ---- AT port that moved (the emulator on a real pty, reached through a link that moves) ---------------------------
 
 def test_at_port_that_moved_is_found_by_the_imei_of_cgsn(tmp_path: Path):
@@ -267,3 +347,39 @@ def test_a_slow_answer_is_not_a_lost_modem():
     mm.calls.clear()
     assert _sample(t.round()[0]) is not None
     assert not any("--signal-setup=1" in c for c in mm.calls)           # still set up: nothing redone
+
+
+def test_at_another_modem_at_the_same_port_is_not_polled_as_ours(tmp_path: Path):
+    trace = field_test_trace()
+    with AtModemEmulator(trace, ManualClock(5.0)) as emu, AtModemEmulator(trace, ManualClock(5.0),
+                                                                          vendor="sierra") as other:
+        port = tmp_path / "ttyUSB2"
+        os.symlink(emu.path, port)
+        fam = FAMILIES["at-quectel"]
+        poller = AtPoller(str(port), setup=[c.template[0] for c in fam.setup],
+                          commands={c.name: c.template[0] for c in fam.poll}, timeout_s=0.5)
+        events = []
+        t = SerialTracker(poller, event=lambda k, f: events.append((k, f)),
+                          present=lambda pattern: [str(p) for p in tmp_path.iterdir()], check_every=3)
+        try:
+            assert fam.merge(t.round()[0]) is not None and t.imei == emu.profile.imei
+            # the port is closed (an I/O error) and another modem is behind the same name when it reopens
+            poller.close()
+            os.unlink(port)
+            os.symlink(other.path, port)
+            for _ in range(2):
+                out, _ = t.round()
+                assert not any(v for v in out.values())              # its values are not ours
+            assert [k for k, _ in events] == ["modem-found", "modem-changed"]
+            assert other.profile.imei in events[1][1]["detail"]
+            # ours is back behind the name (the port reopened: checked first), then checked every 3 rounds
+            poller.close()
+            os.unlink(port)
+            os.symlink(emu.path, port)
+            assert fam.merge(t.round()[0]) is not None and not t.check.suspect
+            asked = sum(c.upper() == "AT+CGSN" for c in emu.commands_seen)
+            for _ in range(3):
+                assert fam.merge(t.round()[0]) is not None
+            assert sum(c.upper() == "AT+CGSN" for c in emu.commands_seen) == asked + 1   # once in 3 rounds
+        finally:
+            poller.close()
