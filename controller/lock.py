@@ -34,6 +34,7 @@ from pathlib import Path
 from controller.errors import RackBusy, UnsafePath
 from controller.safefs import check_private_dir, open_private, private_dir
 from controller.settings import state_dir
+from controller.timefmt import iso_local
 
 
 SYSTEM_LOCK_DIR = Path("/run/lock/ctl")
@@ -127,7 +128,7 @@ class RackLock(FileLock):
     def acquire(self) -> "RackLock":
         if not self.try_acquire():
             o = self._record() or {}
-            since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(o.get("since", 0))) if o else "?"
+            since = iso_local(o.get("since")) if o else "?"
             other = o.get("state_dir")
             where = f", state dir {other}" if other and other != str(state_dir()) else ""
             raise RackBusy(f"rack {self.rack} is in use by pid {o.get('pid', '?')} on {o.get('host', '?')} "

@@ -8,6 +8,7 @@ from typing import Callable, Literal, Sequence
 
 from controller.campaign.spec import RetryPolicy
 from controller.campaign.timing import Window, local
+from controller.timefmt import iso_local, iso_span
 
 MAX_INTERRUPTIONS = 5  # a run that kills its controller again and again must not loop all night
 
@@ -124,7 +125,7 @@ class Busy:
     note: str = ""
 
     def text(self) -> str:
-        return (f"reserved by {self.who} {local(self.start):%Y-%m-%d %H:%M}-{local(self.end):%H:%M}"
+        return (f"reserved by {self.who} from {iso_span(self.start, self.end)}"
                 + (f" ({self.note})" if self.note else ""))
 
 
@@ -138,7 +139,7 @@ def next_step(state: str, not_before: float | None, runs: Sequence[RunView], now
     if state not in ("queued", "running"):
         return Step("idle", why=state)
     if not_before is not None and now < not_before:
-        return Step("wait", until=not_before, why=f"starts at {local(not_before):%Y-%m-%d %H:%M}")
+        return Step("wait", until=not_before, why=f"starts at {iso_local(not_before, 'minutes')}")
     pending = [r for r in runs if r.state == "pending" and not r.claimed_by_other(me, now)]
     if not pending:
         if any(r.state == "running" or r.state == "pending" for r in runs):
@@ -147,7 +148,7 @@ def next_step(state: str, not_before: float | None, runs: Sequence[RunView], now
     ready = sorted((r for r in pending if (r.not_before or 0) <= now), key=lambda r: r.seq)
     if not ready:
         until = min(r.not_before or now for r in pending)
-        return Step("wait", until=until, why=f"retry wait until {local(until):%H:%M:%S}", hold_rack=True)
+        return Step("wait", until=until, why=f"retry wait until {iso_local(until)}", hold_rack=True)
     if last_finished is not None and now < last_finished + pause_s:
         return Step("wait", until=last_finished + pause_s, why="pause between runs", hold_rack=True)
     run = ready[0]
@@ -156,7 +157,7 @@ def next_step(state: str, not_before: float | None, runs: Sequence[RunView], now
         start = window.start_for(local(now), run_s).timestamp()
         if start > now:
             return Step("wait", until=start, why=f"outside the window {window.text()} (opens "
-                        f"{local(start):%Y-%m-%d %H:%M})")
+                        f"{iso_local(start, 'minutes')})")
     clash = first_clash(now, run_s, busy)
     if clash is not None:
         # Somebody else's rack time: let go of the rack (they will take it) until it ends.

@@ -68,6 +68,7 @@ from controller.settings import runs_dir, state_dir
 from controller.ssh import CommandLog, SSHPool, targets
 from controller.telemetry.influx import influx_target, push_pending
 from controller.textsafe import shown
+from controller.timefmt import iso_local
 
 
 BOOK_RETRY_S = 10.0       # a rack's reservations that could not be read are tried again after this
@@ -397,7 +398,7 @@ class Scheduler:
             if status in (None, "running"):
                 status = "aborted"
                 error = (f"controller {r.claimed_by} died before restoring (its claim ran out at "
-                         f"{time.strftime('%H:%M:%S', time.localtime(r.claim_until or now))}); rack {r.claim_rack} "
+                         f"{iso_local(r.claim_until or now)}); rack {r.claim_rack} "
                          "is restored by the next scheduler that drives it")
             klass = classify(status, None, error)
             what = f"run {r.seq} ({r_label(r)}, rep {r.repetition})"

@@ -27,7 +27,7 @@ from controller.campaign.plan import Case, PlannedRun
 from controller.campaign.policy import Decision
 from controller.campaign.spec import CampaignError, CampaignSpec
 from controller.campaign.store import TRANSITIONS, AttemptRow, CampaignRow, HealthRow, RunRow
-from controller.campaign.timing import local
+from controller.timefmt import iso_local
 
 # Candidates a claim looks at per transaction (the first that fits is taken).
 CLAIM_BATCH = 64
@@ -226,7 +226,7 @@ class SQLStore:
             self._event(num, now, "submitted",
                         f"{len(planned)} runs ({len(cases)} cases x {spec.repetitions}), order {spec.order}"
                         + (f", seed {seed}" if seed is not None else "")
-                        + (f", not before {local(not_before):%Y-%m-%d %H:%M}" if not_before else "") + where)
+                        + (f", not before {iso_local(not_before, 'minutes')}" if not_before else "") + where)
         return self.campaign(num)
 
     def _event(self, num: int, now: float, kind: str, message: str) -> None:

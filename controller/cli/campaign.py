@@ -18,13 +18,14 @@ from controller.campaign.scheduler import Scheduler, SchedulerLock, SchedulerOpt
 from controller.campaign.spec import CampaignError, CampaignFileError, load_campaign
 from controller.campaign.status import SchedulerView, interruption, scheduler_view
 from controller.campaign.store import campaign_dir
-from controller.campaign.timing import estimate_finish, format_span, learned_overhead, local, parse_at, progress_bar
+from controller.campaign.timing import estimate_finish, format_span, learned_overhead, parse_at, progress_bar
 from controller.cli.commands import JSON_HELP, Parser, add_command, setting_default
 from controller.cli.common import inventory_of, print_json
 from controller.inventory import load_inventory, resolve_inventory_path
 from controller.labdb import whoami
 from controller.settings import existing_or_shipped, runs_dir
 from controller.textsafe import shown
+from controller.timefmt import iso_local
 from controller.units import parse_duration
 
 # ---- terminal output -------------------------------------------------------------------------
@@ -47,7 +48,7 @@ class Console:
     def log(self, msg: str) -> None:
         if self.quiet:
             return
-        line = f"{time.strftime('%H:%M:%S')} {shown(msg)}"
+        line = f"{iso_local(time.time())} {shown(msg)}"
         if self.tty and self._bar:
             self.stream.write("\r\x1b[K" + line + "\n" + self._bar)
         else:
@@ -79,7 +80,7 @@ def progress_line(c: Any, p: Any, interrupted: str | None = None) -> str:
     """One line per campaign; an interrupted one (its scheduler gone) says so instead of an ETA."""
     eta = ""
     if p.finish_at is not None and p.eta_s is not None and interrupted is None:
-        eta = f"  ETA {local(p.finish_at):%a %H:%M} (in {format_span(p.eta_s)})"
+        eta = f"  ETA {iso_local(p.finish_at, 'minutes')} (in {format_span(p.eta_s)})"
     extra = f", {p.failed} failed" if p.failed else ""
     return (f"#{c.num} {c.name} {progress_bar(p.done, p.failed, p.total)} {p.done}/{p.total} done{extra}"
             f"  {interrupted or c.state}{eta}")
@@ -155,7 +156,7 @@ def _planned(args: argparse.Namespace) -> dict:
             me = QueueEntry(max(e.num for e in ahead) + 1, tuple(per_run), spec.pause_s, spec.window_obj(), not_before)
             finish = queue_schedule(ahead + [me], now).get(me.num, (now, finish))[1]
     if finish - now > MAX_HORIZON_S and not getattr(args, "force", False):
-        raise CampaignError(f"{path}: the campaign would finish on {local(finish):%Y-%m-%d} "
+        raise CampaignError(f"{path}: the campaign would finish on {iso_local(finish, 'minutes')} "
                             f"(in {(finish - now) / 86400 / 365.25:.1f} years: {len(planned)} runs, "
                             f"{format_span(rack_s)} of rack time"
                             + (f", only inside the window {spec.window}" if spec.window else "")
@@ -189,7 +190,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             "order": spec.order, "seed": pl["seed"], "pause_s": spec.pause_s, "window": spec.window,
             "overhead_s": pl["overhead_s"], "estimated_rack_s": pl["rack_s"], "traffic_s": pl["traffic_s"],
             "not_before": pl["not_before"], "estimated_finish": pl["finish"], "queued_ahead": pl["queued_ahead"],
-            "estimated_finish_local": local(pl['finish']).astimezone().isoformat(timespec="seconds")})
+            "estimated_finish_local": iso_local(pl["finish"])})
         return 0
     keys = list(validated[0].case.varied) if validated else []
     say(f"campaign {spec.name}: scenario {spec.scenario}, {len(validated)} cases x {spec.repetitions} "
@@ -216,12 +217,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     say(f"estimated rack time: {format_span(pl['rack_s'])} ({len(planned)} runs x (traffic + "
           f"{pl['overhead_s']:.0f} s set-up/restore{learned})" +
           (f" + {len(planned) - 1} pauses of {spec.pause_s:g} s" if spec.pause_s and len(planned) > 1 else "") + ")")
-    start = f"at {local(pl['not_before']):%Y-%m-%d %H:%M}" if pl["not_before"] else "now"
+    start = f"at {iso_local(pl['not_before'], 'minutes')}" if pl["not_before"] else "now"
     win = f", only inside the window {spec.window}" if spec.window else ""
     spread = f" with the runs spread over {len(pl['racks'])} racks" if len(pl["racks"]) > 1 else ""
     ahead = (f", after the {pl['queued_ahead']} campaign{'s' if pl['queued_ahead'] != 1 else ''} queued ahead of it"
              if pl["queued_ahead"] else "")
-    say(f"estimated finish:    {local(pl['finish']):%Y-%m-%d %H:%M} if started {start}{win}{spread}{ahead}")
+    say(f"estimated finish:    {iso_local(pl['finish'], 'minutes')} if started {start}{win}{spread}{ahead}")
     say("nothing was submitted or changed (`ctl campaign submit FILE` queues it)")
     return 0
 
@@ -254,7 +255,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         return 0
     say(f"submitted campaign #{c.num} {c.id}: {len(pl['planned'])} runs"
           + (f", seed {pl['seed']}" if pl["seed"] is not None else "")
-          + f"; estimated rack time {format_span(pl['rack_s'])}, finish {local(pl['finish']):%Y-%m-%d %H:%M}")
+          + f"; estimated rack time {format_span(pl['rack_s'])}, finish {iso_local(pl['finish'], 'minutes')}")
     if c.multi_rack:
         say(f"racks: {_racks_text(pl)}; start one `ctl campaign daemon --inventory RACK` per rack "
               f"(on any controller with the lab database {store_location()})")
@@ -327,14 +328,14 @@ def _print_status(store: Any, c: Any) -> None:
         for r in store.runs(c.num):
             if r.state == "running" or (r.claimed_by and r.state == "pending"):
                 say(f"  run {r.seq}  {r.state} on {r.claim_rack} by {r.claimed_by} (lease until "
-                      f"{local(r.claim_until or 0):%H:%M:%S})")
+                      f"{iso_local(r.claim_until)})")
     elif c.state in ("queued", "running") and not stopped:
         say("  scheduler " + (f"pid {owner.get('pid')} ({owner.get('purpose')})" if owner else
                                 f"none running: `ctl campaign resume {c.num}` or start the daemon"))
     say(f"  runs     {p.done}/{p.total} done, {p.failed} failed, {p.pending} pending, {p.running} "
           + ("interrupted" if stopped else "running") + (f", {p.cancelled} cancelled" if p.cancelled else ""))
     if p.finish_at is not None and p.eta_s is not None and not stopped:
-        say(f"  ETA      {local(p.finish_at):%Y-%m-%d %H:%M} (in {format_span(p.eta_s)})")
+        say(f"  ETA      {iso_local(p.finish_at, 'minutes')} (in {format_span(p.eta_s)})")
     say(f"  order    {spec.order}" + (f", seed {c.seed}" if c.seed is not None else "")
           + (f"; window {spec.window}" if spec.window else "") + (f"; pause {spec.pause}" if spec.pause_s else ""))
     fails = [a for a in store.attempts(c.num) if a.klass and a.klass != "ok"]

@@ -14,7 +14,7 @@ from typing import Any
 from controller.campaign.backends import open_store, store_exists
 from controller.campaign.progress import progress_of
 from controller.campaign.scheduler import Scheduler, SchedulerLock, SchedulerOptions, scheduler_owner
-from controller.campaign.timing import format_span, local, parse_at, parse_window, progress_bar
+from controller.campaign.timing import format_span, parse_at, parse_window, progress_bar
 from controller.cli.campaign import Console, progress_line
 from controller.cli.cc import toolchain_problem
 from controller.cli.commands import JSON_HELP, Parser, add_command, setting_default
@@ -32,6 +32,7 @@ from controller.reproduce.queue import PlannedCampaign, finish_times, prepare, r
 from controller.reproduce.verdicts import Context, judge, unavailable_rows
 from controller.settings import runs_dir
 from controller.textsafe import shown
+from controller.timefmt import iso_local
 
 
 def _mode(args: argparse.Namespace) -> str:
@@ -75,10 +76,10 @@ def _print_plan(inv: Inventory, mode: str, planned: list[PlannedCampaign], finis
     for p, f in zip(planned, finishes, strict=True):
         print(f"{p.design.paper:<9} {p.spec.name or '':<{cw}} {p.spec.scenario:<20} "
               f"{f'{len(p.validated)} x {p.spec.repetitions}':>12} {p.runs:>5} {format_span(p.traffic_s):>9} "
-              f"{format_span(p.rack_s):>10}  {local(f):%a %H:%M}")
+              f"{format_span(p.rack_s):>10}  {iso_local(f, 'minutes')}")
     rack = sum(p.rack_s for p in planned)
-    start = f"at {local(not_before):%Y-%m-%d %H:%M}" if not_before else "now"
-    finish = f"{local(finishes[-1]):%Y-%m-%d %H:%M} if started {start}" if finishes else "-"
+    start = f"at {iso_local(not_before, 'minutes')}" if not_before else "now"
+    finish = f"{iso_local(finishes[-1], 'minutes')} if started {start}" if finishes else "-"
     print(f"{'total':<9} {'':<{cw}} {'':<20} {'':>12} {total:>5} {format_span(sum(p.traffic_s for p in planned)):>9} "
           f"{format_span(rack):>10}  {finish}")
     learned = [p for p in planned if p.learned_from]
@@ -258,7 +259,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "campaigns": [{"key": e["key"], "num": c.num, "id": c.id, "state": c.state, "reason": c.reason,
                                    "total": p.total, "done": p.done, "failed": p.failed} for e, c, p in progs]})
         return 0
-    print(f"reproduction {r.id} (--{r.mode}, rack {r.inventory_name}, created {local(r.created):%Y-%m-%d %H:%M})")
+    print(f"reproduction {r.id} (--{r.mode}, rack {r.inventory_name}, created {iso_local(r.created, 'minutes')})")
     for e, c, p in progs:
         print(f"  {progress_line(c, p)}" + (f"  ({shown(c.reason)})" if c.reason else ""))
     print(f"  total {progress_bar(done, failed, total)} {done}/{total} runs done" + (f", {failed} failed" if failed else "")

@@ -175,7 +175,7 @@ def test_sweep_survives_two_sigkills_and_reports(rack, tmp_path):
         assert f"recovered the rack from interrupted run {killed2.name}" in tty
         assert f"took over the rack lock of a dead controller (pid {d2.pid})" in tty
         # the live progress bar (redrawn in place) with its ETA, on the controller's and the watcher's terminal
-        assert re.search(r"\r\x1b\[K#\d+ crash-test \[[#x.]{30}\] \d/8 done\s+running\s+ETA \w{3} \d\d:\d\d \(in ", tty)
+        assert re.search(r"\r\x1b\[K#\d+ crash-test \[[#x.]{30}\] \d/8 done\s+running\s+ETA \d{4}-\d\d-\d\dT\d\d:\d\d(Z|[+-]\d\d:\d\d) \(in ", tty)
         assert re.search(r"\r\x1b\[K#\d+ crash-test \[[#x.]{30}\] \d/8 done", watched)
         assert f"campaign #{num} is done" in watched
     finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -95,6 +96,8 @@ def test_second_lock_in_another_process_is_busy_naming_the_pid(holder):
     assert f"rack virtual is in use by pid {child.pid}" in msg
     assert "test holder" in msg
     assert ei.value.exit_code == 3
+    # since when, in ISO 8601 with the zone (was `2026-11-26 21:01:07`, no zone)
+    assert re.search(r", since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)\)", msg), msg
 
 
 def test_two_locks_in_one_process_exclude_each_other(state):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.shipped import ROOT
+from tests.unit.controller.test_timefmt import naive_date_times
 
 INV = str(ROOT / "inventory" / "virtual.yaml")
 
@@ -57,9 +59,9 @@ window: "22:00-07:00"
 """
 
 
-def audited(argv: list[str], state: Path) -> subprocess.CompletedProcess:
+def audited(argv: list[str], state: Path, **extra_env: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("CTL_INVENTORY", "CTL_INFLUX_TOKEN")}
-    env.update(CTL_STATE_DIR=str(state), CTL_RUNS_DIR=str(state / "runs"))
+    env.update(CTL_STATE_DIR=str(state), CTL_RUNS_DIR=str(state / "runs"), **extra_env)
     return subprocess.run([sys.executable, "-c", AUDITED_MAIN, *argv], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
 
@@ -73,7 +75,8 @@ def test_plan_prints_runs_rack_time_and_finish_and_changes_nothing(tmp_path):
     f = tmp_path / "c.yaml"
     f.write_text(CAMPAIGN)
     state = tmp_path / "state"
-    p = audited(["campaign", "plan", str(f), "--inventory", INV, "--at", "21:00"], state)
+    # a zone east of UTC by 5 h 30 min (POSIX TZ): every time printed carries its offset
+    p = audited(["campaign", "plan", str(f), "--inventory", INV, "--at", "21:00"], state, TZ="XST-5:30")
     assert p.returncode == 0, p.stderr
     out = p.stdout
     assert "scenario distinct-bottleneck, 4 cases x 3 repetitions = 12 runs" in out
@@ -81,7 +84,9 @@ def test_plan_prints_runs_rack_time_and_finish_and_changes_nothing(tmp_path):
     assert len([l for l in out.splitlines() if l.strip()[:1].isdigit()]) == 12
     # 12 x (5 s + 20 s) + 11 x 10 s = 410 s; starts at 21:00, the window opens at 22:00
     assert "estimated rack time: 6m 50s" in out
-    assert "22:06 if started at" in out and "only inside the window 22:00-07:00" in out
+    assert re.search(r"^estimated finish: +\d{4}-\d\d-\d\dT22:06\+05:30 if started at \d{4}-\d\d-\d\dT21:00\+05:30, "
+                     r"only inside the window 22:00-07:00$", out, re.M), out
+    assert not naive_date_times(out), out
     assert "nothing was submitted or changed" in out
     # nothing contacted; nothing written in the state dir, the project or next to the file
     # (libraries open /dev/null and probe the temp dir; those are not ctl's state)
@@ -156,3 +161,18 @@ def test_queue_commands(cli, tmp_path):
     assert rc == 2 and "is cancelled: nothing to resume" in err
     rc, out, err = cli("campaign", "status", "7")
     assert rc == 2 and "no campaign '7'" in err
+
+
+def test_submit_and_status_text_say_times_with_their_zone(cli, tmp_path):
+    """`campaign submit` and `status` (was `finish 2026-11-26 21:01`, `ETA Thu 21:01`: no zone)."""
+    f = tmp_path / "c.yaml"
+    f.write_text(CAMPAIGN)
+    rc, out, _ = cli("campaign", "submit", str(f), "--at", "23:30")
+    assert rc == 0 and re.search(r", finish \d{4}-\d\d-\d\dT\d\d:\d\d[+-]\d\d:\d\d$", out.splitlines()[0]), out
+    texts = [out]
+    for argv in (("campaign", "status"), ("campaign", "status", "1")):
+        rc, out, _ = cli(*argv)
+        assert rc == 0
+        assert re.search(r"ETA +\d{4}-\d\d-\d\dT\d\d:\d\d[+-]\d\d:\d\d \(in ", out), out
+        texts.append(out)
+    assert not [t for t in texts if naive_date_times(t)], texts

@@ -73,6 +73,17 @@ def test_dry_run_plans_everything_and_writes_nothing(cli, tmp_path):
     assert rc == 0 and "0 campaigns, 0 runs" in out and "field: nothing to queue" in out
 
 
+def test_dry_run_text_says_times_with_their_zone(cli):
+    """The plan's finish column and total (was `Thu 21:01`, `2026-11-26 21:01`: no zone)."""
+    from tests.unit.controller.test_timefmt import naive_date_times
+    rc, out, err = cli("reproduce", "--quick", "--dry-run", "--at", "23:30")
+    assert rc == 0, err
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d[+-]\d\d:\d\d"
+    total = [l for l in out.splitlines() if l.startswith("total ")]
+    assert len(total) == 1 and re.search(rf"{stamp} if started at {stamp}$", total[0]), out
+    assert len(re.findall(rf"  {stamp}$", out, re.M)) >= 6 and not naive_date_times(out), out
+
+
 def test_the_time_left_is_when_the_last_campaign_ends_not_the_sum_of_their_etas():
     """Each campaign's ETA counts the campaigns queued before it (2026-11-26: seven queued
     campaigns ending in 43 min ... 2 h 56 min were printed as 14 h 58 min of rack time left)."""
