@@ -210,8 +210,9 @@ def shaper_checks(p: HostProbe, inv: Inventory, results: list[CommandResult]) ->
     assert host.shaper is not None
     shaper = shaper_class(host.shaper.kind)(inv, p.host)
     kind = host.shaper.kind
-    p.facts["shaper"] = {"kind": kind}
-    if not any(inv.links[l].bridge == p.host for l in inv.links):
+    links = sorted(l for l, x in inv.links.items() if x.bridge == p.host)
+    p.facts["shaper"] = {"kind": kind, "links": links}
+    if not links:
         p.checks.append(Check(f"{kind}: a link to shape", "no link names this bridge", True, blocking=False))
         return
     failed = [r for r in results if r.exit_status != 0]
@@ -238,8 +239,7 @@ def shaper_checks(p: HostProbe, inv: Inventory, results: list[CommandResult]) ->
         p.checks.append(Check("dummynet: the release (ipfw or dnctl)", snap.os_release or "unknown",
                               snap.major is not None or host.shaper.tool != "auto"))
     else:
-        p.facts["shaper"].update(links=sorted(l for l, x in inv.links.items() if x.bridge == p.host),
-                                 details={k: v for k, v in details.items() if isinstance(v, (str, int, float, dict))})
+        p.facts["shaper"].update(details={k: v for k, v in details.items() if isinstance(v, (str, int, float, dict))})
         p.checks.append(Check(f"{kind}: every link's state readable", "yes", True))
 
 
@@ -373,6 +373,56 @@ def probe_rack(inv: Inventory, fits: list[ScenarioFit], progress: Callable[[str]
 
 # ---- printing ------------------------------------------------------------------------------------
 
+def _value(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.1f}"
+    return str(v) if v not in (None, "") else "?"
+
+
+def _unit(sysctl: str) -> str:
+    return " bytes" if "byte" in sysctl else " slots" if "slot" in sysctl else ""
+
+
+def _link_details(link: str, d: Any) -> str:
+    """One link's back-end details: a dnpipe forwarder (pid, its two ports, uptime) or whatever
+    else a back-end put there, key by key."""
+    if not isinstance(d, dict):
+        return f"{link}: {_value(d)}"
+    if {"pid", "a", "b"} <= set(d):
+        return (f"{link}: forwarder pid {_value(d.get('pid'))} between {_value(d.get('a'))} and "
+                f"{_value(d.get('b'))}, up {_value(d.get('uptime_s'))} s")
+    return f"{link}: " + (", ".join(f"{k} {_value(v)}" for k, v in sorted(d.items())) or "nothing")
+
+
+def shaper_summary(shaper: dict[str, Any]) -> str:
+    """A bridge's cell in the probe table: what `facts.shaper` of the JSON holds, for every kind
+    (pure: it reads only that dict). dummynet: release, tool, listing format, the
+    net.inet.ip.dummynet.* limits and kern.hz; dnpipe: each link's forwarder; tc: the ports whose
+    qdiscs ctl would not overwrite; any other back-end detail key by key."""
+    what = shaper.get("kind") or "?"
+    if shaper.get("release"):
+        what += f" {shaper['release']}"
+    links = shaper.get("links")
+    parts = []
+    if links is not None:
+        parts.append(f"shapes {', '.join(links)}" if links else "no link to shape")
+    if "tool" in shaper or "limits" in shaper:
+        lim = shaper.get("limits") or {}
+        limits = ", ".join(f"{k.removeprefix('net.inet.ip.dummynet.')} {v}{_unit(k)}"
+                           for k, v in sorted(lim.items())) or "no limits read"
+        parts.append(f"{_value(shaper.get('tool'))}, {_value(shaper.get('listing_format'))} listing, {limits}, "
+                     f"kern.hz {_value(shaper.get('hz'))}{' Hz' if shaper.get('hz') else ''}")
+    details = shaper.get("details") or {}
+    for key, d in sorted(details.items()):
+        if key == "foreign":
+            foreign = d if isinstance(d, dict) else {}
+            parts.append("; ".join(f"port {port}: {why} (ctl will not overwrite it)"
+                                   for port, why in sorted(foreign.items())) or "no foreign qdisc")
+        else:
+            parts.append(_link_details(key, d))
+    return what + (": " + "; ".join(parts) if parts else "")
+
+
 def _cell(p: HostProbe) -> list[str]:
     tools = p.facts.get("tools") or {}
     cc = p.facts.get("congestion") or {}
@@ -388,13 +438,7 @@ def _cell(p: HostProbe) -> list[str]:
         if extra:
             what += f"; BitTorrent tools {'yes' if all(r['exit'] == 0 for r in extra.values()) else 'NO'}"
     elif shaper:
-        what = shaper.get("kind", "")
-        if shaper.get("links"):
-            what += f": {', '.join(shaper['links'])} read back"
-            lim = shaper.get("limits") or {}
-            what += (f": {shaper.get('tool') or '?'}, {shaper.get('listing_format') or '?'} listing, slot limit "
-                     f"{lim.get('net.inet.ip.dummynet.pipe_slot_limit', '?')}, byte limit "
-                     f"{lim.get('net.inet.ip.dummynet.pipe_byte_limit', '?')}, kern.hz {shaper.get('hz') or '?'}")
+        what = shaper_summary(shaper)
     else:
         what = f"python3 {next((c.have for c in p.checks if c.need.startswith('python3')), '-')}"
     who = f"{p.access.get('user')}@{p.address}" + (" (sudo -n)" if p.access.get("sudo") else "") if p.reached else "-"
@@ -414,6 +458,7 @@ def render(report: ProbeReport) -> list[str]:
         if p is not None:
             lines += [f"      {p.host}: {why}" for why in p.problems()]
             lines += [f"      {p.host}: note: {c.need}: {c.have}" for c in p.checks if not c.blocking and not c.ok]
+            lines += [f"      {p.host}: note: {w}" for w in (p.facts.get("shaper") or {}).get("warnings") or []]
     lines.append("scenarios (with the rack's role defaults):")
     width = max((len(v.scenario) for v in report.scenarios), default=8)
     for v in report.scenarios:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -73,9 +74,26 @@ def test_the_probe_table(rack):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     lines = p.stdout.splitlines()
     assert any(l.startswith("probe of rack vtest: ") and "read-only" in l for l in lines)
+    rows = {}
     for h, x in rack.inventory.hosts.items():
         if x.role is not Role.SWITCH:
-            assert any(l.split()[:2] == [h, x.role.value] for l in lines), h
+            rows[h] = next((l for l in lines if l.split()[:2] == [h, x.role.value]), None)
+            assert rows[h] is not None, h
+            assert re.search(r"  root@\S+\s+" + re.escape(os.uname().release) + r"\s+[+-]\d+\.\d\d ms  ", rows[h]), rows[h]
+    # a row shows what the JSON has, for every kind of host: no "?" for a value the probe read
+    assert not [r for r in rows.values() if "?" in r], rows
+    iperf3 = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.split()[1]
+    assert f"MPTCP on; iperf3 {iperf3}, mptcpize " in rows["a1"] and "BPF cc yes" in rows["a1"], rows["a1"]
+    pids = {x["name"]: x["pid"] for x in rack.lab_state()["processes"]}
+    for h, x in rack.inventory.hosts.items():
+        if x.shaper is not None:
+            links = sorted(l for l, y in rack.inventory.links.items() if y.bridge == h)
+            ls = rack.inventory.links
+            expect = re.escape(f"dnpipe: shapes {', '.join(links)}; ") + "; ".join(
+                re.escape(f"{l}: forwarder pid {pids[f'dnpipe-{l}']} between {ls[l].a_port} and {ls[l].b_port}, up ")
+                + r"\d+\.\d s" for l in links)
+            what = rows[h].split("  ")[-1]
+            assert re.fullmatch(expect, what), (what, expect)
     assert lines[-1] == "rack vtest can run every shipped scenario"
 
 
