@@ -142,8 +142,23 @@ def targets(inventory: Inventory, hosts: Iterable[str] | None = None) -> list[Ho
     return out
 
 
-def _reason(exc: BaseException) -> str:
-    return str(getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc or type(exc).__name__)
+def _reason(exc: BaseException, timeout: float | None = None) -> str:
+    """What happened, in words, never empty: a timeout (asyncio's carries no text) says after how
+    long, an OS error says its errno's meaning ("connection refused", "no route to host") rather
+    than asyncio's "Connect call failed (...)", an SSH error its reason or its kind and code."""
+    if isinstance(exc, TimeoutError) and not getattr(exc, "errno", None):
+        return f"timed out after {timeout:g} s" if timeout else "timed out"
+    if isinstance(exc, OSError):
+        if exc.errno and exc.errno > 0:
+            words = os.strerror(exc.errno)
+            words = words[:1].lower() + words[1:]
+            return words if not exc.filename else f"{exc.filename}: {words}"
+        if exc.strerror:                     # a resolver error (socket.gaierror: negative errno)
+            return f"cannot resolve the address: {exc.strerror}" if isinstance(exc, socket.gaierror) else exc.strerror
+    if isinstance(exc, asyncssh.Error):
+        code = f" (code {exc.code})" if getattr(exc, "code", None) else ""
+        return str(exc.reason or "").strip() or f"SSH {type(exc).__name__}{code}"
+    return str(exc).strip() or type(exc).__name__
 
 
 def _ack_at_once(conn: asyncssh.SSHClientConnection) -> None:
@@ -256,7 +271,8 @@ class SSHSession:
                                         "ssh-agent" if agent_path else "") if x)
             raise SSHError(self.host, f"{what} {hop.user}@{hop.host}: permission denied ({how})") from None
         except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
-            raise SSHError(self.host, f"cannot connect to {what} {hop.host}:{hop.port}: {_reason(exc)}") from None
+            raise SSHError(self.host, f"cannot connect to {what} {hop.host}:{hop.port}: "
+                                      f"{_reason(exc, t.ssh.connect_timeout)}") from None
         finally:
             if agent is not None:
                 agent.close()
@@ -305,7 +321,7 @@ class SSHSession:
         try:
             r = await asyncio.wait_for(self._conn.run(remote_command_line(("id", "-u"), 10, t.ssh.sudo)), 15)
         except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
-            raise SSHError(self.host, f"cannot run a command: {_reason(exc)}") from None
+            raise SSHError(self.host, f"cannot run a command: {_reason(exc, 15)}") from None
         uid = _text(r.stdout).strip()
         said = " ".join(_text(r.stderr).split())[:160]
         needs = ", ".join(t.root_commands) or "its commands"
@@ -313,7 +329,8 @@ class SSHSession:
         if t.ssh.sudo and (r.exit_status != 0 or uid != "0"):
             raise SSHError(self.host, f"{who}: `sudo -n` cannot run {needs} as root "
                                       f"({said or f'exit {r.exit_status}, uid {uid!r}'}); give the account "
-                                      "passwordless sudo (see the README's non-root accounts)")
+                                      "passwordless sudo "
+                                      "(docs/howto/physical-rack.md, \"Reaching the rack as the lab does\")")
         if not t.ssh.sudo and uid != "0" and t.root_commands:
             raise SSHError(self.host, f"{who} is uid {uid or '?'}, not root, and `sudo` is off: ctl runs {needs} "
                                       "as root here; set `ssh: {sudo: true}` for this host or log in as root")
