@@ -11,12 +11,13 @@ plus the path's delay and random loss:
     dropped), as one netem loss setting on the sender's side does.
 
 The sweep itself (RTT 2, 20, 40, 60, 80, 100 ms x loss 0 %, 0.0046 %, 0.01 %, 0.025 %, 0.1 % x
-cc bbr, cubic; 10 x 60 s each) is the campaign campaigns/rtt-loss-sweep.yaml; `ctl report
-rtt-loss RUN_OR_DIR...` draws the paper's heatmaps (RTT x loss, one panel per algorithm)
-from any set of these runs. "bbr" is whatever BBR the endpoints' kernel has (upstream
-Linux: BBRv1; BBRv3 needs Google's v3 kernel): the run record names the kernel and which BBR
-its bbr is. "bbr3" is BBRv3 on any kernel: ctl's BPF program after the IETF draft
-(draft-ietf-ccwg-bbr-06; nodes/congestion/bpf/bbr3.bpf.c lists how it differs from the draft).
+cc bbr3, cubic -- the paper's «BBRv3, Cubic»; 10 x 60 s each) is the campaign
+campaigns/rtt-loss-sweep.yaml; `ctl report rtt-loss RUN_OR_DIR...` draws the paper's heatmaps
+(RTT x loss, one panel per algorithm) from any set of these runs. "bbr3", the default, is BBRv3
+on any kernel: ctl's BPF program after the IETF draft (draft-ietf-ccwg-bbr-06;
+nodes/congestion/bpf/bbr3.bpf.c lists how it differs from the draft), loaded for the run. "bbr"
+is whatever BBR the endpoints' kernel has (upstream Linux: BBRv1; BBRv3 needs Google's v3
+kernel): the run record names the kernel and which BBR its bbr is.
 
 Socket buffers: ctl raises net.ipv4.tcp_rmem/tcp_wmem so that autotuning can reach
 2 x (BDP + buffer) on both hosts, records them and restores them.
@@ -83,8 +84,8 @@ PARAMS = (
     Param("loss", "probability", "0%", "random loss on the data direction, as a percentage (0.01%) or a fraction "
           "in scientific notation (1e-4); a bare number is refused (paper: 0 %, 0.0046 %, 0.01 %, 0.025 %, 0.1 %)",
           max="50%"),
-    cc_param("cc", "bbr", "congestion control (paper: BBRv3 and cubic; bbr3 = ctl's BPF BBRv3 after the IETF "
-             "draft, bbr = the kernel's own, BBRv1 upstream)"),
+    cc_param("cc", "bbr3", "congestion control (paper: BBRv3 and cubic; bbr3 = ctl's BPF BBRv3 after the IETF "
+             "draft, loaded for the run; bbr = the kernel's own, BBRv1 upstream)"),
     Param("bw", "rate", "1G", "bottleneck rate (each direction)", min="1M", max="10G"),
     queue_param(None, "bottleneck buffer; default: 1 BDP of --bw x --rtt, computed by ctl"),
     role_param("link", "path1", "inventory link used as the dumbbell's bottleneck"),
@@ -315,8 +316,9 @@ def render_grid(g: dict) -> str:
 
 
 def write_heatmap(summaries: list[dict], out_dir: Path, metric: str = "throughput_mbps",
-                  title: str = "rtt-loss-sweep") -> Path | None:
-    """The paper's figures: one heatmap panel (RTT x loss) per algorithm; missing cells blank."""
+                  title: str = "rtt-loss-sweep", output: plots.Output | None = None) -> Path | None:
+    """The paper's figures: one heatmap panel (RTT x loss) per algorithm; missing cells blank;
+    written in `output`'s formats (PNG alone by default); returns the first format's path."""
     g = heatmap_grid(summaries, metric)
     if not g["cc"]:
         return None
@@ -333,5 +335,6 @@ def write_heatmap(summaries: list[dict], out_dir: Path, metric: str = "throughpu
                 cases.append(CaseData(len(cases), {"loss": l, "rtt": r, "cc": cc}, [],
                                       {metric: by_case.get((cc, r, l), [])}, []))
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    figs = heatmap_figures(cases, metric, ("loss", "rtt", "cc"), Path(out_dir), f"{title}: mean {metric}")
+    figs = heatmap_figures(cases, metric, ("loss", "rtt", "cc"), Path(out_dir),
+                           f"{title}: mean {palette.label(metric)}", output)
     return figs[0][0] if figs else None

@@ -73,8 +73,11 @@ def test_the_overnight_sweep_is_600_runs_of_60_s():
     assert len(cases) == 6 * 5 * 2 and spec.repetitions == 10
     assert {c.values["duration"] for c in cases} == {"60s"}
     assert {c.varied["loss"] for c in cases} == {"0%", "0.0046%", "0.01%", "0.025%", "0.1%"}
+    # the paper's «BBRv3, Cubic»: ctl's bbr3, never the kernel's bbr (BBRv1 upstream)
+    assert {c.varied["cc"] for c in cases} == {"bbr3", "cubic"}
     short, _, _ = load_campaign(CAMPAIGNS / "rtt-loss-sweep-short.yaml")
     assert len(expand_cases(short)) * short.repetitions == 16
+    assert {c.varied["cc"] for c in expand_cases(short)} == {"bbr3", "cubic"}
 
 
 def test_shipped_rtt_loss_sweeps_validate_against_the_scenario(inv):

@@ -45,6 +45,13 @@ def test_the_issue_command_line_parses(sc):
     assert sc.run_id_parts(given, values) == {"rtt": "40ms", "loss": "0.01%", "cc": "bbr"}
 
 
+def test_the_default_is_the_papers_algorithm_bbr3(sc):
+    """The paper is about BBRv3: without --cc a case runs bbr3 (ctl's BPF BBRv3), not the kernel's
+    bbr (BBRv1 on an upstream kernel)."""
+    values, given = sc.parse_args(["--rtt", "40ms"])
+    assert values["cc"] == "bbr3" and "cc" not in given
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "campaigns").glob("rtt-loss-sweep*.yaml")))
 def test_every_value_the_campaigns_sweep_is_accepted(sc, invs, path):
     c = yaml.safe_load(path.read_text())
