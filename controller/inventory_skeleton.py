@@ -104,7 +104,8 @@ def skeleton(name: str, hosts: list[HostSpec], *, shaper: str = "dummynet", user
     w("ssh:")
     w(f"  user: {_q(user)}")
     if sudo:
-        w("  sudo: true          # ctl's commands through `sudo -n` (the account needs NOPASSWD: ALL; see README)")
+        w("  sudo: true          # ctl's commands through `sudo -n`: the account needs NOPASSWD: ALL, see "
+          "docs/howto/physical-rack.md, \"Reaching the rack as the lab does\"")
     w(f"  key_file: {_q(key_file)}        # check: the key ctl logs in with")
     w(f"  known_hosts: {_q(known_hosts)}  # check: every host's key must be in it")
     w("")

@@ -30,9 +30,10 @@ from controller.settings import export_state_dir, set_flag
 # The order `ctl --help` lists the commands in.
 ORDER = ("run", "runs", "scenarios", "cc", "link", "campaign", "reproduce", "rack", "inventory", "lab", "field",
          "report", "metrics", "parse")
-# Every exit status ctl uses (also in the README); `ctl --help` prints this table. "Nothing found"
-# follows one rule everywhere: a list or status that finds nothing is an answer (0), a thing named
-# on the command line, or the latest one a command must act on, that does not exist is bad input (2).
+# Every exit status ctl uses (also in the README, "What a run guarantees"); `ctl --help` prints
+# this table. "Nothing found" follows one rule everywhere: a list or status that finds nothing is
+# an answer (0), a thing named on the command line, or the latest one a command must act on, that
+# does not exist is bad input (2).
 EXIT_CODES = (
     (0, "success (a run completed and its result is valid); a list or status that finds nothing is a success "
         "too and says so (--json: an empty list, or null for one thing)"),
@@ -166,7 +167,8 @@ def complete() -> None:
     """Shell completion (argcomplete): when the shell asks (`_ARGCOMPLETE` set), the whole parser
     is built, every command and option completes, and `ctl run SCENARIO --<TAB>` offers that
     scenario's own parameters (controller.cli.run adds them in completion mode). Exits when done.
-    Enable with `eval "$(register-python-argcomplete ctl)"` (README: Shell completion)."""
+    Enable with `eval "$(register-python-argcomplete ctl)"` (docs/howto/install.md,
+    "Shell completion and the manual page")."""
     import argcomplete
     argcomplete.autocomplete(build_parser("*"), always_complete_options="long")
 

@@ -6,8 +6,8 @@ a controller killed mid-migration leaves the previous version intact. Concurrent
 controllers starting at once are serialised by a transaction-level advisory lock
 (`keys.MIGRATION_KEY`, a class no other lock uses). A database whose version is newer than
 this ctl's is refused (never written by an older ctl). A database already at this ctl's
-version is only read: a member whose role may not create tables (the strict set-up, README)
-uses ctl all the same.
+version is only read: a member whose role may not create tables (the strict set-up of
+docs/howto/shared-lab.md, "Setting up the database") uses ctl all the same.
 
 Step 4 moves who-is-who into the database, where no client can fake it:
 - `racks`: a serial id per rack name, never changed or removed (a trigger refuses it): the
@@ -21,8 +21,9 @@ Step 4 moves who-is-who into the database, where no client can fake it:
 - rack leases and campaigns: the holder / submitter recorded is the session user too.
 The trigger functions run with `search_path = pg_catalog, pg_temp` and name catalogs in full,
 so a member's temporary table cannot stand in for `pg_roles`. Against a member who owns the
-tables (the README's simple set-up) this holds for everything done through ctl or plain DML;
-a table owner can still drop a trigger: the strict set-up gives members table privileges only.
+tables (the simple set-up of docs/howto/shared-lab.md, "Setting up the database") this holds
+for everything done through ctl or plain DML; a table owner can still drop a trigger: the strict
+set-up gives members table privileges only.
 
 Steps are append-only: a released step is never edited; a change is a new step.
 """
@@ -296,4 +297,5 @@ def migrate(conn: Any, target: int = LATEST) -> tuple[int, int]:
         return before, current_version(conn)
     except psycopg.errors.InsufficientPrivilege as exc:
         raise DatabaseError(f"the lab database refused the schema migration ({first_line(exc)}): the role "
-                            "needs to act as the schema's owner (README: a lab shared by many people)") from None
+                            "needs to act as the schema's owner "
+                            "(docs/howto/shared-lab.md, \"Setting up the database\")") from None

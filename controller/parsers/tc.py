@@ -1,7 +1,7 @@
 """Parser for `tc -j [-s] qdisc show [dev X]` (iproute2 6.1 verified).
 
 Pure: text in, frozen dataclasses out. Facts from real output generated for this project
-(tests/fixtures/generated/tc/, see its README for the exact commands):
+(tests/fixtures/generated/tc/; tests/fixtures/generated/tc/README.md has the exact commands):
 
 - tbf `options.rate` is a JSON number in BYTES per second ("rate 20mbit" prints 2500000); we convert
   to bit/s. `burst` is a number in bytes (after tc's tick rounding: 32kb -> 32767); `lat` a number in

@@ -17,7 +17,7 @@ costs each a 1 s retransmission timeout, so m0 can start sending seconds after i
 (5 s was seen at 100 Mbit/s with a 100-slot queue). A window from the spawn time holds x1
 alone at 100 % for that long and inflates x1's share.
 
-Diagnostics beside the shares (why a case deviates, see README "ctl reproduce"): each host's
+Diagnostics beside the shares (why a case deviates, see docs/howto/reproduce.md): each host's
 connection set-up time, its connections that starved (carried under 10 % of its mean per
 connection: stuck in retransmission-timeout back-off), Jain's index over its connections,
 m0's share in 2 s steps, the bottleneck's drop rate over the overlap and the packets per
