@@ -452,6 +452,21 @@ def hypotheses_page() -> str:
         for c in h.basis:
             body.append(f"- basis: **{md(c.source)}**: «{md(c.quote)}» — {md(c.says)}")
         body.append("")
+    body += ["## Untested hypotheses {: #untested }", "",
+             "Candidate causes no experiment of ctl tests in the claim's configuration: the report lists each "
+             "under its claim when that claim does not reproduce, marked untested, never as a finding.", ""]
+    for u in hy.UNTESTED:
+        body += [f"### {u.id} {{: #{slug('untested', u.id)} }}", "", md(u.statement), "",
+                 f"- paper: {md(PAPERS[u.paper].title)}; claims it could explain: "
+                 f"{', '.join(code(c) for c in u.claims)}",
+                 f"- untested: {md(u.untested)}"]
+        if u.elsewhere:
+            body.append("- tested only in another configuration (data not reused): "
+                        + ", ".join(f"[{code(k)}](#{slug('hyp', h.id)})" for k in u.elsewhere
+                                    for h in hy.HYPOTHESES if h.experiment == k))
+        for c in u.basis:
+            body.append(f"- basis: **{md(c.source)}**: «{md(c.quote)}» — {md(c.says)}")
+        body.append("")
     body += ["## Calibrations {: #calibrations }", "",
              "Checks of the rack and of ctl's implementations, each with its expected value fixed in advance.", "",
              "| id | statement | expected | meaning |", "|---|---|---|---|"]

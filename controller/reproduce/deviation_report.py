@@ -10,7 +10,17 @@ from typing import Sequence
 from controller.reproduce.cells import Cells
 from controller.reproduce.effects import GAP_SHARE, MIN_RELEVANT
 from controller.reproduce.evidence import CalibrationResult, HypothesisResult
-from controller.reproduce.hypotheses import CITATIONS, EXPERIMENTS, Citation, Experiment, deviation_column, experiments_for
+from controller.reproduce.hypotheses import (
+    CITATIONS,
+    EXPERIMENTS,
+    NO_CANDIDATE_CAUSE,
+    Citation,
+    Experiment,
+    UntestedCause,
+    deviation_column,
+    experiments_for,
+    untested_for,
+)
 
 RULE = (f"Rule (fixed before the runs; two clarifications of its code made after the runs of 2026-11-26 are "
         f"listed in docs/reference/hypotheses.md): an effect is treated - baseline with its 95 % confidence "
@@ -36,11 +46,29 @@ def citations_blocks(paper: str) -> list[tuple]:
 
 
 def no_hypothesis_note(claim_id: str, tested: Sequence[HypothesisResult]) -> tuple | None:
-    """Under a claim that did not reproduce and has no tested hypothesis: say so plainly."""
+    """Under a claim that did not reproduce and has no tested hypothesis: say so plainly (and that the
+    candidate causes listed under it, if any, are untested)."""
     if any(claim_id in h.hypothesis.claims for h in tested):
         return None
+    if claim_id in NO_CANDIDATE_CAUSE:
+        return ("p", f"No candidate cause of this deviation is known: {NO_CANDIDATE_CAUSE[claim_id]}")
+    if untested_for(claim_id):
+        return ("p", "No candidate cause of this deviation has been tested by an experiment here: the candidate "
+                     "causes below are untested hypotheses, listed so that none is omitted; none of them is a "
+                     "finding.")
     return ("p", "No candidate cause of this deviation has been tested by an experiment here; only the paper's "
                  "text cited below is offered, and it is not a cause.")
+
+
+def untested_block(u: UntestedCause) -> dict:
+    """An untested hypothesis in the report's hypothesis block form (status `untested`)."""
+    lines = [f"basis: {citation_text(c)}" for c in u.basis]
+    lines.append(f"untested: {u.untested}")
+    if u.elsewhere:
+        lines.append("tested only in another configuration, whose data are not reused here: "
+                     + ", ".join(u.elsewhere))
+    return {"id": u.id, "status": "untested", "statement": u.statement,
+            "reason": "no experiment tests this cause for this claim", "lines": lines}
 
 
 def experiment_tables(cells: Cells, paper: str) -> list[tuple]:
@@ -102,7 +130,7 @@ def hypothesis_lines(h: HypothesisResult) -> list[str]:
 CSS = """
 .hyp{border-left:4px dashed #99b;padding:.3em .8em;margin:.6em 0 .6em 1.5em}
 .hv-supported{background:#d6f5d6;color:#145214} .hv-refuted{background:#fbd5d5;color:#7a1010}
-.hv-open,.hv-mixed{background:#fff0c2;color:#6b4d00} .hv-not-measured{background:#e4e4e4;color:#333}
+.hv-open,.hv-mixed{background:#fff0c2;color:#6b4d00} .hv-not-measured,.hv-untested{background:#e4e4e4;color:#333}
 """
 
 

@@ -40,8 +40,10 @@ MCUBIC_TCP_IS_CUBIC_421 = Citation(
 MCUBIC_TCP_IS_CUBIC_422 = Citation(
     "MCubic paper, section 4.2.2 (shared bottleneck, Tables 2 and 3)",
     "MPTCP와 단일 경로 TCP Cubic 간에 병목 링크를 공유하는 구성을 하였다",
-    "the single-path flow of Tables 2 and 3 is TCP Cubic; ctl's scenarios run it as Cubic too "
-    "(`tcp-cc: cubic`), so the competitor's algorithm is not a candidate cause of a deviation")
+    "the single-path flow of Tables 2 and 3 is TCP Cubic, and ctl's scenarios run it as Cubic too "
+    "(`tcp-cc: cubic`); but the paper's Cubic is Linux 3.14.17's (section 4.1) and ctl's is the rack kernel's "
+    "(6.18 here), which differs from it (HyStart among others): the competitor's version is an open, untested "
+    "hypothesis (mcubic-competitor-version)")
 MCUBIC_IMPLEMENTATION = Citation(
     "MCubic paper, section 4.1",
     "본 연구에서는 리눅스 커널 3.14.17[1]에서 지원되는 MPTCP에 MCubic을 구현하였다. 기본적으로 MCubic는 Cubic과 "
@@ -66,6 +68,30 @@ MCUBIC_DUMMYNET = Citation(
     "링크의 용량을 수월하게 제어하기 위해서 각 경로에 dummysnet bridge를 사용하여 링크의 용량을 원하는 대로 설정하였다.",
     "the bridges are dummynet; the queue size is not stated (dummynet's default is 50 slots, which ctl uses): "
     "see the queue hypothesis")
+MCUBIC_T1_SETUP = Citation(
+    "MCubic paper, section 4.2.1",
+    "A1-B1은 100Mbps, 그리고 두 번째 링크 A2-B2는 다양한 조건에서 측정하기 위해 10, 20, 30 그리고 50Mbps 용량으로 변화를 "
+    "주었다.",
+    "Table 1's set-up is given by its capacities only (the text names 30 Mbit/s where Table 1's column says 40): "
+    "no delay of the paths is stated; ctl's distinct-bottleneck adds none (the rack's own RTT)")
+MCUBIC_T1_LENGTH = Citation(
+    "MCubic paper, section 4.2.1",
+    "단일 경로 TCP와 MPTCP의 플로우의 동일하게 시작하고 종료하였으며, 시간 동안 각 링크의 처리율(Mb/s)을 측정하였다.",
+    "the flows start and stop together; the measuring time is missing from the sentence (\"... 시간 동안\": "
+    "\"for ... time\"), so Table 1's run length is not known")
+MCUBIC_T1_JAIN = Citation(
+    "MCubic paper, section 4.2.1, eq. 12",
+    "식 (12)에서 T_i 은 i_{th} 속의 처리율이고, n개의 개체가 경쟁을 한다.",
+    "T_i is the throughput of the i-th competing entity; which entities enter the index (the three flows, as "
+    "ctl computes it, or per-link shares, or subflows) is not spelled out beyond \"사용자 평균 처리율에 대한 "
+    "공정성\" (fairness of the users' mean throughputs)")
+CUBIC_314_VS_618 = Citation(
+    "nodes/congestion/bpf/mcubic.bpf.c, header (ctl's reading of Linux 3.14.40's and 6.18's tcp_cubic.c)",
+    "(3.14's HyStart differs: ms clock, ack delta 2 ms, no ack_delay, delay threshold clamp(delay_min / 16, 4, 16) "
+    "ms, the round reset in cong_avoid.)",
+    "Linux 3.14's Cubic (the paper's) and 6.18's (the rack's) differ at least in HyStart's detection and in how "
+    "cnt is applied (3.14 divides it by a delayed-ACK ratio and steps once per ACK; mcubic.bpf.c's mcubic_wrap "
+    "reproduces that for MCubic, not for the competing Cubic flow)")
 TCP_CUBIC_U32 = Citation(
     "Linux net/ipv4/tcp_cubic.c, bictcp_update() (3.x, the paper's base)",
     "u32 delta, t, bic_target, max_cnt; ... if (t < ca->bic_K) bic_target = ca->bic_origin_point - delta;",
@@ -315,6 +341,78 @@ HYPOTHESES: tuple[Hypothesis, ...] = (
 
 
 @dataclass(frozen=True)
+class UntestedCause:
+    """A candidate cause of a deviation that no experiment of ctl tests in the claim's configuration:
+    listed under the claim as an open, untested hypothesis (never omitted, never called a cause).
+    `elsewhere`: experiments that test the same cause in another configuration, whose data do not
+    carry over to this claim (named, not reused)."""
+    id: str
+    paper: str
+    claims: tuple[str, ...]
+    statement: str
+    basis: tuple[Citation, ...]
+    untested: str                  # why no experiment tests it (what one would need)
+    elsewhere: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "paper": self.paper, "claims": list(self.claims), "statement": self.statement,
+                "basis": [c.to_json() for c in self.basis], "status": "untested", "untested": self.untested,
+                "elsewhere": list(self.elsewhere)}
+
+
+_MCUBIC_CLAIMS = ("mcubic-coupled-fairer", "mcubic-fairest", "mcubic-ratio-at-least-1",
+                  "coupled-below-1-at-long-delays", "hetero-ratio-below-1-and-falling", "mcubic-best-coupled-hetero")
+_T1_CLAIMS = ("mcubic-coupled-fairer", "mcubic-fairest")
+_NOT_T1 = ("the deviation experiments run the shared-bottleneck scenario (Tables 2 and 3: one bottleneck, the "
+           "MPTCP / TCP ratio), not Table 1's distinct bottlenecks and Jain index, so their data do not carry over; "
+           "no experiment runs Table 1's configuration with this cause varied")
+
+UNTESTED: tuple[UntestedCause, ...] = (
+    UntestedCause(
+        "mcubic-competitor-version", "mcubic", _MCUBIC_CLAIMS,
+        "The paper's competing flow ran Linux 3.14.17's Cubic; ctl's runs the rack kernel's Cubic (6.18 here), "
+        "whose HyStart and window steps differ: a different competitor changes every ratio and fairness index "
+        "measured against it",
+        (MCUBIC_TCP_IS_CUBIC_421, MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618),
+        "no experiment runs 3.14's Cubic as the competitor (it needs a 3.14 kernel or a BPF build of 3.14's "
+        "tcp_cubic.c); the calibration mcubic-single-subflow compares ctl's Cubic base with 6.18's Cubic only"),
+    UntestedCause(
+        "mcubic-t1-queue", "mcubic", _T1_CLAIMS,
+        "The paper's dummynet bridges held more than the default 50 slots: with a larger queue the fairness "
+        "indices of Table 1 and their order change",
+        (MCUBIC_DUMMYNET,), _NOT_T1, ("dev-mcubic-queue",)),
+    UntestedCause(
+        "mcubic-t1-run-length", "mcubic", _T1_CLAIMS,
+        "Table 1's runs were longer (or shorter) than ctl's 60 s: over another length the coupled algorithms' and "
+        "Cubic's indices and their order differ",
+        (MCUBIC_T1_LENGTH, MCUBIC_START_STOP), _NOT_T1, ("dev-mcubic-run-length",)),
+    UntestedCause(
+        "mcubic-t1-eq10-reading", "mcubic", _T1_CLAIMS,
+        "The authors' MCubic evaluated eq. 10 below the origin otherwise than literally (u32 wrap, or a curve from "
+        "the reduced window): its subflows regrow faster after a loss, which changes MCubic's index against the "
+        "others",
+        (MCUBIC_IMPLEMENTATION, TCP_CUBIC_U32), _NOT_T1, ("dev-mcubic-eq10-t2", "dev-mcubic-eq10-t3")),
+    UntestedCause(
+        "mcubic-t1-path-delay", "mcubic", _T1_CLAIMS,
+        "The paper's paths had a round-trip time ctl does not add (the text states none): the algorithms differ "
+        "most at long round trips (Cubic's growth is set by time, a Reno increase by round trips), so at the "
+        "rack's own short RTT their indices and their order may differ from the paper's",
+        (MCUBIC_T1_SETUP,),
+        "distinct-bottleneck has no delay parameter and no experiment varies the RTT of Table 1's paths"),
+    UntestedCause(
+        "mcubic-t1-jain-entities", "mcubic", _T1_CLAIMS,
+        "The paper's eq. 12 was computed over other entities than ctl's three flows (per-link shares or "
+        "subflows), which changes the indices and can change their order",
+        (MCUBIC_T1_JAIN,),
+        "no analysis recomputes the index over other entities from the recorded runs"),
+)
+
+# Claims whose deviation has no candidate cause ctl knows of: claim id -> why (an explicit entry,
+# so a claim is never left without one by omission).
+NO_CANDIDATE_CAUSE: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
 class Calibration:
     """A check of the rack and of ctl's implementations, with an expected value fixed in advance."""
     id: str
@@ -346,6 +444,10 @@ CALIBRATIONS: tuple[Calibration, ...] = (
 
 def hypotheses_for(claim: str) -> list[Hypothesis]:
     return [h for h in HYPOTHESES if claim in h.claims]
+
+
+def untested_for(claim: str) -> list[UntestedCause]:
+    return [u for u in UNTESTED if claim in u.claims]
 
 
 def experiments_for(papers: tuple[str, ...] | list[str]) -> list[Experiment]:

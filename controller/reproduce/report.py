@@ -32,6 +32,7 @@ from controller.reproduce import figures as figs
 from controller.reproduce.algorithms import AlgorithmStatus
 from controller.reproduce.cells import Cell, Cells
 from controller.reproduce.evidence import judge_all
+from controller.reproduce.hypotheses import UNTESTED, untested_for
 from controller.reproduce.measure import Measured, collect, record_window
 from controller.reproduce.papers import FIELD_TABLE1, MCUBIC_TABLES, PAPERS
 from controller.reproduce.record import Reproduction
@@ -332,7 +333,7 @@ def _differences(paper: str, m: Measured, r: Reproduction) -> list[str]:
 # ---- assembling -----------------------------------------------------------------------------------
 
 def build(store: Any, r: Reproduction, out: Path, *, campaign_reports: bool = True,
-          window_summary: Any = record_window) -> dict:
+          window_summary: Any = record_window, output: plots.Output = plots.REPORT) -> dict:
     """Everything the report shows, as blocks, plus the verdicts (written to measured.json)."""
     m = collect(store, r, window_summary)
     statuses = {n: AlgorithmStatus.from_json(d) for n, d in r.algorithms.items()}
@@ -342,7 +343,7 @@ def build(store: Any, r: Reproduction, out: Path, *, campaign_reports: bool = Tr
     camp_links: dict[str, str] = {}
     if campaign_reports:
         for cd in m.campaigns:
-            html_path, _md = write_report(store, cd.row, out / "campaigns" / cd.row.name)
+            html_path, _md = write_report(store, cd.row, out / "campaigns" / cd.row.name, output)
             camp_links[cd.key] = rel_path(html_path, out)
     counts = {s: sum(1 for _, v in judged if v.status == s) for s in (REPRODUCED, NOT_REPRODUCED, NOT_RUNNABLE,
                                                                       INCONCLUSIVE)}
@@ -376,7 +377,7 @@ def build(store: Any, r: Reproduction, out: Path, *, campaign_reports: bool = Tr
             b.append(("p", "Design here vs the paper's:"))
             b.append(("list", notes))
         b += TABLES[key](m)
-        figures = _figures(m, key, out, f"reproduction {r.id}, report of {_when(time.time())}")
+        figures = _figures(m, key, out, f"reproduction {r.id}, report of {_when(time.time())}", output)
         for path, caption in figures:
             b.append(("figure", path, caption))
         b.append(("h3", "Claims"))
@@ -389,6 +390,8 @@ def build(store: Any, r: Reproduction, out: Path, *, campaign_reports: bool = Tr
                 note = dev.no_hypothesis_note(c.id, hyps) if v.status == NOT_REPRODUCED else None
                 if note:
                     b.append(note)
+                if v.status == NOT_REPRODUCED:
+                    b += [("untested", u) for u in untested_for(c.id)]
         b += dev.citations_blocks(key)
         others = [h for h in hyps if h.hypothesis.paper == key and not h.hypothesis.claims]
         tables = dev.experiment_tables(m.cells, key)
@@ -408,16 +411,20 @@ def build(store: Any, r: Reproduction, out: Path, *, campaign_reports: bool = Tr
     doc = {"reproduction": r.to_json(), "cells": m.cells.to_json(),
            "verdicts": [{**v.to_json(), "paper": c.paper, "text": c.text} for c, v in judged],
            "hypotheses": [h.to_json() for h in hyps], "calibrations": [c.to_json() for c in cals],
+           "untested_hypotheses": [u.to_json() for u in UNTESTED if u.paper in r.papers],
            "kernels": m.kernels, "bpf": m.bpf, "field_runs": [f["run"] for f in m.field_runs]}
     return {"title": f"Reproduction {r.id}", "intro": blocks, "sections": sections, "doc": doc, "judged": judged,
             "hypotheses": hyps}
 
 
 def write(store: Any, r: Reproduction, out: Path | None = None, *, campaign_reports: bool = True,
-          window_summary: Any = record_window) -> dict:
+          window_summary: Any = record_window, output: plots.Output = plots.REPORT) -> dict:
+    """The report in `out`; its figures (and its campaigns' reports') written as `output` says
+    (`ctl reproduce report --format/--dpi`; default PNG shown inline, PDF beside, 150 dpi)."""
     out = out or (r.dir / "report")
     out.mkdir(parents=True, exist_ok=True)
-    content = build(store, r, out, campaign_reports=campaign_reports, window_summary=window_summary)
+    content = build(store, r, out, campaign_reports=campaign_reports, window_summary=window_summary,
+                    output=output)
     (out / "measured.json").write_text(json.dumps(content["doc"], indent=1, default=str))
     html_path = out / "report.html"
     html_path.write_text(render_html(content, out))
@@ -467,6 +474,8 @@ def _plain(blocks: Sequence[Block]) -> list[tuple]:
             out.append(_verdict_block(b[1], b[2]))
         elif b[0] == "hypothesis":
             out.append(_hypothesis_block(b[1]))
+        elif b[0] == "untested":
+            out.append(("hypothesis", dev.untested_block(b[1])))
         else:
             out.append(b)
     return out

@@ -53,8 +53,26 @@ def test_the_report_words_for_a_hypothesis():
 
 def test_a_claim_without_a_tested_hypothesis_says_so():
     hyps, _ = judge_all(build_cells({}), ["mcubic"])
-    assert dev.no_hypothesis_note("mcubic-fairest", hyps) is not None
+    note = dev.no_hypothesis_note("mcubic-fairest", hyps)
+    assert note is not None and "untested hypotheses" in note[1]
     assert dev.no_hypothesis_note("mcubic-ratio-at-least-1", hyps) is None
+
+
+def test_untested_causes_are_listed_under_a_claim_that_did_not_reproduce(tmp_path):
+    """Table 1's claims: every candidate cause is shown as untested, with its basis and the
+    experiment that tests it only elsewhere; none reads as a finding."""
+    from controller.reproduce import report as rep
+    from controller.reproduce.hypotheses import untested_for
+    blocks = [("untested", u) for u in untested_for("mcubic-fairest")]
+    content = {"title": "t", "intro": [("p", "intro")], "sections": [("MCubic", [("h3", "Claims"), *blocks])]}
+    page, md = rep.render_html(content, tmp_path), rep.render_md(content, tmp_path)
+    for text in (page, md):
+        for u in untested_for("mcubic-fairest"):
+            assert u.id in text
+        assert "untested: " in text and "dev-mcubic-queue" in text and "Linux 3.14.17" in text
+    assert "hv-untested" in page
+    b = dev.untested_block(next(u for u in untested_for("mcubic-fairest") if u.id == "mcubic-t1-queue"))
+    assert b["status"] == "untested" and any("not reused" in x for x in b["lines"])
 
 
 def test_the_rendered_report_shows_a_hypothesis_in_html_and_markdown(tmp_path):
