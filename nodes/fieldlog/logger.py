@@ -5,8 +5,9 @@ A tick (seq k, due at start + k * interval):
   2. read the uplink counters, take the ping replies, the latest GPS fix and the workload's progress;
   3. wait (until 0.8 interval after the tick) for the radio round;
   4. append the tick's records to the spool in one write: `field` (always: the per-second heartbeat),
-     `iface`, `radio` (only when the modem answered), events (modem lost/back; the modem found, moved to
-     another path or enabled again after a reset, from nodes/fieldlog/modemtrack.py; handovers now settled);
+     `iface`, `radio` (only when the modem answered; with what it can be vouched for: Provenance), events
+     (modem lost/back; the modem found, moved to another path or enabled again after a reset, from
+     nodes/fieldlog/modemtrack.py; handovers now settled);
   5. append the raw poll round to raw/radio.jsonl.
 A separate thread forwards the spool to InfluxDB (influx.Pusher); sampling never waits for it.
 
@@ -31,6 +32,50 @@ from nodes.fieldlog.spool import AppendFile, tail_lines
 
 
 TRACKER_FIELDS = ("path", "from_path", "detail")     # string fields of the modem trackers' events
+
+# The values a repeat is judged on: the measurements, not the identity (a cell id is the same for hours).
+SIGNAL_VALUES = ("rssi_dbm", "rsrp_dbm", "rsrq_db", "sinr_db", "cinr_db", "snr_db", "rscp_dbm", "ecio_db",
+                 "tx_power_dbm", "signal_quality_pct")
+
+
+def signal_values(sample: Any) -> Tuple[Any, ...]:
+    legs = tuple(tuple(getattr(leg, n, None) for n in SIGNAL_VALUES) for leg in getattr(sample, "secondary", ()))
+    return tuple(getattr(sample, n, None) for n in SIGNAL_VALUES) + legs
+
+
+class Provenance:
+    """What a radio point can be vouched for, as fields of the point (types fixed per name):
+
+    * `read_from` (str): "modem" -- the tool asked the modem this second (AT, qmicli); "daemon" -- the values
+      are ModemManager's last ones, which it keeps unchanged while the modem does not answer;
+    * `daemon_recent` (bool, daemon families): the daemon's own flag -- false once it got no signal quality
+      for 60 s;
+    * `same_values_s` (int): seconds since the point's signal values (SIGNAL_VALUES, NR leg included) last
+      differed from the sample before (0: they changed; left out for the first sample of a logger process,
+      which has nothing to compare with). From a daemon, a run of equal values is either an unchanged radio
+      or the daemon repeating itself: the record cannot tell which, and says so instead of choosing.
+    """
+
+    def __init__(self) -> None:
+        self.last: Optional[Tuple[Any, ...]] = None
+        self.since_seq: Optional[int] = None
+
+    def fields(self, k: int, sample: Any, prov: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        if prov:
+            if prov.get("read_from") in ("modem", "daemon"):
+                out["read_from"] = str(prov["read_from"])
+            if isinstance(prov.get("daemon_recent"), bool):
+                out["daemon_recent"] = prov["daemon_recent"]
+        values = signal_values(sample)
+        if self.last is not None and self.since_seq is not None:
+            if values != self.last:
+                self.since_seq = k
+            out["same_values_s"] = int(k - self.since_seq)
+        else:
+            self.since_seq = k
+        self.last = values
+        return out
 
 
 def tracker_fields(fields: Dict[str, Any]) -> Dict[str, Any]:
@@ -136,6 +181,7 @@ class FieldLogger:
         self.state_every = state_every
         self.drain_s = drain_s
         self.handovers = OnlineHandovers()
+        self.provenance = Provenance()
         self.modem_ok_since: Optional[int] = None
         self.modem_lost_at: Optional[Tuple[int, int]] = None      # (t ns, seq) of the first silent tick
         self.modem_seen = False
@@ -308,6 +354,7 @@ class FieldLogger:
                                       gps=gps, work=work))
         rr = P.radio_record(sample, t_ns, k, self.base)
         if rr is not None:
+            rr["f"].update(self.provenance.fields(k, sample, radio_raw.get("provenance")))
             recs.append(rr)
         if src.radio is not None:
             take = getattr(src.radio, "take_events", None)       # found / moved / enabled again: before "back"

@@ -3,7 +3,13 @@
 * RadioSource: a worker thread runs one poll round of the modem family per tick (serial AT through
   nodes.modem.serial_poll.AtPoller, or the family's tools as processes) and hands the merged
   RadioSample back before the tick's deadline; a round still running at the next tick (a silent,
-  resetting modem) makes that tick's radio sample missing, never stale or zero.
+  resetting modem) makes that tick's radio sample missing, never zero and never the previous tick's.
+  What the tool itself answers is taken as it is: a family that asks the modem (AT, qmicli) gets
+  this second's values or nothing; ModemManager (mmcli) answers from its last values, which it
+  keeps while the modem does not answer (it says so only in its log, and its "recent" flag only
+  after 60 s). Each round carries that provenance (`read_from`, `daemon_recent`:
+  ModemFamily.provenance), and the logger writes it into the radio point with `same_values_s`,
+  so a value the daemon may be repeating is marked, not passed off as a new measurement.
 * PingSource: one long-lived `ping -n -D -O -i 0.2` (restarted if it exits); each tick takes the replies
   that arrived since the last one.
 * GpsSource: a gpsd client (TCP, ?WATCH json) keeping the latest TPV report; a report older than
@@ -210,6 +216,8 @@ class RadioSource:
                 outputs, urcs = self._poll_round()
                 raw = {"replies": outputs, "urcs": urcs}
                 sample = self.family.merge(outputs)
+                if sample is not None:
+                    raw["provenance"] = self.family.provenance(outputs)
             except Exception as exc:  # a broken round is a missing sample, not a dead logger
                 raw = {"error": "%s: %s" % (type(exc).__name__, exc)}
                 self.log("radio poll failed: %s" % raw["error"])

@@ -52,6 +52,12 @@ class ModemFamily:
     setup: tuple[PollCommand, ...]
     poll: tuple[PollCommand, ...]
     notes: str = ""
+    # Where a poll round's values come from: "modem" (the tool asks the modem this second: AT, QMI, ...) or
+    # "daemon" (ModemManager's last values: when a refresh fails it keeps them -- load_values_ready in
+    # src/mm-iface-modem-signal.c, 1.20.4, logs "couldn't reload extended signal information" and returns --
+    # and its Signal interface carries no time, so a repeated value cannot be told from an unchanged radio).
+    read_from: Literal["modem", "daemon"] = "modem"
+    daemon_recent: Callable[[str], "bool | None"] | None = None    # the daemon's own freshness flag, if any
 
     def _rendered(self, cmds: tuple[PollCommand, ...], modem: ModemConfig) -> dict[str, tuple[str, ...] | str]:
         out: dict[str, tuple[str, ...] | str] = {}
@@ -86,6 +92,19 @@ class ModemFamily:
                 # One garbled reply (e.g. a serial line torn by a reset) must not discard the other commands.
                 samples.append(None)
         return merge_samples(samples)
+
+    def provenance(self, outputs: Mapping[str, str | None]) -> dict[str, object]:
+        """What a poll round's sample can be vouched for: `read_from`, and for a daemon family its own
+        freshness flag (`daemon_recent`, from the first output that says it)."""
+        out: dict[str, object] = {"read_from": self.read_from}
+        if self.daemon_recent is not None:
+            for c in self.poll:
+                text = outputs.get(c.name)
+                recent = self.daemon_recent(text) if text else None
+                if recent is not None:
+                    out["daemon_recent"] = recent
+                    break
+        return out
 
 
 def serial_poll_argv(family: ModemFamily, modem: ModemConfig, *, python: str = "/usr/bin/python3",
@@ -128,6 +147,7 @@ FAMILIES: dict[str, ModemFamily] = {
         ),
         notes="device = the modem's equipment id (IMEI), device id, physical device, D-Bus path, index or "
               "'any': the logger pins the modem it finds and follows it across resets (fieldlog/modemtrack)",
+        read_from="daemon", daemon_recent=mmcli.daemon_recent,
     ),
     "qmicli": ModemFamily(
         "qmicli", "exec", setup=(),
@@ -190,5 +210,8 @@ FAMILIES: dict[str, ModemFamily] = {
             PollCommand("connect", ("wimaxcu", "status", "connect"), wimax.parse_sample),
         ),
         notes="Intel WiMAX Network Service; madwimax sticks log instead (wimax.parse_sample on the log)",
+        # wimaxcu asks the WiMAX Network Service daemon; whether it answers from a cache nobody here has seen:
+        # not vouched for as this second's values
+        read_from="daemon",
     ),
 }

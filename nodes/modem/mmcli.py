@@ -517,6 +517,16 @@ def parse_sample(text: str) -> RadioSample | None:
     return merge_samples([o["sample"] for t in PRIORITY for o in outs if o["type"] == t])
 
 
+def daemon_recent(text: str) -> bool | None:
+    """ModemManager's own "recent" flag on the modem's signal quality (`mmcli -m N -J`): False when the daemon
+    got no new signal quality for 60 s (SIGNAL_QUALITY_RECENT_TIMEOUT_SEC, src/mm-iface-modem.c, 1.20.4;
+    it polls the quality every 30 s). None when the output does not say."""
+    for o in parse_outputs(text):
+        if o["type"] == "modem" and o["fields"].get("signal_quality_recent") is not None:
+            return bool(o["fields"]["signal_quality_recent"])
+    return None
+
+
 def to_json(text: str) -> dict[str, Any]:
     outs = parse_outputs(text)
     if not outs:

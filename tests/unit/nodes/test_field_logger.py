@@ -500,7 +500,8 @@ class TrackerRadio:
         return True
 
     def result(self, seq, deadline):
-        return self.family.merge(self.out), {"replies": self.out}
+        sample = self.family.merge(self.out)            # as RadioSource._run makes it
+        return sample, {"replies": self.out, **({"provenance": self.family.provenance(self.out)} if sample else {})}
 
     def take_events(self):
         out, self.events = self.events, []
@@ -550,3 +551,62 @@ def test_a_modem_manager_reset_is_a_marked_gap_with_the_modem_found_and_enabled_
     assert back.fields["missing"] == 7
     hos = [(p.tags["kind"], (p.time_ns - T0) // NS) for p in pts if p.measurement == "handover"]
     assert ("cell-change", 20) in hos
+
+
+def test_provenance_counts_the_seconds_the_signal_values_stayed_the_same():
+    from nodes.fieldlog.logger import Provenance
+    from nodes.modem.radio import RadioSample
+    a, b = RadioSample(rsrp_dbm=-93.0, rsrq_db=-11.0), RadioSample(rsrp_dbm=-98.0, rsrq_db=-11.0)
+    leg = RadioSample(technology="nr5g", rsrp_dbm=-90.0)
+    pv = Provenance()
+    daemon = {"read_from": "daemon", "daemon_recent": True}
+    assert pv.fields(0, a, daemon) == {"read_from": "daemon", "daemon_recent": True}   # nothing to compare yet
+    assert pv.fields(1, a, daemon)["same_values_s"] == 1
+    assert pv.fields(2, a, None) == {"same_values_s": 2}             # no provenance said: none written
+    assert pv.fields(3, b, {"read_from": "modem"}) == {"read_from": "modem", "same_values_s": 0}
+    assert pv.fields(7, b, None)["same_values_s"] == 4               # across a gap: the same values as at 3
+    assert pv.fields(8, RadioSample(rsrp_dbm=-98.0, rsrq_db=-11.0, cell_id="1"), None)["same_values_s"] == 5
+    assert pv.fields(9, RadioSample(rsrp_dbm=-98.0, rsrq_db=-11.0, secondary=(leg,)), None)["same_values_s"] == 0
+    assert pv.fields(10, a, {"read_from": "bogus", "daemon_recent": "yes"}) == {"same_values_s": 0}
+
+
+def test_values_the_daemon_keeps_while_the_modem_is_silent_are_marked_as_its_repeats(tmp_path):
+    """ModemManager 1.20.4 keeps its last signal values when a refresh fails (load_values_ready in
+    src/mm-iface-modem-signal.c returns after a warning) and still lists the modem while it is silent (the
+    emulator's reset keeps the port): the logger cannot tell those seconds from an unchanged radio, and the
+    record says exactly that -- read from the daemon, the same values for one second more each tick."""
+    from nodes.fieldlog.modemtrack import MmcliTracker
+    from nodes.fieldlog.sources import ModemSettings
+    from nodes.modem.families import FAMILIES
+    from tests.support.fake_modemmanager import FakeModemManager
+    paths = rundir.Paths(str(tmp_path), "r1")
+    os.makedirs(paths.runs, exist_ok=True)
+    cfg = dict(_config(duration_s=40), modem={"family": "mmcli", "device": "867978050021665"})
+    rundir.create(paths, cfg, now_ns=T0)
+    clock = FakeClock(T0)
+    mm = FakeModemManager(lambda: ((clock.t - T0) / NS) % 50)
+    last: dict = {}
+
+    def daemon(argv, timeout):                       # the fake, plus the daemon's keeping of its last values
+        st, out = mm.run(argv, timeout)
+        if st == 0:
+            last[tuple(argv)] = out
+        elif tuple(argv) in last:
+            return 0, last[tuple(argv)]
+        return st, out
+    cfg, st = rundir.load(paths)
+    radio = TrackerRadio(MmcliTracker(FAMILIES["mmcli"], ModemSettings("mmcli", cfg["modem"]["device"]), daemon))
+    lg = FieldLogger(paths, cfg, st, stop=ClockedStop(clock, T0 + 100 * NS), clock_ns=clock,
+                     monotonic=lambda: clock.t / NS, sources=Sources(radio=radio), log=lambda m: None)
+    assert lg.run() == "completed"
+    pts = read_points(Path(paths.spool))[0]
+    radio_pts = {p.fields["seq"]: p for p in pts if p.measurement == "radio"}
+    assert sorted(radio_pts) == list(range(40))                    # the daemon answered every second ...
+    assert all(p.fields["read_from"] == "daemon" and p.fields["daemon_recent"] is True for p in radio_pts.values())
+    assert "same_values_s" not in radio_pts[0].fields
+    same = {k: p.fields["same_values_s"] for k, p in radio_pts.items() if k}
+    for k in (30, 31, 32):                                         # ... and in the modem's silence it repeated
+        assert same[k] == same[k - 1] + 1 and radio_pts[k].fields["rsrp_dbm"] == radio_pts[29].fields["rsrp_dbm"]
+    assert same[20] == 0 and same[10] == 0                         # the cell change and the dip: new values
+    raw = [json.loads(line) for line in Path(paths.radio_raw).read_text().splitlines()]
+    assert all(r["provenance"] == {"read_from": "daemon", "daemon_recent": True} for r in raw)

@@ -104,6 +104,8 @@ def test_radio_source_runs_the_mmcli_family_as_processes(tmp_path, monkeypatch):
     # ModemManager reads an AT modem's LTE rsrp/rsrq from +CESQ; it has no SINR/SNR for it
     assert sample.technology == "lte" and sample.rsrp_dbm == want.rsrp_dbm and sample.rsrq_db == want.rsrq_db
     assert sample.cell_id_int == CELL_A.eci and set(raw["replies"]) == {"modem", "signal", "location"}
+    # the values are the daemon's last ones, and it says they are recent (its own flag): the round says so
+    assert raw["provenance"] == {"read_from": "daemon", "daemon_recent": True}
 
 
 def test_radio_source_over_the_at_emulator_on_a_pty():
@@ -124,6 +126,7 @@ def test_radio_source_over_the_at_emulator_on_a_pty():
     assert silent is not None and silent[0] is None                    # missing, not zeros
     assert back is not None and back[0].sinr_db == 4.0 and back[0].pci == 295
     assert "RDY" in back[1]["urcs"] and back[1]["replies"]["qeng"].endswith("OK")   # boot URCs kept apart
+    assert back[1]["provenance"] == {"read_from": "modem"} and "provenance" not in silent[1]
 
 
 def test_torrent_workload_plumbing_with_recorded_webtorrent_output(tmp_path):

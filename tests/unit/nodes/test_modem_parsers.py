@@ -632,3 +632,23 @@ def test_nodes_modem_is_stdlib_only():
             "assert not bad, bad\n")
     r = subprocess.run([sys.executable, "-S", "-c", code], cwd=REPO, capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
+
+
+def test_real_mmcli_1_20_daemon_recent_flag_and_the_families_provenance():
+    """ModemManager's "recent" flag on the signal quality, from the real 1.20.4 captures; "no" / "cached" (after
+    60 s without a new quality: SIGNAL_QUALITY_RECENT_TIMEOUT_SEC in src/mm-iface-modem.c) is this test's own
+    copy of the capture with the flag turned, as mmcli-output.c prints it (JSON "no", human "(cached)")."""
+    gen = REPO / "tests" / "fixtures" / "generated" / "modemmanager"
+    js, human = (gen / "modem_lte_cell_a.json").read_text(), (gen / "modem_lte_cell_a.txt").read_text()
+    assert mmcli.daemon_recent(js) is True and mmcli.daemon_recent(human) is True
+    assert mmcli.daemon_recent(js.replace('"recent":"yes"', '"recent":"no"')) is False
+    assert mmcli.daemon_recent(human.replace("80% (recent)", "80% (cached)")) is False
+    assert mmcli.daemon_recent((gen / "signal_lte_cell_a.json").read_text()) is None     # the signal says nothing
+    fam = FAMILIES["mmcli"]
+    assert fam.provenance({"signal": (gen / "signal_lte_cell_a.json").read_text(), "modem": js}) == \
+        {"read_from": "daemon", "daemon_recent": True}
+    assert fam.provenance({"modem": None}) == {"read_from": "daemon"}
+    daemons = ("mmcli", "wimax")                   # wimaxcu asks the WiMAX Network Service
+    assert {n: f.provenance({}) for n, f in FAMILIES.items() if n not in daemons} == \
+        {n: {"read_from": "modem"} for n in FAMILIES if n not in daemons}
+    assert FAMILIES["wimax"].provenance({}) == {"read_from": "daemon"}
