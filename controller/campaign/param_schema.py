@@ -81,7 +81,7 @@ def value_schema(p: Param) -> dict[str, Any]:
         text["pattern"], number = QUEUE, {"type": "integer", "minimum": 1}
     elif t == "name":
         text["pattern"] = "^" + NAME_PATTERNS["cc"] + "$"
-    elif t == "host":
+    elif t in ("host", "link"):
         text["pattern"] = "^" + NAME_PATTERNS["name"] + "$"
     elif t == "path":
         text["pattern"] = r"^/[^\x00-\x1f]*$"

@@ -16,7 +16,7 @@ from controller import scenarios
 from controller.errors import CtlError
 from controller.inventory import Inventory, Role
 from controller.run.prepare import prepare_run
-from controller.scenarios.base import RunPlan, role_default
+from controller.scenarios.base import ROLE_TYPES, RunPlan, role_default
 
 
 @dataclass
@@ -63,7 +63,7 @@ def scenario_fit(name: str, inv: Inventory) -> ScenarioFit:
     roles: list[RoleChoice] = []
     try:
         for p in sc.all_params():
-            if p.type == "host":
+            if p.type in ROLE_TYPES:
                 value, how = role_default(p, inv)
                 roles.append(RoleChoice(p.name, p.flag, value, how))
         _sc, params, _given, plan = prepare_run(name, [], inv)

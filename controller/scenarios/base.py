@@ -36,7 +36,10 @@ from controller.units import (
 from nodes.mptcp import EndpointConfig
 
 ParamType = Literal["rate", "duration", "delay", "probability", "size", "queue", "int", "choice", "name", "host",
-                    "path"]
+                    "link", "path"]
+# The parameters that name a part of the rack (a host, an inventory link): their defaults follow the
+# inventory's `plays` (role_default), and they are never part of the run id.
+ROLE_TYPES = ("host", "link")
 
 
 
@@ -79,7 +82,7 @@ class Param:
             if not v.startswith("/"):
                 raise ParameterError(f"{what}: {raw!r} is not an absolute path")
             return v.rstrip("/") or "/"
-        elif t in ("choice", "name", "host"):
+        elif t in ("choice", "name", *ROLE_TYPES):
             v = str(raw)
             if self.choices is not None and v not in self.choices:
                 raise ParameterError(f"{what}: {raw!r} is not one of {', '.join(self.choices)}")
@@ -150,8 +153,13 @@ COMMON_PARAMS = (
 # ---- rows several scenarios share (one definition of their type, bounds and run-id role) ----
 
 def role_param(name: str, default: str, help: str) -> Param:
-    """A host or an inventory link the experiment uses (never part of the run id)."""
+    """A host the experiment uses (never part of the run id): `--NAME HOST` in help."""
     return Param(name, "host", default, help, in_run_id=False)
+
+
+def link_param(name: str, default: str, help: str) -> Param:
+    """An inventory link the experiment uses (never part of the run id): `--NAME LINK` in help."""
+    return Param(name, "link", default, help, in_run_id=False)
 
 
 def players(inv: Inventory, name: str) -> list[tuple[str, str]]:
@@ -166,7 +174,7 @@ def role_default(p: Param, inv: Inventory | None) -> tuple[Any, str]:
     A scenario's roles default to the names of the shipped racks (a1, b1, path1, ...). On a rack
     named otherwise, the host or link whose `plays` lists that name takes its place; without one,
     the name itself (the shipped inventories). Two that play one name are refused."""
-    if p.type != "host" or inv is None or not isinstance(p.default, str):
+    if p.type not in ROLE_TYPES or inv is None or not isinstance(p.default, str):
         return p.default, "default"
     found = players(inv, p.default)
     if len(found) > 1:

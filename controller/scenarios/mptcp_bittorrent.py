@@ -52,6 +52,7 @@ from controller.scenarios.base import (
     RunPlan,
     Scenario,
     cc_param,
+    link_param,
     port_base_param,
     queue_param,
     require_host,
@@ -104,10 +105,10 @@ PARAMS = (
     role_param("leecher", "ns2", "leecher / iperf3 client"),
     role_param("tracker_host", TRACKER_HOST_DEFAULT, "host of the global tracker (behind the NAT router; "
                "used with --tracker global)"),
-    role_param("local1", "lp1", "inventory link of local path 1"),
-    role_param("local2", "lp2", "inventory link of local path 2"),
-    role_param("seeder_wan", "wan1", "the seeder's access link to the NAT router"),
-    role_param("leecher_wan", "wan2", "the leecher's access link to the NAT router"),
+    link_param("local1", "lp1", "inventory link of local path 1"),
+    link_param("local2", "lp2", "inventory link of local path 2"),
+    link_param("seeder_wan", "wan1", "the seeder's access link to the NAT router"),
+    link_param("leecher_wan", "wan2", "the leecher's access link to the NAT router"),
     Param("bt_tools", "path", None, "step 2: directory on the seeder, leecher and tracker host holding nodes/bittorrent "
           "installed (`npm ci`: node_modules/.bin/webtorrent, bittorrent-tracker); default: this checkout's "
           "nodes/bittorrent (the virtual rack's hosts share the controller's file system)", in_run_id=False),

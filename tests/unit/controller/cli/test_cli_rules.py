@@ -157,6 +157,24 @@ def test_run_scenario_help_lists_its_parameters_with_units(tmp_path):
     assert p.returncode == 0 and "--delay2 DELAY" in p.stdout and "--link2" not in p.stdout.split("parameters")[1]
 
 
+def test_a_link_parameter_is_labelled_link_and_a_host_parameter_host(tmp_path, invs):
+    """`--link LINK  (link, default path1)`, not `--link HOST (host, ...)`: every role parameter of
+    every scenario is labelled by what its default names in the shipped virtual rack."""
+    inv = invs["virtual"]
+    for name in scenarios.available():
+        for prm in scenarios.get(name).all_params():
+            if prm.type in ("host", "link"):
+                kind = "link" if prm.default in inv.links else "host" if prm.default in inv.hosts else None
+                assert prm.type == kind, (name, prm.name, prm.default, prm.type)
+    p = ctl(tmp_path, "run", "rtt-loss-sweep", "--help")
+    assert p.returncode == 0, p.stderr
+    out = " ".join(p.stdout.split())
+    assert "--link LINK inventory link used as the dumbbell's bottleneck (link, default path1)" in out
+    assert "--client HOST sender (host, default a1)" in out and "HOST (host, default path1)" not in out
+    p = ctl(tmp_path, "scenarios", "show", "distinct-bottleneck")
+    assert re.search(r"--path2 +link +default path2 ", p.stdout) and re.search(r"--mptcp-client +host ", p.stdout)
+
+
 def test_help_defaults_are_this_machines_settings(tmp_path):
     """`ctl run --help` names where records go here (flag > environment > file > default), not the
     checkout's runs/; the manual page and the reference pages name the rule instead."""
