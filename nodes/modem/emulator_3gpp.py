@@ -19,6 +19,7 @@ standard leaves to the modem are the vendor's (the profile) or named here:
   four bytes in hexadecimal, <AcT> 7 (E-UTRAN). +CREG (circuit-switched) and +CGREG (GERAN/UTRAN packet
   domain) report <stat> 0 (not registered, not searching): the modem registered in neither domain.
   While the modem resets (state.responding False) it answers nothing at all (emulator.py).
+  Presentation modes: every <n> the standard defines -- REG_MODES below, with the text they follow.
 * +COPS read: +COPS: <mode>,<format>,<oper>,<AcT> with <oper> in the format last set by +COPS=3,<format>
   (0 long alphanumeric, 1 short alphanumeric, 2 numeric "MCCMNC"); <AcT> 7 (E-UTRAN) or 13 (E-UTRAN-NR dual
   connectivity).
@@ -157,8 +158,30 @@ def registered(s: Any, st: Settings) -> bool:
     return s is not None and st.cfun == 1
 
 
+# Presentation modes <n> of the three registration commands: every one 3GPP TS 27.007 defines.
+# * +CEREG (10.1.22, Release 18, Table 10.1.22-1, read at itecspec.com): "+CEREG?  when <n>=0, 1, 2 or 3 and
+#   command successful: +CEREG: <n>,<stat>[,[<tac>],[<ci>],[<AcT>[,<cause_type>,<reject_cause>]]]  when <n>=4
+#   or 5 and command successful: +CEREG: <n>,<stat>[,[<tac>],[<ci>],[<AcT>][,[<cause_type>],[<reject_cause>]
+#   [,[<Active-Time>],[<Periodic-TAU>]]]]"; "The value <n>=3 further extends the unsolicited result code with
+#   [,<cause_type>,<reject_cause>], when available, when the value of <stat> changes"; <n>=4 adds the Active
+#   Time and extended periodic TAU values a UE applying PSM was given, <n>=5 both.
+# * +CGREG (10.1.20, Release 18, Table 128, same source): <n> 0..5 with the same structure
+#   ("+CGREG: <n>,<stat>[,[<lac>],[<ci>],[<AcT>],[<rac>][,<cause_type>,<reject_cause>]]" for 0-3, the PSM
+#   timers Active-Time, Periodic-RAU, GPRS-READY-timer for 4 and 5). The same text names <n>=6 and 7 for CSG
+#   cells (<csg_stat>, <csginfo>), outside the read command's syntax table: not emulated.
+# * +CREG (7.2): <n> 0..3, "3 enable network registration, location information and cause value information
+#   unsolicited result code +CREG: <stat>[,[<lac>],[<ci>],[<AcT>][,<cause_type>,<reject_cause>]]" -- as
+#   27.007 is quoted in the comments of Android's cuttlefish modem simulator (network_service.cpp); the
+#   clause itself was not found through the search tool, so this one is second-hand.
+# What the emulated modem has to say in them: no registration was rejected (no <cause_type>/<reject_cause>:
+# "when available") and it was given no PSM timers (it never asks for PSM, +CPSMS), so modes 3-5 print what
+# mode 2 prints; +CREG/+CGREG stay <stat> 0 (not registered in those domains) and never change.
+REG_MODES = {"+CREG": ("creg", 3), "+CGREG": ("cgreg", 5), "+CEREG": ("cereg", 5)}
+
+
 def cereg_fields(s: Any, st: Settings, n: int) -> str:
-    """<stat>[,<tac>,<ci>,<AcT>] of +CEREG (read reply or URC) for presentation mode n."""
+    """<stat>[,<tac>,<ci>,<AcT>] of +CEREG (read reply or URC) for presentation mode n (location from n=2 on;
+    the cause and PSM fields of n=3..5 are never available here, see REG_MODES)."""
     if not registered(s, st):
         return "0" if st.cfun != 1 else "2"
     if n >= 2:
@@ -168,7 +191,8 @@ def cereg_fields(s: Any, st: Settings, n: int) -> str:
 
 def registration_urcs(before: Any, after: Any, st: Settings) -> list[str]:
     """URCs a modem sends when its EPS registration or serving cell changes (27.007 +CEREG n=1: <stat>
-    changes; n=2: also the cell). +CREG/+CGREG stay 0 (see module docstring): they never change."""
+    changes; n=2..5: also the cell, in the form of n=2: see REG_MODES). +CREG/+CGREG stay 0 (see module
+    docstring): they never change."""
     if st.cereg < 1:
         return []
     old = cereg_fields(before, st, st.cereg) if before is not None else None
@@ -354,7 +378,7 @@ def answer(cmd: str, st: Settings, p: Profile, s: Any) -> Optional[Reply]:
     if u == "+CPOL?":
         return OK                                           # the SIM's preferred-operator list is empty
     # ---- registration and operator ------------------------------------------------------------------------
-    for name, attr, top in (("+CREG", "creg", 2), ("+CGREG", "cgreg", 2), ("+CEREG", "cereg", 2)):
+    for name, (attr, top) in REG_MODES.items():
         if u == f"{name}=?":
             return [f"{name}: (0-{top})"], "OK"
         m = re.fullmatch(re.escape(name) + r"=([0-9]*)", u)

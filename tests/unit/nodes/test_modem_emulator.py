@@ -300,11 +300,17 @@ def test_registration_in_every_mode_and_the_read_commands():
         assert emu.reply("AT+CEREG=2") == ([], "OK")
         assert emu.reply("AT+CEREG?") == ([f'+CEREG: 2,1,"{CELL_A.tac:04X}","{CELL_A.eci:07X}",7'], "OK")
         assert emu.reply("AT+CEREG=1;+CEREG?") == (["+CEREG: 1,1"], "OK")
-        assert emu.reply("AT+CEREG=3")[1] == "ERROR"                    # not a mode this modem offers
-        for cmd in ("AT+CREG", "AT+CGREG"):                              # E-UTRAN only: CS/GERAN-UTRAN not registered
-            assert emu.reply(cmd + "=2") == ([], "OK")
-            assert emu.reply(cmd + "?") == ([f"{cmd[2:]}: 2,0"], "OK")
-            assert emu.reply(cmd + "=?") == ([f"{cmd[2:]}: (0-2)"], "OK")
+        # 27.007 modes 3 (cause), 4 (PSM timers), 5 (both): nothing rejected, no PSM -- the fields of mode 2
+        for n in (3, 4, 5):
+            assert emu.reply(f"AT+CEREG={n}") == ([], "OK")
+            assert emu.reply("AT+CEREG?") == ([f'+CEREG: {n},1,"{CELL_A.tac:04X}","{CELL_A.eci:07X}",7'], "OK")
+        assert emu.reply("AT+CEREG=6")[1] == "ERROR" and emu.reply("AT+CEREG=?") == (["+CEREG: (0-5)"], "OK")
+        for cmd, top in (("AT+CREG", 3), ("AT+CGREG", 5)):               # E-UTRAN only: CS/GERAN-UTRAN not registered
+            for n in range(top + 1):
+                assert emu.reply(f"{cmd}={n}") == ([], "OK")
+                assert emu.reply(cmd + "?") == ([f"{cmd[2:]}: {n},0"], "OK")
+            assert emu.reply(f"{cmd}={top + 1}")[1] == "ERROR"
+            assert emu.reply(cmd + "=?") == ([f"{cmd[2:]}: (0-{top})"], "OK")
         assert emu.reply("AT+CGATT?") == (["+CGATT: 1"], "OK")
     finally:
         emu.close()
@@ -323,6 +329,24 @@ def test_cell_change_sends_the_cereg_urc_at_once():
                 urcs = port.drain()
                 time.sleep(0.01)
     assert urcs == [f'+CEREG: 1,"{CELL_B.tac:04X}","{CELL_B.eci:07X}",7']   # URC form: no <n>
+
+
+@pytest.mark.parametrize("n,want", [(1, []), (3, ["cell"]), (4, ["cell"]), (5, ["cell"])])
+def test_cell_change_urc_in_the_other_modes(n, want):
+    """n=1 reports <stat> changes only (the cell change keeps <stat> 1: no URC); 3-5 the cell as n=2 does."""
+    trace = field_test_trace()
+    clock = ManualClock(19.0)
+    with AtModemEmulator(trace, clock) as emu:
+        with AtPort(emu.path, timeout_s=1.0) as port:
+            assert port.command("ATE0").ok and port.command(f"AT+CEREG={n}").ok
+            clock.set(21.0)
+            deadline = time.monotonic() + (0.5 if not want else 2)
+            urcs: list[str] = []
+            while time.monotonic() < deadline and not urcs:
+                urcs = port.drain()
+                time.sleep(0.01)
+    cell = f'+CEREG: 1,"{CELL_B.tac:04X}","{CELL_B.eci:07X}",7'
+    assert urcs == [cell for _ in want]
 
 
 def test_sim_access_iccid_spn_and_retries():
