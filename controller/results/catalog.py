@@ -107,6 +107,15 @@ def parse_when(text: str, what: str, now: float) -> float:
                          "a date (2026-11-22) nor a duration before now (24h)") from None
 
 
+def verdict(status: Any, summary_valid: Any = None) -> bool | None:
+    """A run's validity, one truth for `runs list` and `runs export`: the `valid` of the run's own
+    summary.json where it has one, else its status's (completed: true, invalid: false, any other:
+    unknown). A summary recomputed by a later ctl is not the run's verdict (export shows it apart)."""
+    if isinstance(summary_valid, bool):
+        return summary_valid
+    return {"completed": True, "invalid": False}.get(str(status))
+
+
 def _seconds(v: Any) -> float | None:
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return float(v) if v > 0 else None
@@ -126,8 +135,7 @@ def info_from_summary(d: Path, s: dict) -> RunInfo | None:
         return None
     params = p.get("parameters") or {}
     status = p.get("status")
-    valid = s.get("valid") if isinstance(s.get("valid"), bool) else {"completed": True, "invalid": False}.get(status)
-    return RunInfo(p["run_id"], d, p.get("scenario"), p.get("campaign"), status, valid, _seconds(p.get("started")),
+    return RunInfo(p["run_id"], d, p.get("scenario"), p.get("campaign"), status, verdict(status, s.get("valid")), _seconds(p.get("started")),
                    _seconds(p.get("finished")), (p.get("inventory") or {}).get("name"),
                    dict(params.get("given") or {}), dict(params.get("values") or {}), "summary.json")
 
@@ -137,7 +145,7 @@ def info_from_manifest(d: Path, m: dict) -> RunInfo:
     inv = m.get("inventory")
     status = m.get("status")
     return RunInfo(m.get("run_id") or d.name, d, m.get("scenario"), m.get("campaign"), status,
-                   {"completed": True, "invalid": False}.get(status), _seconds(m.get("created")),
+                   verdict(status), _seconds(m.get("created")),
                    _seconds(m.get("finished")), inv.get("name") if isinstance(inv, dict) else None,
                    given, values)
 

@@ -37,6 +37,8 @@ import os
 from dataclasses import dataclass, field
 from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
 
+from controller.results import columns as columns_mod
+from controller.results.catalog import verdict
 from controller.results.records import id_time
 from controller.results.wire import unit_of
 from controller.safefs import new_file_at
@@ -44,7 +46,7 @@ from controller.safefs import new_file_at
 FORMATS = ("csv", "jsonl", "parquet")
 TIME_COLUMNS = frozenset({"started", "finished", "traffic_start", "traffic_end", "time"})
 RUN_COLUMNS = ("run_id", "scenario", "campaign", "status", "valid", "started", "finished", "traffic_start",
-               "traffic_end", "traffic_s", "ctl_version", "ctl_commit", "inventory", "summary_source")
+               "traffic_end", "traffic_s", "ctl_version", "ctl_commit", "inventory", "summary_source", "valid_recomputed")
 # What every item row repeats of its run (with the parameters).
 ITEM_RUN_COLUMNS = ("run_id", "scenario", "campaign", "started", "status", "valid")
 SAMPLE_COLUMNS = ("run_id", "scenario", "time", "elapsed_s", "measurement", "host", "flow", "subflow", "link",
@@ -62,7 +64,11 @@ _RUN_DESCRIPTIONS = {
     "run_id": "the run's id (its record directory's name)", "scenario": "the experiment",
     "campaign": "the campaign the run belongs to (empty: none)",
     "status": "completed, invalid (completed, result invalid), failed, aborted, error",
-    "valid": "the scenario's validity verdict (summary.json `valid`)",
+    "valid": "the run's own validity verdict: its summary.json `valid`, else its status (completed: true, "
+             "invalid: false); the same as `ctl runs list --json`",
+    "valid_recomputed": "the validity verdict of the summary this ctl recomputed from a record without "
+                        "summary.json (empty: the run's own summary was used); may differ from `valid` "
+                        "when the scenario's rule changed since the run",
     "started": "when the run started (ISO 8601 UTC)", "finished": "when the run's record was closed",
     "traffic_start": "when the traffic started", "traffic_end": "when the traffic ended",
     "traffic_s": "length of the traffic window", "ctl_version": "ctl's version that made the run",
@@ -77,6 +83,16 @@ _RUN_DESCRIPTIONS = {
     "value": "the field's value when it is a number (booleans 1/0)", "text": "the field's value when it is text",
     "unit": "the unit of value (empty: a count or a name)",
 }
+# The samples table's tag columns (a summary table's columns of these names are its own).
+_SAMPLE_TAG_DESCRIPTIONS = {
+    "host": "the host the point was measured on (the point's tag host)",
+    "flow": "the traffic flow of the point (tag flow)",
+    "subflow": "the socket of the point: local address:port -> remote (tag subflow)",
+    "link": "the link of the point (tag link)", "iface": "the network interface of the point (tag iface)",
+    "direction": "the direction of the point's link (tag direction: forward, reverse)",
+}
+_SAMPLE_DESCRIPTIONS = {**_RUN_DESCRIPTIONS, **_SAMPLE_TAG_DESCRIPTIONS}
+_TABLE_DESCRIPTIONS = {c: _RUN_DESCRIPTIONS[c] for c in (*RUN_COLUMNS, "entity")}
 
 
 @dataclass
@@ -85,7 +101,7 @@ class RunRows:
 
     run: dict[str, Any]
     items: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    descriptions: dict[str, str] = field(default_factory=dict)     # metric -> definition from the summary
+    descriptions: dict[str, dict[str, str]] = field(default_factory=dict)   # table -> {column: its summary's definition}
 
 
 def as_time(v: Any) -> dt.datetime | None:
@@ -193,8 +209,9 @@ def run_rows(manifest: Mapping[str, Any], summary: Mapping[str, Any] | None, par
     ctl = manifest.get("controller") or {}
     inv = manifest.get("inventory")
     s = dict(summary or {})
-    valid = s.get("valid") if isinstance(s.get("valid"), bool) else \
-        {"completed": True, "invalid": False}.get(str(manifest.get("status")))
+    recomputed = summary is not None and summary_source == "recomputed"
+    # the run's own verdict, as `runs list` says it (catalog.verdict); a recomputed one apart
+    valid = verdict(manifest.get("status"), None if recomputed else s.get("valid"))
     values = (manifest.get("parameters") or {}).get("values") or {}
     run: dict[str, Any] = {
         "run_id": manifest.get("run_id"), "scenario": manifest.get("scenario"), "campaign": manifest.get("campaign"),
@@ -206,6 +223,7 @@ def run_rows(manifest: Mapping[str, Any], summary: Mapping[str, Any] | None, par
         "ctl_version": ctl.get("ctl_version"), "ctl_commit": ctl.get("commit"),
         "inventory": inv.get("name") if isinstance(inv, Mapping) else None,
         "summary_source": summary_source if summary is not None else None,
+        "valid_recomputed": s.get("valid") if recomputed and isinstance(s.get("valid"), bool) else None,
     }
     params = param_columns(values, param_types)
     run.update(params)
@@ -216,7 +234,8 @@ def run_rows(manifest: Mapping[str, Any], summary: Mapping[str, Any] | None, par
     ident = {k: run[k] for k in ITEM_RUN_COLUMNS}
     items = {t: [{**ident, **params, "entity": name, **vals} for name, vals in rows] for t, rows in tables.items()}
     defs = s.get("definitions") if isinstance(s.get("definitions"), Mapping) else {}
-    return RunRows(run, items, {str(k): str(v) for k, v in defs.items() if isinstance(v, str)})
+    own_defs = own_definitions({str(k): v for k, v in defs.items() if isinstance(v, str)}, run, tables)
+    return RunRows(run, items, own_defs)
 
 
 # ---- samples ----------------------------------------------------------------------------------
@@ -300,28 +319,74 @@ def iso(t: dt.datetime) -> str:
     return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _definition(by_scenario: Mapping[str, str] | None) -> str:
-    """One definition, or each scenario's when they differ (`rtt-loss-sweep: ...; mptcp-bittorrent: ...`)."""
-    if not by_scenario:
+def param_name(column: str, types: Mapping[str, str]) -> str | None:
+    """The parameter a `param_...` column holds (None: none of `types`)."""
+    for name, t in types.items():
+        if column == f"param_{name}" or (t in PARAM_UNITS and column == f"param_{name}_{PARAM_UNITS[t][0]}") or \
+                (t == "queue" and column in (f"param_{name}_slots", f"param_{name}_bytes")):
+            return name
+    return None
+
+
+def param_description(column: str, types: Mapping[str, str]) -> str:
+    name = param_name(column, types)
+    if name is None:
         return ""
-    texts = set(by_scenario.values())
-    if len(texts) == 1:
-        return texts.pop()
+    flag = "--" + name.replace("_", "-")
+    if column.endswith("_slots") and types.get(name) == "queue":
+        return f"the run's {flag} in packets (empty: it was given in bytes)"
+    if column.endswith("_bytes") and types.get(name) == "queue":
+        return f"the run's {flag} in bytes (empty: it was given in packets)"
+    if types.get(name) == "queue":
+        return f"the run's {flag} as given (N slots or N bytes)"
+    unit = PARAM_UNITS.get(types.get(name, ""), (None, None))[1]
+    return f"the run's {flag} as resolved (given or its default)" + (f", in {unit}" if unit else "")
+
+
+def own_definitions(defs: Mapping[str, str], run: Mapping[str, Any],
+                    tables: Mapping[str, list[tuple[str, dict]]]) -> dict[str, dict[str, str]]:
+    """The definitions of a summary (`definitions`), each given to the table column it is of:
+    `table.column` to that table's column; a bare name to the one table that has a column of
+    that name (a name in several tables, e.g. `sender_mbps` in connections and flows, defines
+    none of them: columns.COLUMNS does). Pure."""
+    cols = {"runs": set(run), **{t: {k for _n, vals in rows for k in vals} for t, rows in tables.items()}}
+    out: dict[str, dict[str, str]] = {}
+    for key, text in defs.items():
+        table, dot, column = key.partition(".")
+        if dot and table in tables and column in cols[table]:
+            out.setdefault(table, {})[column] = text
+            continue
+        homes = [t for t, c in cols.items() if key in c]
+        if len(homes) == 1:
+            out.setdefault(homes[0], {})[key] = text
+    return out
+
+
+def _one(by_scenario: Mapping[str, str]) -> str:
+    """One definition, or each scenario's when they differ (`rtt-loss-sweep: ...; mptcp-bittorrent: ...`)."""
+    texts = list(dict.fromkeys(by_scenario.values()))
+    if len(texts) <= 1:
+        return texts[0] if texts else ""
     return "; ".join(f"{sc}: {text}" for sc, text in by_scenario.items())
 
 
 def dictionary_rows(table: str, columns: Sequence[str], types: Mapping[str, str], param_types: Mapping[str, str],
-                    descriptions: Mapping[str, Mapping[str, str]]) -> list[dict[str, Any]]:
-    """The `columns` table's rows for one table; `descriptions`: field -> {scenario: definition}
-    (the summaries' `definitions`)."""
+                    described: Mapping[str, Mapping[str, columns_mod.Entry | None]]) -> list[dict[str, Any]]:
+    """The `columns` table's rows for one table; `described`: column -> {scenario: (unit, definition)}
+    (columns.describe for each scenario whose runs have the column)."""
     out = []
+    fixed = _SAMPLE_DESCRIPTIONS if table == "samples" else _TABLE_DESCRIPTIONS
     for c in columns:
-        base = c.rsplit(".", 1)[-1]
-        unit = param_unit(c, param_types) if c.startswith("param_") else None
-        if unit is None and types.get(c) in ("int", "float") and c not in ("value",):
-            unit = unit_of(c)
-        desc = _RUN_DESCRIPTIONS.get(c) or _definition(descriptions.get(c)) or _definition(descriptions.get(base)) \
-            or (f"parameter --{c[6:].replace('_', '-')}" if c.startswith("param_") else "")
+        numeric = types.get(c) in ("int", "float") and c != "value"
+        entries = {sc: e for sc, e in (described.get(c) or {}).items() if e is not None}
+        if c in fixed:
+            unit, desc = (unit_of(c) if numeric else None), fixed[c]
+        elif c.startswith("param_"):
+            unit, desc = param_unit(c, param_types), param_description(c, param_types)
+        else:
+            units = list(dict.fromkeys(e[0] for e in entries.values() if e[0] is not None))
+            unit = "; ".join(units) if units else (unit_of(c) if numeric else None)
+            desc = _one({sc: e[1] for sc, e in entries.items()})
         out.append({"table": table, "column": c, "type": types.get(c, "string"), "unit": unit, "description": desc})
     return out
 
@@ -446,7 +511,7 @@ def write_export(out_fd: int, shown: str, fmt: str, sources: Iterable[Source],
     written = Written()
     runs: list[dict] = []
     items: dict[str, list[dict]] = {}
-    descriptions: dict[str, dict[str, str]] = {}       # field -> {scenario: its definition}
+    described: dict[str, dict[str, dict[str, Any]]] = {}     # table -> column -> {scenario: columns.Entry}
     types_of: dict[str, str] = {}
     sample_file = f"samples.{fmt}"
     with contextlib.ExitStack() as stack:
@@ -462,8 +527,12 @@ def write_export(out_fd: int, shown: str, fmt: str, sources: Iterable[Source],
             runs.append(rr.run)
             for t, rows in rr.items.items():
                 items.setdefault(t, []).extend(rows)
-            for k, text in rr.descriptions.items():
-                descriptions.setdefault(k, {}).setdefault(scenario, text)
+            for t, rows in (("runs", [rr.run]), *rr.items.items()):
+                own = rr.descriptions.get(t, {})
+                cols = described.setdefault(t, {})
+                for c in {k for r in rows for k in r}:
+                    if scenario not in cols.setdefault(c, {}):
+                        cols[c][scenario] = columns_mod.describe(t, c, scenario, own)
             written.runs += 1
             if sw is None:
                 continue
@@ -490,7 +559,7 @@ def write_export(out_fd: int, shown: str, fmt: str, sources: Iterable[Source],
                                                  and c != "entity"]]
         types = table_types(rows, cols)
         _write_table(out_fd, shown, f"{table}.{fmt}", fmt, cols, types, rows, written)
-        dictionary += dictionary_rows(table, cols, types, types_of, descriptions)
+        dictionary += dictionary_rows(table, cols, types, types_of, described.get(table, {}))
     if samples:
         dictionary += dictionary_rows("samples", SAMPLE_COLUMNS, SAMPLE_TYPES, {}, {})
     dcols = ["table", "column", "type", "unit", "description"]

@@ -114,6 +114,9 @@ _WHOLE_UNITS = {
     "monitor_connections": "count", "joins_completed": "count", "streams": "count", "repetition": "count",
     "lat": "degrees", "lon": "degrees", "seq": "count", "n": "count", "subflows_added": "count",
     "packets_per_connection": "packets",
+    # a unit word alone (`subflows[].mbps`): the suffix rule needs a name before it
+    "mbps": "Mbit/s", "kbps": "kbit/s", "gbps": "Gbit/s", "bps": "bit/s", "pps": "packets/s", "ms": "ms",
+    "us": "us", "pct": "%",
 }
 
 
