@@ -6,26 +6,46 @@ layout, the lists a test command `AT+XXX=?` returns, the character sets, the boo
 emulated modem holds. The standard commands themselves are answered in emulator_3gpp.py; vendor commands
 (+QENG, !GSTATUS, ^HCSQ, ...) in emulator.py.
 
-Sources of each layout (checked, not guessed):
+Sources of each layout -- what was read, and what is ASSUMED (and from where):
 * ITU-T V.250 (ATI, +GMI/+GMM/+GMR/+GSN, +GCAP) and 3GPP TS 27.007 (+CGMI/+CGMM/+CGMR/+CGSN, +CIMI, +CNUM,
   +CLCK, +CSCS, +WS46, +CESQ, +CGDCONT, +CUSD) define the commands and the shape of each reply; what a
   vendor puts into them:
-* Quectel: ATI prints three lines, "Quectel", the model, "Revision: <firmware>" (EC25&EC21 AT Commands
-  Manual V1.3, "ATI Display MT Identification Information"; the same three lines in public transcripts,
-  e.g. "Quectel\\r\\nEC25\\r\\nRevision: EC25EFAR06A03M4G"); +CGMI "Quectel", +CGMM the model, +CGMR the
-  firmware without a label, +CGSN the IMEI alone. +CNMI=? "(0-2),(0-3),(0,2),(0-2),(0,1)" (the EC25 manual's
-  test response, also quoted as Quectel's by SMS libraries); +CTZU=? "(0,1,3)" (ModemManager 1.20.4
-  plugins/quectel/mm-modem-helpers-quectel.c, `mm_quectel_parse_ctzu_test_response`, lists "(0,1)" and
-  "(0,1,3)" as the shapes Quectel firmware prints). Boot URCs "RDY", "+CPIN: READY", "+QUSIM: 1",
-  "+QIND: SMS DONE" as in the recorded samples (tests/fixtures/recorded/02c_*).
-* Sierra Wireless: ATI prints "Manufacturer: Sierra Wireless, Incorporated", "Model:", "Revision:",
-  "MEID:", "IMEI:", "IMEI SV:", "FSN:", "+GCAP: +CGSM" (EM7455 transcripts, e.g. "Revision:
-  SWI9X30C_02.24.05.06 r7040 CARMD-EV-FRMWR2 2017/05/19 06:23:09"); +CGMI "Sierra Wireless, Incorporated".
-* Huawei: ATI prints "Manufacturer:", "Model:", "Revision:", "IMEI:", "+GCAP:" (Huawei MG323 / ME909s AT
-  Command Interface Specification, "ATI - Command for Querying the Product Information": vendor (+CGMI),
-  model (+CGMM), software version (+CGMR), IMEI (+CGSN) and capability list (+GCAP)); +CGMI "Huawei
-  Technologies Co., Ltd.". The model is the ME906 of recorded SAMPLE H1.
+* Quectel: the emulated model is an RM530N-GL (its model and firmware strings are the recorded ones: 02a
+  SAMPLE A/C). Its own manual -- Quectel's "RG520N & RG52xF & RG530F & RM520N & RM530N Series AT Commands
+  Manual", named as a reference by public code -- was NOT found through the search tool: no RM530N-GL reply
+  layout here comes from it. The layouts are those of Quectel's LTE modules, ASSUMED to hold for the
+  RM530N-GL: the "EC25 & EC21 AT Commands Manual" V1.3 (2018-09-20, LTE Module Series; the manual exists
+  under that title and version, its pages were cited by the first version of this file and not re-read
+  for this note): ATI prints three lines, "Quectel", the model, "Revision: <firmware>" ("ATI Display MT
+  Identification Information"; the same three lines in public transcripts, e.g.
+  "Quectel\r\nEC25\r\nRevision: EC25EFAR06A03M4G"); +CGMI "Quectel", +CGMM the model, +CGMR the firmware
+  without a label, +CGSN the IMEI alone; +CNMI=? "(0-2),(0-3),(0,2),(0-2),(0,1)" (the EC25 manual's test
+  response -- the same string is the "+CNMI=?" Telit's GM862-QUAD-PY AT Commands Reference Guide,
+  80000ST10025a Rev. 5, prints "for compatibility with previous versions": a common answer, not Quectel's
+  own). +CTZU=? "(0,1,3)" is what ModemManager 1.20.4 expects of Quectel firmware
+  (plugins/quectel/mm-modem-helpers-quectel.c, `mm_quectel_parse_ctzu_test_response`, lists "(0,1)" and
+  "(0,1,3)"). Boot URCs "RDY", "+CPIN: READY", "+QUSIM: 1", "+QIND: SMS DONE" as in the recorded samples
+  (tests/fixtures/recorded/02c_*).
+* Sierra Wireless (EM7455): no Sierra manual was read. Its manual is Sierra's "AirPrime EM74xx/MC74xx AT
+  Command Reference" (document 4117727), named by public notes but not seen here. The ATI lines
+  "Manufacturer: Sierra Wireless, Incorporated", "Model:", "Revision:", "MEID:", "IMEI:", "IMEI SV:",
+  "FSN:", "+GCAP: +CGSM" are copied from public EM7455 transcripts (e.g. a user's notes of 2019-05-13
+  printing these eight lines with "Revision: SWI9X30C_02.24.05.06 r7040 CARMD-EV-FRMWR2 2017/05/19
+  06:23:09"; the code search does not name its repository); +CGMI "Sierra Wireless, Incorporated" is the
+  same string.
+* Huawei (ME906s): ATI prints "Manufacturer:", "Model:", "Revision:", "IMEI:", "+GCAP:" -- the fields of
+  the "HUAWEI MG323 GSM M2M Module AT Command Interface Specification" Issue 02 (2010-11-23), 6.1 "ATI -
+  Command for Querying the Product Information": vendor (+CGMI), model (+CGMM), software version (+CGMR),
+  ESN/IMEI (+CGSN) and capability list (+GCAP). That table spells the labels "Manufacture:" and "GCAP:";
+  the emulator's "Manufacturer:" and "+GCAP:" are ASSUMED (the LTE module's own "HUAWEI ME909s Series LTE
+  Module AT Command Interface Specification" V100R001 Issue 03, 2019-03-13, exists but its ATI page was not
+  read). +CGMI "Huawei Technologies Co., Ltd.". The model is the ME906 of recorded SAMPLE H1.
 * generic: a modem that follows 27.007 and V.250 and says nothing else (manufacturer "Generic").
+* Every Profile field a vendor row below does not set is the class default, ASSUMED for that vendor -- no
+  Sierra or Huawei manual was read for any of them: +CNMI=? is the EC25 string above; +CTZU=? "(0,1)" the
+  other of the two Quectel shapes ModemManager lists; the +WS46 list, the +CPMS memories, the +CLCK
+  facilities, the character sets and +CGDCONT's last cid (16) came with the first version of this file
+  without a source: they are 27.007-shaped answers, not any vendor's.
 
 The identity values (IMEI, IMSI, ICCID, MSISDN, revisions) are the emulator's own: INVENTED, except the
 Quectel IMEI and model/revision, which are those of the recorded RM530N-GL (02a SAMPLE C). The MSISDN is in
@@ -60,7 +80,7 @@ class Profile:
     charsets: tuple[str, ...] = ("IRA", "GSM", "UCS2")
     default_charset: str = "IRA"
     ws46: str = "(12,22,25,28,29,30,31)"
-    cnmi_test: str = "(0-2),(0-3),(0,2),(0-2),(0,1)"
+    cnmi_test: str = "(0-2),(0-3),(0,2),(0-2),(0,1)"   # EC25 manual's; ASSUMED for the others (docstring)
     cpms_mems: tuple[str, ...] = ("SM", "ME", "MT")
     clck_facilities: tuple[str, ...] = ("SC", "AO", "OI", "OX", "AI", "IR", "AB", "AG", "AC", "PS", "FD")
     ctzu_test: str = "(0,1)"
