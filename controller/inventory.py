@@ -21,7 +21,7 @@ from controller.errors import InventoryError, ParameterError
 from controller.inventory_fields import MAC, AbsPath, GpsdAddress, IfName, UserName, XPath, first_line
 from controller.modelerrors import format_first
 from controller.schema_patterns import CIDR, DELAY, IP, IPV4, MGMT, PROBABILITY, QUEUE, RATE, value_schema
-from controller.settings import packaged_inventory
+from controller.settings import existing_or_shipped, packaged_inventory
 from controller.sshconfig import parse_proxy_jump
 from controller.settings import resolve as resolve_setting
 from controller.units import parse_delay_us, parse_probability, parse_queue, parse_rate
@@ -792,7 +792,7 @@ def resolve_inventory_path(flag: str | None) -> Path:
     """CLI flag > $CTL_INVENTORY > config file > the shipped virtual rack (controller.settings)."""
     if flag is not None and not flag:
         raise InventoryError("--inventory: empty path")
-    return Path(resolve_setting("inventory", flag).value)
+    return existing_or_shipped("inventory", resolve_setting("inventory", flag).value)
 
 
 def source_of(inv: Inventory) -> Path | None:

@@ -23,9 +23,12 @@ is looked up there (`find_shipped`).
 """
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from controller.errors import UsageError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = ("state_dir", "runs_dir", "inventory", "database_url")
@@ -55,7 +58,6 @@ def _config() -> tuple[dict, Path | None]:
     path = config_path()
     if path is None:
         return {}, None
-    from controller.errors import UsageError
     from controller.yamlload import load_yaml_with_lines
     data, _lines = load_yaml_with_lines(path)
     if data is None:
@@ -101,6 +103,7 @@ def packaged_inventory() -> Path:
 # kind -> the folder of the checkout; an installed package carries it as controller/shipped/<kind>
 # (setup.py copies it there).
 SHIPPED_KINDS = {"inventory": "inventory", "campaigns": "campaigns"}
+SHIPPED_WHAT = {"inventory": "inventory", "campaigns": "campaign file"}
 
 
 def shipped_dir(kind: str) -> Path:
@@ -131,13 +134,44 @@ def find_shipped(kind: str, name: str) -> Path | None:
     return None
 
 
+def _stem(name: str) -> str:
+    return name.removesuffix(".yaml").removesuffix(".yml")
+
+
+def close_shipped(kind: str, name: str) -> list[str]:
+    """The shipped files of `kind` whose name is close to `name` (a misspelling: difflib), at most
+    three, best first; names are compared without `.yaml`, with and without their folder
+    (`dev-balia-flor` finds `deviations/dev-balia-floor.yaml`). Nothing for an absolute path."""
+    if not name or os.path.isabs(name):
+        return []
+    spellings: dict[str, str] = {}
+    for n in shipped_files(kind):
+        for s in (_stem(n), _stem(n.rsplit("/", 1)[-1])):
+            spellings.setdefault(s, n)
+    out: list[str] = []
+    for word in dict.fromkeys((_stem(name), _stem(name.rsplit("/", 1)[-1]))):
+        for s in difflib.get_close_matches(word, list(spellings), n=6, cutoff=0.7):
+            if spellings[s] not in out:
+                out.append(spellings[s])
+    return out[:3]
+
+
 def existing_or_shipped(kind: str, value: str) -> Path:
     """`value` as a path when it names a file that exists, else the shipped file of that name,
-    else `value` itself (whose reader then says it cannot read it)."""
+    else `value` itself (whose reader then says it cannot read it) -- unless shipped files have a
+    name close to it: then a UsageError saying which (`ctl campaign plan rtt-loss-sweap.yaml`:
+    did you mean 'rtt-loss-sweep.yaml'?)."""
     path = Path(os.path.expanduser(value))
     if path.exists():
         return path
-    return find_shipped(kind, value) or path
+    found = find_shipped(kind, value)
+    if found is not None:
+        return found
+    close = close_shipped(kind, value)
+    if close:
+        raise UsageError(f"{value}: no such file, nor a shipped {SHIPPED_WHAT[kind]} of that name (did you mean "
+                         + " or ".join(repr(c) for c in close) + "? `ctl config show` lists the shipped ones)")
+    return path
 
 
 @dataclass(frozen=True)

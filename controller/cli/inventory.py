@@ -23,12 +23,12 @@ from controller.errors import UsageError
 from controller.inventory import resolve_inventory_path
 from controller.inventory_check import CheckReport, check_file
 from controller.inventory_skeleton import SHAPERS, parse_host, skeleton
-from controller.settings import packaged_inventory
+from controller.settings import existing_or_shipped, packaged_inventory
 from controller.textsafe import shown as escape
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    path = Path(args.file) if args.file else resolve_inventory_path(args.inventory)
+    path = existing_or_shipped("inventory", args.file) if args.file else resolve_inventory_path(args.inventory)
     report = check_file(path)
     fits = []
     if report.valid:

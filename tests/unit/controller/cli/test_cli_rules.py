@@ -299,6 +299,30 @@ def test_shipped_files_are_found_by_name_and_listed(tmp_path):
     assert not (tmp_path / "state").exists()
 
 
+@pytest.mark.parametrize("argv, said", [
+    (["campaign", "plan", "rtt-loss-sweap.yaml"], "rtt-loss-sweap.yaml: no such file, nor a shipped campaign file of "
+     "that name (did you mean 'rtt-loss-sweep.yaml' or 'rtt-loss-sweep-short.yaml'? `ctl config show` lists the "
+     "shipped ones)"),
+    (["campaign", "submit", "mcubic-tabel1"], "(did you mean 'mcubic-table1.yaml' or"),
+    (["campaign", "plan", "dev-balia-flor.yaml"], "(did you mean 'deviations/dev-balia-floor.yaml'?"),
+    (["-i", "lab-rack.exmaple.yaml", "link", "show"], "lab-rack.exmaple.yaml: no such file, nor a shipped inventory "
+     "of that name (did you mean 'lab-rack.example.yaml'?"),
+    (["inventory", "check", "virtual.yml"], "(did you mean 'virtual.yaml'?"),
+    # nothing close, or a path: the reader's own words, no guess
+    (["campaign", "plan", "no-such-campaign.yaml"], "no-such-campaign.yaml: cannot read: No such file or directory"),
+    (["campaign", "plan", "/nonexistent/rtt-loss-sweap.yaml"], "/nonexistent/rtt-loss-sweap.yaml: cannot read:"),
+])
+def test_a_misspelt_shipped_file_name_gets_the_close_shipped_names(tmp_path, argv, said):
+    p = ctl(tmp_path, *argv)
+    assert p.returncode == 2 and said in one_error(p), p.stderr
+    assert not (tmp_path / "state").exists() and not (tmp_path / "runs").exists()
+
+
+def test_inventory_check_finds_a_shipped_inventory_by_name(tmp_path):
+    p = ctl(tmp_path, "inventory", "check", LAB)
+    assert p.returncode == 0, p.stderr
+
+
 def test_cc_list_builds_nothing(tmp_path):
     """`ctl cc list` compiled the BPF programs (a list with a side effect); now it checks the
     toolchain only, and says they build on first use."""
