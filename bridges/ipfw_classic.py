@@ -28,6 +28,18 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from controller.errors import ParseError
+from controller.parsers import numbers
+
+
+def _n(text: str, base: int = 10) -> int:
+    """A number of the listing, bounded: a 400-digit one is a ParseError, not a huge int passed on."""
+    return numbers.integer(text, "dummynet listing: number", base)
+
+
+def _f(text: str) -> float:
+    """A decimal of the listing (plr, RED and PIE parameters, times): finite and bounded."""
+    return numbers.finite(text, "dummynet listing: number")
+
 
 FORMAT = "classic"
 _BW = r"(?P<bw>unlimited|\s*[0-9.]+ (?:Mbit|Kbit|bit)/s|[A-Za-z][A-Za-z0-9_.]*)"
@@ -114,13 +126,13 @@ def _bandwidth(text: str) -> tuple[int | None, str | None]:
         return None, None
     m = re.fullmatch(r"([0-9.]+) (Mbit/s|Kbit/s|bit/s)", t)
     if m:
-        return round(float(m.group(1)) * _UNITS[m.group(2)]), None
+        return numbers.scaled(m.group(1), _UNITS[m.group(2)], "dummynet listing: bandwidth"), None
     return None, t                                   # a clock interface: `bw tun0`
 
 
 def _queue(text: str) -> tuple[int | None, int | None, bool]:
     t = text.strip()
-    n = int(t.split()[0])
+    n = _n(t.split()[0])
     if t.endswith("sl."):
         return n, None, True
     if t.endswith("KB"):
@@ -177,18 +189,18 @@ def _line(state: dict[str, Any], objects: list[dict[str, Any]], i: int, line: st
         aqm = m.group("aqm").strip()
         if aqm not in ("droptail", ""):
             raise _err(i, line, "unknown queue management")
-        kind, number = "pipe" if is_pipe else "queue", int(m.group("nr"))
+        kind, number = "pipe" if is_pipe else "queue", _n(m.group("nr"))
         if (kind, number) in state["seen"]:
             raise ParseError(f"dummynet classic listing, line {i}: {kind} {number} twice")
         cur = {"kind": kind, "number": number, "line_no": i,
                "bw_text": m.group("bw").strip() if is_pipe else None, "bw_bps": bw_bps, "clock_interface": clock,
-               "delay_ms": int(m.group("delay")) if is_pipe else None, "queue_text": m.group("qs").strip(),
+               "delay_ms": _n(m.group("delay")) if is_pipe else None, "queue_text": m.group("qs").strip(),
                "queue_slots": slots, "queue_bytes": qbytes, "queue_bytes_exact": exact,
-               "plr": float(m.group("plr")) if m.group("plr") else 0.0, "plr_text": m.group("plr"),
-               "queues": int(m.group("queues")), "buckets": int(m.group("buckets")),
+               "plr": _f(m.group("plr")) if m.group("plr") else 0.0, "plr_text": m.group("plr"),
+               "queues": _n(m.group("queues")), "buckets": _n(m.group("buckets")),
                "aqm": "droptail", "red": None,
-               "weight": None if is_pipe else int(m.group("weight")),
-               "parent_pipe": None if is_pipe else int(m.group("pipe")),
+               "weight": None if is_pipe else _n(m.group("weight")),
+               "parent_pipe": None if is_pipe else _n(m.group("pipe")),
                "mask": None, "flows": [], "verbose": []}
         state["seen"].add((kind, number))
         state["cur"], state["pending_red"] = cur, aqm == ""
@@ -200,8 +212,8 @@ def _line(state: dict[str, Any], objects: list[dict[str, Any]], i: int, line: st
         raise _err(i, line, "expected a pipe line `NNNNN: <bw> <delay> ms ...` first")
     r = RED_RE.match(line)
     if r and state["pending_red"]:
-        red = {"w_q": float(r.group("wq")), "min_th": int(r.group("min")), "max_th": int(r.group("max")),
-               "max_p": float(r.group("maxp"))}
+        red = {"w_q": _f(r.group("wq")), "min_th": _n(r.group("min")), "max_th": _n(r.group("max")),
+               "max_p": _f(r.group("maxp"))}
         cur["aqm"], cur["red"] = "gred" if r.group("g") else "red", red
         state["pending_red"] = False
         return
@@ -210,19 +222,19 @@ def _line(state: dict[str, Any], objects: list[dict[str, Any]], i: int, line: st
     m4, m6 = MASK4_RE.match(line), MASK6_RE.match(line)
     if m4 or m6:
         mm = m4 or m6
-        cur["mask"] = {"family": 4 if m4 else 6, "proto": int(mm.group("proto"), 16), "src": mm.group("src"),
-                       "src_port": int(mm.group("sport"), 16), "dst": mm.group("dst"),
-                       "dst_port": int(mm.group("dport"), 16),
-                       **({"flow_id": int(mm.group("flow"), 16)} if m6 else {})}
+        cur["mask"] = {"family": 4 if m4 else 6, "proto": _n(mm.group("proto"), 16), "src": mm.group("src"),
+                       "src_port": _n(mm.group("sport"), 16), "dst": mm.group("dst"),
+                       "dst_port": _n(mm.group("dport"), 16),
+                       **({"flow_id": _n(mm.group("flow"), 16)} if m6 else {})}
         return
     if HEADER_RE.match(line):
         return
     f = FLOW4_RE.match(line) or FLOW6_RE.match(line)
     if f:
         g = f.groupdict()
-        cur["flows"].append(ClassicFlow(i, int(g["bkt"]), g["proto"], g["src"], int(g["sport"]), g["dst"],
-                                        int(g["dport"]), int(g["tp"]), int(g["tb"]), int(g["qp"]), int(g["qb"]),
-                                        int(g["dr"]), int(g["flow"]) if g.get("flow") else None))
+        cur["flows"].append(ClassicFlow(i, _n(g["bkt"]), g["proto"], g["src"], _n(g["sport"]), g["dst"],
+                                        _n(g["dport"]), _n(g["tp"]), _n(g["tb"]), _n(g["qp"]), _n(g["qb"]),
+                                        _n(g["dr"]), _n(g["flow"]) if g.get("flow") else None))
         return
     if VERBOSE_RE.match(line):
         cur["verbose"].append(" ".join(line.split()))      # S <n> F <n> / V <n>, blanks folded

@@ -54,6 +54,18 @@ from bridges.ipfw_records import (
     parse_time,
 )
 from controller.errors import ParseError
+from controller.parsers import numbers
+
+
+def _n(text: str, base: int = 10) -> int:
+    """A number of the listing, bounded: a 400-digit one is a ParseError, not a huge int passed on."""
+    return numbers.integer(text, "dummynet listing: number", base)
+
+
+def _f(text: str) -> float:
+    """A decimal of the listing (plr, RED and PIE parameters, times): finite and bounded."""
+    return numbers.finite(text, "dummynet listing: number")
+
 
 # ---- small value types --------------------------------------------------------------------
 
@@ -112,13 +124,13 @@ def _parse_link(m: re.Match, line_no: int) -> LinkLine:
     burst = m["burst"]
     if " " in burst:
         num, prefix = burst.split(" ")
-        burst_bytes, exact = int(num) * 1024 ** HN_PREFIX[prefix], False
+        burst_bytes, exact = _n(num) * 1024 ** HN_PREFIX[prefix], False
     else:
-        burst_bytes, exact = int(burst), True
+        burst_bytes, exact = _n(burst), True
     if m["unl"]:
-        return LinkLine(line_no, int(m["nr"]), True, None, None, None, int(m["delay"]), burst, burst_bytes, exact)
+        return LinkLine(line_no, _n(m["nr"]), True, None, None, None, _n(m["delay"]), burst, burst_bytes, exact)
     bps = Decimal(m["val"]) * BW_UNITS[m["unit"]]
-    return LinkLine(line_no, int(m["nr"]), False, m["val"], m["unit"], int(bps), int(m["delay"]),
+    return LinkLine(line_no, _n(m["nr"]), False, m["val"], m["unit"], numbers.bounded(int(bps), "dummynet listing: bandwidth"), _n(m["delay"]),
                     burst, burst_bytes, exact)
 
 
@@ -141,7 +153,7 @@ def _parse_qm(text: str | None, line_no: int, line: str) -> tuple[str, CodelPara
 
 
 def _parse_flowset(m: re.Match, line_no: int, line: str) -> FlowsetLine:
-    qn, qu = int(m["qn"]), m["qu"]
+    qn, qu = _n(m["qn"]), m["qu"]
     if qu == "sl.":
         slots, qbytes, exact, qtext = qn, None, True, f"{qn} sl."
     elif qu == "KB":
@@ -150,18 +162,18 @@ def _parse_flowset(m: re.Match, line_no: int, line: str) -> FlowsetLine:
         slots, qbytes, exact, qtext = None, qn, True, f"{qn} B"
     qm, codel, pie = _parse_qm(m["qm"].strip() if m["qm"] is not None else None, line_no, line)
     return FlowsetLine(
-        line_no=line_no, fs_nr=int(m["nr"]), queue_slots=slots, queue_bytes=qbytes, queue_bytes_exact=exact,
-        queue_text=qtext, plr_text=m["plr"], plr=float(m["plr"]) if m["plr"] else 0.0,
-        count=int(m["count"]), count_kind=m["kind"], buckets=int(m["buckets"]), sched_nr=int(m["sched"]),
-        weight=int(m["w"]), lmax=int(m["lmax"]), pri=int(m["pri"]), qm=qm, codel=codel, pie=pie)
+        line_no=line_no, fs_nr=_n(m["nr"]), queue_slots=slots, queue_bytes=qbytes, queue_bytes_exact=exact,
+        queue_text=qtext, plr_text=m["plr"], plr=_f(m["plr"]) if m["plr"] else 0.0,
+        count=_n(m["count"]), count_kind=m["kind"], buckets=_n(m["buckets"]), sched_nr=_n(m["sched"]),
+        weight=_n(m["w"]), lmax=_n(m["lmax"]), pri=_n(m["pri"]), qm=qm, codel=codel, pie=pie)
 
 
 def _parse_flow(m: re.Match, line_no: int, ipv6: bool) -> FlowRow:
     return FlowRow(
-        line_no=line_no, bucket=int(m["bkt"]), extra=m["star"] == "*", proto=m["proto"], ipv6=ipv6,
-        flow_id=int(m["fl"]) if ipv6 else None, src=m["src"], src_port=int(m["sp"]), dst=m["dst"],
-        dst_port=int(m["dp"]), tot_pkts=int(m["tp"]), tot_bytes=int(m["tb"]), queued_pkts=int(m["qp"]),
-        queued_bytes=int(m["qb"]), drops=int(m["dr"]))
+        line_no=line_no, bucket=_n(m["bkt"]), extra=m["star"] == "*", proto=m["proto"], ipv6=ipv6,
+        flow_id=_n(m["fl"]) if ipv6 else None, src=m["src"], src_port=_n(m["sp"]), dst=m["dst"],
+        dst_port=_n(m["dp"]), tot_pkts=_n(m["tp"]), tot_bytes=_n(m["tb"]), queued_pkts=_n(m["qp"]),
+        queued_bytes=_n(m["qb"]), drops=_n(m["dr"]))
 
 
 def set_aside(unrecognised: list[dict[str, Any]] | None, line_no: int, text: str, exc: ParseError) -> None:
@@ -212,8 +224,8 @@ def _record(lines: list[str], i: int) -> tuple[Record, int]:
             if not r:
                 raise line_error(line_no, line, "flowset without queue management and no RED line after it")
             i += 1
-            red = RedParams(gentle=r["g"] == "G", w_q_text=r["wq"], w_q=float(r["wq"]), min_th=int(r["min"]),
-                            max_th=int(r["max"]), max_p_text=r["maxp"], max_p=float(r["maxp"]),
+            red = RedParams(gentle=r["g"] == "G", w_q_text=r["wq"], w_q=_f(r["wq"]), min_th=_n(r["min"]),
+                            max_th=_n(r["max"]), max_p_text=r["maxp"], max_p=_f(r["maxp"]),
                             ecn=bool(r["ecn"]))
             fs = dataclasses.replace(fs, qm="GRED" if red.gentle else "RED", red=red)
         return fs, i
@@ -228,33 +240,33 @@ def _record(lines: list[str], i: int) -> tuple[Record, int]:
         return _parse_flow(m, line_no, ipv6=True), i
     m = _SCHED_RE.match(line)
     if m:
-        return SchedLine(line_no, int(m["nr"]), m["type"], int(m["flags"], 16), int(m["b"]), int(m["a"])), i
+        return SchedLine(line_no, _n(m["nr"]), m["type"], _n(m["flags"], 16), _n(m["b"]), _n(m["a"])), i
     m = _MASK4_RE.match(line)
     if m:
-        return MaskLine(line_no, False, bool(m["extra"]), int(m["proto"], 16), m["src"], int(m["sp"], 16),
-                             m["dst"], int(m["dp"], 16)), i
+        return MaskLine(line_no, False, bool(m["extra"]), _n(m["proto"], 16), m["src"], _n(m["sp"], 16),
+                             m["dst"], _n(m["dp"], 16)), i
     m = _MASK6_RE.match(line)
     if m:
-        return MaskLine(line_no, True, bool(m["extra"]), int(m["proto"], 16), m["src"], int(m["sp"], 16),
-                             m["dst"], int(m["dp"], 16), flow_id=int(m["fl"], 16)), i
+        return MaskLine(line_no, True, bool(m["extra"]), _n(m["proto"], 16), m["src"], _n(m["sp"], 16),
+                             m["dst"], _n(m["dp"], 16), flow_id=_n(m["fl"], 16)), i
     m = _FQCODEL_RE.match(line)
     if m:
         return SchedParams(
             line_no, "FQ_CODEL", parse_time(m["t"], line_no, line), parse_time(m["i"], line_no, line), None, None, None,
-            None, None, int(m["q"]), int(m["l"]), int(m["f"]), m["ecn"] == "ECN"), i
+            None, None, _n(m["q"]), _n(m["l"]), _n(m["f"]), m["ecn"] == "ECN"), i
     m = _FQPIE_RE.match(line)
     if m:
         return SchedParams(
             line_no, "FQ_PIE", parse_time(m["t"], line_no, line), None, parse_time(m["tu"], line_no, line), m["a"],
-            m["b"], parse_time(m["mb"], line_no, line), m["me"], int(m["q"]), int(m["l"]), int(m["f"]),
+            m["b"], parse_time(m["mb"], line_no, line), m["me"], _n(m["q"]), _n(m["l"]), _n(m["f"]),
             m["ecn"] == "ECN", capdrop=m["cap"] == "CapDrop", onoff=bool(m["onoff"]), dre=m["dre"] == "DRE",
             derand=m["der"] == "Derand"), i
     m = _CHILDREN_RE.match(line)
     if m:
-        return ChildrenLine(line_no, tuple(int(x) for x in m["n"].split())), i
+        return ChildrenLine(line_no, tuple(_n(x) for x in m["n"].split())), i
     m = _PROFILE_RE.match(line)
     if m:
-        return ProfileLine(line_no, m["name"], m["loss"], float(m["loss"]), int(m["s"])), i
+        return ProfileLine(line_no, m["name"], m["loss"], _f(m["loss"]), _n(m["s"])), i
     if _UNRECOGNISED_RE.match(line):
         raise line_error(line_no, line, "ipfw could not decode a kernel object (ipfw userland and kernel "
                                   "versions disagree)")

@@ -9,6 +9,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.errors import ParseError
+from controller.parsers import numbers
+
+
+def _n(text: str, base: int = 10) -> int:
+    """A number of the listing, bounded: a 400-digit one is a ParseError, not a huge int passed on."""
+    return numbers.integer(text, "dummynet listing: number", base)
+
+
+def _f(text: str) -> float:
+    """A decimal of the listing (plr, RED and PIE parameters, times): finite and bounded."""
+    return numbers.finite(text, "dummynet listing: number")
+
 
 BW_UNITS = {"bit/s": 1, "Kbit/s": 10**3, "Mbit/s": 10**6, "Gbit/s": 10**9}
 
@@ -42,10 +54,10 @@ def parse_time(text: str, line_no: int, line: str) -> TimeValue:
     if zero is not None:
         return TimeValue(text, 0)
     if us is not None:
-        return TimeValue(text, int(us))
+        return TimeValue(text, _n(us))
     if ms is not None:
-        return TimeValue(text, round(float(ms) * 1000))
-    return TimeValue(text, round(float(s) * 1_000_000))
+        return TimeValue(text, numbers.scaled(ms, 1000, "dummynet listing: time"))
+    return TimeValue(text, numbers.scaled(s, 1_000_000, "dummynet listing: time"))
 
 
 @dataclass(frozen=True)
@@ -136,15 +148,15 @@ class PieParams:
 
     @property
     def alpha(self) -> float:
-        return float(self.alpha_text)
+        return _f(self.alpha_text)
 
     @property
     def beta(self) -> float:
-        return float(self.beta_text)
+        return _f(self.beta_text)
 
     @property
     def max_ecnth(self) -> float:
-        return float(self.max_ecnth_text)
+        return _f(self.max_ecnth_text)
 
     def _flags(self) -> str:
         return " ".join(x for x in ("ECN" if self.ecn else "NoECN", "CapDrop" if self.capdrop else "NoCapDrop",

@@ -323,7 +323,10 @@ class DummynetShaper(ShaperBase):
         os_release = major = None
         if ver_text.strip():
             os_release, major, _ = parse_freebsd_version(ver_text)
-        pipes = read_pipes(pipes_text)
+        try:
+            pipes = read_pipes(pipes_text)
+        except ParseError as exc:       # e.g. a number out of range: this host's listing, said so
+            raise ParseError(f"{self.host} (dummynet): {exc}") from None
         return HostSnapshot(os_release=os_release, major=major, sysctl=parse_sysctl(sysctl_text),
                             pipes=pipes.listing.by_number(), rules=parse_ipfw_list(rules_text),
                             sysctl_stderr=state.raw.get(cmds[1].text() + " (stderr)", ""),

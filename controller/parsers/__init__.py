@@ -11,6 +11,7 @@ import sys
 from typing import Any, Callable
 
 from controller.errors import ParseError, UsageError
+from controller.parsers import numbers
 from controller.registry import Registry
 
 class UnparsableInput(UsageError):
@@ -150,13 +151,16 @@ def _judge(kind: str, text: str, skipped: list[dict[str, Any]]) -> None:
 
 def _guarded(kind: str, call: Callable[[], Any]) -> Any:
     """A parser's result, or ParseError: the exceptions a parser's own checks leave to Python (a failed
-    int(), a missing key) and JSON nested too deep for json's recursive decoder become ParseError."""
+    int(), a missing key, a number too large for a float) and JSON nested too deep for json's recursive
+    decoder become ParseError; a result with a number that is not finite or beyond 2**64 is refused."""
     try:
-        return call()
+        return numbers.check(call(), kind)
     except ParseError:
         raise
     except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise ParseError(f"{kind}: cannot parse input: {exc}") from exc
+        raise ParseError(f"{kind}: cannot parse input: {str(exc)[:200]}") from exc
+    except OverflowError:
+        raise ParseError(f"{kind}: a number out of range in the input") from None
     except RecursionError:
         raise ParseError(f"{kind}: input nested too deeply") from None
 

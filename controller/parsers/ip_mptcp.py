@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from controller.errors import ParseError
+from controller.parsers import numbers
 
 # Kernel uapi include/uapi/linux/mptcp_pm.h (enum mptcp_event_type)
 EVENT_IDS: dict[str, int] = {
@@ -150,14 +151,14 @@ def _ipv4_form(addr: str) -> str | None:
 
 def _int(text: str, what: str) -> int:
     try:
-        return int(text, 10)
+        return numbers.integer(text, f"ip-mptcp: {what}")
     except ValueError:
         raise ParseError(f"ip-mptcp: {what} {text!r} is not an integer") from None
 
 
 def _hex(text: str, what: str) -> int:
     try:
-        return int(text, 16)
+        return numbers.integer(text, f"ip-mptcp: {what}", 16)
     except ValueError:
         raise ParseError(f"ip-mptcp: {what} {text!r} is not hexadecimal") from None
 
@@ -249,7 +250,7 @@ def _endpoint_from_json(obj: Any, index: int) -> Endpoint:
 
 def parse_endpoints_json(text: str) -> list[Endpoint]:
     try:
-        doc = json.loads(text)
+        doc = numbers.loads(text)
     except json.JSONDecodeError as exc:
         raise ParseError(f"ip-mptcp: invalid JSON: {exc.msg}") from None
     if not isinstance(doc, list):
@@ -272,7 +273,7 @@ def parse_limits(text: str) -> Limits:
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
-            doc = json.loads(stripped)
+            doc = numbers.loads(stripped)
         except json.JSONDecodeError as exc:
             raise ParseError(f"ip-mptcp: invalid JSON: {exc.msg}") from None
         values = {k: doc.get(k) for k in ("add_addr_accepted", "subflows")}

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from controller.errors import ParseError, TrafficError
+from controller.parsers import numbers
 
 # ---------------------------------------------------------------------------- JSON with duplicates
 
@@ -45,7 +46,7 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> _Obj:
     return obj
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_pairs_hook)
+_DECODER = numbers.json_decoder(object_pairs_hook=_pairs_hook)   # numbers finite and bounded
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def _opt_int(obj: dict, key: str, path: str) -> int | None:
         if not value.is_integer():
             raise ParseError(f"iperf3: {_where(path, key)} is {value!r}, expected an integer")
         value = int(value)
-    return value
+    return numbers.bounded(value, f"iperf3: {_where(path, key)}")
 
 
 def _opt_float(obj: dict, key: str, path: str) -> float | None:
@@ -95,7 +96,7 @@ def _opt_float(obj: dict, key: str, path: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ParseError(f"iperf3: {_where(path, key)} is {value!r}, expected a number")
-    return float(value)
+    return numbers.finite(value, f"iperf3: {_where(path, key)}")
 
 
 def _opt_bool(obj: dict, key: str, path: str) -> bool | None:

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from controller.errors import ParseError, ResultInvalid
+from controller.parsers import numbers
 
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _GLUED_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*[A-Za-z_])(\d+)$")
@@ -49,17 +50,17 @@ def _uint(text: str, where: str) -> int:
     if not text.isdigit():
         # /proc/net/snmp has a few signed fields (e.g. TcpMaxConn -1); keep them, they are not counters
         if text.startswith("-") and text[1:].isdigit():
-            return int(text)
+            return numbers.integer(text, f"nstat: {where}")
         raise ParseError(f"nstat: {where}: {text[:40]!r} is not an integer")
     try:
-        return int(text)
+        return numbers.integer(text, f"nstat: {where}")
     except ValueError:                  # "²" is a digit to isdigit() but not to int(); 5000 digits neither
         raise ParseError(f"nstat: {where}: {text[:40]!r} is not an integer") from None
 
 
 def _parse_json(text: str) -> Counters:
     try:
-        doc = json.loads(text)
+        doc = numbers.loads(text)
     except json.JSONDecodeError as exc:
         raise ParseError(f"nstat: invalid JSON: {exc.msg}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("kernel"), dict):
@@ -125,7 +126,7 @@ def _nstat_line(n: int, line: str, values: dict[str, int]) -> tuple[str, int, fl
         raise ParseError(f"nstat: line {n}: counter {name} appears twice")
     number = _uint(value, f"line {n} {name}")
     try:
-        return name, number, None if rate is None else float(rate)
+        return name, number, None if rate is None else numbers.finite(rate, f"nstat: line {n} rate")
     except ValueError:
         raise ParseError(f"nstat: line {n}: rate {rate[:40]!r} is not a number") from None
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from controller.errors import ParseError
+from controller.parsers import numbers
 
 _REPLY = re.compile(r"^\d+ bytes from (?P<src>[^:]+): icmp_seq=(?P<seq>\d+) ttl=(?P<ttl>\d+) time=(?P<t>[\d.]+) ms")
 _STATS = re.compile(r"^(?P<tx>\d+) packets transmitted, (?P<rx>\d+) received,(?: \+(?P<err>\d+) errors,)?"
@@ -51,15 +52,16 @@ def parse(text: str) -> PingResult:
         if m := _HEAD.match(line):
             dest = m["addr"]
         elif m := _REPLY.match(line):
-            replies.append((int(m["seq"]), float(m["t"])))
+            replies.append((numbers.integer(m["seq"], "ping: icmp_seq"), numbers.finite(m["t"], "ping: time")))
         elif m := _STATS.match(line):
             stats = m
         elif m := _RTT.match(line):
             rtt = m
     if stats is None:
         raise ParseError("ping: no statistics line (was ping interrupted before it finished?)")
-    return PingResult(dest, int(stats["tx"]), int(stats["rx"]), float(stats["loss"]), tuple(replies),
-                      *(float(rtt[k]) if rtt else None for k in ("min", "avg", "max", "mdev")))
+    return PingResult(dest, numbers.integer(stats["tx"], "ping: transmitted"), numbers.integer(stats["rx"], "ping: received"),
+                      numbers.finite(stats["loss"], "ping: loss"), tuple(replies),
+                      *(numbers.finite(rtt[k], f"ping: rtt {k}") if rtt else None for k in ("min", "avg", "max", "mdev")))
 
 
 def to_json(text: str) -> dict[str, Any]:

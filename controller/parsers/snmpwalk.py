@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from controller.errors import ParseError
+from controller.parsers import numbers
 
 # Module-qualified names net-snmp prints for well-known nodes without the MIB text loaded
 # (SNMPv2-SMI is built in). Only these are turned into numeric OIDs; anything else keeps
@@ -166,7 +167,7 @@ def _value_from_untyped(rest: str) -> tuple[Any, str | None]:
         return _unquote(rest), None
     m = _NUM_UNITS.match(rest)
     if m:
-        return int(m.group("num")), m.group("units")
+        return numbers.integer(m.group("num"), "snmpwalk: value"), m.group("units")
     return rest, None
 
 
@@ -191,19 +192,19 @@ def _parse_value(vb: VarBind, rest: str, *, untyped_ok: bool) -> None:
         if typ in _INT_TYPES:
             em = _ENUM.match(raw)
             if em:
-                vb.value, vb.enum = int(em.group("num")), em.group("label")
+                vb.value, vb.enum = numbers.integer(em.group("num"), f"{vb.printed or 'value'}"), em.group("label")
                 return
             nm = _NUM_UNITS.match(raw)
             if not nm:
                 raise ParseError(f"{vb.printed or 'value'}: {typ} value {raw!r} is not a number")
-            vb.value = int(nm.group("num"))
+            vb.value = numbers.integer(nm.group("num"), f"{vb.printed or 'value'}")
             vb.units = nm.group("units")
             return
         if typ == "Timeticks":
             tm = _TIMETICKS.match(raw)
             if not tm:
                 raise ParseError(f"{vb.printed or 'value'}: Timeticks value {raw!r} lacks the (ticks) number")
-            vb.value, vb.text = int(tm.group("ticks")), tm.group("text") or None
+            vb.value, vb.text = numbers.integer(tm.group("ticks"), f"{vb.printed or 'value'}"), tm.group("text") or None
             return
         if typ == "STRING":
             vb.value = _unquote(raw)

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from controller.errors import ParseError
+from controller.parsers import numbers
 
 STATES = frozenset({
     "ESTAB", "SYN-SENT", "SYN-RECV", "FIN-WAIT-1", "FIN-WAIT-2", "TIME-WAIT", "UNCONN", "CLOSE-WAIT",
@@ -246,35 +247,35 @@ def parse_rate(text: str) -> tuple[int, bool]:
     if not m:
         raise ParseError(f"ss: {text!r} is not a rate")
     number, prefix = m.groups()
-    value = float(number) * _RATE_SCALE[prefix]
+    value = numbers.scaled(number, _RATE_SCALE[prefix], f"ss: rate {text[:40]!r}")
     # humanized values carry 3 significant digits; raw ones are the integer the kernel reported
-    return int(round(value)), prefix == "" and "." not in number and "e" not in number.lower()
+    return value, prefix == "" and "." not in number and "e" not in number.lower()
 
 
 def _int(key: str, value: str) -> int:
     try:
-        return int(value)
+        return numbers.integer(value, f"ss: {key}")
     except ValueError:
-        raise ParseError(f"ss: {key}:{value} is not an integer") from None
+        raise ParseError(f"ss: {key}:{value[:80]} is not an integer") from None
 
 
 def _float(key: str, value: str) -> float:
     try:
-        return float(value)
+        return numbers.finite(value, f"ss: {key}")
     except ValueError:
-        raise ParseError(f"ss: {key}:{value} is not a number") from None
+        raise ParseError(f"ss: {key}:{value[:80]} is not a number") from None
 
 
 def _hex(key: str, value: str) -> int:
     try:
-        return int(value, 16)
+        return numbers.integer(value, f"ss: {key}", 16)
     except ValueError:
-        raise ParseError(f"ss: {key}:{value} is not hexadecimal") from None
+        raise ParseError(f"ss: {key}:{value[:80]} is not hexadecimal") from None
 
 
 def _token(value: str) -> str | None:
     """Normalise an MPTCP token to 8 lowercase hex digits; 0 means "not known here"."""
-    n = int(value, 16)
+    n = numbers.integer(value, "ss: token", 16)
     return None if n == 0 else f"{n:08x}"
 
 
@@ -283,7 +284,7 @@ def _ms(key: str, value: str) -> int:
     m = re.match(r"^(\d+)ms", value)
     if not m:
         raise ParseError(f"ss: {key}:{value} is not a duration in ms")
-    return int(m.group(1))
+    return numbers.integer(m.group(1), f"ss: {key}")
 
 
 def _paren_dict(value: str) -> dict[str, Any]:
@@ -301,7 +302,7 @@ def _paren_dict(value: str) -> dict[str, Any]:
             out[key] = parse_rate(raw)[0]
         else:
             try:
-                out[key] = float(raw)
+                out[key] = numbers.finite(raw, f"ss: {key}")
             except ValueError:
                 out[key] = raw
     return out

@@ -17,12 +17,12 @@ Formats from tests/fixtures/recorded/06_webtorrent_bittorrent_tracker.md (webtor
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from controller.errors import ParseError
+from controller.parsers import numbers
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _SIZE = r"[\d.]+ [KMGTPEZY]?B"
@@ -50,7 +50,7 @@ def size_bytes(text: str) -> int:
     """prettier-bytes text (`2.1 MB`, `0 B`, `12 MB`) -> bytes (base 1000, as printed)."""
     num, unit = text.split()
     try:
-        return int(round(float(num) * _UNITS[unit]))
+        return numbers.scaled(num, _UNITS[unit], "webtorrent: size")
     except (KeyError, ValueError):
         raise ParseError(f"not a prettier-bytes size: {text!r}") from None
 
@@ -196,7 +196,7 @@ def parse_tracker(text: str) -> TrackerOutput:
 def parse_info(text: str) -> dict:
     """`webtorrent info FILE` (pretty JSON, no trailing newline): the fields a scenario needs."""
     try:
-        data = json.loads(text)
+        data = numbers.loads(text)
     except ValueError as exc:
         raise ParseError(f"webtorrent info: not JSON: {exc}") from None
     if not isinstance(data, dict) or not re.fullmatch(r"[0-9a-f]{40}", str(data.get("infoHash", ""))):

@@ -38,7 +38,7 @@ from typing import Any, Mapping
 
 from bridges.base import Direction, PipeConfig
 from controller import palette, plots
-from controller.errors import ParameterError
+from controller.errors import ParameterError, ParseError
 from controller.inventory import Inventory, Role
 from controller.parsers import webtorrent
 from controller.results.summary import (
@@ -397,7 +397,11 @@ def summarize_bittorrent(data: Any) -> dict:
     for d in data.flows:
         if isinstance(d, dict):
             d = BtDownload.from_json(d)
-        out = webtorrent.parse_client(d.text())
+        try:
+            out = webtorrent.parse_client(d.text())
+        except ParseError as exc:        # a leecher output ctl cannot read: nothing taken from it, said why
+            out = webtorrent.ClientOutput()
+            reasons.append(f"{d.name}: leecher output unreadable: {exc}")
         secs = d.download_s
         mbps = round(p["size"] * 8 / secs / 1e6, 3) if secs and d.complete else None
         lo = d.client_started or data.window[0]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from controller.commands import Command, DryRunSession
-from controller.errors import SSHError, TrafficError
+from controller.errors import ParseError, SSHError, TrafficError
 from controller.parsers import webtorrent
 from controller.traffic.iperf3 import FlowSpec
 from controller.traffic.progress import TrafficProgress, Unit, counted_progress, format_seconds
@@ -449,8 +449,12 @@ class BitTorrentRunner:
             d.first_output = stamped[0][0] if stamped else None
             d.done_at = next((t for t, l in d.lines if l.startswith("torrent downloaded successfully")), None)
             if res.exit_status not in (0, None) and d.error is None:
-                out = webtorrent.parse_client(d.text())
-                d.error = f"leecher exit {res.exit_status}" + (f": {out.errors[0]}" if out.errors else "")
+                try:
+                    out = webtorrent.parse_client(d.text())
+                    why = f": {out.errors[0]}" if out.errors else ""
+                except ParseError as exc:        # an output ctl cannot read (a number out of range)
+                    why = f" (its output unreadable: {exc})"
+                d.error = f"leecher exit {res.exit_status}" + why
             if d.done_at is None and d.error is None and not self._dry(s.leecher):
                 d.error = "the leecher never reported completion"
             self._raw(s.leecher, f"webtorrent-leecher-{d.name}.txt",

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from nodes.modem.radio import ParseError
+from nodes.modem.radio import ParseError, bounded
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,18 @@ class GpsSky:
 
 
 def _f(d: dict, key: str) -> float | None:
+    """A number of the report; one that is not finite or beyond 2**64 (1e999, 400 digits) is ParseError."""
     v = d.get(key)
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return float(bounded(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _count(d: dict, key: str) -> int | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 10_000:
+        raise ParseError("gpsd: %s %.40r is not a satellite count" % (key, v))
+    return v
 
 
 def _unix(ts: str | None) -> float | None:
@@ -82,7 +92,10 @@ def _unix(ts: str | None) -> float | None:
 
 
 def tpv(d: dict) -> GpsFix:
-    mode = int(d.get("mode") or 0)
+    mode = d.get("mode") or 0
+    if isinstance(mode, bool) or mode not in (0, 1, 2, 3):     # gpsd: 0 unknown, 1 no fix, 2 2D, 3 3D
+        raise ParseError("gpsd: TPV mode %.40r is not 0, 1, 2 or 3" % (mode,))
+    mode = int(mode)
     fix = mode >= 2
     three_d = mode >= 3
     alt = _f(d, "altMSL")
@@ -102,8 +115,8 @@ def tpv(d: dict) -> GpsFix:
 
 def sky(d: dict) -> GpsSky:
     sats = d.get("satellites")
-    seen = d.get("nSat")
-    used = d.get("uSat")
+    seen = _count(d, "nSat")
+    used = _count(d, "uSat")
     if isinstance(sats, list):
         seen = seen if seen is not None else len(sats)
         used = used if used is not None else sum(1 for s in sats if isinstance(s, dict) and s.get("used"))
@@ -144,10 +157,16 @@ def parse(text: str) -> dict[str, Any]:
                 errors.append({"line": n, "error": "a POLL entry that is not a JSON object", "text": s[:120]})
                 continue
             c = r.get("class")
-            if c == "TPV":
-                fixes.append(tpv(r))
-            elif c == "SKY":
-                skies.append(sky(r))
+            try:
+                if c == "TPV":
+                    fixes.append(tpv(r))
+                elif c == "SKY":
+                    skies.append(sky(r))
+            except ParseError as exc:     # a report with a value no gpsd sends: that line's error
+                errors.append({"line": n, "error": str(exc), "text": s[:120]})
+                continue
+            if c in ("TPV", "SKY"):
+                pass
             elif c == "VERSION":
                 version = r
             elif c == "DEVICES":

@@ -136,6 +136,16 @@ def merge_samples(samples: Iterable["RadioSample | None"]) -> "RadioSample | Non
 # Shared decoders
 
 _NUM = re.compile(r"^[+-]?(?:\d+(?:[.,]\d*)?|[.,]\d+)")
+MAX_ABS = 2 ** 64          # no modem or GPS tool prints a number beyond this; NaN and inf are no level either
+
+
+def bounded(value: Any, text: Any = None) -> Any:
+    """A number read from a tool's output, refused (ParseError) when it is not finite or beyond MAX_ABS:
+    a 400-digit field would be inf as a float and crash int()/round() further on."""
+    if value is not None and not (-MAX_ABS <= value <= MAX_ABS):     # False for NaN as well
+        shown = str(text if text is not None else value)
+        raise ParseError("number out of range: %s" % (shown if len(shown) <= 40 else shown[:37] + "..."))
+    return value
 
 
 def number(text: Any, *, missing: Iterable[str] = ()) -> float | None:
@@ -146,14 +156,14 @@ def number(text: Any, *, missing: Iterable[str] = ()) -> float | None:
     if text is None:
         return None
     if isinstance(text, (int, float)):
-        return float(text)
+        return float(bounded(text))
     t = str(text).strip().strip("'\"").strip()
     if t == "" or t in set(missing):
         return None
     m = _NUM.match(t)
     if not m:
         return None
-    return float(m.group(0).replace(",", "."))
+    return bounded(float(m.group(0).replace(",", ".")), m.group(0))
 
 
 def integer(text: Any, *, missing: Iterable[str] = (), base: int = 10) -> int | None:
@@ -162,8 +172,10 @@ def integer(text: Any, *, missing: Iterable[str] = (), base: int = 10) -> int | 
     t = str(text).strip().strip("'\"").strip()
     if t == "" or t in set(missing):
         return None
+    if len(t.lstrip("+-").lstrip("0")) > 40:       # 2**64 is 20 decimal digits, 16 hex ones
+        return bounded(float("inf"), t)
     try:
-        return int(t, base)
+        return bounded(int(t, base), t)
     except ValueError:
         return None
 

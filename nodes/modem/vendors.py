@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from nodes.modem.radio import (
-    RadioSample, cell_identity, csv_fields, index_level, integer, lte_band, nr_band, number,
+    RadioSample, bounded, cell_identity, csv_fields, index_level, integer, lte_band, nr_band, number,
 )
 
 MISSING = ("-", "--", "---", "----", "")
@@ -336,7 +336,7 @@ def _gtcc_row(vals: list[str]) -> tuple[dict, RadioSample | None]:
         return None if v is None else round(v, 1)
 
     rb = _int(f.get("bandwidth"))
-    bw = (1.4 if rb == 6 else rb / 5.0) if rat == "4" and rb else (float(rb) if rb else None)
+    bw = (1.4 if rb == 6 else rb / 5.0) if rat == "4" and rb else (float(bounded(rb)) if rb else None)
     s = RadioSample(technology=tech, source="at:+GTCCINFO", mcc=f.get("mcc") or None, mnc=f.get("mnc") or None,
                     tac=_int(f.get("tac"), 16), arfcn=_int(f.get("arfcn"), 16), pci=_int(f.get("pci"), 16),
                     band=_gtcc_band(rat, f.get("band")), bandwidth_mhz=bw,

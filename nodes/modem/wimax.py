@@ -85,8 +85,8 @@ def madwimax_samples(text: str) -> list[dict[str, Any]]:
     for n, line in enumerate(text.splitlines(), 1):
         m = MADWIMAX_SIGNAL_RE.search(line)
         if m:
-            out.append({"line": n, "rssi": int(m.group(1)), "cinr": float(m.group(2)),
-                        "tx_power": int(m.group(3)), "frequency": int(m.group(4)), "bsid": None, "state": None})
+            out.append({"line": n, "rssi": integer(m.group(1)), "cinr": number(m.group(2)),
+                        "tx_power": integer(m.group(3)), "frequency": integer(m.group(4)), "bsid": None, "state": None})
             continue
         m = MADWIMAX_BSID_RE.search(line)
         if m and out:
@@ -99,8 +99,8 @@ def madwimax_samples(text: str) -> list[dict[str, Any]]:
 
 
 def _madwimax_sample(f: dict[str, Any]) -> RadioSample:
-    return RadioSample(technology="wimax", rssi_dbm=float(f["rssi"]), cinr_db=f["cinr"],
-                       tx_power_dbm=float(f["tx_power"]), **bsid_identity(f["bsid"]), source="madwimax:log")
+    return RadioSample(technology="wimax", rssi_dbm=number(f["rssi"]), cinr_db=f["cinr"],
+                       tx_power_dbm=number(f["tx_power"]), **bsid_identity(f["bsid"]), source="madwimax:log")
 
 
 def parse_outputs(text: str) -> list[dict[str, Any]]:

@@ -9,7 +9,9 @@ does); examples per kind are few so that the suite stays fast (PARSER_FUZZ_EXAMP
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -142,3 +144,83 @@ def test_samples_still_parse(kind):
     """The seeds themselves: each parses or is refused with ParseError (a transcript's error output)."""
     for text in seeds(kind):
         _check(kind, text)
+
+
+# ---- absurd numbers (issue 23 audit): a host's output with a number no tool prints ------------------
+# One 400-digit bandwidth, `"mode":1e999`, NaN or Infinity where a count belongs crashed parsers with
+# OverflowError (a traceback from `ctl parse`, exit 1) or came out as NaN/inf in the result. The
+# strategy above never wrote such a number. Here: a real sample with one or more of its numbers
+# replaced by one. What comes out is ParseError or a result whose numbers are all finite and within
+# what a 64-bit counter holds.
+
+ABSURD = ["9" * 400, "-" + "9" * 400, "9" * 25, "18446744073709551617", "1" + "0" * 4400, "1e999", "-1e999",
+          "1e308", "9.9e307", "nan", "NaN", "-nan", "inf", "-inf", "Infinity", "-Infinity", "0" * 400 + "1",
+          "9" * 400 + ".5", "0." + "9" * 400]
+NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+BOUND = 2 ** 64
+
+
+@st.composite
+def absurd_numbers(draw: st.DrawFn, samples: list[str]) -> str:
+    text = draw(st.sampled_from(samples))
+    spans = [m.span() for m in NUMBER.finditer(text)]
+    if not spans:
+        return text + draw(st.sampled_from(ABSURD))
+    picked = sorted(set(draw(st.lists(st.integers(0, len(spans) - 1), min_size=1, max_size=4))), reverse=True)
+    for i in picked:
+        a, b = spans[i]
+        text = text[:a] + draw(st.sampled_from(ABSURD)) + text[b:]
+    return text
+
+
+def _numbers(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _numbers(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _numbers(v)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield value
+
+
+def _sane(kind: str, out) -> None:
+    for x in _numbers(out):
+        ok = abs(x) <= BOUND if isinstance(x, int) else math.isfinite(x) and abs(x) <= BOUND
+        assert ok, f"{kind}: {x!r:.40} in the result"
+    json.dumps(out, allow_nan=False)            # what `ctl parse` prints: no NaN/Infinity
+
+
+def _check_numbers(kind: str, text: str) -> None:
+    try:
+        _sane(kind, parse(kind, text))
+    except ParseError:
+        pass
+    if _one_pass(parser(kind)):
+        try:
+            _sane(kind, parse_partial(kind, text))
+        except ParseError:
+            pass
+
+
+@pytest.mark.parametrize("kind", kinds())
+def test_fuzz_absurd_numbers(kind):
+    samples = [s for s in seeds(kind) if NUMBER.search(s)] or seeds(kind)
+
+    @FUZZ
+    @given(absurd_numbers(samples))
+    def run(text: str) -> None:
+        _check_numbers(kind, text)
+
+    run()
+
+
+@pytest.mark.parametrize("kind", kinds())
+def test_every_number_of_every_sample_made_absurd(kind):
+    """Deterministic sweep beside the fuzz: each number of each sample (up to 60 per sample), in turn,
+    replaced by a 400-digit integer, 1e999 and NaN."""
+    for text in seeds(kind)[:6]:
+        spans = [m.span() for m in NUMBER.finditer(text)]
+        for a, b in spans[::max(1, len(spans) // 60)]:
+            for rep in ("9" * 400, "1e999", "NaN"):
+                _check_numbers(kind, text[:a] + rep + text[b:])
