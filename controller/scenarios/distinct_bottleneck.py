@@ -215,7 +215,7 @@ def figures(data: Any, summary: dict, out_dir: Path, output: plots.Output | None
 SCENARIO = Scenario(
     name="distinct-bottleneck",
     title="MPTCP vs one TCP flow per path, separate bottlenecks (MCubic paper Fig. 2, Table 1)",
-    reference="Ro, Ryu, Choe: Design and Implementation of MCubic, section 4.1; docs/experiments.md section 1",
+    reference="Ro, Ryu, Choe: Design and Implementation of MCubic, section 4.2.1; docs/experiments.md section 1",
     description=__doc__ or "",
     params=PARAMS,
     plan=plan,
