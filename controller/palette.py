@@ -63,6 +63,17 @@ _ROLES: dict[str, tuple[str, str, str, str]] = {
 PAPER = Style("#000000", "_", "", "paper")
 MODEL = Style("#000000", "D", "", "model")
 CAPACITY = Style("#555555", "", "", "capacity")
+# Series of a field run (controller.field.figures) that are not an algorithm: what each panel of a
+# modem host's timeline measures and the marks on it (Paul Tol's "bright" and "vibrant" schemes,
+# none of them an algorithm's colour).
+FIELD: dict[str, Style] = {
+    "quality": Style("#4477AA", "", "", "radio quality"),
+    "download": Style("#228833", "", "", "download rate"),
+    "peers": Style("#AA4499", "", "", "active peers"),
+    "handover": Style("#CC3311", "", "", "handover"),
+    "no_reply": Style("#EE7733", "", "", "no ping reply"),
+    "gap": Style("#BBBBBB", "", "", "not logged"),
+}
 # An algorithm or role ctl does not list: one of these, by checksum of its name.
 _SPARE = ("#77AADD", "#FFAABB", "#AAAA00", "#44BB99", "#99DDFF", "#EEDD88", "#BBBBBB")
 _SPARE_MARKERS = ("o", "s", "^", "v", "D", "P", "X")
@@ -108,6 +119,25 @@ def style(name: str) -> Style:
     if key in _ALGORITHMS:
         return algorithm_style(key)
     return role_style(key)
+
+
+def host_styles(hosts: list[str] | tuple[str, ...]) -> dict[str, Style]:
+    """Styles of hosts drawn together (a field run's modem hosts): each a host's role style
+    (`role_style`: by its name's checksum, the same in every figure), and a host whose colour
+    another host of the set already has (sorted by name) takes the next free one of the
+    reserved set, so two hosts in one figure never share a colour (up to the set's size)."""
+    out: dict[str, Style] = {}
+    used: set[str] = set()
+    for h in sorted(hosts):
+        st = role_style(h)
+        if st.color in used:
+            free = [i for i, c in enumerate(_SPARE) if c not in used]
+            if free:
+                i = free[0]
+                st = Style(_SPARE[i], _SPARE_MARKERS[i], "", st.name)
+        used.add(st.color)
+        out[h] = st
+    return out
 
 
 def known_algorithms() -> tuple[str, ...]:

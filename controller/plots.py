@@ -8,7 +8,6 @@ opened) and frees it, `legend` puts a legend outside the axes (it can never cove
 """
 from __future__ import annotations
 
-import datetime as dt
 import io
 import math
 import os
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from controller import timefmt
 from controller.errors import ParameterError
 from controller.palette import CAPACITY, Style
 from controller.safefs import open_dir, replace_file_at
@@ -54,6 +54,16 @@ class Output:
 DEFAULT = Output()
 # Reports embed PNG and put a PDF of each figure beside it, for a paper.
 REPORT = Output(("png", "pdf"))
+EMBEDDABLE = ("png", "svg")     # what an HTML report shows inline
+
+
+def report_output(formats: Sequence[str] | None = None, dpi: int = DPI) -> Output:
+    """How a report (campaign, reproduction, rtt-loss heatmaps) writes its figures: the formats
+    asked for (default PNG and PDF), the one it shows inline first -- PNG, or SVG when SVG and
+    no PNG was asked for; PNG is added when neither was (a report always has a figure to show)."""
+    asked = tuple(dict.fromkeys(formats or REPORT.formats))
+    shown = next((f for f in EMBEDDABLE if f in asked), "png")
+    return Output((shown,) + tuple(f for f in asked if f != shown), dpi)
 
 
 def pyplot():
@@ -124,10 +134,8 @@ def legend_overlaps(fig: Any) -> list[str]:
 
 def iso_utc(t: float | None) -> str:
     """Unix seconds as ISO 8601 in UTC, to the second (`2026-11-22T04:18:20Z`), the form every
-    figure and report of ctl shows; '-' without a time."""
-    if t is None or not isinstance(t, (int, float)) or isinstance(t, bool) or not math.isfinite(t) or t <= 0:
-        return "-"
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    figure and report of ctl shows; '-' without a time (controller.timefmt)."""
+    return timefmt.iso_utc(t)
 
 
 def run_caption(run_id: str, t0: float | None) -> str:

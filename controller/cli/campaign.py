@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from controller import plots
 from controller.campaign.backends import open_store, store_exists, store_location
 from controller.campaign.boundary import UntrustedRow
 from controller.campaign.plan import draw_seed, order_runs, rack_inventories, validate_cases
@@ -19,6 +20,7 @@ from controller.campaign.spec import CampaignError, CampaignFileError, load_camp
 from controller.campaign.status import SchedulerView, interruption, scheduler_view
 from controller.campaign.store import campaign_dir
 from controller.campaign.timing import estimate_finish, format_span, learned_overhead, parse_at, progress_bar
+from controller.cli import figure_options
 from controller.cli.commands import JSON_HELP, Parser, add_command, setting_default
 from controller.cli.common import inventory_of, print_json
 from controller.inventory import load_inventory, resolve_inventory_path
@@ -578,14 +580,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         c = store.find(args.id)
         out = Path(args.out) if args.out else campaign_dir(c.id) / "report"
-        html, md = write_report(store, c, out)
+        output = figure_options.output(args, plots.REPORT.formats, report=True)
+        html, md = write_report(store, c, out, output)
     finally:
         store.close()
     if args.json:
-        print_json({"html": str(html), "markdown": str(md)})
+        print_json({"html": str(html), "markdown": str(md), "figure_formats": list(output.formats),
+                    "dpi": output.dpi})
     else:
         say(f"report: {html}")
         say(f"markdown: {md}")
+        say(f"figures: {', '.join(output.formats)} ({output.dpi} dpi for raster images) in {out}")
     return 0
 
 
@@ -671,6 +676,7 @@ def register(sub) -> None:
     sp = add("report", cmd_report, "write the HTML + Markdown report")
     sp.add_argument("id", nargs="?", metavar="ID", help=id_help)
     sp.add_argument("--out", metavar="DIR", help=f"directory ({setting_default('state_dir', 'campaigns/ID/report')})")
+    figure_options.add(sp, plots.REPORT.formats, report=True)
     sp.add_argument("--json", action="store_true", help=JSON_HELP + "; the report's files")
 
     sp = add("daemon", cmd_daemon, "run queued campaigns (for a systemd unit); with --inventory: the campaigns of "

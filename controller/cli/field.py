@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Any
 
+from controller.cli import figure_options
 from controller.cli.commands import JSON_HELP, Parser, add_command, setting_default
 from controller.cli.common import inventory_of, print_json, run_record
 from controller.errors import CtlError, ParameterError
@@ -120,7 +121,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not (rec.dir / "metrics.jsonl").exists():
         raise CtlError(f"{rec.id}: nothing fetched yet (hosts unreachable?)")
     t0 = time.monotonic()
-    summary = write_report(rec)
+    summary = write_report(rec, figure_options.output(args, ("png",)))
     if args.json:
         print_json(summary)
     else:
@@ -173,4 +174,5 @@ def register(sub) -> None:
     r.add_argument("--no-fetch", action="store_true", help="report from what was fetched before")
     r.add_argument("--runs-dir", metavar="DIR", help=runs_help)
     r.add_argument("--json", action="store_true", help=JSON_HELP + "; the table's rows and the figures' files")
+    figure_options.add(r, ("png",))
     r.set_defaults(func=cmd_report)

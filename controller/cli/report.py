@@ -5,6 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
+from controller.cli import figure_options
 from controller.cli.commands import JSON_HELP, Parser, add_command
 from controller.cli.common import print_json
 from controller.errors import UsageError
@@ -18,14 +19,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     summaries = [s for _, s in found]
     grid = heatmap_grid(summaries, args.metric)
     out = Path(args.out) if args.out else Path(args.paths[0]) / "rtt-loss-report"
-    png = write_heatmap(summaries, out, args.metric, title=f"rtt-loss-sweep ({len(summaries)} runs)")
+    output = figure_options.output(args, FORMATS)
+    fig = write_heatmap(summaries, out, args.metric, output=output,
+                        title=f"RTT x loss sweep, BBRv3 paper Fig. 1-2 ({len(summaries)} runs)")
     (out / "heatmap.json").write_text(json.dumps({**grid, "runs": [str(d) for d, _ in found]}, indent=1))
+    files = [fig.with_suffix("." + f) for f in output.formats] if fig else []
     if args.json:
-        print_json({**grid, "runs": [str(d) for d, _ in found], "figure": str(png) if png else None})
+        print_json({**grid, "runs": [str(d) for d, _ in found], "figure": str(fig) if fig else None,
+                    "figures": [str(f) for f in files], "dpi": output.dpi})
     else:
         print(render_grid(grid))
-        print(f"\n{len(summaries)} runs; figure: {png}")
+        print(f"\n{len(summaries)} runs; figure: " + (", ".join(str(f) for f in files) if files else "none"))
     return 0
+
+
+FORMATS = ("png", "pdf")
 
 
 def register(sub) -> None:
@@ -41,6 +49,8 @@ def register(sub) -> None:
                    help="what a cell shows: the flow's throughput in Mbit/s, or its share of the bottleneck in "
                         "%% (default throughput_mbps)")
     r.add_argument("--out", "-o", metavar="DIR",
-                   help="where heatmap.png and heatmap.json go (default: FIRST_PATH/rtt-loss-report)")
+                   help="where the heatmap's figure files (heatmap.png, heatmap.pdf, ...) and heatmap.json go "
+                        "(default: FIRST_PATH/rtt-loss-report)")
+    figure_options.add(r, FORMATS)
     r.add_argument("--json", action="store_true", help=JSON_HELP + "; the grid, its runs and the figure's file")
     r.set_defaults(func=cmd_report)

@@ -11,10 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from controller import plots
 from controller.campaign.backends import open_store, store_exists
 from controller.campaign.progress import progress_of
 from controller.campaign.scheduler import Scheduler, SchedulerLock, SchedulerOptions, scheduler_owner
 from controller.campaign.timing import format_span, parse_at, parse_window, progress_bar
+from controller.cli import figure_options
 from controller.cli.campaign import Console, progress_line
 from controller.cli.cc import toolchain_problem
 from controller.cli.commands import JSON_HELP, Parser, add_command, setting_default
@@ -156,7 +158,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         if args.json:
             print_json(doc)
         return code or 0
-    rc = _report(r, None, args.json, extra=doc)
+    rc = _report(r, None, args.json, extra=doc, output=_figures_of(args))
     return code or rc
 
 
@@ -194,22 +196,24 @@ def _run_foreground(r: record.Reproduction, quiet: bool) -> int | None:
         lock.release()
 
 
-def _report(r: record.Reproduction, out: str | None, as_json: bool, extra: dict | None = None) -> int:
+def _report(r: record.Reproduction, out: str | None, as_json: bool, extra: dict | None = None,
+            output: plots.Output = plots.REPORT) -> int:
     store = open_store()
     try:
-        res = rep.write(store, r, Path(out) if out else None)
+        res = rep.write(store, r, Path(out) if out else None, output=output)
     finally:
         store.close()
     if as_json:
         print_json({**(extra or {}), "id": r.id, "html": str(res["html"]), "markdown": str(res["markdown"]),
-                    "json": str(res["json"]),
+                    "json": str(res["json"]), "figure_formats": list(output.formats), "dpi": output.dpi,
                     "verdicts": [{"paper": c.paper, "claim": c.id, "status": v.status, "strength": v.strength}
                                  for c, v in res["judged"]]})
         return 0
     for line in verdict_lines([(c.paper, c.text, v.status + (f" ({v.strength})" if v.strength else ""))
                                for c, v in res["judged"]]):
         print(line)
-    print(f"\nreport: {res['html']}\nmarkdown: {res['markdown']}")
+    print(f"\nreport: {res['html']}\nmarkdown: {res['markdown']}\nfigures: {', '.join(output.formats)} "
+          f"({output.dpi} dpi for raster images)")
     return 0
 
 
@@ -350,11 +354,15 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         if args.json:
             print_json(doc)
         return code or 0
-    return code or _report(r, None, args.json, extra=doc)
+    return code or _report(r, None, args.json, extra=doc, output=_figures_of(args))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    return _report(record.find(args.id), args.out, args.json)
+    return _report(record.find(args.id), args.out, args.json, output=_figures_of(args))
+
+
+def _figures_of(args: argparse.Namespace) -> plots.Output:
+    return figure_options.output(args, plots.REPORT.formats, report=True)
 
 
 def _cells_and_verdicts(ref: str) -> tuple[str, Cells, list[dict]]:
@@ -414,6 +422,7 @@ def register(sub) -> None:
     p.add_argument("--no-wait", action="store_true", help="only queue the campaigns (the daemon runs them)")
     p.add_argument("--json", action="store_true", help=JSON_HELP + "; the plan (campaigns, runs, rack time, finish), "
                                                                    "and the verdicts when it ran here")
+    figure_options.add(p, plots.REPORT.formats, report=True)
     p.set_defaults(func=cmd_start)
     rs = p.add_subparsers(dest="reproduce_command", parser_class=Parser, metavar="ACTION")
 
@@ -433,6 +442,7 @@ def register(sub) -> None:
                     help=f"directory ({setting_default('state_dir', 'reproductions/ID/report')})")
     sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                     help=JSON_HELP + "; the report's files and a verdict per claim")
+    figure_options.add(sp, plots.REPORT.formats, report=True, inherit=True)
     sp.set_defaults(func=cmd_report)
 
     sp = add("rerun", "queue a cancelled campaign of a reproduction again (its own campaign file; a new campaign "
@@ -445,6 +455,7 @@ def register(sub) -> None:
                     help="only queue them (the daemon runs them)")
     sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                     help=JSON_HELP + "; the campaigns queued again, and the verdicts when they ran here")
+    figure_options.add(sp, plots.REPORT.formats, report=True, inherit=True)
     sp.set_defaults(func=cmd_rerun)
 
     sp = add("compare", "two reproductions side by side (ids, or their report directories)")

@@ -9,6 +9,7 @@ outside the axes (controller.plots.legend).
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -54,9 +55,10 @@ def heatmap_figures(cases: Sequence[CaseData], metric: str, axes: tuple[str, str
     finite = [m for m in means if m is not None]
     if not finite:
         return []
-    vmin, vmax = min(finite), max(finite)
-    fig, axs = plt.subplots(1, len(pvals), figsize=(1.2 + 0.9 * len(xs) * len(pvals) + 1.6 * len(pvals),
-                                                    2.0 + 0.55 * len(ys)), squeeze=False, layout="constrained")
+    vmin, vmax = colour_range(finite)
+    width = max(5.5, 1.2 + 0.9 * len(xs) * len(pvals) + 1.6 * len(pvals))     # room for the title too
+    fig, axs = plt.subplots(1, len(pvals), figsize=(width, 2.0 + 0.55 * len(ys)), squeeze=False,
+                            layout="constrained")
     im = None
     singles = 0
     for ax, pv in zip(axs[0], pvals, strict=True):
@@ -70,8 +72,7 @@ def heatmap_figures(cases: Sequence[CaseData], metric: str, axes: tuple[str, str
                 i, j = ys.index(cd.varied[y]), xs.index(cd.varied[x])
                 grid[i][j] = math.nan if st.mean is None else st.mean
                 count[i][j] = st.n
-        im = ax.imshow(grid, cmap="viridis", vmin=vmin, vmax=vmax if vmax > vmin else vmin + 1e-9, aspect="auto",
-                       origin="lower")
+        im = ax.imshow(grid, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto", origin="lower")
         ax.set_xticks(range(len(xs)), xs)
         ax.set_yticks(range(len(ys)), ys)
         ax.set_xlabel(palette.label(x))
@@ -86,16 +87,32 @@ def heatmap_figures(cases: Sequence[CaseData], metric: str, axes: tuple[str, str
                     ax.text(j, i, f"{v:.3g}" + ("\nn=1" if count[i][j] == 1 else ""), ha="center", va="center",
                             fontsize=7, color="white" if v < (vmin + vmax) / 2 else "black")
     if im is not None:
-        fig.colorbar(im, ax=axs[0].tolist(), label=palette.label(metric))
-    fig.suptitle(title, fontsize=10)
+        bar = fig.colorbar(im, ax=axs[0].tolist(), label=palette.label(metric))
+        bar.formatter.set_useOffset(False)      # the values themselves, never "1e-10+9.1e2"
+        bar.update_ticks()
+    fig.suptitle("\n".join(textwrap.fill(line, int(width * 12)) for line in title.split("\n")), fontsize=10)
     path = plots.save(fig, out / "heatmap.png", output)
     names = {cd.varied.get(panels, "") for cd in cases} if panels == "cc" else set()
     note = palette.algorithm_note(names)
-    caption = (f"heatmap of {metric}: {y} x {x}" + (f" per {panels}" if panels else "")
-               + f"; {palette.label(metric)}, mean over repetitions"
+    caption = (f"{palette.label(metric)}, mean over repetitions, by {palette.label(y)} (rows) and "
+               f"{palette.label(x)} (columns)" + (f", one panel per {palette.label(panels)}" if panels else "")
+               + (f"; every cell {finite[0]:.3g}: the colour scale spans \u00b15 % around it"
+                  if min(finite) == max(finite) else "")
                + (f", {singles} cells from one run (marked n=1)" if singles else "")
                + (f". {note}" if note else ""))
     return [(path, caption)]
+
+
+def colour_range(values: Sequence[float]) -> tuple[float, float]:
+    """The colour scale of a heatmap: its values' range; when they are all equal (one cell, or a
+    flat grid) a range of \u00b15 % around them (\u00b11 around 0), so the bar reads as the value and the
+    cells take the scale's middle colour -- never a range of width 0 (matplotlib then draws a bar
+    of offset-notation noise, "1e-10+9.14968e2")."""
+    lo, hi = min(values), max(values)
+    if hi > lo:
+        return lo, hi
+    half = abs(lo) * 0.05 or 1.0
+    return lo - half, hi + half
 
 
 def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str,
@@ -116,7 +133,7 @@ def box_figure(cases: Sequence[CaseData], metric: str, out: Path, title: str,
     ax.set_title(title, fontsize=10)
     path = plots.save(fig, out / "boxplot.png", output)
     note = f"; {single} case{'s' if single != 1 else ''} with one repetition: mean only, no CI" if single else ""
-    return [(path, f"{metric} per case over repetitions (box: quartiles, from two repetitions up; dots: each "
+    return [(path, f"{palette.label(metric)} per case over repetitions (box: quartiles, from two repetitions up; dots: each "
                    f"repetition, in its congestion control's colour where the cases vary it; diamond: mean and 95% CI"
                    f"{note})")]
 

@@ -96,8 +96,8 @@ def test_rtt_loss_report_has_the_heatmap_per_algorithm_and_links_every_record(tm
     srcs = re.findall(r'src="([^"]*)"', html)
     assert len(srcs) == 2 and all(s.startswith("data:image/png;base64,") for s in srcs)
     assert "<script" not in html and "http://" not in html and "https://" not in html
-    assert 'alt="heatmap of throughput_mbps: rtt x loss per cc; receiver goodput (Mbit/s), mean over ' \
-           'repetitions' in html
+    assert 'alt="receiver goodput (Mbit/s), mean over repetitions, by RTT (rows) and random loss (columns), ' \
+           'one panel per congestion control' in html
     # every run record linked by a relative path that resolves
     hrefs = re.findall(r'href="([^"]*)"', html)
     recs = {h for h in hrefs if "rec-" in h}
@@ -106,7 +106,7 @@ def test_rtt_loss_report_has_the_heatmap_per_algorithm_and_links_every_record(tm
     # sd 0.7071, CI 12.706 * 0.7071 / sqrt(2) = 6.353)
     assert "901.5 ± 6.35" in html
     md = md_path.read_text()
-    assert re.search(r"!\[heatmap of throughput_mbps: rtt x loss per cc; [^]]*\]\(heatmap.png\)", md)
+    assert re.search(r"!\[receiver goodput \(Mbit/s\), mean over repetitions, by RTT \(rows\) [^]]*\]\(heatmap.png\)", md)
     assert (out / "heatmap.png").exists() and (out / "heatmap.pdf").read_bytes().startswith(b"%PDF")
     assert "| case | rtt | loss | cc | n |" in md
     store.close()
