@@ -34,8 +34,9 @@ from controller.cli.commands import add_command, setting_default
 from controller.cli.common import print_json
 from controller.cli.runs_plot import add_plot
 from controller.errors import CtlError, ParameterError, RecordError, UsageError
+from controller.field.stats import load_points, render_report, report_data
 from controller.reproduce import record as reproductions
-from controller.results.catalog import STATUSES, Filters, RunInfo, id_time, info_from_manifest, parse_when, scan
+from controller.results.catalog import FIELD, STATUSES, Filters, RunInfo, id_time, info_from_manifest, parse_when, scan
 from controller.results.export import FORMATS, Source, write_export
 from controller.results.records import load_manifest, summary_document
 from controller.results.wire import iso_utc
@@ -79,9 +80,57 @@ def what_ran(m: dict, record: Path) -> list[str]:
     return lines
 
 
+def field_what_ran(m: dict, record: Path) -> list[str]:
+    """The lines above a field run's report: hosts, workload, times, what the record holds."""
+    p = m.get("parameters") or {}
+    hosts = ", ".join(str(h) for h in p.get("hosts") or []) or "-"
+    dur = p.get("duration_s")
+    lines = [f"field run {m.get('run_id') or record.name}: {m.get('status')}",
+             f"hosts {hosts}; workload {p.get('workload') or '-'}; duration "
+             + (f"{dur:g} s" if isinstance(dur, (int, float)) else "until stopped")
+             + (f"; iperf3 server {p['server']}" if p.get("server") else "")
+             + (f"; ping {p['ping']}" if p.get("ping") else ""),
+             f"started {iso(m.get('created'))}, finished {iso(m.get('finished'))}"]
+    figs = m.get("figures") or []
+    lines.append("figures in the record: " + (", ".join(str(f) for f in figs) if figs else
+                                              "none yet (`ctl field report` draws them; `ctl runs plot` too)"))
+    lines.append(f"record: {record}")
+    return lines
+
+
+def field_summary(record: Path, m: dict) -> dict | None:
+    """A field run's report (Table 1, percentiles, handovers), computed by this ctl from the record's
+    fetched points as `ctl field report` computes it, without fetching or writing; None: nothing
+    fetched yet."""
+    points = load_points(record / "metrics.jsonl")
+    if not points:
+        return None
+    return {"scenario": FIELD, "run_id": m.get("run_id") or record.name, "parameters": m.get("parameters"),
+            "status": m.get("status"), **report_data(points)}
+
+
+def show_field(args: argparse.Namespace, record: Path, m: dict) -> int:
+    if args.window is not None:
+        raise UsageError(f"runs show: {record.name} is a field run: --window is for a scenario run's traffic")
+    summary = field_summary(record, m)
+    if args.json:
+        print_json(summary_document(summary or {"scenario": FIELD, "run_id": m.get("run_id") or record.name},
+                                    m))
+        return 0
+    if summary is None:
+        text = "no points fetched yet: `ctl field report RUN` fetches the hosts' spools and reports"
+    else:
+        text = render_report(summary)
+    print("\n".join(field_what_ran(m, record) + ["(report computed from the record's metrics.jsonl by this ctl)",
+                                                  "", text]))
+    return 0
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     record = record_dir(args.run, runs_dir(args.runs_dir))
     m = load_manifest(record)
+    if m.get("scenario") == FIELD:
+        return show_field(args, record, m)
     scenario = scenarios.get(m["scenario"])
     if m.get("status") in SUMMARIZED_STATUSES:
         summary = summarize_record(record, args.window)
@@ -117,7 +166,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 def _add_show(actions: Any) -> None:
     p = actions.add_parser("show", help="what ran and its summary, over the whole traffic or a window of it",
                            description="Print what ran (scenario, parameters, status, times) and the scenario's "
-                                       "summary, recomputed from the record, as `ctl run` prints it.")
+                                       "summary, recomputed from the record, as `ctl run` prints it; for a field "
+                                       "run, its hosts and workload and the report `ctl field report` prints, "
+                                       "computed from the points fetched into the record.")
     p.add_argument("run", metavar="RUN", help="a run id under the runs directory, or the path of a run record")
     p.add_argument("--window", metavar="START:END",
                    help="summarize only this part of the traffic: durations from the traffic's start, e.g. "
@@ -199,8 +250,9 @@ def filters_of(args: argparse.Namespace, now: float | None = None) -> Filters:
         unknown = sorted(statuses - set(STATUSES))
         if unknown:
             raise UsageError(f"runs: --status {shown(unknown[0], 40)!r} is not one of {', '.join(STATUSES)}")
-    if args.scenario is not None and args.scenario not in scenarios.names():
-        raise UsageError(f"runs: --scenario {shown(args.scenario, 40)!r} is not one of {', '.join(scenarios.names())}")
+    known = [*scenarios.names(), FIELD]
+    if args.scenario is not None and args.scenario not in known:
+        raise UsageError(f"runs: --scenario {shown(args.scenario, 40)!r} is not one of {', '.join(known)}")
     since = parse_when(args.since, "--since", now) if args.since else None
     until = parse_when(args.until, "--until", now) if args.until else None
     if since is not None and until is not None and until <= since:
@@ -211,7 +263,8 @@ def filters_of(args: argparse.Namespace, now: float | None = None) -> Filters:
 
 
 def _add_filters(p: argparse.ArgumentParser, *, campaign: bool) -> None:
-    p.add_argument("--scenario", help="only runs of this scenario (`ctl scenarios` lists them)")
+    p.add_argument("--scenario", help="only runs of this scenario (`ctl scenarios` lists them), or field: the "
+                                      "field runs (`ctl field start`)")
     if campaign:
         p.add_argument("--campaign", dest="campaign_filter", metavar="ID",
                        help="only runs of this campaign: its number or id (`ctl campaign status` shows both)")

@@ -6,6 +6,8 @@ controller.plots.save).
 A completed (or invalid) run is summarized again and drawn as `ctl run` draws it. A run cut short
 is drawn from its own partial summary over the traffic units that ended, where its scenario
 summarizes such units (mptcp-bittorrent's downloads and tests); other partial runs have no figure.
+A field run (`ctl field start`) is drawn from the points fetched into its record, as `ctl field
+report` draws it (controller.field.figures).
 """
 from __future__ import annotations
 
@@ -19,14 +21,34 @@ from controller import plots, scenarios
 from controller.cli.commands import setting_default
 from controller.cli.common import print_json
 from controller.errors import UsageError
+from controller.field import figures as field_figures
+from controller.field.stats import load_points, report_data
+from controller.results.catalog import FIELD
 from controller.results.records import load_manifest
 from controller.run.replay import SUMMARIZED_STATUSES, load_run, summarize_run
 from controller.settings import runs_dir
 
 
+def draw_field(record: Path, m: dict, out: Path, output: plots.Output) -> list[str]:
+    """A field run's figures (Fig. 4 timeline, download CDF: controller.field.figures), from the
+    points fetched into its record, as `ctl field report` draws them; the record is only read."""
+    points = load_points(record / "metrics.jsonl")
+    if not points:
+        raise UsageError(f"runs plot: field run {output.run_id} has no points fetched yet: `ctl field report "
+                         f"{output.run_id}` fetches the hosts' spools")
+    summary = {"scenario": FIELD, "run_id": output.run_id, **report_data(points)}
+    names = field_figures.figures(summary, points, out, output)
+    if not names:
+        raise UsageError(f"runs plot: field run {output.run_id}: no host logged a second: no figure to draw")
+    return names
+
+
 def draw(record: Path, out: Path, output: plots.Output) -> tuple[dict, list[Path]]:
     """(manifest, figure paths in the first format) of the run recorded in `record`."""
     m = load_manifest(record)
+    if m.get("scenario") == FIELD:
+        output = dataclasses.replace(output, run_id=str(m.get("run_id") or record.name))
+        return m, [out / n for n in draw_field(record, m, out, output)]
     scenario = scenarios.get(m["scenario"])
     data = load_run(record)
     output = dataclasses.replace(output, run_id=str(m.get("run_id") or record.name))
@@ -74,8 +96,9 @@ def _dpi(text: str) -> int:
 def add_plot(actions: Any, record_dir: Any) -> None:
     p = actions.add_parser("plot", help="draw every figure of a run again from its record (PNG, PDF or SVG)",
                            description="Draw every figure of a recorded run again from its record, with this ctl's "
-                                       "palette, labels and layout, in the formats asked for. The record is only "
-                                       "read; the figures are written to --out.")
+                                       "palette, labels and layout, in the formats asked for; a field run's Fig. 4 "
+                                       "timeline and download CDF from the points fetched into it. The record is "
+                                       "only read; the figures are written to --out.")
     p.add_argument("run", metavar="RUN", help="a run id under the runs directory, or the path of a run record")
     p.add_argument("--format", action="append", choices=plots.FORMATS, metavar="FORMAT",
                    help="png (raster), pdf or svg (vector); repeat for several (default: png)")

@@ -21,7 +21,9 @@ from controller.errors import RecordError, UsageError
 from controller.results.records import id_time, load_manifest, parameter_sets
 from controller.units import parse_duration
 
-STATUSES = ("completed", "invalid", "failed", "aborted", "error", "running")
+# A field run (`ctl field start`) is `logging` until stopped, then `stopped` or `completed`.
+STATUSES = ("completed", "invalid", "failed", "aborted", "error", "running", "logging", "stopped")
+FIELD = "field"         # the scenario name of a field run's record (controller/field/records.py)
 _RUN_NAME = re.compile(r"(\d{8}T\d{6}Z)_([a-z][a-z0-9-]*)(?:_.*)?")      # make_run_id's form
 
 

@@ -38,7 +38,8 @@ class RunListed(Strict):
     run_id: str
     scenario: Optional[str]
     campaign: Optional[str]
-    status: Optional[str] = Field(description="completed, invalid, failed, aborted, error, running")
+    status: Optional[str] = Field(description="completed, invalid, failed, aborted, error, running; a field run: "
+                                              "logging, stopped, completed")
     valid: Optional[bool]
     started: Optional[Iso]
     finished: Optional[Iso]
