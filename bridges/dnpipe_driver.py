@@ -99,7 +99,7 @@ class DnpipeShaper(ShaperBase):
         for r, link in zip(results, self.links):
             data = parse_show(r.stdout)
             details[link] = {"pid": data.get("pid"), "a": data.get("a"), "b": data.get("b"),
-                             "uptime_s": data.get("uptime_s")}
+                             "uptime_s": data.get("uptime_s"), "cpu_ns": _cpu_ns(data)}
             for d in Direction:
                 pipe = data["pipes"][_dir(d)]
                 cfg = config_of(pipe["config"])
@@ -155,14 +155,18 @@ class DnpipeShaper(ShaperBase):
         return {"slot_limit": MAX_SLOTS, "byte_limit": MAX_QUEUE_BYTES}
 
     def counter_streams(self, interval_s: float) -> list[CounterStream]:
-        """One `watch` process per link: a JSON line of counters per interval, host-stamped."""
+        """One `watch` process per link: a JSON line of counters per interval, host-stamped. The
+        forwarder's CPU time (`cpu_ns`, the whole process: both directions, every thread) goes with
+        each direction's counters as `proc_cpu_ns` (absent from a forwarder older than the field)."""
         out = []
         for i, link in enumerate(self.links):
             def parse_line(line: str, link: str = link) -> list[CounterSample]:
                 data = json.loads(line)
                 t = int(data["t_ns"])
-                return [CounterSample((link, d), {k: int(v) for k, v in data["pipes"][_dir(d)].items()}, t)
-                        for d in Direction]
+                cpu = _cpu_ns(data)
+                extra = {"proc_cpu_ns": cpu} if cpu is not None else {}
+                return [CounterSample((link, d), {**{k: int(v) for k, v in data["pipes"][_dir(d)].items()}, **extra},
+                                      t) for d in Direction]
             out.append(CounterStream(f"shaper{i}", self.ctl(link, "watch", "--interval-ms",
                                                             str(max(1, round(interval_s * 1000)))), parse_line))
         return out
@@ -185,6 +189,13 @@ def parse_show(text: str) -> dict:
     if data.get("version") != 1 or "pipes" not in data:
         raise ParseError(f"dnpipe show: unexpected document (version {data.get('version')!r})")
     return data
+
+
+def _cpu_ns(data: Mapping[str, Any]) -> int | None:
+    """The forwarder process's CPU time in ns from `show` / `watch` (None: not there, or not a
+    non-negative integer)."""
+    v = data.get("cpu_ns")
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
 def config_of(c: Mapping[str, Any]) -> PipeConfig:

@@ -55,7 +55,8 @@ def _bbrv3(acc: Acc, varied: Mapping[str, str], s: Mapping[str, Any]) -> None:
     facts = {"rtt_us": round(float(par.get("rtt_ms", 0)) * 1000), "loss": float(par.get("loss_pct", 0)) / 100,
              "bottleneck_mbps": par.get("bottleneck_mbps"), "bridge_forward_mbps": s.get("bridge_forward_mbps"),
              "retransmits": s.get("retransmits"), "kernel_bbr": s.get("kernel_bbr"),
-             "forwarder_kernel_drops": (s.get("forwarder") or {}).get("kernel_drops")}
+             "forwarder_kernel_drops": (s.get("forwarder") or {}).get("kernel_drops"),
+             "forwarder_cpu_pct": (s.get("forwarder") or {}).get("cpu_pct")}
     add_value(acc, ("bbrv3", "Fig. 1-2", str(case.get("cc")), col, "share_pct"), s.get("share_pct"), unit="%",
               facts=facts)
     add_value(acc, ("bbrv3", "Fig. 1-2", str(case.get("cc")), col, "throughput_mbps"), s.get("throughput_mbps"),

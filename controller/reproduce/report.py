@@ -50,6 +50,7 @@ from controller.reproduce.verdicts import (
     judge,
     unavailable_rows,
 )
+from controller.scenarios.rtt_loss_sweep import FORWARDER_BUSY_PCT
 from controller.textsafe import shown_lines
 from controller.units import parse_delay_us, parse_rate
 
@@ -162,21 +163,32 @@ def _bbrv3(m: Measured) -> list[Block]:
 
 
 def _forwarder_limit(sel: list, ctx: Context) -> list[Block]:
-    """For the BBR rows at 1 Gbit/s and above: whether the dnpipe forwarder was the limit (frames the
-    kernel dropped before it read them, from each run's record)."""
+    """For the BBR rows at 1 Gbit/s and above: whether the dnpipe forwarder was the limit, from each
+    run's record: frames the kernel dropped before it read them (it was), or its process busy
+    FORWARDER_BUSY_PCT % of a core or more over the traffic window (it may have been)."""
     out: list[Block] = []
     for row in ("bbr3", "bbr"):
         cs = [c for c in sel if c.row == row and any((b or 0) >= 1000 for b in c.facts.get("bottleneck_mbps") or [])]
-        drops = [d for c in cs for d in c.facts.get("forwarder_kernel_drops") or []]
         if not cs:
             continue
+        drops = [d for c in cs for d in c.facts.get("forwarder_kernel_drops") or []]
+        cpus = [x for c in cs for x in c.facts.get("forwarder_cpu_pct") or []]
         known = [d for d in drops if d is not None]
         limited = [d for d in known if d > 0]
-        out.append(("p", f"{bbr_label(row, ctx)} at 1 Gbit/s: the forwarder was the limit in {len(limited)} of "
-                         f"{len(known)} runs that recorded it (frames the kernel dropped before dnpipe read them)"
-                         + (f"; {len(drops) - len(known)} runs did not record it" if len(drops) > len(known) else "")
-                         + ". Its CPU is not in the record (bench/bbr3_bench.py measures it); where it was the "
-                           "limit, compare at 100 Mbit/s (docs/howto/bpf-congestion-control.md)."))
+        cpu_known = [float(x) for x in cpus if x is not None]
+        busy = [x for x in cpu_known if x >= FORWARDER_BUSY_PCT]
+        text = (f"{bbr_label(row, ctx)} at 1 Gbit/s: the forwarder was the limit in {len(limited)} of {len(known)} "
+                "runs that recorded its drops (frames the kernel dropped before dnpipe read them)"
+                + (f"; {len(drops) - len(known)} runs did not record them" if len(drops) > len(known) else ""))
+        if cpu_known:
+            text += (f"; it was busy {FORWARDER_BUSY_PCT:g} % of a core or more, so it may have been the limit, in "
+                     f"{len(busy)} of {len(cpu_known)} runs that recorded its CPU (over the traffic window: "
+                     f"{min(cpu_known):.0f}-{max(cpu_known):.0f} % of a core)")
+        if len(cpus) > len(cpu_known):
+            text += f"; {len(cpus) - len(cpu_known)} runs did not record its CPU"
+        text += (". Where it was or may have been the limit, compare at 100 Mbit/s "
+                 "(docs/howto/bpf-congestion-control.md)." if limited or busy or not cpu_known else ".")
+        out.append(("p", text))
     return out
 
 

@@ -140,11 +140,31 @@ def directions(inv: Inventory, p: Mapping[str, Any]) -> tuple[Direction, Directi
     return Direction.REVERSE, Direction.FORWARD
 
 
+# A forwarder busy this share of one core over the traffic window may have been the limit.
+FORWARDER_BUSY_PCT = 90.0
+
+
+def forwarder_cpu_pct(points: Any, bridge: str, link: str, direction: str, lo: float, hi: float) -> float | None:
+    """The forwarder process's CPU over [lo, hi] in % of one core (pure): its CPU time (`proc_cpu_ns`,
+    every thread, user and system; dnpipe's `watch`) between the first and last pipe samples that
+    carry it, over the host time between them. None without two such samples (a shaper, or a
+    forwarder, that does not report it)."""
+    lo_ns, hi_ns = int(lo * 1e9), int(hi * 1e9)
+    pts = sorted((p.time_ns, p.fields["proc_cpu_ns"]) for p in points
+                 if p.measurement == "pipe" and p.tags.get("host") == bridge and p.tags.get("link") == link
+                 and p.tags.get("direction") == direction and lo_ns <= p.time_ns <= hi_ns
+                 and isinstance(p.fields.get("proc_cpu_ns"), int))
+    if len(pts) < 2 or pts[-1][0] <= pts[0][0]:
+        return None
+    return round((pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0]) * 100, 1)
+
+
 def forwarder_stats(points: Any, bridge: str, link: str, direction: str, lo: float, hi: float) -> dict | None:
     """What the bottleneck's forwarder recorded of the data direction over [lo, hi] (pure; shapers
     that stream pipe counters): frames the kernel dropped before the forwarder read them (its
-    receive ring full: the forwarder, not the path, was the limit) and its mean lateness; None
-    without two samples. Its CPU is not in the record."""
+    receive ring full: the forwarder, not the path, was the limit), its mean lateness, and its CPU
+    in % of one core (at FORWARDER_BUSY_PCT or more it may have been the limit; None where it does
+    not report it); None without two samples."""
     ends = pipe_ends(points, bridge, link, direction, lo, hi)
     if ends is None:
         return None
@@ -155,7 +175,8 @@ def forwarder_stats(points: Any, bridge: str, link: str, direction: str, lo: flo
         late = int(b.get("tx_late_ns_sum") or 0) - int(a.get("tx_late_ns_sum") or 0)
     except (KeyError, TypeError, ValueError):
         return None
-    return {"kernel_drops": drops, "late_mean_us": round(late / sent / 1000, 1) if sent > 0 else None}
+    return {"kernel_drops": drops, "late_mean_us": round(late / sent / 1000, 1) if sent > 0 else None,
+            "cpu_pct": forwarder_cpu_pct(points, bridge, link, direction, lo, hi)}
 
 
 def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
@@ -179,8 +200,11 @@ def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
                    "share_pct": "throughput_mbps / bottleneck rate x 100",
                    "bridge_forward_mbps": "frames the bottleneck bridge sent towards the receiver",
                    "forwarder": "the bottleneck forwarder's data direction: frames the kernel dropped before it "
-                                "read them (above 0: the forwarder, not the path, was the limit) and its mean "
-                                "lateness (departure minus due time); null where the shaper streams no counters",
+                                "read them (above 0: the forwarder, not the path, was the limit), its mean "
+                                "lateness (departure minus due time) and its process's CPU over the window in % "
+                                f"of one core (cpu_pct; {FORWARDER_BUSY_PCT:g} or more: it may have been the "
+                                "limit; null where the forwarder does not report it); null where the shaper "
+                                "streams no counters",
                    "buffer": "drop-tail queue of the bottleneck, 1 BDP unless --queue was given",
                    "rtt": "added on the bottleneck, half in each direction"}
     if not span.whole:

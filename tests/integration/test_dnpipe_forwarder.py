@@ -203,6 +203,7 @@ def test_show_schema_and_defaults(dn):
     assert s["pid"] == dn.proc.pid
     assert (s["a"], s["b"]) == (IF_WA, IF_WB)
     assert isinstance(s["uptime_s"], float) and s["uptime_s"] > 0
+    assert isinstance(s["cpu_ns"], int) and s["cpu_ns"] > 0     # the process's CPU time, every thread
     assert set(s["pipes"]) == {"forward", "reverse"}
     for p in s["pipes"].values():
         assert set(p["config"]) == CONFIG_KEYS
@@ -314,7 +315,7 @@ def test_watch_schema_and_stdin_eof(dn):
     gaps = [b - a for a, b in zip(ts, ts[1:])]
     assert all(20e6 < g < 500e6 for g in gaps), gaps
     for x in lines:
-        assert set(x) == {"t_ns", "pipes"} and set(x["pipes"]) == {"forward", "reverse"}
+        assert set(x) == {"t_ns", "cpu_ns", "pipes"} and set(x["pipes"]) == {"forward", "reverse"}
         for c in x["pipes"].values():
             assert COUNTER_KEYS <= set(c)
 

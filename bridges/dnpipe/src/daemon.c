@@ -615,7 +615,10 @@ static void render_show(daemon_t *D, dn_buf *b)
     dn_buf_json_string(b, D->o->a);
     dn_buf_printf(b, ",\"b\":");
     dn_buf_json_string(b, D->o->b);
-    dn_buf_printf(b, ",\"uptime_s\":%.6f,\"seed\":%" PRIu64 ",\"pipes\":{", up, D->seed);
+    /* cpu_ns: the CPU time of the whole process (every thread, user and system), so that a
+     * reader can tell from two samples whether the forwarder had a core to itself. */
+    dn_buf_printf(b, ",\"uptime_s\":%.6f,\"cpu_ns\":%" PRIu64 ",\"seed\":%" PRIu64 ",\"pipes\":{", up,
+                  ts_ns(CLOCK_PROCESS_CPUTIME_ID), D->seed);
     for (int i = 0; i < 2; i++) {
         /* The batch period that applies to this pipe's departures: its worker's, which
          * serves both pipes with --threads 1. */
@@ -638,7 +641,8 @@ static void render_counters(daemon_t *D, dn_buf *b)
     dn_counters cnt[2];
     uint64_t t;
     snapshot(D, cfg, cnt, &t);
-    dn_buf_printf(b, "{\"t_ns\":%" PRIu64 ",\"pipes\":{", t);
+    dn_buf_printf(b, "{\"t_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64 ",\"pipes\":{", t,
+                  ts_ns(CLOCK_PROCESS_CPUTIME_ID));
     for (int i = 0; i < 2; i++) {
         dn_buf_printf(b, "%s\"%s\":", i ? "," : "", D->dir[i].name);
         dn_json_counters(b, &cnt[i]);

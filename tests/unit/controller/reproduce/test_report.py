@@ -122,7 +122,8 @@ def test_the_report_has_every_paper_table_figure_and_verdict(written):
     # the BBRv3 rows name their algorithm, and say at 1 Gbit/s what the record knows of the forwarder
     assert "<td>bbr3 (BBRv3 after draft-ietf-ccwg-bbr-06, BPF), RTT 2ms</td>" in page
     assert "<td>bbr (kernel: v1 here), RTT 2ms</td>" in page
-    assert "bbr3 (BBRv3 after draft-ietf-ccwg-bbr-06, BPF) at 1 Gbit/s: the forwarder was the limit in 0 of 0" in page
+    assert ("bbr3 (BBRv3 after draft-ietf-ccwg-bbr-06, BPF) at 1 Gbit/s: the forwarder was the limit in 0 of 0 "
+            "runs that recorded its drops") in page
     # each campaign's own report is linked and exists
     links = re.findall(r'href="(campaigns/[^"]+/report.html)"', page)
     assert len(links) == 6 and all((res["html"].parent / l).exists() for l in links)
@@ -167,3 +168,27 @@ def test_compare_two_reproductions(invs, tmp_state_dir, tmp_path):
     assert pairs[("mcubic", "Table 1", "MCubic", "10M", "jain_index")].status == FLAG
     assert pairs[("mcubic", "Table 2", "MCubic", "100ms", "ratio")].status == FEW      # one run a side: not tested
     assert record.find(None).id == b.id and record.find(a.id[:16]).id in (a.id, b.id)
+
+
+def test_the_forwarder_paragraph_says_when_its_cpu_may_have_been_the_limit():
+    """At 1 Gbit/s the report judges the forwarder from each run's drops and from its CPU over the
+    traffic window: busy FORWARDER_BUSY_PCT % of a core or more = it may have been the limit."""
+    from controller.reproduce.cells import Cell, Cells
+    from controller.reproduce.report import _forwarder_limit
+    from controller.reproduce.verdicts import Context
+
+    def cell(row, mbps, drops, cpus):
+        return Cell("bbrv3", "Fig. 1-2", row, "RTT 2ms, loss 0%", "share_pct", (90.0,) * len(drops),
+                    facts={"bottleneck_mbps": [mbps] * len(drops), "forwarder_kernel_drops": drops,
+                           "forwarder_cpu_pct": cpus})
+    sel = [cell("bbr3", 1000, [0, 0, 3], [97.5, 40.2, None]), cell("bbr", 100, [0], [12.0]),
+           cell("bbr", 1000, [0, 0], [55.0, 61.0])]
+    (b3, b1) = [text for _, text in _forwarder_limit(sel, Context(Cells(sel)))]
+    assert b3.startswith("bbr3 (BBRv3 after draft-ietf-ccwg-bbr-06, BPF) at 1 Gbit/s: the forwarder was the "
+                         "limit in 1 of 3 runs that recorded its drops")
+    assert "busy 90 % of a core or more, so it may have been the limit, in 1 of 2 runs that recorded its CPU " \
+           "(over the traffic window: 40-98 % of a core); 1 runs did not record its CPU" in b3
+    assert b3.endswith("compare at 100 Mbit/s (docs/howto/bpf-congestion-control.md).")
+    assert b1.startswith("bbr (kernel: v1 here) at 1 Gbit/s: the forwarder was the limit in 0 of 2")
+    assert "in 0 of 2 runs that recorded its CPU (over the traffic window: 55-61 % of a core)." in b1
+    assert "compare at 100" not in b1

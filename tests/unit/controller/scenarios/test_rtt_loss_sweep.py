@@ -274,6 +274,24 @@ def test_the_summary_says_whether_the_forwarder_was_the_limit():
            pipe(30, tx_pkts=3000, rx_kernel_drops=9, tx_late_ns_sum=600_000_000),
            pipe(20, direction="reverse", tx_pkts=7, rx_kernel_drops=100),
            pipe(40, tx_pkts=9000, rx_kernel_drops=99)]                    # after the window
-    assert forwarder_stats(pts, "br1", "path1", "forward", 10, 30) == {"kernel_drops": 4, "late_mean_us": 200.0}
+    assert forwarder_stats(pts, "br1", "path1", "forward", 10, 30) == {"kernel_drops": 4, "late_mean_us": 200.0,
+                                                                        "cpu_pct": None}   # not reported
     assert forwarder_stats(pts, "br1", "path1", "forward", 15, 25) is None     # one sample
     assert forwarder_stats(pts, "br9", "path1", "forward", 0, 99) is None
+
+
+def test_the_summary_has_the_forwarders_cpu_over_the_window():
+    """dnpipe's `watch` carries its process's CPU time (proc_cpu_ns): its share of one core over the
+    window, from the first and last samples in it (hand-computed: 9.5 s of CPU in 10 s = 95 %)."""
+    from controller.scenarios.rtt_loss_sweep import FORWARDER_BUSY_PCT, forwarder_cpu_pct, forwarder_stats
+    from controller.telemetry.points import Point
+
+    def pipe(t_s, cpu_s, direction="forward"):
+        return Point("pipe", {"host": "br1", "link": "path1", "direction": direction},
+                     {"tx_pkts": int(t_s * 100), "proc_cpu_ns": int(cpu_s * 1e9)}, int(t_s * 1e9))
+    pts = [pipe(5, 1.0), pipe(10, 2.0), pipe(15, 6.0), pipe(20, 11.5), pipe(25, 30.0),
+           pipe(10, 0.0, "reverse"), pipe(20, 1.0, "reverse")]
+    assert forwarder_cpu_pct(pts, "br1", "path1", "forward", 10, 20) == 95.0 >= FORWARDER_BUSY_PCT
+    assert forwarder_cpu_pct(pts, "br1", "path1", "reverse", 10, 20) == 10.0
+    assert forwarder_stats(pts, "br1", "path1", "forward", 10, 20)["cpu_pct"] == 95.0
+    assert forwarder_cpu_pct(pts, "br1", "path1", "forward", 12, 18) is None    # one sample
