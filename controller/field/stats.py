@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from controller.telemetry.points import Point
 from controller.telemetry.spool import iter_points
+from controller.timefmt import iso_utc
 from nodes.modem.handover import HandoverEvent, detect_handovers
 from nodes.modem.radio import RadioSample
 
@@ -194,7 +194,7 @@ def render_report(summary: Mapping[str, Any]) -> str:
     for h, evs in summary["handovers"].items():
         lines += ["", f"Handovers on {h}: {len(evs)}"]
         for e in evs[:20]:
-            lines.append(f"  {time.strftime('%H:%M:%S', time.gmtime(e['time']))}  {e['kind']:<18} "
+            lines.append(f"  {iso_utc(e['time'])}  {e['kind']:<18} "
                          f"{e['before_cell_id'] or '-'} -> {e['after_cell_id'] or '-'}  "
                          f"{e['metric'] or ''} {f(e['before_metric_db'])} -> {f(e['after_metric_db'])} dB")
         if len(evs) > 20:

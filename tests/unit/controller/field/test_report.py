@@ -8,6 +8,7 @@ webtorrent-cli leecher output of tests/fixtures/recorded/generated/webtorrent/.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 
 import numpy
@@ -249,6 +250,8 @@ def test_report_text_and_figures(tmp_path):
     summary = report_data(pts)
     text = render_report(summary)
     assert "Table 1" in text and "SINR" in text and "m2" in text and "p95" in text
+    # a handover's time in ISO 8601 with its zone (was `11:06:50`: no date, no zone)
+    assert re.search(r"^  \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  cell-change ", text, re.M), text
     figs = figures(summary, pts, tmp_path)
     assert figs == ["fig4_timeline.png", "download_cdf.png"]
     assert (tmp_path / "fig4_timeline.png").stat().st_size > 10_000
