@@ -413,6 +413,7 @@ class GpsSource:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gps", daemon=True)
+        self.bad_reports = 0            # TPV reports with a value no gpsd sends (skipped, the thread goes on)
 
     def start(self) -> None:
         self._thread.start()
@@ -445,7 +446,11 @@ class GpsSource:
                             except (ValueError, RecursionError):
                                 continue
                             if isinstance(d, dict) and d.get("class") == "TPV":
-                                fix = tpv(d)
+                                try:
+                                    fix = tpv(d)
+                                except Exception as exc:    # ParseError (mode "x", lat 1e999): skip this report
+                                    self._bad_report(line, exc)
+                                    continue
                                 with self._lock:
                                     self._latest = (time.monotonic(), fix)
                                 if self.raw_path is not None:
@@ -454,6 +459,15 @@ class GpsSource:
             except OSError as exc:
                 self.log("gpsd %s:%d: %s" % (self.host, self.port, exc))
             self._stop.wait(2.0)
+
+    def _bad_report(self, line: bytes, exc: Exception) -> None:
+        """Count a malformed report and log it (the first ten, then every thousandth: a broken gpsd sending
+        one per second must not fill the log)."""
+        self.bad_reports += 1
+        n = self.bad_reports
+        if n <= 10 or n % 1000 == 0:
+            self.log("gpsd %s:%d: report skipped (%d so far): %s: %r" % (
+                self.host, self.port, n, exc, line[:120]))
 
     def latest(self) -> Any:
         with self._lock:

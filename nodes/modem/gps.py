@@ -92,7 +92,8 @@ def _unix(ts: str | None) -> float | None:
 
 
 def tpv(d: dict) -> GpsFix:
-    mode = d.get("mode") or 0
+    mode = d.get("mode")
+    mode = 0 if mode is None else mode
     if isinstance(mode, bool) or mode not in (0, 1, 2, 3):     # gpsd: 0 unknown, 1 no fix, 2 2D, 3 3D
         raise ParseError("gpsd: TPV mode %.40r is not 0, 1, 2 or 3" % (mode,))
     mode = int(mode)
