@@ -443,9 +443,11 @@ def _placed(findings: list[Finding], lines: Mapping[tuple, int]) -> list[Finding
 
 
 def check_file(path: Path, environ: Mapping[str, str] | None = None) -> CheckReport:
-    """Load and check one inventory file; a file that is not YAML ctl reads is one error."""
+    """Load and check one inventory file; a file that is not YAML ctl reads is one error. A
+    duplicate key is an error too, and the rest of the file is checked all the same."""
+    duplicates: list[tuple[int, tuple, str]] = []
     try:
-        data, lines = load_yaml_with_lines(path)
+        data, lines = load_yaml_with_lines(path, duplicates)
     except InventoryError as exc:
         text = exc.one_line()
         m = re.match(rf"{re.escape(str(path))}:(\d+): ", text)
@@ -455,6 +457,10 @@ def check_file(path: Path, environ: Mapping[str, str] | None = None) -> CheckRep
         return report
     report = check_data(data, lines, environ)
     report.path = path
+    if duplicates:
+        report.inventory = None
+        report.errors = sorted(report.errors + [Finding(loc[:-1], message, line) for line, loc, message in duplicates],
+                               key=lambda f: (f.line if f.line is not None else 0))
     if report.inventory is not None:
         report.inventory._source = path
     return report

@@ -69,6 +69,9 @@ class _Loader(Composer, _EventParser, SafeConstructor, Resolver):  # type: ignor
         self.name = name
         self._depth = 0
         self._nodes = 0
+        # (line, key path, message) of each duplicate key, when the caller collects them
+        # (load_yaml_with_lines(duplicates=...)); None: the first one is an error
+        self.duplicates: list[tuple[int, tuple, str]] | None = None
 
     def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
@@ -176,9 +179,15 @@ def _construct_with_lines(loader: _Loader, node: yaml.Node, lines: dict, path: t
                 raise InventoryError(f"{loader.name}:{key_node.start_mark.line + 1}: YAML merge keys (<<) are not "
                                      "allowed in ctl files")
             key = _plain(loader, key_node, loader.construct_object(key_node, deep=True), "key")
-            if key in out:
-                raise InventoryError(f"{loader.name}:{key_node.start_mark.line + 1}: duplicate key {key!r}")
             sub = path + (key,)
+            if key in out:
+                line = key_node.start_mark.line + 1
+                if loader.duplicates is None:
+                    raise InventoryError(f"{loader.name}:{line}: duplicate key {key!r}")
+                # collected: the first value stands, this one is left out, and the rest is read on
+                loader.duplicates.append((line, sub, f"duplicate key {key!r} (first at line {lines[sub]}): this "
+                                                     "one is ignored while the rest is checked"))
+                continue
             lines[sub] = key_node.start_mark.line + 1
             out[key] = _construct_with_lines(loader, value_node, lines, sub)
             lines[sub] = key_node.start_mark.line + 1
@@ -191,10 +200,14 @@ def _construct_with_lines(loader: _Loader, node: yaml.Node, lines: dict, path: t
     return _plain(loader, node, loader.construct_object(node, deep=True), "value")
 
 
-def load_yaml_with_lines(path: Path) -> tuple[Any, dict[tuple, int]]:
-    """(data, line of every key path) of a ctl YAML file; every problem an InventoryError."""
+def load_yaml_with_lines(path: Path, duplicates: list[tuple[int, tuple, str]] | None = None
+                         ) -> tuple[Any, dict[tuple, int]]:
+    """(data, line of every key path) of a ctl YAML file; every problem an InventoryError. With a
+    `duplicates` list, a duplicate key is not an error but appended to it as (line, key path,
+    message), its value left out (the first one stands), so a checker can report it and go on."""
     text = read_text_file(path, "YAML file")
     loader = _Loader(text, str(path))
+    loader.duplicates = duplicates
     try:
         node = loader.get_single_node()
         if node is None:
