@@ -7,6 +7,7 @@ file is mode 0600 and is what the inventory's `token: {file: ...}` reference poi
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import subprocess
 import time
@@ -16,11 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from controller.safefs import private_dir, write_private
+from controller.safefs import create_private, private_dir, read_private
 from controller.errors import LabError
 from controller.settings import state_dir
 
 INFLUXD_VERSION = "2.7.12"
+
+# The token file holds one token on one line, as ctl writes it (the rule of the lab's other secrets,
+# controller/lab/rack.py): anything else at the inventory's `token.file` is not taken for a token.
+_TOKEN_LINE = re.compile(rb"[\x21-\x7e]{1,256}\n?")
 
 
 def influxd_binary() -> Path:
@@ -94,19 +99,33 @@ class InfluxServer:
         """One-time onboarding (org, bucket, admin token); returns the token."""
         allowed = self._request("GET", "/api/v2/setup").get("allowed")
         if allowed:
+            # The token file is only ever created (never over a file, never through a symlink), and
+            # before the server is onboarded: an existing token line is the token; anything else is
+            # refused with the file left byte for byte and the server not set up.
+            private_dir(self.token_file.parent, "InfluxDB token directory", 0o700)
             token = secrets.token_urlsafe(32)
+            if not create_private(self.token_file, token + "\n", "InfluxDB token file"):
+                token = self._existing_token()
             self._request("POST", "/api/v2/setup", {
                 "username": "ctl", "password": secrets.token_urlsafe(24), "org": self.org,
                 "bucket": self.bucket, "token": token, "retentionPeriodSeconds": 0})
-            private_dir(self.token_file.parent, "InfluxDB token directory", 0o700)
-            write_private(self.token_file, token + "\n", "InfluxDB token file")
             return token
         if not self.token_file.exists():
             raise LabError(f"InfluxDB at {self.url} is already set up but its token file {self.token_file} is "
                            "missing; remove its data dir to start afresh")
-        token = self.token_file.read_text().strip()
+        token = self._existing_token()
         self.ensure_bucket(token)
         return token
+
+    def _existing_token(self) -> str:
+        """The token in the token file, read without following a link; a file that is not one token line
+        (a config file named by mistake) is a one-line error naming it, never the token."""
+        data = read_private(self.token_file, "InfluxDB token file", 4096)
+        if not _TOKEN_LINE.fullmatch(data):
+            raise LabError(f"InfluxDB token: {self.token_file} exists and is not a token (one line, one token): "
+                           "left as it is; write the token alone on its first line, or point the inventory's "
+                           "influxdb.token.file at a file that does not exist yet for ctl to create")
+        return data.decode("ascii").strip()
 
     def ensure_bucket(self, token: str) -> None:
         orgs = self._request("GET", f"/api/v2/orgs?org={self.org}", token=token).get("orgs", [])
