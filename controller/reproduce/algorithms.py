@@ -24,7 +24,7 @@ from controller.inventory import Inventory, Role
 from controller.settings import state_dir
 from controller.ssh import CommandLog, SSHPool
 from nodes.congestion.build import LOCAL_BTF, BuildError, build
-from nodes.congestion.catalog import ALGORITHMS, KERNEL_BUILTIN
+from nodes.congestion.catalog import ALGORITHMS, KERNEL_BUILTIN, kernel_label
 from nodes.congestion.driver import (
     HOSTCTL_SOURCE,
     MIN_KERNEL,
@@ -41,13 +41,28 @@ class AlgorithmStatus:
     kind: str          # "kernel": the kernel has it; "bpf": ctl loads its own program per run
     runnable: bool
     reason: str        # how it runs here, or why it cannot
+    label: str = ""    # how a reader is shown it where the name alone misleads: "bbr (kernel: v1 here)"
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.name
 
     def to_json(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "runnable": self.runnable, "reason": self.reason}
+        return {"name": self.name, "kind": self.kind, "runnable": self.runnable, "reason": self.reason,
+                "label": self.shown}
 
     @staticmethod
     def from_json(d: Mapping) -> "AlgorithmStatus":
-        return AlgorithmStatus(str(d["name"]), str(d["kind"]), bool(d["runnable"]), str(d["reason"]))
+        return AlgorithmStatus(str(d["name"]), str(d["kind"]), bool(d["runnable"]), str(d["reason"]),
+                               str(d.get("label") or ""))
+
+
+def _kernel_label(name: str, probed: Mapping[str, CongestionState]) -> str:
+    """The kernel's `bbr` with the BBR the endpoints' kernels report (upstream: v1); "" for any other."""
+    if name != "bbr":
+        return ""
+    versions = {s.bbr_version or None for s in probed.values() if name in s.available}
+    return kernel_label(name, versions.pop()) if len(versions) == 1 else "bbr (kernel: not the same BBR on every endpoint)"
 
 
 def assess(states: Mapping[str, CongestionState | str], build_problem: str | None) -> dict[str, AlgorithmStatus]:
@@ -60,16 +75,20 @@ def assess(states: Mapping[str, CongestionState | str], build_problem: str | Non
     if not probed:
         why = "not checked: no endpoint answered the probe" + note
         for name in sorted(set(KERNEL_BUILTIN) | set(ALGORITHMS)):
-            out[name] = AlgorithmStatus(name, "bpf" if name in ALGORITHMS else "kernel", False, why)
+            out[name] = AlgorithmStatus(name, "bpf" if name in ALGORITHMS else "kernel", False, why,
+                                        "bbr (the kernel's; which BBR: not checked)" if name == "bbr" else "")
         return out
     kernels = sorted({s.kernel for s in probed.values()})
     listed = sorted({n for s in probed.values() for n in s.available if n not in ALGORITHMS})
     for name in listed:
         missing = sorted(h for h, s in probed.items() if name not in s.available)
+        label = _kernel_label(name, probed)
         if missing:
-            out[name] = AlgorithmStatus(name, "kernel", False, f"not in the kernel of {', '.join(missing)}" + note)
+            out[name] = AlgorithmStatus(name, "kernel", False, f"not in the kernel of {', '.join(missing)}" + note,
+                                        label)
         else:
-            out[name] = AlgorithmStatus(name, "kernel", True, f"built into the kernel ({', '.join(kernels)})" + note)
+            out[name] = AlgorithmStatus(name, "kernel", True, f"built into the kernel ({', '.join(kernels)})" + note,
+                                        label)
     for name, alg in sorted(ALGORITHMS.items()):
         problems = []
         for h, s in sorted(probed.items()):
@@ -167,8 +186,8 @@ def summary_line(statuses: Mapping[str, AlgorithmStatus]) -> str:
     """One line: what runs, what does not, and the variants for analysis apart (never a paper's row)."""
     def variant(name: str) -> bool:
         return name in ALGORITHMS and ALGORITHMS[name].is_variant
-    ok = [s.name for s in statuses.values() if s.runnable and not variant(s.name)]
-    no = [s.name for s in statuses.values() if not s.runnable and not variant(s.name)]
+    ok = [s.shown for s in statuses.values() if s.runnable and not variant(s.name)]
+    no = [s.shown for s in statuses.values() if not s.runnable and not variant(s.name)]
     va = [s.name + ("" if s.runnable else " (not runnable)") for s in statuses.values() if variant(s.name)]
     return (f"runnable: {', '.join(ok) or 'none'}" + (f"; not runnable: {', '.join(no)}" if no else "")
             + (f"; variants for analysis: {', '.join(va)}" if va else ""))

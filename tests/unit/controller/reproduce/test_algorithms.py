@@ -4,7 +4,13 @@ from __future__ import annotations
 import json
 
 from controller.inventory import Inventory
-from controller.reproduce.algorithms import assess, available_algorithms, endpoint_hosts, summary_line
+from controller.reproduce.algorithms import (
+    AlgorithmStatus,
+    assess,
+    available_algorithms,
+    endpoint_hosts,
+    summary_line,
+)
 from nodes.congestion.catalog import ALGORITHMS
 from nodes.congestion.driver import parse_probe
 
@@ -58,4 +64,24 @@ def test_the_seam_takes_a_probe_and_a_build_check(invs):
         return {h: probe() for h in hosts}
     st = available_algorithms(inv, probe=fake_probe, build_check=lambda i: None)
     assert seen["hosts"] == endpoint_hosts(inv) and "a1" in seen["hosts"]
-    assert summary_line(st).startswith("runnable: bbr, cubic, reno, balia, bbr3, lia, mcubic, olia, wvegas")
+    assert summary_line(st).startswith("runnable: bbr (kernel: v1 here), cubic, reno, balia, bbr3, lia, mcubic, "
+                                       "olia, wvegas")
+
+
+def test_the_kernels_bbr_is_shown_with_the_bbr_it_is():
+    """Where ctl shows the kernel's bbr to a reader (`ctl reproduce --dry-run`'s "runnable:" line,
+    --json), it names the BBR: v1 on an upstream kernel, v3 where the kernel reports it."""
+    st = assess({"a1": probe(), "b1": probe()}, None)
+    assert st["bbr"].shown == "bbr (kernel: v1 here)" and st["bbr"].to_json()["label"] == "bbr (kernel: v1 here)"
+    assert st["cubic"].shown == "cubic" and st["bbr3"].shown == "bbr3"
+    v3 = {"ok": True, "kernel": "6.4.0+v3", "arch": "x86_64", "boot_id": "", "btf": True,
+          "bpftool": "/usr/sbin/bpftool", "available": ["reno", "cubic", "bbr"], "allowed": [], "registered": {},
+          "holders": {}, "bbr_version": "3"}
+    st3 = assess({"a1": parse_probe(json.dumps(v3))}, None)
+    assert summary_line(st3).startswith("runnable: bbr (kernel: v3 here), cubic, reno")
+    assert assess({"a1": parse_probe(json.dumps(v3)), "b1": probe()}, None)["bbr"].shown == \
+        "bbr (kernel: not the same BBR on every endpoint)"
+    assert assess({"a1": "timeout"}, None)["bbr"].shown == "bbr (the kernel's; which BBR: not checked)"
+    # a record written before the label existed still reads
+    old = {"name": "bbr", "kind": "kernel", "runnable": True, "reason": "built into the kernel"}
+    assert AlgorithmStatus.from_json(old).shown == "bbr" and AlgorithmStatus.from_json(st["bbr"].to_json()) == st["bbr"]
