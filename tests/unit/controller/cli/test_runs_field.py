@@ -30,7 +30,7 @@ from controller.inventory import load_inventory
 from controller.results.wire import naive_times
 from controller.schemas import OUTPUT_DIR
 from nodes.fieldlog import points as P
-from tests.support.shipped import RECORDED_RUNS, VIRTUAL
+from tests.support.shipped import RECORDED_RUNS, ROOT, VIRTUAL
 from tests.unit.controller.field.test_report import _records
 
 SHARED_ID = "20261122T041817Z_shared-bottleneck_delay-800ms"
@@ -78,10 +78,11 @@ def digest(d: Path) -> str:
     return h.hexdigest()
 
 
-def check(doc: dict, command: str) -> None:
+def check(doc: dict, command: str) -> dict:
     schema = json.loads((OUTPUT_DIR / f"{command.replace(' ', '-')}.schema.json").read_text())
     jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).validate(doc)
     assert naive_times(doc) == []
+    return doc["data"]
 
 
 def test_list_finds_field_runs_by_scenario_and_status(runs, ctl):
@@ -147,3 +148,39 @@ def test_plot_draws_the_field_figures_in_the_formats_asked_for(runs, ctl, tmp_pa
         assert Path(f).stat().st_size > 5000
     assert (out_dir / "fig4_timeline.pdf").read_bytes().startswith(b"%PDF")
     assert digest(rec) == before
+
+
+# ---- a field run recorded by ctl on the virtual rack (tests/fixtures/generated/field/README.md) ----------------
+
+FIELD = ROOT / "tests" / "fixtures" / "generated" / "field" / "iperf3-m2"
+FIELD_ID = json.loads((FIELD / "manifest.json").read_text())["run_id"]
+
+
+@pytest.fixture()
+def recorded(runs):
+    shutil.copytree(FIELD, runs / FIELD_ID)
+    return runs / FIELD_ID
+
+
+def test_the_recorded_field_run_is_listed_shown_and_plotted(recorded, runs, ctl, tmp_path):
+    before = digest(recorded)
+    code, out, err = ctl("runs", "list", "--scenario", "field", "--json")
+    assert code == 0 and [r["run_id"] for r in json.loads(out)["data"]] == [FIELD_ID]
+    code, out, err = ctl("runs", "show", FIELD_ID)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[:2] == [f"field run {FIELD_ID}: completed",
+                                    "hosts m2; workload iperf3; duration 25 s; iperf3 server 10.135.0.1:5835; "
+                                    "ping 10.135.0.1"]
+    code, out, err = ctl("runs", "show", FIELD_ID, "--json")
+    doc = json.loads(out)
+    check(doc, "runs show")
+    # the report computed from the record is the one `ctl field report` wrote into it
+    own = json.loads((recorded / "summary.json").read_text())
+    assert doc["data"]["table1"] == own["table1"] and doc["data"]["download_percentiles"] == own["download_percentiles"]
+    assert doc["data"]["handovers"] == own["handovers"] and doc["data"]["provenance"]["status"] == "completed"
+    code, out, err = ctl("runs", "plot", FIELD_ID, "--format", "pdf", "--out", str(tmp_path / "f"), "--json")
+    assert code == 0, err
+    files = check(json.loads(out), "runs plot")["files"]
+    assert sorted(Path(f).name for f in files) == ["download_cdf.pdf", "fig4_timeline.pdf"]
+    assert all(Path(f).read_bytes().startswith(b"%PDF") for f in files)
+    assert digest(recorded) == before
