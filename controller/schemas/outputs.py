@@ -209,8 +209,10 @@ class CampaignStatus(Open):
 
 
 class Report(Open):
-    html: str
-    markdown: str
+    html: str = Field(description="the HTML report's file")
+    markdown: str = Field(description="the Markdown report's file")
+    figure_formats: list[Literal["png", "pdf", "svg"]] = Field(description="the formats its figures were written in")
+    dpi: int = Field(description="resolution of raster figures, dots per inch")
 
 
 class ReproducePlan(Open):
@@ -220,12 +222,55 @@ class ReproducePlan(Open):
     runs: int
 
 
+class ReproduceQueued(ReproducePlan):
+    """`ctl reproduce` without --dry-run: the plan, queued."""
+
+    id: str = Field(description="the reproduction (`ctl reproduce status ID`)")
+    campaign_ids: list[str] = Field(description="the campaigns queued, in order")
+
+
+class Verdict(Open):
+    paper: str
+    claim: str = Field(description="the claim's id (controller/reproduce/verdicts.py)")
+    status: str = Field(description="reproduced, not reproduced, inconclusive, not measured, not runnable here, ...")
+    strength: Optional[str] = Field(description="how strongly the numbers say it (e.g. no CI: one run a cell)")
+
+
+class ReproductionReport(Open):
+    """A reproduction's report written (`ctl reproduce report`, and `ctl reproduce` or `reproduce rerun`
+    when its campaigns ran in the foreground)."""
+
+    id: str = Field(description="the reproduction")
+    html: str = Field(description="the HTML report's file")
+    markdown: str = Field(description="the Markdown report's file")
+    json_file: str = Field(alias="json", description="measured.json: the cells and verdicts")
+    figure_formats: list[Literal["png", "pdf", "svg"]]
+    dpi: int = Field(description="resolution of raster figures, dots per inch")
+    verdicts: list[Verdict]
+
+
+class ReproduceReported(ReproductionReport, ReproduceQueued):
+    """`ctl reproduce` that ran its campaigns here: the plan queued and the report written."""
+
+
+class RerunCampaign(Open):
+    key: str = Field(description="the campaign's key in the reproduction")
+    num: int = Field(description="the campaign queued again (`ctl campaign status NUM`)")
+    id: str
+    runs: int
+    replaces_num: int = Field(description="the cancelled campaign it replaces")
+    replaces_id: str
+
+
 class ReproduceRerun(Open):
     id: str = Field(description="the reproduction")
-    campaigns: list[dict[str, Any]] = Field(description="per campaign queued again: key, num, id, runs, the "
-                                                        "cancelled campaign it replaces (replaces_num, replaces_id)")
+    campaigns: list[RerunCampaign] = Field(description="per campaign queued again")
     runs: int
     estimated_rack_s: float = Field(description="seconds of rack time of the campaigns queued again")
+
+
+class ReproduceRerunReported(ReproductionReport, ReproduceRerun):
+    """`ctl reproduce rerun` that ran the campaigns here: what was queued and the report written."""
 
 
 class ReproduceStatus(Open):
@@ -291,10 +336,10 @@ OUTPUTS: dict[str, Any] = {
     "campaign resume": CampaignState,
     "campaign cancel": CampaignState,
     "campaign report": Report,
-    "reproduce": Union[ReproducePlan, AnyObject],
+    "reproduce": Union[ReproduceReported, ReproduceQueued, ReproducePlan],    # ran here / queued / --dry-run
     "reproduce status": Optional[ReproduceStatus],     # null: no reproduction yet (exit 0)
-    "reproduce report": Report,
-    "reproduce rerun": Union[ReproduceRerun, AnyObject],   # with the verdicts when it ran here
+    "reproduce report": ReproductionReport,
+    "reproduce rerun": Union[ReproduceRerunReported, ReproduceRerun],   # with the report when it ran here
     "reproduce compare": ReproduceCompare,
     "rack status": RackStatus,
     "rack reserve": Reservation,
