@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from controller.schemas.parse_outputs import ParseData, parse_conditions
+
 ISO_PATTERN = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$"
 Iso = Annotated[str, Field(pattern=ISO_PATTERN, description="ISO 8601 time with its zone (ctl writes UTC, Z)")]
 
@@ -355,7 +357,7 @@ OUTPUTS: dict[str, Any] = {
     "report rtt-loss": Heatmap,
     "metrics push": AnyList,
     "service install": ServiceInstalled,
-    "parse": Union[AnyObject, AnyList],
+    "parse": ParseData,            # per KIND: controller/schemas/parse_outputs.py
 }
 
 
@@ -376,5 +378,7 @@ def file_name(command: str) -> str:
 
 def schema(command: str) -> dict:
     s = envelope_model(command).model_json_schema(mode="validation")
+    if command == "parse":          # which of the kinds' data: the one `command` names
+        s["allOf"] = parse_conditions()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": f"ctl-output-{file_name(command)}",
             "title": f"ctl {command} --json", **{k: v for k, v in s.items() if k != "title"}}
