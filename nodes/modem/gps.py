@@ -12,6 +12,7 @@ positions. Stdlib only.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -125,7 +126,15 @@ def sky(d: dict) -> GpsSky:
                   gdop=_f(d, "gdop"), satellites_seen=seen, satellites_used=used)
 
 
+# gpsd's reports are JSON objects whose "class" names the report type ("TPV", "SKY", "DEVICE", "ERROR",
+# ...; gpsd_json(5): "Object types include, but are not limited to" these): an upper-case word.
+_CLASS = re.compile(r"[A-Z][A-Z0-9_]{0,31}")
+
+
 def parse(text: str) -> dict[str, Any]:
+    """gpspipe -w output. A line that is not a report is that line's error; input with no report at all, or
+    with more lines in error than reports (garbage with a few braces in it), is ParseError: what comes out
+    stays bounded by what was recognised."""
     fixes: list[GpsFix] = []
     skies: list[GpsSky] = []
     other: dict[str, int] = {}
@@ -133,6 +142,7 @@ def parse(text: str) -> dict[str, Any]:
     devices: list[dict] = []
     errors: list[dict[str, Any]] = []
     seen_lines = 0
+    reports_seen = 0
     for n, line in enumerate(text.splitlines(), 1):
         s = line.strip()
         if not s.startswith("{"):
@@ -158,6 +168,9 @@ def parse(text: str) -> dict[str, Any]:
                 errors.append({"line": n, "error": "a POLL entry that is not a JSON object", "text": s[:120]})
                 continue
             c = r.get("class")
+            if not isinstance(c, str) or not _CLASS.fullmatch(c):
+                errors.append({"line": n, "error": "not a gpsd report (no class)", "text": s[:120]})
+                continue
             try:
                 if c == "TPV":
                     fixes.append(tpv(r))
@@ -166,6 +179,7 @@ def parse(text: str) -> dict[str, Any]:
             except ParseError as exc:     # a report with a value no gpsd sends: that line's error
                 errors.append({"line": n, "error": str(exc), "text": s[:120]})
                 continue
+            reports_seen += 1
             if c in ("TPV", "SKY"):
                 pass
             elif c == "VERSION":
@@ -176,8 +190,12 @@ def parse(text: str) -> dict[str, Any]:
                 other[str(c)] = other.get(str(c), 0) + 1
     if seen_lines == 0:
         raise ParseError("gpsd: no JSON lines (expected `gpspipe -w` output)")
-    if seen_lines == len(errors):
-        raise ParseError(f"gpsd: no parsable JSON line; first error on line {errors[0]['line']}: {errors[0]['error']}")
+    if seen_lines == len(errors) or reports_seen == 0:
+        first = f"; first error on line {errors[0]['line']}: {errors[0]['error'][:120]}" if errors else ""
+        raise ParseError(f"gpsd: no gpsd report in {seen_lines} JSON line(s){first}")
+    if len(errors) > reports_seen:
+        raise ParseError(f"gpsd: {len(errors)} JSON line(s) are not gpsd reports, more than the {reports_seen} that "
+                         f"are (first on line {errors[0]['line']}: {errors[0]['error'][:120]}): not gpspipe -w output")
     last_fix = next((f for f in reversed(fixes) if f.has_fix), None)
     return {"fixes": fixes, "skies": skies, "version": version, "devices": devices, "other": other,
             "errors": errors, "fix": last_fix}

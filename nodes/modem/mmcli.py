@@ -305,6 +305,33 @@ def _unquote(value: str) -> str:
         if not c.isspace():
             following = c
     return value
+# The section names mmcli prints in its '|' layout (cli/mmcli-output.c section_infos, ModemManager 1.20;
+# mmcli <= 1.6: cli/mmcli-modem.c and mmcli-modem-location.c, e.g. "Bearers", "3GPP location"). A part of
+# the input is an mmcli output only if most of its entries sit in sections of these names: a newer
+# release's new section still parses beside the known ones, input of '|' lines in made-up sections
+# (garbage: 10 MB of it made 16 MB of "sections") is not an output at all.
+KNOWN_SECTIONS = frozenset({
+    "General", "Hardware", "System", "Numbers", "Status", "Modes", "Bands", "IP", "3GPP", "3GPP EPS",
+    "3GPP scan", "3GPP USSD", "3GPP location", "CDMA", "CDMA BS", "SIM", "Bearer", "Bearers", "Time",
+    "Timezone", "Messaging", "Signal", "OMA", "Current session", "Pending sessions", "Location", "GPS",
+    "GPS NMEA traces", "Raw GPS", "Firmware", "Properties", "IPv4 configuration", "IPv6 configuration",
+    "Statistics", "Audio format", "Content", *SIGNAL_SECTIONS, *OLD_LOCATION_SECTIONS,
+    *(sec for sec, _ in HUMAN_KEYS),
+})
+
+
+def _recognised(sections: list[tuple[str, list[tuple[str, list[str]]]]]) -> bool:
+    """Whether one '|' part is an mmcli output: entries in known sections, at least as many as in others
+    (so what it prints stays bounded by what was recognised)."""
+    known = other = 0
+    for sec, entries in sections:
+        if sec in KNOWN_SECTIONS:
+            known += len(entries)
+        else:
+            other += max(1, len(entries))
+    return known > 0 and known >= other
+
+
 PROMPT_RE = re.compile(r"^\s*(?:[$#]\s+)?(?:sudo\s+)?mmcli\b|^\s*[$#]\s")
 
 
@@ -348,9 +375,9 @@ def _join(values: list[str], *, as_list: bool) -> Any:
     return values
 
 
-def human_to_nested(text: str) -> tuple[str, dict, dict]:
-    """(kind, nested modem/bearer dict, raw sections) for one human-layout output."""
-    sections = human_sections(text)
+def human_to_nested(text: str, sections: list | None = None) -> tuple[str, dict, dict]:
+    """(kind, nested modem/bearer dict, raw sections) for one human-layout output (its sections when known)."""
+    sections = human_sections(text) if sections is None else sections
     raw: dict[str, Any] = {}
     nested: dict[str, Any] = {}
     kind = "modem"
@@ -500,7 +527,10 @@ def parse_outputs(text: str) -> list[dict[str, Any]]:
                 outputs.append(_output("modem", "json", m))
     else:
         for part in _split_human(text):
-            kind, nested, raw = human_to_nested(part)
+            sections = human_sections(part)
+            if not _recognised(sections):     # '|' lines in sections mmcli does not print: not an output
+                continue
+            kind, nested, raw = human_to_nested(part, sections)
             outputs.append(_output(kind, "human", nested, raw))
     return outputs
 

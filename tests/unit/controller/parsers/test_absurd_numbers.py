@@ -140,8 +140,8 @@ def test_wimax_madwimax_line_with_an_absurd_rssi():
 
 def test_gpsd_report_with_a_value_no_gpsd_sends_is_that_line_s_error():
     good = '{"class":"TPV","mode":3,"time":"2026-01-01T00:00:00Z","lat":1.5,"lon":2.5}\n'
-    out = gps.to_json('{"class":"TPV","mode":"x"}\n' + GPSD + '{"class":"TPV","mode":3,"lat":1e999}\n' + good)
+    out = gps.to_json('{"class":"TPV","mode":"x"}\n' + GPSD + '{"class":"TPV","mode":3,"lat":1e999}\n' + good * 3)
     assert [e["line"] for e in out["errors"]] == [1, 2, 3]
-    assert out["fix"]["lat"] == 1.5 and len(out["tpv"]) == 1
+    assert out["fix"]["lat"] == 1.5 and len(out["tpv"]) == 3
     with pytest.raises(ParseError):
         gps.tpv({"class": "TPV", "mode": 1e999})
