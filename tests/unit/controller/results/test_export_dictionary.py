@@ -1,5 +1,6 @@
 """The data dictionary of `ctl runs export` (columns.csv) on the recorded runs of
-tests/fixtures/generated/runs (controller/results/export.py, controller/results/columns.py), units
+tests/fixtures/generated/runs and the field run of tests/fixtures/generated/field
+(controller/results/export.py, controller/results/columns.py), units
 of bare unit words (controller/results/wire.py) and one validity verdict for `runs list` and
 `runs export` (controller/results/catalog.py).
 
@@ -26,10 +27,11 @@ from controller.results.export import own_definitions
 from controller.results.records import summary_document
 from controller.results.wire import unit_of, units_of
 from controller.run.replay import summarize_record
-from tests.support.shipped import RECORDED_RUNS, no_state_dir
+from tests.support.shipped import RECORDED_RUNS, ROOT, no_state_dir
 
+FIELD = ROOT / "tests" / "fixtures" / "generated" / "field" / "iperf3-m2"     # a field run, recorded by ctl
 RUNS = {d: json.loads((d / "manifest.json").read_text())["run_id"]
-        for d in sorted(RECORDED_RUNS.glob("*/*")) if (d / "manifest.json").is_file()}
+        for d in [*sorted(RECORDED_RUNS.glob("*/*")), FIELD] if (d / "manifest.json").is_file()}
 SHARED = RECORDED_RUNS / "shared-bottleneck" / "delay-800ms"
 SHARED_ID = RUNS[SHARED]
 # The same quantity under one name in several tables: the run's identity and the parameters.
@@ -59,7 +61,7 @@ def dictionary(export):
 
 def test_every_column_of_every_table_is_in_the_dictionary_with_a_description(export, dictionary):
     tables = {p.stem for p in export.glob("*.csv")} - {"columns"}
-    assert {"runs", "flows", "connections", "subflows", "samples"} <= tables
+    assert {"runs", "flows", "connections", "subflows", "samples", "table1", "download_percentiles"} <= tables
     for t in tables:
         header = list(pd.read_csv(export / f"{t}.csv", nrows=0).columns)
         assert list(dictionary[dictionary["table"] == t]["column"]) == header, t
