@@ -100,13 +100,18 @@ def test_one_campaign_on_two_racks_survives_a_killed_daemon(rack, rack_b, pg_url
     try:
         log_a, log_b = tmp_path / "daemon-a.log", tmp_path / "daemon-b.log"
         da = daemon(env_a, log_a)
-        db = daemon(env_b, log_b)
-        procs += [da, db]
+        procs.append(da)
         # ---- rack A's daemon killed -9 while its run's traffic flows ----------------------------
         wait_for(log_a, r"\] traffic: 3 flows", da, timeout=180)
         time.sleep(1.0)
         da.send_signal(signal.SIGKILL)
         da.wait(10)
+        # Rack B's daemon starts now, with 11 runs to do: it holds rack B's lease while the second
+        # controller below asks for the rack. (Started with A's, it could finish every run it could
+        # claim while A's first run was still starting on a loaded machine, and hold nothing then.)
+        db = daemon(env_b, log_b)
+        procs.append(db)
+        wait_for(log_b, r"\] traffic: 3 flows", db, timeout=180)
         st = status(env_a, num)
         (killed,) = [r for r in st["runs"] if r["state"] == "running" and r["claim_rack"] == "vtest"]
         killed_record = Path(killed["attempts"][-1]["record"])
