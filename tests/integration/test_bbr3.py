@@ -15,7 +15,9 @@ about every 5 s of the busy flow with cwnd at most max(0.5 BDP, 4 packets) for a
 with a shallow buffer and 3 % random loss, Startup ends on loss, and after a round above the
 2 % loss threshold while probing, inflight_longterm is set at or below the in-flight that saw the
 loss. (The ECN branch is not exercised: the forwarder never marks CE.) Nothing may stay
-registered.
+registered. And through ctl on the session's virtual rack: a bbr3 run killed with SIGKILL mid-traffic
+is recovered by the next start (hold released, program unregistered, the congestion-control state
+as before).
 """
 from __future__ import annotations
 
@@ -275,6 +277,65 @@ def test_shallow_buffer_with_loss_startup_exits_on_loss_and_inflight_longterm_fa
     assert any(r.before.state == m.PROBE_BW_UP and r.after.state == m.PROBE_BW_DOWN for r in high)
     # and the short-term model cut once per loss round outside probing
     assert any(r.before.bw_shortterm == m.INF and r.after.bw_shortterm != m.INF for r in acks)
+
+
+def _cc_state(rack) -> dict:
+    """The congestion-control state a run may touch: what the kernel registers and allows (kernel-wide),
+    the default of the initial namespace and of the run's sender and receiver, their socket buffers."""
+    def sysctl(name: str, host: str | None = None) -> str:
+        argv = ["sysctl", "-n", name]
+        return (rack.netns(host, *argv) if host else sh(*argv).stdout).strip()
+    out = {"available": set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()),
+           "allowed": set(sysctl("net.ipv4.tcp_allowed_congestion_control").split()),
+           "default": sysctl("net.ipv4.tcp_congestion_control")}
+    for h in ("a1", "b1"):
+        out[h] = tuple(sysctl(k, h) for k in ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_rmem",
+                                             "net.ipv4.tcp_wmem"))
+    return out
+
+
+def _bbr3_held_by_others(ours: str) -> bool:
+    holders = _hostctl("probe")["holders"]
+    return any(h != ours for h in holders.get("bbr3", {}).get("holders", []))
+
+
+def test_a_bbr3_run_killed_mid_traffic_is_recovered_by_the_next_start(rack):
+    """Lifecycle of bbr3 through ctl: `ctl run rtt-loss-sweep --cc bbr3` killed with SIGKILL while its
+    traffic runs (no clean-up at all) leaves bbr3 registered and held by the dead run; the next
+    `ctl run` recovers the rack from the record first: bbr3's hold is released and the program
+    unregistered (unless another rack on this kernel holds it too), and the kernel's and the
+    endpoints' congestion-control state is what it was before the killed run."""
+    before = _cc_state(rack)
+    runs_before = set(rack.runs_dir.glob("*")) if rack.runs_dir.exists() else set()
+    proc = rack.popen("run", "rtt-loss-sweep", "--cc", "bbr3", "--bw", "100M", "--rtt", "20ms", "--duration", "60s")
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:          # the run says "traffic:" once its flows started
+        line = proc.stderr.readline()
+        if "traffic:" in line or (not line and proc.poll() is not None):
+            break
+    assert proc.poll() is None, "the bbr3 run ended before its traffic: " + (proc.stderr.read() or "")[-2000:]
+    time.sleep(2)
+    (killed,) = [d for d in rack.runs_dir.glob("*cc-bbr3*") if d not in runs_before]
+    holder = json.loads((killed / "manifest.json").read_text())["congestion"]["holder"]
+    assert "bbr3" in set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
+    assert holder in _hostctl("probe")["holders"]["bbr3"]["holders"]       # loaded for the run, held by it
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert holder in _hostctl("probe")["holders"]["bbr3"]["holders"]       # the dead run still holds it
+
+    p = rack.ctl("run", "rtt-loss-sweep", "--cc", "cubic", "--bw", "100M", "--rtt", "20ms", "--duration", "3s",
+                 timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert f"recovered the rack from interrupted run {killed.name}" in p.stderr
+    m = json.loads((killed / "manifest.json").read_text())
+    assert m["status"] in ("aborted", "interrupted"), m["status"]
+    assert m["recovery"]["problems"] == [], m["recovery"]
+    assert not any(holder in e.get("holders", []) for e in _hostctl("probe")["holders"].values())
+    after = _cc_state(rack)
+    if _bbr3_held_by_others(holder):            # another rack's run on this shared kernel: its hold, not ours
+        after["available"].discard("bbr3")
+        after["allowed"].discard("bbr3")
+    assert after == before
 
 
 def test_nothing_stays_registered(path, trace_build):
