@@ -209,3 +209,22 @@ def test_report_commands_offer_format_and_dpi_with_help():
         opts = {o: a for a in p._actions for o in a.option_strings}
         assert "--format" in opts and "--dpi" in opts, argv
         assert "pdf" in opts["--format"].help and "dots per inch" in opts["--dpi"].help, argv
+
+
+def test_campaign_report_with_svg_and_pdf_at_a_chosen_resolution(tmp_path, monkeypatch, capsys):
+    """`ctl campaign report ID --format svg --format pdf --dpi 72`: the report shows the SVG
+    inline and links the PDF; no PNG is written."""
+    from controller.campaign.store import campaign_dir
+    from tests.unit.controller.campaign.test_report import PROJECT, _campaign
+    store, c = _campaign(tmp_path, monkeypatch, PROJECT / "campaigns" / "rtt-loss-sweep-short.yaml",
+                         lambda r: {"throughput_mbps": 900.0 + r.seq, "valid": True})
+    store.close()
+    assert ctl_main(["campaign", "report", str(c.num), "--format", "svg", "--format", "pdf", "--dpi", "72",
+                     "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)["data"]
+    assert d["figure_formats"] == ["svg", "pdf"] and d["dpi"] == 72
+    out = campaign_dir(c.id) / "report"
+    html = (out / "report.html").read_text()
+    assert "data:image/svg+xml;base64," in html and 'href="heatmap.pdf"' in html
+    assert (out / "heatmap.svg").is_file() and (out / "boxplot.pdf").read_bytes().startswith(b"%PDF")
+    assert not list(out.glob("*.png"))
