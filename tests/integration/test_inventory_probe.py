@@ -1,6 +1,6 @@
 """`ctl inventory check --probe` on the virtual rack (real namespaces, sshd, MPTCP, dnpipe).
 
-Contract (controller/rack/probe.py, README "Describing your rack"): the probe reaches every host
+Contract (controller/rack/probe.py, docs/howto/describe-rack.md "`--probe`: ask the hosts"): the probe reaches every host
 ctl logs in to over SSH, asks only read-only questions (nothing on a host changes: the links'
 shaping, the endpoints' sysctls and the kernel's registered congestion controls read the same
 before and after), reports per host what its role needs and what is there, and exits 0 only if
