@@ -136,6 +136,20 @@ def test_counter_stream_lines(shaper):
     assert all(s.host_clock for s in items)      # the forwarder stamps samples on the host
 
 
+def test_counter_stream_carries_the_forwarders_cpu_time(shaper):
+    """A forwarder that reports its process CPU time (`cpu_ns`, real lines of a 1 Gbit/s run) gives it
+    to both directions' samples as `proc_cpu_ns`; one that does not (watch_100ms.jsonl) gives none."""
+    (stream,) = shaper.counter_streams(0.1)
+    lines = (D / "watch_100ms_cpu_1G.jsonl").read_text().splitlines()
+    first, last = (stream.parse_line(lines[0]), stream.parse_line(lines[-1]))
+    for line, items in ((lines[0], first), (lines[-1], last)):
+        assert [s.counters["proc_cpu_ns"] for s in items] == [json.loads(line)["cpu_ns"]] * 2
+    busy = (last[0].counters["proc_cpu_ns"] - first[0].counters["proc_cpu_ns"]) / (last[0].t_ns - first[0].t_ns)
+    assert 0 < busy < 1                                   # a share of one core over 0.2 s
+    old = stream.parse_line((D / "watch_100ms.jsonl").read_text().splitlines()[0])
+    assert all("proc_cpu_ns" not in s.counters for s in old)
+
+
 def test_bad_show_output():
     with pytest.raises(ParseError):
         parse_show("dnpipe: error: cannot connect")
