@@ -342,7 +342,7 @@ class SSHSession:
         try:
             r = await asyncio.wait_for(self._conn.run(remote_command_line(SHELL_PROBE, 10)), 15)
         except (OSError, asyncio.TimeoutError, asyncssh.Error) as exc:
-            raise SSHError(self.host, f"cannot run a command: {exc}") from None
+            raise SSHError(self.host, f"cannot run a command: {_reason(exc, 15)}") from None
         problem = shell_problem(_text(r.stdout), _text(r.stderr), r.exit_status)
         if problem:
             raise SSHError(self.host, f"{self.target.ssh.user}'s login shell on {self.target.address} is not a "
@@ -393,10 +393,10 @@ class SSHSession:
                                    started=started, duration=time.monotonic() - t0, note=command.note)
         except (asyncssh.Error, OSError, ConnectionError) as exc:
             self.mark_lost(exc)
-            result = CommandResult(self.host, command.argv, None, "", f"connection lost: {exc}",
+            result = CommandResult(self.host, command.argv, None, "", f"connection lost: {_reason(exc)}",
                                    started=started, duration=time.monotonic() - t0, note=command.note)
             self.log.add(result)
-            raise SSHError(self.host, f"connection lost during `{command.text()[:120]}`: {exc}") from None
+            raise SSHError(self.host, f"connection lost during `{command.text()[:120]}`: {_reason(exc)}") from None
         self.log.add(result)
         return result
 
@@ -462,9 +462,9 @@ class SSHSession:
             status, out, err = None, b"", "timed out (no answer from host)"
         except (asyncssh.Error, OSError, ConnectionError) as exc:
             self.mark_lost(exc)
-            self.log.add(CommandResult(self.host, group[0].argv, None, "", f"connection lost: {exc}",
+            self.log.add(CommandResult(self.host, group[0].argv, None, "", f"connection lost: {_reason(exc)}",
                                        started=started, duration=time.monotonic() - t0, note=group[0].note))
-            raise SSHError(self.host, f"connection lost during {what}: {exc}") from None
+            raise SSHError(self.host, f"connection lost during {what}: {_reason(exc)}") from None
         duration = time.monotonic() - t0
         try:
             frames = parse_batch_output(out)
@@ -515,7 +515,7 @@ class SSHSession:
         return rp
 
     def mark_lost(self, exc: BaseException) -> None:
-        self.lost = str(exc) or type(exc).__name__
+        self.lost = _reason(exc)
         self._abort()
 
     async def close(self) -> None:

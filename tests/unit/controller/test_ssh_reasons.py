@@ -91,3 +91,14 @@ def test_every_kind_of_error_has_words():
     assert _reason(RuntimeError()) == "RuntimeError"
     for exc in (timeout, refused, OSError(), asyncssh.ConnectionLost(""), ValueError("")):
         assert _reason(exc).strip(), exc
+
+
+def test_a_lost_connection_says_why(tmp_path):
+    """The reason a session keeps when its connection goes (the run and the campaign print it)."""
+    s = _session(tmp_path, 22, 1)
+    s.mark_lost(asyncio.TimeoutError())
+    assert s.lost == "timed out"
+    s.mark_lost(ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"))
+    assert s.lost == "connection reset by peer"
+    s.mark_lost(asyncssh.ConnectionLost(""))
+    assert s.lost == f"SSH ConnectionLost (code {asyncssh.DISC_CONNECTION_LOST})"
