@@ -248,10 +248,12 @@ class CongestionStage:
         else:
             now = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
         todo = drv.plan_restore(self.before[h], now)
-        left = drv.conns_left(await run_all(self.sessions[h], todo))
+        answers = await run_all(self.sessions[h], todo)
+        left = drv.conns_left(answers)
         if self.dry_run:
             return
         self._record_conns_left(h, left)
+        self._record_refused(h, drv.coupling_refused(answers))
         # Read back after a change; with nothing to undo, what was just read is the proof.
         after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands())) if todo else now
         diffs = drv.restored_equal(self.before[h], after)
@@ -276,6 +278,21 @@ class CongestionStage:
                 msg = (f"{h}: {name}: {n} connection entr{'y' if n == 1 else 'ies'} still in its coupling map "
                        f"{hostctl.CONNS_WAIT_S:.0f} s after the traffic (a connection still closing, or a subflow "
                        "that left without clearing its slot)")
+                cong.setdefault("warnings", []).append(msg)
+                self.progress("warning: " + msg)
+
+    def _record_refused(self, h: str, refused: Mapping[str, int | None]) -> None:
+        """Subflows a coupled program refused to couple (their slot, subflow id modulo 8, was a
+        live sibling's): recorded per program, and a warning on the run when any."""
+        refused = {n: v for n, v in refused.items() if n not in ALGORITHMS or ALGORITHMS[n].coupled}
+        if not refused:
+            return
+        cong = self.manifest["congestion"]
+        cong["hosts"][h]["coupling_refused"] = dict(refused)
+        for name, n in sorted(refused.items()):
+            if n:
+                msg = (f"{h}: {name}: {n} subflow{'' if n == 1 else 's'} ran uncoupled: its slot (subflow id "
+                       "modulo 8) was held by a live sibling of the same connection")
                 cong.setdefault("warnings", []).append(msg)
                 self.progress("warning: " + msg)
 

@@ -16,8 +16,10 @@ The kernel's own `bbr` is BBRv1 on an upstream kernel: it is labelled "bbr (kern
 wherever ctl prints it (`kernel_label`), never BBRv3; a kernel built with Google's BBRv3 says
 so in /sys/module/tcp_bbr/version (hostctl's probe reads it) and is labelled accordingly.
 
-Names inside the kernel: a program's maps are `<short>_conns` (the coupling map; bbr3, which
-couples nothing, has none and keeps its per-socket state in the socket storage `bbr3_st`), and
+Names inside the kernel: a program's maps are `<short>_conns` (the coupling map) and
+`<short>_clash` (the count of subflows refused coupling because a live sibling held their slot;
+bbr3, which couples nothing, has neither and keeps its per-socket state in the socket storage
+`bbr3_st`), and
 in a test build `<short>_trace` and `<short>_tidx`; a test build (-DCTL_TRACE) registers as
 `<short>_trace`. BPF object names are cut at 15 characters, so `short` is at most 9 (the name
 itself for the papers' five: `lia_trace`, ..., `mcubic_trace`; `mcwrap_trace`,

@@ -190,6 +190,22 @@ class CongestionDriver:  # implements nodes.base.EndpointDriver[frozenset[str], 
                 out[str(d.get("name"))] = n if isinstance(n, int) and not isinstance(n, bool) else None
         return out
 
+    def coupling_refused(self, results: list[CommandResult]) -> dict[str, int | None]:
+        """From the unload commands' answers: for each program this run was the last to leave,
+        the subflows it refused to couple because their slot was a live sibling's (None: not known)."""
+        out: dict[str, int | None] = {}
+        for r in results:
+            if r.argv[3:4] != ("unload",) or not r.stdout.strip():
+                continue
+            try:
+                d = json.loads(r.stdout.strip().splitlines()[-1])
+            except ValueError:
+                continue
+            if isinstance(d, dict) and d.get("action") == "unregistered":
+                n = d.get("coupling_refused")
+                out[str(d.get("name"))] = n if isinstance(n, int) and not isinstance(n, bool) else None
+        return out
+
     def restored_equal(self, before: CongestionState, after: CongestionState) -> list[str]:
         diffs = []
         if after.held_by(self.holder):

@@ -14,7 +14,9 @@ coupling map (`<short>_conns`, found through the programs of the struct_ops map 
 never by name alone: another rack's program may have a map of the same name): every MPTCP
 connection deletes its entry when its last subflow leaves, so a count above zero once the
 connections are gone is a phantom the program failed to clear. It waits up to CONNS_WAIT_S for
-closing sockets to be released, and reports the count as `conns_left`.
+closing sockets to be released, and reports the count as `conns_left`. It also reports
+`coupling_refused`: the subflows the program refused to couple because their slot was a live
+sibling's (the `<short>_clash` counter; None: not known).
 
     probe                          kernel, BTF, bpftool, available/allowed, what ctl holds, which BBR
                                    the kernel's `bbr` is (/sys/module/tcp_bbr/version: "3" in
@@ -136,6 +138,30 @@ def _conns_map(maps: dict[str, int]) -> int | None:
     return ids[0] if len(ids) == 1 else None
 
 
+def _clash_map(maps: dict[str, int]) -> int | None:
+    ids = [i for n, i in maps.items() if n.endswith("_clash")]
+    return ids[0] if len(ids) == 1 else None
+
+
+def _counter(map_id: int | None) -> int | None:
+    """The one u32 of a one-entry array map (bpftool prints it as a number with BTF, as bytes without)."""
+    if map_id is None:
+        return None
+    doc = _bpftool_json("map", "dump", "id", str(map_id))
+    if not isinstance(doc, list) or len(doc) != 1 or not isinstance(doc[0], dict):
+        return None
+    entry = doc[0].get("formatted") if isinstance(doc[0].get("formatted"), dict) else doc[0]
+    v = entry.get("value")
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    if isinstance(v, list) and len(v) == 4 and all(isinstance(b, str) for b in v):
+        try:
+            return int.from_bytes(bytes(int(b, 16) for b in v), "little")
+        except ValueError:
+            return None
+    return None
+
+
 def _count_entries(map_id: int) -> int | None:
     doc = _bpftool_json("map", "dump", "id", str(map_id))
     return len(doc) if isinstance(doc, list) else None
@@ -247,7 +273,9 @@ def load(name: str, sha: str, obj: str, holder: str) -> None:
         h.doc[name] = {"id": int(m.group(2)), "sha256": sha, "object": obj, "holders": [holder],
                        "added_allowed": False}
         h.save()
-        h.doc[name]["conns_map"] = _conns_map(_maps_of(int(m.group(2))))
+        maps = _maps_of(int(m.group(2)))
+        h.doc[name]["conns_map"] = _conns_map(maps)
+        h.doc[name]["clash_map"] = _clash_map(maps)
         h.save()
         added, note = _allow(name)
         h.doc[name]["added_allowed"] = added
@@ -270,10 +298,11 @@ def unload(name: str, holder: str) -> None:
             h.save()
             _out({"ok": True, "action": "left", "name": name, "holders": entry["holders"]})
             return
-        conns_left = None
+        conns_left = refused = None
         if entry["id"] in set(_registered().values()):
             # checked before unregistering: the map goes with the program
             conns_left = _conns_left(entry.get("conns_map"))
+            refused = _counter(entry.get("clash_map"))
             tool = _bpftool()
             p = subprocess.run([tool or "bpftool", "struct_ops", "unregister", "id", str(entry["id"])],
                                capture_output=True, text=True)
@@ -292,7 +321,8 @@ def unload(name: str, holder: str) -> None:
                 _fail(f"unregistered {name} but could not take it off the allowed list: {exc.strerror}")
         del h.doc[name]
         h.save()
-        _out({"ok": True, "action": "unregistered", "name": name, "id": entry["id"], "conns_left": conns_left})
+        _out({"ok": True, "action": "unregistered", "name": name, "id": entry["id"], "conns_left": conns_left,
+              "coupling_refused": refused})
     finally:
         h.close()
 

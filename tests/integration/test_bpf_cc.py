@@ -13,7 +13,9 @@ empty before the program is unregistered. A connection that falls back to TCP (a
 MPTCP) and a subflow the server's path manager removes mid-connection leave no phantom slot. One
 test runs long enough at 200 ms RTT (the dnpipe forwarder: this kernel has no netem) to replay
 MCubic's multi-second epochs, including the frozen (mcubic) and wrapped (mcubic_wrap) phases.
-Nothing may stay registered.
+MCubic's HyStart must end slow start where the kernel's Cubic does on the same paths: the ACK-train
+test on the unshaped short paths, the delay test behind the long paths' deep queues, each
+detection replayed by the model. Nothing may stay registered.
 """
 from __future__ import annotations
 
@@ -32,8 +34,9 @@ import pytest
 from nodes.congestion import hostctl
 from nodes.congestion.build import build
 from nodes.congestion.catalog import ALGORITHMS, coupled_algorithms
-from nodes.congestion.model import (EV_HYSTART, EV_INCREASE, EV_LINK, EV_ROUND, EV_SSTHRESH, EV_UNLINK, TRACE_RECORD_SIZE, TraceRecord,
-                                    check_trace, decode_trace_record)
+from nodes.congestion.model import (EV_HYSTART, EV_INCREASE, EV_LINK, EV_ROUND, EV_SSTHRESH, EV_UNLINK, HYSTART_ACK_TRAIN,
+                                    HYSTART_DELAY, TRACE_RECORD_SIZE, WHY_CLASH, TraceRecord, check_trace,
+                                    decode_trace_record, replay)
 from tests.support.bpfmap import BpfMap
 
 pytestmark = pytest.mark.integration
@@ -122,7 +125,7 @@ class Registered:
         try:
             self.maps = hostctl._maps_of(loaded["id"])
             stem = self.alg.stem
-            assert {f"{stem}_conns", f"{stem}_trace", f"{stem}_tidx"} <= set(self.maps), self.maps
+            assert {f"{stem}_conns", f"{stem}_clash", f"{stem}_trace", f"{stem}_tidx"} <= set(self.maps), self.maps
             assert loaded["conns_map"] == self.maps[f"{stem}_conns"]
         except BaseException:
             self.unload()
@@ -139,6 +142,12 @@ class Registered:
         while (n := self.conns()) and time.monotonic() < deadline:
             time.sleep(0.2)
         return n
+
+    def clash(self) -> int:
+        """The program's count of subflows refused coupling (their slot was a live sibling's)."""
+        with BpfMap(self.maps[f"{self.alg.stem}_clash"], 4) as m:
+            raw = m.lookup(0)
+        return int.from_bytes(raw, "little") if raw else 0
 
     def records(self) -> list[TraceRecord]:
         with BpfMap(self.maps[f"{self.alg.stem}_tidx"], 4) as idx:
@@ -236,8 +245,41 @@ def test_the_program_decides_as_its_model_on_real_traffic(algorithm, paths, obje
     hystart = [r for r in records if r.event == EV_HYSTART]
     if algorithm in MCUBIC_HYSTART:
         assert hystart, f"{algorithm}: no HyStart decision recorded"
+        # Unshaped RTT (tens of us), ACKs 0.6-1.2 ms apart, 30 kB queues (12-24 ms): HyStart must end
+        # slow start from a window of 16 on (the ACK-train test, or the delay test where a queue
+        # builds first), as the kernel's Cubic does on these paths (nstat: 2 ACK-train detections
+        # of 2 subflows in 4 s when this was written).
+        fired = hystart_detections(algorithm, hystart)
+        assert fired, f"{algorithm}: HyStart never fired in {len(hystart)} decisions: {hystart_summary(hystart)}"
     else:
         assert not hystart
+
+
+def hystart_detections(algorithm: str, records: list[TraceRecord], kind: int = HYSTART_ACK_TRAIN | HYSTART_DELAY
+                       ) -> list[TraceRecord]:
+    """The HyStart decisions that ended slow start (a detector of `kind` fired), each checked
+    against the model's replay: the same detectors, and ssthresh set to the window."""
+    fired = [r for r in records if r.event == EV_HYSTART and r.outputs[0] & kind]
+    for r in fired:
+        want = replay(algorithm, r)
+        assert want is not None and want[0] == r.outputs[0], f"{algorithm}: the model does not fire here: {r}"
+        assert r.outputs[1] == r.cwnd_before, f"{algorithm}: a detection must set ssthresh = cwnd: {r}"
+    return fired
+
+
+def hystart_summary(records: list[TraceRecord]) -> dict:
+    """Per subflow (token, slot): HyStart decisions, windows seen, detections, last delay_min (us)."""
+    out: dict = {}
+    for r in records:
+        if r.event != EV_HYSTART:
+            continue
+        e = out.setdefault((r.token, r.sub), {"n": 0, "cwnd": [r.cwnd_before, r.cwnd_before], "found": []})
+        e["n"] += 1
+        e["cwnd"][1] = r.cwnd_before
+        e["delay_min_us"] = r.inputs[3]
+        if r.outputs[0]:
+            e["found"].append((r.outputs[0], r.cwnd_before))
+    return out
 
 
 def test_a_fallback_and_a_removed_subflow_leave_no_phantom_slot(paths, objects):
@@ -275,6 +317,56 @@ def test_a_fallback_and_a_removed_subflow_leave_no_phantom_slot(paths, objects):
     assert len(after) >= 20, f"only {len(after)} decisions of the remaining subflow after the other left"
     assert all(r.view.n == 1 for r in after), \
         f"after the second subflow left, decisions still saw {max(r.view.n for r in after)} subflows"
+
+
+def test_a_ninth_subflow_whose_slot_a_live_sibling_holds_runs_uncoupled_and_is_counted(paths, objects):
+    """A subflow's slot is its subflow id modulo 8, and ids grow with every subflow a connection
+    ever had. The server's second address removed and announced again 8 times over one connection:
+    the joined subflows get ids 2 to 9 (one at a time: never more than two subflows at once), and
+    id 9 maps to slot 0, the first subflow's, still alive.
+    It must not be merged into that slot: it runs uncoupled for good (a CLASH unlink in the trace),
+    the program counts it (hostctl: coupling_refused), no decision sees more subflows than the
+    connection has at once (two), and the map is empty afterwards."""
+    reg = Registered("mcubic", objects)
+
+    def churn(sender):
+        # a new endpoint id each time (this kernel announces a re-added id again only sometimes),
+        # one announcement at a time; a join the kernel resets takes another round (at most 14)
+        time.sleep(1.5)
+        for i in range(14):
+            if reg.clash():
+                return
+            ns(B, "ip", "mptcp", "endpoint", "flush")
+            time.sleep(0.6)
+            ns(B, "ip", "mptcp", "endpoint", "add", "10.93.2.2", "dev", "vb2", "signal", "id", str(10 + i))
+            time.sleep(1.0)
+    ns(A, "ip", "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8")     # the kernel's maxima
+    try:
+        try:
+            bulk(A, B, "10.93.1.2", 5304, reg.name, 20, during=churn)
+        finally:
+            ns(A, "ip", "mptcp", "limits", "set", "subflows", str(SUBFLOWS - 1), "add_addr_accepted", "1")
+            ns(B, "ip", "mptcp", "endpoint", "flush", check=False)
+            ns(B, "ip", "mptcp", "endpoint", "add", "10.93.2.2", "dev", "vb2", "signal", "id", "7", check=False)
+        reg.wait_empty()
+        records = reg.records()
+        counted = reg.clash()
+    finally:
+        left = reg.unload()
+    assert_map_emptied("mcubic", left, records)
+    joined = links(records)
+    clashes = [r for r in records if r.event == EV_UNLINK and r.inputs[0] == WHY_CLASH]
+    assert clashes, f"no subflow reached a slot a live sibling held (links per slot: {sorted(joined)})"
+    assert all(r.sub == 0 for r in clashes), clashes
+    assert counted == len(clashes) and left["coupling_refused"] == counted, (counted, left)
+    replayed, bad = check_trace("mcubic", records)
+    assert replayed >= 20 and bad == [], bad[:1]
+    views = [r for r in records if r.event == EV_INCREASE]
+    assert max(r.view.n for r in views) <= SUBFLOWS, max(r.view.n for r in views)
+    # the first subflow keeps its slot and its coupling after the clash
+    tok, at = clashes[0].token, records.index(clashes[0])
+    assert [r for r in records[at:] if r.event == EV_INCREASE and (r.token, r.sub) == (tok, 0)], \
+        "the first subflow lost its coupling when the 9th subflow arrived"
 
 
 # ---- the long replay: MCubic's epochs at 200 ms RTT ----------------------------------------------
@@ -351,6 +443,13 @@ def test_mcubic_epochs_at_a_long_rtt_replay_with_their_frozen_and_wrapped_phases
     wrapped = [r for r in records["mcubic_wrap"] if r.event == EV_INCREASE and r.outputs[2] >= 1 << 31]
     assert wrapped, "mcubic_wrap: no wrapped target"
     assert all(r.outputs[0] == 1 for r in wrapped), "a wrapped target must give 3.14's minimum cnt"
+    # A 25-packet queue at 3 Mbit/s holds 100 ms: HyStart's delay test (an RTT above delay_min +
+    # 16 ms over a round's first 8 samples) ends slow start before the queue overflows on some of the
+    # four subflows, as it does for the kernel's Cubic on this path (nstat: 1 or 2 delay detections
+    # of 2 subflows in 15 s when this was written). A subflow that overflows first ends by loss.
+    delay = {a: hystart_detections(a, recs, HYSTART_DELAY) for a, recs in records.items()}
+    assert any(delay.values()), "HyStart's delay test never fired: " + "; ".join(
+        f"{a}: {hystart_summary(recs)}" for a, recs in records.items())
 
 
 def _longest_run(records: list[TraceRecord], pred) -> int:

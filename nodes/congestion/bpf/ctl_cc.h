@@ -23,6 +23,10 @@
  *   (is_mptcp cleared or its ulp data gone: the key cannot be read any more, the link still has
  *   it), and a close (the subflow sent its FIN) noticed at its next decision. A subflow that
  *   left never couples again. TCP_CA_Loss is not leaving;
+ * - a subflow's slot is its subflow id modulo CTL_MAX_SUBFLOWS, and the slot keeps the id: a subflow
+ *   whose slot a live sibling holds (ids 8 apart: a 9th subflow of a connection whose first is still
+ *   there) is refused coupling for good and counted in `<short>_clash` (hostctl reports the count
+ *   as `coupling_refused`, the run records it as a warning), never merged into the sibling's slot;
  * - the last active slot deletes the entry (an atomic count of active slots decides which subflow
  *   is last), so after the last connection closes the map is empty (the tests and every run check
  *   that before unloading).
@@ -97,6 +101,16 @@ struct {
 	__type(value, struct ctl_conn);
 } CTL_MAP(_conns) SEC(".maps");
 
+/* Subflows refused coupling because their slot was a live sibling's (a 9th subflow id while the
+ * subflow 8 ids before it is still active): one counter for the program, read by hostctl before it
+ * unregisters the program and recorded with the run (a problem, never a silent merge). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} CTL_MAP(_clash) SEC(".maps");
+
 /* The view of the connection a decision was made from (copied out of the map once). */
 struct ctl_view {
 	__u32 n;                        /* active subflows with an RTT sample */
@@ -161,7 +175,7 @@ enum { CTL_EV_INCREASE = 1, CTL_EV_SSTHRESH = 2, CTL_EV_ROUND = 3, CTL_EV_HYSTAR
        CTL_EV_LINK = 5, CTL_EV_UNLINK = 6 };
 /* Why a subflow's link changed (trace in[0] of CTL_EV_LINK / CTL_EV_UNLINK). */
 enum { CTL_WHY_PUBLISH = 1, CTL_WHY_RESET = 2, CTL_WHY_RELEASE = 3, CTL_WHY_LEAVING = 4,
-       CTL_WHY_EVICTED = 5 };
+       CTL_WHY_EVICTED = 5, CTL_WHY_CLASH = 6 };
 
 /* TCP_CONG_NON_RESTRICTED (include/net/tcp.h; a #define, so not in vmlinux.h): any socket may
  * select the algorithm and a network namespace other than the initial one may make it its
@@ -202,9 +216,9 @@ static __always_inline int ctl_is_cwnd_limited(struct sock *sk)
 	return tp->is_cwnd_limited;
 }
 
-/* The subflow's connection key, slot and token, or 0 when the socket is plain TCP (never an
+/* The subflow's connection key, subflow id and token, or 0 when the socket is plain TCP (never an
  * MPTCP subflow, or one that fell back: is_mptcp cleared or its ulp data gone). */
-static __always_inline __u64 ctl_conn_key(struct sock *sk, __u32 *slot, __u32 *token)
+static __always_inline __u64 ctl_conn_key(struct sock *sk, __u32 *sid, __u32 *token)
 {
 	struct tcp_sock *tp = ctl_tp(sk);
 	if (!tp->is_mptcp)
@@ -215,7 +229,7 @@ static __always_inline __u64 ctl_conn_key(struct sock *sk, __u32 *slot, __u32 *t
 	struct mptcp_subflow_context *sf =
 		bpf_rdonly_cast(ulp, bpf_core_type_id_kernel(struct mptcp_subflow_context));
 	__u64 key = (__u64)sf->conn;
-	*slot = CTL_SLOT(sf->subflow_id);
+	*sid = sf->subflow_id;
 	*token = sf->token;
 	return key;
 }
@@ -307,10 +321,11 @@ static __always_inline int ctl_publish(struct sock *sk, __u64 aux, struct ctl_vi
 {
 	struct tcp_sock *tp = ctl_tp(sk);
 	struct ctl_link *l = ctl_link_of(sk);
-	__u32 slot = 0, token = 0;
+	__u32 sid = 0, token = 0;
 	if (l->state == CTL_LINK_LEFT)
 		return 0;
-	__u64 key = ctl_leaving(sk) ? 0 : ctl_conn_key(sk, &slot, &token);
+	__u64 key = ctl_leaving(sk) ? 0 : ctl_conn_key(sk, &sid, &token);
+	__u32 slot = CTL_SLOT(sid);
 	if (l->state == CTL_LINK_LINKED && (key != l->key || token != l->token)) {
 		ctl_unlink(sk, CTL_WHY_LEAVING); /* closing, fell back to TCP, or no longer that connection's */
 		return 0;
@@ -338,6 +353,19 @@ static __always_inline int ctl_publish(struct sock *sk, __u64 aux, struct ctl_vi
 	}
 	slot &= CTL_MAX_SUBFLOWS - 1;
 	if (l->state != CTL_LINK_LINKED) {
+		if (c->s[slot].active && c->s[slot].id != sid) {
+			/* The slot is a live sibling's (subflow ids 8 apart): coupling here would merge two
+			 * subflows into one. Refused for good: this subflow runs uncoupled, counted. */
+			__u32 zero = 0, *clash = bpf_map_lookup_elem(&CTL_MAP(_clash), &zero);
+			if (clash)
+				__sync_fetch_and_add(clash, 1);
+			l->key = key;
+			l->token = token;
+			l->slot = slot;
+			l->state = CTL_LINK_LEFT;
+			ctl_trace_link(sk, CTL_EV_UNLINK, CTL_WHY_CLASH, 1, 0);
+			return 0;
+		}
 		l->key = key;
 		l->token = token;
 		l->slot = slot;
@@ -347,6 +375,7 @@ static __always_inline int ctl_publish(struct sock *sk, __u64 aux, struct ctl_vi
 	c->s[slot].cwnd = ctl_clamp_cwnd(tp->snd_cwnd);
 	c->s[slot].rtt_us = ctl_clamp_rtt(tp->srtt_us >> 3);
 	c->s[slot].aux = aux;
+	c->s[slot].id = sid;
 	if (!c->s[slot].active) {
 		c->s[slot].active = 1;
 		__sync_fetch_and_add(&c->nactive, 1);

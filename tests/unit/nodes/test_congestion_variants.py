@@ -39,7 +39,7 @@ def test_every_name_the_kernel_sees_fits_and_is_distinct():
     assert len(set(kernel_names)) == len(kernel_names)
     stems = [a.stem for a in ALGORITHMS.values()]
     assert all(len(s) <= SHORT_MAX for s in stems) and len(set(stems)) == len(stems)
-    maps = [f"{s}_{m}" for s in stems for m in ("conns", "trace", "tidx")]
+    maps = [f"{s}_{m}" for s in stems for m in ("conns", "clash", "trace", "tidx")]
     assert all(len(m) <= NAME_MAX for m in maps) and len(set(maps)) == len(maps)       # never cut to one name
     assert ALGORITHMS["mcubic_stretch"].trace_name == "mcstretch_trace"
     assert ALGORITHMS["lia"].trace_name == "lia_trace"
@@ -66,6 +66,35 @@ def test_the_driver_reads_what_the_coupling_map_held_at_unload():
                res(("unload", "balia", "run:x"), json.dumps({"ok": True, "action": "unregistered", "name": "balia",
                                                              "id": 9, "conns_left": None}) + "\n")]
     assert drv.conns_left(results) == {"mcubic": 0, "lia": 2, "balia": None}     # olia: another run still holds it
+
+
+def test_the_driver_reads_how_many_subflows_a_program_refused_to_couple():
+    """hostctl's `coupling_refused`: subflows whose slot (subflow id modulo 8) a live sibling held."""
+    drv = CongestionDriver("sa1", "run:x")
+    def res(args, out):
+        return CommandResult("sa1", ("python3", "-c", "SRC", *args), 0, out, "")
+    results = [res(("unload", "mcubic", "run:x"), json.dumps({"ok": True, "action": "unregistered", "name": "mcubic",
+                                                              "conns_left": 0, "coupling_refused": 1}) + "\n"),
+               res(("unload", "lia", "run:x"), json.dumps({"ok": True, "action": "unregistered", "name": "lia",
+                                                           "conns_left": 0, "coupling_refused": 0}) + "\n"),
+               res(("unload", "olia", "run:x"), json.dumps({"ok": True, "action": "unregistered", "name": "olia",
+                                                            "conns_left": 0}) + "\n"),     # an older hostctl
+               res(("unload", "balia", "run:x"), json.dumps({"ok": True, "action": "left", "name": "balia"}) + "\n")]
+    assert drv.coupling_refused(results) == {"mcubic": 1, "lia": 0, "olia": None}
+
+
+def test_hostctl_reads_the_clash_counter_with_or_without_btf(monkeypatch):
+    from nodes.congestion import hostctl
+    monkeypatch.setattr(hostctl, "_bpftool_json", lambda *a: [{"key": ["0x00"] * 4, "value": ["0x03", "0x00", "0x00",
+                                                                                              "0x00"],
+                                                               "formatted": {"key": 0, "value": 3}}])
+    assert hostctl._counter(5) == 3
+    monkeypatch.setattr(hostctl, "_bpftool_json", lambda *a: [{"key": ["0x00"] * 4,
+                                                               "value": ["0x02", "0x01", "0x00", "0x00"]}])
+    assert hostctl._counter(5) == 258
+    monkeypatch.setattr(hostctl, "_bpftool_json", lambda *a: None)
+    assert hostctl._counter(5) is None and hostctl._counter(None) is None
+    assert hostctl._clash_map({"mcubic_conns": 4, "mcubic_clash": 6}) == 6
 
 
 # ---- mcubic_wrap: Linux 3.14's bictcp_update with K_mptcp ---------------------------------------------
