@@ -133,6 +133,8 @@ def test_every_variant_runs_and_its_record_names_its_reading(cc_rack, variant):
     assert all(names == [variant] for names in cong["subflows"]["observed"]["mptcp"].values())
     left = {h: st["conns_left"] for h, st in cong["hosts"].items() if "conns_left" in st}
     assert left and all(v == {variant: 0} for v in left.values()), left
+    refused = {h: st["coupling_refused"] for h, st in cong["hosts"].items() if "coupling_refused" in st}
+    assert refused.keys() == left.keys() and all(v == {variant: 0} for v in refused.values()), refused
     assert variant not in available()
 
 
