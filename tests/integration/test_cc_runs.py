@@ -106,6 +106,12 @@ def test_a_bpf_algorithm_runs_on_every_data_subflow_and_leaves_nothing(cc_rack):
     assert all(names == ["olia"] for names in observed["mptcp"].values())  # ... on olia only
     assert all(names == ["cubic"] for names in observed["tcp"].values())
     assert "olia" not in available() and available() == before
+    # the kernel's HyStart counters are Linux Cubic's: never shown as olia's (null, with the reason)
+    senders = out["summary"]["sender_counters"]
+    bpf = [e for e in senders.values() if e.get("hystart_not_counted_for") == ["olia"]]
+    assert len(bpf) == 1 and bpf[0]["counters"]["TcpExtTCPHystartTrainDetect"] is None, senders
+    cubic = [e for e in senders.values() if e not in bpf]                    # the TCP flow's sender: cubic
+    assert cubic and all(isinstance(e["counters"]["TcpExtTCPHystartTrainDetect"], int) for e in cubic), senders
     assert cong["holder"].startswith("run:") and cong["holder"].endswith("/" + out["run_id"])
     assert not any(h == cong["holder"] for e in holders().values() for h in e["holders"])
     # the run checked the program's coupling map before unloading it: every connection's entry gone
