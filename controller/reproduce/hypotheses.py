@@ -41,7 +41,8 @@ MCUBIC_TCP_IS_CUBIC_422 = Citation(
     "MCubic paper, section 4.2.2 (shared bottleneck, Tables 2 and 3)",
     "MPTCP와 단일 경로 TCP Cubic 간에 병목 링크를 공유하는 구성을 하였다",
     "the single-path flow of Tables 2 and 3 is TCP Cubic, and ctl's scenarios run it as Cubic too "
-    "(`tcp-cc: cubic`); but the paper's Cubic is Linux 3.14.17's (section 4.1) and ctl's is the rack kernel's "
+    "(`tcp-cc: cubic`); but the paper's Cubic is most likely Linux 3.14.17's (MCubic was built on that kernel, "
+    "section 4.1; the TCP host's kernel is not named) and ctl's is the rack kernel's "
     "(6.18 here), which differs from it (HyStart among others): the competitor's version is an open, untested "
     "hypothesis (mcubic-competitor-version)")
 MCUBIC_IMPLEMENTATION = Citation(
@@ -370,7 +371,8 @@ _NOT_T1 = ("the deviation experiments run the shared-bottleneck scenario (Tables
 UNTESTED: tuple[UntestedCause, ...] = (
     UntestedCause(
         "mcubic-competitor-version", "mcubic", _MCUBIC_CLAIMS,
-        "The paper's competing flow ran Linux 3.14.17's Cubic; ctl's runs the rack kernel's Cubic (6.18 here), "
+        "The paper's competing flow most likely ran Linux 3.14.17's Cubic (MCubic was built on that kernel; the "
+        "TCP host's kernel is not named); ctl's runs the rack kernel's Cubic (6.18 here), "
         "whose HyStart and window steps differ: a different competitor changes every ratio and fairness index "
         "measured against it",
         (MCUBIC_TCP_IS_CUBIC_421, MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618),
