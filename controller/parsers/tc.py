@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from controller.errors import ParseError
+from controller.parsers import numbers
 
 _STAT_KEYS = ("bytes", "packets", "drops", "overlimits", "requeues", "backlog", "qlen")
 _QDISC_KEYS = frozenset({"kind", "handle", "parent", "root", "dev", "refcnt", "options", *_STAT_KEYS})
@@ -79,9 +80,9 @@ def _hex_str(obj: dict, key: str, where: str) -> int:
     if not isinstance(value, str) or not value.startswith("0x"):
         raise ParseError(f"tc: {where}.{key} is {value!r}: iproute2 6.1 prints a hex string here")
     try:
-        return int(value, 16)
+        return numbers.integer(value, f"tc: {where}.{key}", 16)
     except ValueError:
-        raise ParseError(f"tc: {where}.{key} is {value!r}, not hexadecimal") from None
+        raise ParseError(f"tc: {where}.{key} is {value!r:.80}, not hexadecimal") from None
 
 
 # per kind: raw option key -> (typed key, converter)
@@ -158,7 +159,7 @@ def parse(text: str, *, dev: str | None = None) -> list[Qdisc]:
     if not stripped.startswith("["):
         raise ParseError("tc: not JSON (run tc with -j)")
     try:
-        doc = json.loads(stripped)
+        doc = numbers.loads(stripped)            # numbers finite and within 2**64, else ParseError
     except json.JSONDecodeError as exc:
         raise ParseError(f"tc: invalid JSON at line {exc.lineno} col {exc.colno}: {exc.msg}") from None
     if not isinstance(doc, list):

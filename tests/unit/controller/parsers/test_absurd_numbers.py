@@ -145,3 +145,12 @@ def test_gpsd_report_with_a_value_no_gpsd_sends_is_that_line_s_error():
     assert out["fix"]["lat"] == 1.5 and len(out["tpv"]) == 3
     with pytest.raises(ParseError):
         gps.tpv({"class": "TPV", "mode": 1e999})
+
+
+@pytest.mark.parametrize("value", ["1e999", BIG, "NaN"])
+def test_tc_json_with_an_absurd_number_is_a_parse_error(value):
+    """bridges/tc.py reads the shaper's state with this parser: refused where read, not passed on as inf."""
+    from controller.parsers import tc
+    doc = '[{"kind":"tbf","handle":"1:","root":true,"refcnt":2,"options":{"rate":%s,"burst":32767,"lat":0}}]'
+    with pytest.raises(ParseError, match="out of range"):
+        tc.parse(doc % value)
