@@ -86,9 +86,7 @@ class Reservation:
         if self.problem:
             return (f"#{self.id} {shown(self.rack, 40)} MALFORMED ({self.problem}), blocks nothing: by {self.who()}"
                     + (f": {shown(self.note, MAX_NOTE)}" if self.note else ""))
-        same_day = local_time(self.end, "%Y-%m-%d %z") == local_time(self.start, "%Y-%m-%d %z")
-        end = local_time(self.end, "%H:%M") if same_day else local_time(self.end)
-        return (f"#{self.id} {shown(self.rack, 40)} {local_time(self.start)} to {end} by {self.who()}"
+        return (f"#{self.id} {shown(self.rack, 40)} {local_time(self.start)} to {local_time(self.end)} by {self.who()}"
                 + (f": {shown(self.note, MAX_NOTE)}" if self.note else ""))
 
     def until(self) -> str:
@@ -440,4 +438,4 @@ def check_free(inv: Inventory, start: float, run_s: float, what: str, via: Any =
         raise RackReserved(f"rack {inv.name} is reserved by {r.who(False)} until {r.until()}{note}: {what} refused "
                            f"(reservation #{r.id})")
     raise RackReserved(f"{what} (about {round(run_s)} s) would run into {r.who(False)}'s reservation of rack "
-                       f"{inv.name} from {local_time(r.start, '%H:%M')} until {r.until()}{note} (reservation #{r.id})")
+                       f"{inv.name} from {local_time(r.start)} until {r.until()}{note} (reservation #{r.id})")

@@ -16,7 +16,8 @@ from controller.errors import UsageError
 from controller.inventory import load_inventory
 from controller.labdb import connect
 from controller.labdb.migrations import migrate
-from controller.rack.reservations import DatabaseBook, RackReserved, check_free, check_new, others, time_problem
+from controller.rack.reservations import (DatabaseBook, RackReserved, Reservation, check_free, check_new, others,
+                                          time_problem)
 from tests.support.shipped import ROOT, VIRTUAL
 
 NOW = 1_750_000_000.0
@@ -110,3 +111,20 @@ def test_the_database_refuses_bad_times_from_anybody(url):
             with pytest.raises(psycopg.errors.CheckViolation):
                 c.execute("INSERT INTO reservations (rack, owner_user, owner_host, starts, ends) VALUES "
                           "('lab-a', 'x', 'y', %s, %s)", (start, end))
+
+
+def test_every_time_in_a_reservation_line_has_its_date_and_zone(monkeypatch):
+    """A reservation ending the day it starts printed its end as `HH:MM`; every time ctl prints is
+    ISO 8601 with the zone (issue 25): both ends in full, under any local zone."""
+    import re
+    monkeypatch.setenv("TZ", "XST-5:30")
+    time.tzset()
+    try:
+        r = Reservation(7, "vtest", "alice", "m1", NOW, NOW + 3600, note="calibration")
+        line = r.text()
+        stamps = re.findall(r"\d{4}-\d\d-\d\dT\d\d:\d\d[+-]\d\d:\d\d", line)
+        assert len(stamps) == 2 and all(s.endswith("+05:30") for s in stamps), line
+        assert not re.search(r"(?<![T\d])\d\d:\d\d(?![:\d+-])", line.replace(stamps[0], "").replace(stamps[1], "")), line
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
