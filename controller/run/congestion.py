@@ -252,7 +252,7 @@ class CongestionStage:
         left = drv.conns_left(answers)
         if self.dry_run:
             return
-        self._record_conns_left(h, left)
+        self._record_conns_left(h, left, drv.conns_leftovers(answers))
         self._record_refused(h, drv.coupling_refused(answers))
         # Read back after a change; with nothing to undo, what was just read is the proof.
         after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands())) if todo else now
@@ -262,17 +262,23 @@ class CongestionStage:
         self.manifest["congestion"]["hosts"][h]["restored"] = after.to_json()
 
 
-    def _record_conns_left(self, h: str, left: Mapping[str, int | None]) -> None:
+    def _record_conns_left(self, h: str, left: Mapping[str, int | None],
+                           leftovers: Mapping[str, Any] | None = None) -> None:
         """What each program's coupling map still held when this run, its last holder, unloaded
         it (hostctl waits up to 15 s for closing connections; every connection gone: 0). Above 0
         is a warning on the run, not a restore failure: a connection still closing (an MPTCP
         peer that closed with data in flight can keep its subflows probing for about a minute)
-        or a subflow that left without clearing its slot."""
+        or a subflow that left without clearing its slot. What hostctl saw of such entries (their
+        slots, the sockets of the host still running the algorithm) is kept beside the count,
+        `conns_leftovers`, so the record tells which case it was."""
         left = {n: v for n, v in left.items() if n not in ALGORITHMS or ALGORITHMS[n].coupled}   # bbr3: no map
         if not left:
             return                      # another run still holds what this host used: not checked here
         cong = self.manifest["congestion"]
         cong["hosts"][h]["conns_left"] = dict(left)
+        kept = {n: v for n, v in (leftovers or {}).items() if n in left}
+        if kept:
+            cong["hosts"][h]["conns_leftovers"] = kept
         for name, n in sorted(left.items()):
             if n:
                 msg = (f"{h}: {name}: {n} connection entr{'y' if n == 1 else 'ies'} still in its coupling map "

@@ -206,6 +206,23 @@ class CongestionDriver:  # implements nodes.base.EndpointDriver[frozenset[str], 
                 out[str(d.get("name"))] = n if isinstance(n, int) and not isinstance(n, bool) else None
         return out
 
+    def conns_leftovers(self, results: list[CommandResult]) -> dict[str, dict]:
+        """From the unload commands' answers: for each program whose coupling map was not empty,
+        what hostctl saw of the entries left (`leftovers`: the entries' tokens, counts and slots,
+        the program's count of linked subflows, the sockets still running it and which tokens a
+        live MPTCP socket still has), as it reported them."""
+        out: dict[str, dict] = {}
+        for r in results:
+            if r.argv[3:4] != ("unload",) or not r.stdout.strip():
+                continue
+            try:
+                d = json.loads(r.stdout.strip().splitlines()[-1])
+            except ValueError:
+                continue
+            if isinstance(d, dict) and d.get("action") == "unregistered" and isinstance(d.get("leftovers"), dict):
+                out[str(d.get("name"))] = d["leftovers"]
+        return out
+
     def restored_equal(self, before: CongestionState, after: CongestionState) -> list[str]:
         diffs = []
         if after.held_by(self.holder):

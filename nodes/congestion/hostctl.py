@@ -17,6 +17,13 @@ connections are gone is a phantom the program failed to clear. It waits up to CO
 closing sockets to be released, and reports the count as `conns_left`. It also reports
 `coupling_refused`: the subflows the program refused to couple because their slot was a live
 sibling's (the `<short>_clash` counter; None: not known).
+When `conns_left` is above zero it also reports `leftovers`: the entries (token, count of linked
+subflows, each used slot's writer token, subflow id, cwnd, RTT), how many subflows of the whole
+kernel are linked to an entry (`linked_subflows`, the program's own count: 0 means no subflow
+holds the entries, a phantom), how many sockets of this host's network namespace still run the
+algorithm, by TCP state, and which of the entries' tokens an MPTCP socket of this namespace, or
+of a named network namespace of this kernel (a virtual rack's other hosts), still has (`ss`): a
+connection still closing, not a phantom.
 
     probe                          kernel, BTF, bpftool, available/allowed, what ctl holds, which BBR
                                    the kernel's `bbr` is (/sys/module/tcp_bbr/version: "3" in
@@ -179,6 +186,132 @@ def _conns_left(map_id: int | None, wait_s: float = CONNS_WAIT_S) -> int | None:
         time.sleep(0.1)
 
 
+def _int(x) -> int | None:
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
+def entry_summary(elem) -> dict | None:
+    """One element of `bpftool -j map dump` of a coupling map (struct ctl_conn, formatted from the
+    map's BTF) as the diagnosis needs it: its token, its count of linked subflows and every slot
+    that holds a value (index, the token of the subflow that wrote it, its subflow id, cwnd in
+    packets, RTT in us, aux). None for an element that does not have that shape (pure)."""
+    if not isinstance(elem, dict):
+        return None
+    fmt = elem.get("formatted") if isinstance(elem.get("formatted"), dict) else elem
+    val = fmt.get("value")
+    if not isinstance(val, dict) or not isinstance(val.get("s"), list):
+        return None
+    slots = []
+    for i, s in enumerate(val["s"][:64]):
+        if not isinstance(s, dict):
+            return None
+        slot = {str(k): _int(v) for k, v in list(s.items())[:8] if _int(v) is not None}
+        if any(slot.values()):
+            slots.append({"slot": i, **slot})
+    key = _int(fmt.get("key"))
+    return {"key": f"{key:#x}" if key is not None else None, "token": _int(val.get("token")),
+            "nactive": _int(val.get("nactive")), "slots": slots}
+
+
+def _entries(map_id: int | None, limit: int = 16) -> list[dict] | None:
+    """The first `limit` entries of the coupling map, summarised (None: not readable)."""
+    if map_id is None:
+        return None
+    doc = _bpftool_json("map", "dump", "id", str(map_id))
+    if not isinstance(doc, list):
+        return None
+    return [e for e in (entry_summary(x) for x in doc[:limit]) if e is not None]
+
+
+def sockets_on(ss_out: str, name: str) -> dict[str, int]:
+    """From `ss -tinaH` (one namespace): how many TCP sockets (MPTCP subflows are among them) run
+    congestion control NAME, by state (pure). ss prints a socket's line, then its details on a
+    line that starts with white space, the congestion control first."""
+    out: dict[str, int] = {}
+    state = None
+    for line in ss_out.splitlines():
+        if not line.strip():
+            continue
+        if not line[0].isspace():
+            state = line.split(None, 1)[0]
+            continue
+        words = line.split()
+        if state is not None and words and words[0] == name:
+            out[state] = out.get(state, 0) + 1
+            state = None
+    return out
+
+
+def find_var(doc, name: str) -> int | None:
+    """The value of global variable NAME in `bpftool -j map dump` of a program's .bss map (the
+    formatted datasec, wherever it nests it) (pure)."""
+    stack = [doc]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, dict):
+            if name in d and _int(d[name]) is not None:
+                return d[name]
+            stack.extend(d.values())
+        elif isinstance(d, list):
+            stack.extend(d)
+    return None
+
+
+def _linked(struct_ops_id: int) -> int | None:
+    """ctl_linked of the program (ctl_cc.h): subflows of the whole kernel linked to an entry now."""
+    ids = [i for n, i in _maps_of(struct_ops_id).items() if n.endswith(".bss")]
+    if len(ids) != 1:
+        return None
+    return find_var(_bpftool_json("map", "dump", "id", str(ids[0])), "ctl_linked")
+
+
+def mptcp_tokens(ss_out: str) -> set[int]:
+    """The tokens of the MPTCP sockets in `ss -MinaH` (one namespace; `token:` in hex) (pure)."""
+    return {int(m.group(1), 16) for m in re.finditer(r"(?<![\w])token:([0-9a-f]{1,8})\b", ss_out)}
+
+
+def _alive_here(entries: list[dict] | None) -> list[int] | None:
+    """Which of the entries' tokens an MPTCP socket of this namespace still has (a connection
+    still closing, not a phantom), from `ss -MinaH`."""
+    ss = shutil.which("ss")
+    if ss is None or entries is None:
+        return None
+    p = subprocess.run([ss, "-MinaH"], capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
+    live = mptcp_tokens(p.stdout)
+    return sorted(e["token"] for e in entries if e.get("token") in live)
+
+
+def _alive_in_named_namespaces(entries: list[dict] | None, limit: int = 256) -> dict[str, list[int]] | None:
+    """On a kernel shared by several hosts (a virtual rack's namespaces, /run/netns): which of the
+    entries' tokens an MPTCP socket of each named network namespace still has (read-only `ss`)."""
+    ip, ss = shutil.which("ip"), shutil.which("ss")
+    if ip is None or ss is None or entries is None:
+        return None
+    try:
+        names = sorted(n for n in os.listdir("/run/netns") if re.fullmatch(r"[\w.-]{1,64}", n))[:limit]
+    except OSError:
+        return {}
+    wanted = {e.get("token") for e in entries}
+    out: dict[str, list[int]] = {}
+    for n in names:
+        p = subprocess.run([ip, "netns", "exec", n, ss, "-MinaH"], capture_output=True, text=True)
+        alive = sorted(t for t in mptcp_tokens(p.stdout) if t in wanted) if p.returncode == 0 else []
+        if alive:
+            out[n] = alive
+    return out
+
+
+def _sockets_here(name: str) -> dict[str, int] | None:
+    """Sockets of this network namespace (the host's own; not the kernel's others) running NAME."""
+    ss = shutil.which("ss")
+    if ss is None:
+        return None
+    p = subprocess.run([ss, "-tinaH"], capture_output=True, text=True)
+    return sockets_on(p.stdout, name) if p.returncode == 0 else None
+
+
 def _sha256(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -298,11 +431,18 @@ def unload(name: str, holder: str) -> None:
             h.save()
             _out({"ok": True, "action": "left", "name": name, "holders": entry["holders"]})
             return
-        conns_left = refused = None
+        conns_left = refused = leftovers = None
         if entry["id"] in set(_registered().values()):
             # checked before unregistering: the map goes with the program
             conns_left = _conns_left(entry.get("conns_map"))
             refused = _counter(entry.get("clash_map"))
+            if conns_left:
+                # which case a phantom is: its slots (accounting, a subflow that never left) and
+                # whether a socket still has its connection (one still closing)
+                entries = _entries(entry.get("conns_map"))
+                leftovers = {"entries": entries, "linked_subflows": _linked(entry["id"]),
+                             "sockets_here": _sockets_here(name), "tokens_alive_here": _alive_here(entries),
+                             "tokens_alive_in_netns": _alive_in_named_namespaces(entries)}
             tool = _bpftool()
             p = subprocess.run([tool or "bpftool", "struct_ops", "unregister", "id", str(entry["id"])],
                                capture_output=True, text=True)
@@ -321,8 +461,11 @@ def unload(name: str, holder: str) -> None:
                 _fail(f"unregistered {name} but could not take it off the allowed list: {exc.strerror}")
         del h.doc[name]
         h.save()
-        _out({"ok": True, "action": "unregistered", "name": name, "id": entry["id"], "conns_left": conns_left,
-              "coupling_refused": refused})
+        doc = {"ok": True, "action": "unregistered", "name": name, "id": entry["id"], "conns_left": conns_left,
+               "coupling_refused": refused}
+        if leftovers is not None:
+            doc["leftovers"] = leftovers
+        _out(doc)
     finally:
         h.close()
 

@@ -208,7 +208,8 @@ def assert_map_emptied(what: str, left: dict, records: list[TraceRecord]) -> Non
     """hostctl unloaded the program with its coupling map empty; every subflow that linked left."""
     assert left["ok"] and left["action"] == "unregistered", left
     joined = links(records)
-    assert left["conns_left"] == 0, f"{what}: {left['conns_left']} phantom connection entries; links: {joined}"
+    assert left["conns_left"] == 0, (f"{what}: {left['conns_left']} phantom connection entries "
+                                     f"{left.get('leftovers')}; links: {joined}")
     stuck = {k: v for k, v in joined.items() if v[-1][0] != "unlink"}
     assert not stuck, f"{what}: subflows that never left: {stuck}"
 

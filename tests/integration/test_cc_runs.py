@@ -116,7 +116,8 @@ def test_a_bpf_algorithm_runs_on_every_data_subflow_and_leaves_nothing(cc_rack):
     assert not any(h == cong["holder"] for e in holders().values() for h in e["holders"])
     # the run checked the program's coupling map before unloading it: every connection's entry gone
     left = {h: st["conns_left"] for h, st in cong["hosts"].items() if "conns_left" in st}
-    assert left and all(v == {"olia": 0} for v in left.values()), left
+    leftovers = {h: st["conns_leftovers"] for h, st in cong["hosts"].items() if "conns_leftovers" in st}
+    assert left and all(v == {"olia": 0} for v in left.values()), (left, leftovers)
     assert not cong.get("warnings")
 
 
@@ -138,7 +139,8 @@ def test_every_variant_runs_and_its_record_names_its_reading(cc_rack, variant):
     assert cong["subflows"]["problems"] == []
     assert all(names == [variant] for names in cong["subflows"]["observed"]["mptcp"].values())
     left = {h: st["conns_left"] for h, st in cong["hosts"].items() if "conns_left" in st}
-    assert left and all(v == {variant: 0} for v in left.values()), left
+    leftovers = {h: st["conns_leftovers"] for h, st in cong["hosts"].items() if "conns_leftovers" in st}
+    assert left and all(v == {variant: 0} for v in left.values()), (left, leftovers)   # leftovers: which case
     refused = {h: st["coupling_refused"] for h, st in cong["hosts"].items() if "coupling_refused" in st}
     assert refused.keys() == left.keys() and all(v == {variant: 0} for v in refused.values()), refused
     assert variant not in available()

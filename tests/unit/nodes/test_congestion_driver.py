@@ -169,3 +169,74 @@ def test_the_record_says_which_bbr_the_kernel_is():
     assert got == {"a1": {"version": None, "label": "bbr (kernel: v1 here)"},
                    "a2": {"version": "3", "label": "bbr (kernel: v3 here)"}}
     assert up.to_json()["bbr_version"] == ""
+
+
+# ---- what hostctl tells about a coupling map that was not empty at unload -------------------------
+
+def _slot(**kw):
+    return {"cwnd": 0, "rtt_us": 0, "aux": 0, "token": 0, "id": 0, **kw}
+
+
+def test_hostctl_summarises_a_leftover_entry_from_bpftool_json():
+    from nodes.congestion import hostctl
+    # one element of `bpftool -j map dump` of a <short>_conns map (struct ctl_conn formatted from BTF)
+    slots = [_slot() for _ in range(8)]
+    slots[1] = _slot(cwnd=31, rtt_us=20417, token=0x5eed, id=2)
+    slots[7] = _slot(cwnd=10, rtt_us=20790, token=0x5eed, id=0)        # written under subflow id 0
+    elem = {"key": ["0x00"] * 8, "value": ["0x00"] * 200,
+            "formatted": {"key": 0xFFFF8881234, "value": {"token": 0x5eed, "nactive": 1, "s": slots}}}
+    assert hostctl.entry_summary(elem) == {
+        "key": "0xffff8881234", "token": 0x5eed, "nactive": 1,
+        "slots": [{"slot": 1, "cwnd": 31, "rtt_us": 20417, "aux": 0, "token": 0x5eed, "id": 2},
+                  {"slot": 7, "cwnd": 10, "rtt_us": 20790, "aux": 0, "token": 0x5eed, "id": 0}]}
+    assert hostctl.entry_summary({"key": ["0x00"], "value": ["0x00"]}) is None       # no BTF: not guessed
+    assert hostctl.entry_summary("garbage") is None
+
+
+def test_hostctl_counts_the_sockets_of_its_namespace_on_an_algorithm():
+    from nodes.congestion import hostctl
+    ss = ("ESTAB     0      0       10.1.1.1:5201  10.1.1.2:40000\n"
+          "\t cubic wscale:7,7 rto:204 rtt:0.5/0.25 mss:1448 cwnd:10\n"
+          "FIN-WAIT-1 0     4096    10.1.2.1:5201  10.1.2.2:40002\n"
+          "\t balia_floor wscale:7,7 rto:220 rtt:20.1/5 mss:1448 cwnd:4 unacked:3\n"
+          "ESTAB     0      0       10.1.1.1:5202  10.1.1.2:40004\n"
+          "\t balia_floor wscale:7,7 rto:220 rtt:20.1/5 mss:1448 cwnd:40\n"
+          "LISTEN    0      128     0.0.0.0:22     0.0.0.0:*\n")
+    assert hostctl.sockets_on(ss, "balia_floor") == {"FIN-WAIT-1": 1, "ESTAB": 1}
+    assert hostctl.sockets_on(ss, "balia") == {}
+    assert hostctl.sockets_on("", "lia") == {}
+
+
+def test_the_driver_keeps_what_hostctl_saw_of_a_phantom():
+    from controller.commands import CommandResult
+    d = CongestionDriver("sa2", HOLDER)
+    leftovers = {"entries": [{"key": "0x1", "token": 7, "nactive": 1, "slots": []}], "sockets_here": {}}
+
+    def res(args, doc):
+        return CommandResult("sa2", ("python3", "-c", "SRC", *args), 0, json.dumps(doc) + "\n", "")
+    results = [res(("unload", "lia", HOLDER), {"ok": True, "action": "unregistered", "name": "lia", "id": 9,
+                                               "conns_left": 1, "leftovers": leftovers}),
+               res(("unload", "olia", HOLDER), {"ok": True, "action": "unregistered", "name": "olia", "id": 8,
+                                                "conns_left": 0})]
+    assert d.conns_left(results) == {"lia": 1, "olia": 0}
+    assert d.conns_leftovers(results) == {"lia": leftovers}
+
+
+def test_hostctl_reads_the_tokens_of_live_mptcp_sockets():
+    from nodes.congestion import hostctl
+    ss = ("FIN-WAIT-2 121384 0      10.94.1.1:43508 10.94.1.2:5201\n"
+          "\t subflows:1 add_addr_accepted:1 subflows_max:1 add_addr_accepted_max:1 remote_key token:ca031885 "
+          "write_seq:98567e977fafaf8b snd_una:98567e977fafaf8b rcv_nxt:fccf2f0af93082dd\n"
+          "ESTAB 0 0 10.94.1.1:49490 10.94.1.2:5201\n"
+          "\t subflows_max:1 remote_key token:1ec7cc08 write_seq:d925526186dab65\n")
+    assert hostctl.mptcp_tokens(ss) == {0xca031885, 0x1ec7cc08}
+    assert hostctl.mptcp_tokens("LISTEN 0 128 0.0.0.0:5201 0.0.0.0:*\n\t subflows_max:2\n") == set()
+
+
+def test_hostctl_finds_the_programs_count_of_linked_subflows():
+    from nodes.congestion import hostctl
+    bss = [{"key": ["0x00", "0x00", "0x00", "0x00"], "value": ["0x02", "0x00", "0x00", "0x00"],
+            "formatted": {"value": {".bss": [{"ctl_linked": 2}]}}}]
+    assert hostctl.find_var(bss, "ctl_linked") == 2
+    assert hostctl.find_var([{"formatted": {"value": {".bss": []}}}], "ctl_linked") is None
+    assert hostctl.find_var(None, "ctl_linked") is None
