@@ -14,8 +14,9 @@
  *
  * A map that cannot lie about who is in the connection:
  * - the entry holds the connection's token and every lookup compares it: an entry with another
- *   token belongs to a dead connection whose address was reused (its subflows' slots were never
- *   cleared): the first subflow of the new connection to publish resets it before use;
+ *   token belongs to a dead connection whose address was reused: the first subflow of the new
+ *   connection to publish takes it over; each slot holds the token of the subflow that wrote
+ *   it, and only slots of the entry's token are read, so a dead connection's slots are never seen;
  * - a subflow keeps the key, token and slot it published under in the last 16 bytes of its own
  *   private congestion-control area (`struct ctl_link`, after the algorithm's state), so it can
  *   leave the entry on every way it goes: `.release` (close, destroy, tcp_disconnect, another
@@ -27,9 +28,22 @@
  *   whose slot a live sibling holds (ids 8 apart: a 9th subflow of a connection whose first is still
  *   there) is refused coupling for good and counted in `<short>_clash` (hostctl reports the count
  *   as `coupling_refused`, the run records it as a warning), never merged into the sibling's slot;
- * - the last active slot deletes the entry (an atomic count of active slots decides which subflow
- *   is last), so after the last connection closes the map is empty (the tests and every run check
- *   that before unloading).
+ * - a subflow links only once it has a subflow id (0 until the connection has taken a passive
+ *   MP_JOIN subflow in: net/mptcp/protocol.c, __mptcp_finish_join(), which may be deferred), and
+ *   the count is per subflow, not per slot: should its id change anyway, its slot moves;
+ * - the entry counts its linked subflows (`nactive`), and the count and the token are one 64-bit
+ *   word changed only by compare-and-swap: a subflow joins only a live entry of its own token
+ *   (count above 0), the one that takes the count from 1 to 0 deletes the entry, and nobody joins
+ *   a count of 0. A hash map reuses a deleted element at once (kernel/bpf/hashtab.c,
+ *   free_htab_elem: the preallocated freelist, or bpf_mem_cache_free without BPF_F_NO_PREALLOC),
+ *   so a pointer from a lookup may point into another connection's entry by the time it is
+ *   used: the compare-and-swap on the token and the count refuses it, and a linked subflow's
+ *   entry cannot be deleted under it (it is counted). After the last connection closes the map
+ *   is empty (the tests and every run check that before unloading).
+ * - `ctl_linked` counts the subflows of the whole kernel linked to an entry: a subflow whose
+ *   socket goes away without `.release` (seen on 6.18 under churn, mostly a server's first
+ *   subflow; the kernel path is not found yet) stays counted, and its entry stays until a new
+ *   connection takes the address over: hostctl reports both, so a leftover is told apart.
  *
  * Each algorithm file defines CTL_NAME (its map name prefix, at most 9 characters, see
  * nodes/congestion/catalog.py) before including this header, unless the build passes
@@ -70,13 +84,17 @@ struct ctl_slot {
 	__u32 cwnd;     /* packets */
 	__u32 rtt_us;   /* smoothed RTT (srtt_us >> 3), 0 = no sample yet */
 	__u64 aux;      /* the algorithm's per-subflow quantity its siblings need */
-	__u32 active;   /* 1 while the subflow exists */
+	__u32 token;    /* the connection of the subflow in the slot, 0 when free: a slot is active
+	                 * while it holds the entry's token (a dead connection's slots hold another) */
 	__u32 id;       /* subflow_id */
 };
 
+/* token and nactive are one 64-bit word, changed only by compare-and-swap (ctl_join, ctl_leave):
+ * nactive counts the subflows linked to the entry (not slot flags), and an entry whose count is
+ * 0 is dead: nobody joins it again, and its last subflow deletes it. */
 struct ctl_conn {
 	__u32 token;
-	__u32 nactive;                  /* active slots; changed only atomically (see ctl_unlink) */
+	__u32 nactive;                  /* linked subflows */
 	struct ctl_slot s[CTL_MAX_SUBFLOWS];
 };
 
@@ -110,6 +128,11 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } CTL_MAP(_clash) SEC(".maps");
+
+/* Subflows linked to an entry now, over the whole kernel (changed only when one links or leaves):
+ * when the coupling map still has entries while this is 0, no subflow holds them (a phantom);
+ * above 0, some subflow of some network namespace still does (hostctl reports it). */
+__u32 ctl_linked SEC(".bss");
 
 /* The view of the connection a decision was made from (copied out of the map once). */
 struct ctl_view {
@@ -237,19 +260,6 @@ static __always_inline __u64 ctl_conn_key(struct sock *sk, __u32 *sid, __u32 *to
 static __always_inline __u32 ctl_clamp_cwnd(__u32 w) { return w > CTL_MAX_CWND ? CTL_MAX_CWND : w; }
 static __always_inline __u32 ctl_clamp_rtt(__u32 r) { return r > CTL_MAX_RTT_US ? CTL_MAX_RTT_US : r; }
 
-static __always_inline void ctl_clear_entry(struct ctl_conn *c, __u32 token)
-{
-	for (int i = 0; i < CTL_MAX_SUBFLOWS; i++) {
-		c->s[i].active = 0;
-		c->s[i].cwnd = 0;
-		c->s[i].rtt_us = 0;
-		c->s[i].aux = 0;
-		c->s[i].id = 0;
-	}
-	c->nactive = 0;
-	c->token = token;
-}
-
 /* A subflow that has closed (FIN sent: FIN_WAIT1/2, CLOSING, LAST_ACK, TIME_WAIT, CLOSE) is
  * leaving its connection, although its socket lives until `.release`. */
 static __always_inline int ctl_leaving(struct sock *sk)
@@ -258,9 +268,59 @@ static __always_inline int ctl_leaving(struct sock *sk)
 	return !(st == TCP_ESTABLISHED || st == TCP_SYN_SENT || st == TCP_SYN_RECV || st == TCP_CLOSE_WAIT);
 }
 
-/* This subflow leaves the connection entry it is linked to (its slot cleared; the last slot
- * deletes the entry) and never couples again. An entry that another connection took over
- * (another token) is not touched. */
+/* The entry's first word: token (low 32 bits in memory order) and count of linked subflows. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define CTL_TN(token, n) ((__u64)(token) | ((__u64)(n) << 32))
+#define CTL_TN_TOKEN(w) ((__u32)(w))
+#define CTL_TN_N(w) ((__u32)((w) >> 32))
+#else
+#define CTL_TN(token, n) (((__u64)(token) << 32) | (__u64)(n))
+#define CTL_TN_TOKEN(w) ((__u32)((w) >> 32))
+#define CTL_TN_N(w) ((__u32)(w))
+#endif
+#define CTL_CAS_TRIES 64
+
+/* Count this subflow in the entry c, if c is (still) a live entry of connection `token`: the
+ * test and the increment are one compare-and-swap, so a pointer to an element that was deleted
+ * meanwhile and reused for another connection (a hash map reuses a deleted element at once, with
+ * or without BPF_F_NO_PREALLOC: kernel/bpf/hashtab.c, free_htab_elem) or is dying (count 0: its
+ * last subflow is deleting it) is refused. With `claim`, an entry of another token (a dead
+ * connection's, at a reused address) is taken over: the count restarts at 1. */
+static __always_inline int ctl_join(struct ctl_conn *c, __u32 token, int claim)
+{
+	__u64 *w = (__u64 *)c;
+	for (int i = 0; i < CTL_CAS_TRIES; i++) {
+		__u64 old = *(volatile __u64 *)w, new;
+		if (!CTL_TN_N(old))
+			return 0;
+		if (CTL_TN_TOKEN(old) == token)
+			new = old + CTL_TN(0, 1);
+		else if (claim)
+			new = CTL_TN(token, 1);
+		else
+			return 0;
+		if (__sync_val_compare_and_swap(w, old, new) == old)
+			return 1;
+	}
+	return 0;
+}
+
+/* Take this subflow out of the count of entry c of connection `token`: -1 when c is not (any
+ * more) that connection's live entry, 1 when this was the last subflow (the entry is dead and
+ * the caller deletes it), 0 otherwise. */
+static __always_inline int ctl_leave(struct ctl_conn *c, __u32 token)
+{
+	__u64 *w = (__u64 *)c;
+	for (int i = 0; i < CTL_CAS_TRIES; i++) {
+		__u64 old = *(volatile __u64 *)w;
+		if (CTL_TN_TOKEN(old) != token || !CTL_TN_N(old))
+			return -1;
+		if (__sync_val_compare_and_swap(w, old, old - CTL_TN(0, 1)) == old)
+			return CTL_TN_N(old) == 1;
+	}
+	return -1;
+}
+
 static __always_inline void ctl_trace_link(struct sock *sk, __u32 event, __u32 why, __s64 found, __s64 deleted)
 {
 #ifdef CTL_TRACE
@@ -274,11 +334,25 @@ static __always_inline void ctl_trace_link(struct sock *sk, __u32 event, __u32 w
 		r->in[1] = sk->__sk_common.skc_state;
 		r->in[2] = l->state;
 		r->out[0] = found;                  /* its entry was there (and its own) */
-		r->out[1] = deleted;                /* it was the last slot: the entry is gone */
+		r->out[1] = deleted;                /* it was the last subflow: the entry is gone */
 	}
 #endif
 }
 
+/* Clear this subflow's slot in its entry (only if the slot is still its connection's). */
+static __always_inline void ctl_clear_slot(struct ctl_conn *c, __u32 slot, __u32 token)
+{
+	struct ctl_slot *s = &c->s[slot & (CTL_MAX_SUBFLOWS - 1)];
+	if (s->token != token)
+		return;
+	s->token = 0;
+	s->cwnd = 0;
+	s->rtt_us = 0;
+}
+
+/* This subflow leaves the connection entry it is linked to (its slot cleared; the last subflow
+ * deletes the entry) and never couples again. An entry that another connection took over
+ * (another token) is not touched. */
 static __always_inline void ctl_unlink(struct sock *sk, __u32 why)
 {
 	struct ctl_link *l = ctl_link_of(sk);
@@ -288,29 +362,22 @@ static __always_inline void ctl_unlink(struct sock *sk, __u32 why)
 	}
 	__u64 key = l->key;
 	l->state = CTL_LINK_LEFT;
+	__sync_fetch_and_sub(&ctl_linked, 1);
 	struct ctl_conn *c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);
 	if (!c || c->token != l->token) {
 		ctl_trace_link(sk, CTL_EV_UNLINK, why, 0, 0);
 		return;
 	}
-	__u32 slot = l->slot & (CTL_MAX_SUBFLOWS - 1);
-	if (!c->s[slot].active) {
-		ctl_trace_link(sk, CTL_EV_UNLINK, why, 1, 0);
-		return;
-	}
-	c->s[slot].active = 0;
-	c->s[slot].cwnd = 0;
-	c->s[slot].rtt_us = 0;
-	/* The last slot deletes the entry. Not by scanning the siblings' flags: two subflows closing
-	 * at once on two CPUs could each still see the other's flag set (a store may wait in the
-	 * store buffer past a later load, even on x86) and neither would delete; the atomic count
-	 * gives exactly one of them the 1 -> 0 step. */
-	if (__sync_fetch_and_sub(&c->nactive, 1) != 1) {
-		ctl_trace_link(sk, CTL_EV_UNLINK, why, 1, 0);
-		return;
-	}
-	bpf_map_delete_elem(&CTL_MAP(_conns), &key);
-	ctl_trace_link(sk, CTL_EV_UNLINK, why, 1, 1);
+	ctl_clear_slot(c, l->slot, l->token);
+	/* The last subflow deletes the entry. Not by scanning the siblings' flags: two subflows
+	 * closing at once on two CPUs could each still see the other's flag set (a store may wait in
+	 * the store buffer past a later load, even on x86) and neither would delete; the count,
+	 * changed by compare-and-swap with the token, gives exactly one of them the 1 -> 0 step, and
+	 * from 0 nobody joins again (ctl_join), so the delete removes this very element. */
+	int last = ctl_leave(c, l->token);
+	if (last > 0)
+		bpf_map_delete_elem(&CTL_MAP(_conns), &key);
+	ctl_trace_link(sk, CTL_EV_UNLINK, why, last >= 0, last > 0);
 }
 
 /* Publish this subflow's state into the connection entry and copy out the view every
@@ -330,30 +397,44 @@ static __always_inline int ctl_publish(struct sock *sk, __u64 aux, struct ctl_vi
 		ctl_unlink(sk, CTL_WHY_LEAVING); /* closing, fell back to TCP, or no longer that connection's */
 		return 0;
 	}
-	if (!key || !token)
+	/* subflow_id 0: a passive MP_JOIN subflow the connection has not taken in yet
+	 * (net/mptcp/protocol.c, __mptcp_finish_join() gives it its id, deferred to the release
+	 * callback while the connection's socket is owned by a reader): no slot yet. */
+	if (!key || !token || !sid)
 		return 0;
+	slot &= CTL_MAX_SUBFLOWS - 1;
 	struct ctl_conn *c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);
-	if (c && c->token != token) {
-		if (l->state == CTL_LINK_LINKED) {
-			/* our entry was taken over: we are the stale one; never fight over it */
+	if (l->state == CTL_LINK_LINKED) {
+		/* counted in the entry: it cannot die before this subflow leaves, so it is there with
+		 * this token unless a new connection at a reused address took it over (we are stale) */
+		if (!c || c->token != token) {
 			l->state = CTL_LINK_LEFT;
+			__sync_fetch_and_sub(&ctl_linked, 1);
 			ctl_trace_link(sk, CTL_EV_UNLINK, CTL_WHY_EVICTED, 0, 0);
 			return 0;
 		}
-		ctl_clear_entry(c, token);      /* a dead connection's leftovers at a reused address */
-		ctl_trace_link(sk, CTL_EV_LINK, CTL_WHY_RESET, 1, 0);
-	}
-	if (!c) {
-		struct ctl_conn zero = {};
-		zero.token = token;
-		bpf_map_update_elem(&CTL_MAP(_conns), &key, &zero, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);
-		if (!c || c->token != token)
-			return 0;
-	}
-	slot &= CTL_MAX_SUBFLOWS - 1;
-	if (l->state != CTL_LINK_LINKED) {
-		if (c->s[slot].active && c->s[slot].id != sid) {
+		if (slot != l->slot) {          /* its subflow id changed: move (still counted once) */
+			ctl_clear_slot(c, l->slot, token);
+			l->slot = slot;
+		}
+	} else {
+		__u32 why = CTL_WHY_PUBLISH;
+		if (!c) {
+			struct ctl_conn first = {};
+			first.token = token;
+			first.nactive = 1;              /* this subflow, counted from the start */
+			first.s[slot].token = token;
+			if (!bpf_map_update_elem(&CTL_MAP(_conns), &key, &first, BPF_NOEXIST)) {
+				c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);
+				goto linked;            /* counted: it lives until this subflow leaves */
+			}
+			c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);   /* a sibling created it first */
+			if (!c)
+				return 0;
+		}
+		if (c->token != token) {
+			why = CTL_WHY_RESET;            /* a dead connection's leftovers at a reused address */
+		} else if (c->s[slot].token == token && c->s[slot].id != sid) {
 			/* The slot is a live sibling's (subflow ids 8 apart): coupling here would merge two
 			 * subflows into one. Refused for good: this subflow runs uncoupled, counted. */
 			__u32 zero = 0, *clash = bpf_map_lookup_elem(&CTL_MAP(_clash), &zero);
@@ -366,24 +447,27 @@ static __always_inline int ctl_publish(struct sock *sk, __u64 aux, struct ctl_vi
 			ctl_trace_link(sk, CTL_EV_UNLINK, CTL_WHY_CLASH, 1, 0);
 			return 0;
 		}
+		if (!ctl_join(c, token, 1))
+			return 0;                       /* dying, or reused meanwhile: next time */
+linked:
+		__sync_fetch_and_add(&ctl_linked, 1);
 		l->key = key;
 		l->token = token;
 		l->slot = slot;
 		l->state = CTL_LINK_LINKED;
-		ctl_trace_link(sk, CTL_EV_LINK, CTL_WHY_PUBLISH, 1, 0);
+		ctl_trace_link(sk, CTL_EV_LINK, why, 1, 0);
+		if (!c)
+			return 0;
 	}
 	c->s[slot].cwnd = ctl_clamp_cwnd(tp->snd_cwnd);
 	c->s[slot].rtt_us = ctl_clamp_rtt(tp->srtt_us >> 3);
 	c->s[slot].aux = aux;
 	c->s[slot].id = sid;
-	if (!c->s[slot].active) {
-		c->s[slot].active = 1;
-		__sync_fetch_and_add(&c->nactive, 1);
-	}
+	c->s[slot].token = token;
 	__u32 n = 0;
 	v->self = CTL_MAX_SUBFLOWS;
 	for (int i = 0; i < CTL_MAX_SUBFLOWS; i++) {
-		if (!c->s[i].active || !c->s[i].rtt_us || !c->s[i].cwnd)
+		if (c->s[i].token != token || !c->s[i].rtt_us || !c->s[i].cwnd)
 			continue;
 		if (i == slot)
 			v->self = n;
