@@ -12,7 +12,7 @@ against it (cached by the BTF's sha256 in the state dir), and copied to the endp
 before anything changes. The run record names each algorithm, its source, the sha256 of its
 source and of the object that ran, the BTF it was built for, and for a variant what it is a
 variant of and its reading; when the run is the last to leave a program, how many connection
-entries its coupling map still held (0 unless a subflow left without clearing its slot).
+entries its coupling map still held (0 unless a connection was still closing or the kernel freed a subflow without the program's .release).
 """
 from __future__ import annotations
 
@@ -268,7 +268,7 @@ class CongestionStage:
         it (hostctl waits up to 15 s for closing connections; every connection gone: 0). Above 0
         is a warning on the run, not a restore failure: a connection still closing (an MPTCP
         peer that closed with data in flight can keep its subflows probing for about a minute)
-        or a subflow that left without clearing its slot. What hostctl saw of such entries (their
+        or a subflow the kernel freed without the program's .release (the BPF how-to). What hostctl saw of such entries (their
         slots, the sockets of the host still running the algorithm) is kept beside the count,
         `conns_leftovers`, so the record tells which case it was."""
         left = {n: v for n, v in left.items() if n not in ALGORITHMS or ALGORITHMS[n].coupled}   # bbr3: no map
@@ -283,7 +283,8 @@ class CongestionStage:
             if n:
                 msg = (f"{h}: {name}: {n} connection entr{'y' if n == 1 else 'ies'} still in its coupling map "
                        f"{hostctl.CONNS_WAIT_S:.0f} s after the traffic (a connection still closing, or a subflow "
-                       "that left without clearing its slot)")
+                       "the kernel freed without the program's .release: conns_leftovers in the record "
+                       "tells which; docs/howto/bpf-congestion-control.md)")
                 cong.setdefault("warnings", []).append(msg)
                 self.progress("warning: " + msg)
 
