@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from controller import plots, scenarios
+from controller.cli import figure_options
 from controller.cli.commands import setting_default
 from controller.cli.common import print_json
 from controller.errors import UsageError
@@ -83,16 +84,6 @@ def cmd_plot(args: argparse.Namespace, record_dir: Any) -> int:
     return 0
 
 
-def _dpi(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of dots per inch") from None
-    if not plots.DPI_RANGE[0] <= n <= plots.DPI_RANGE[1]:
-        raise argparse.ArgumentTypeError(f"{n} dpi: from {plots.DPI_RANGE[0]} to {plots.DPI_RANGE[1]}")
-    return n
-
-
 def add_plot(actions: Any, record_dir: Any) -> None:
     p = actions.add_parser("plot", help="draw every figure of a run again from its record (PNG, PDF or SVG)",
                            description="Draw every figure of a recorded run again from its record, with this ctl's "
@@ -102,7 +93,7 @@ def add_plot(actions: Any, record_dir: Any) -> None:
     p.add_argument("run", metavar="RUN", help="a run id under the runs directory, or the path of a run record")
     p.add_argument("--format", action="append", choices=plots.FORMATS, metavar="FORMAT",
                    help="png (raster), pdf or svg (vector); repeat for several (default: png)")
-    p.add_argument("--dpi", type=_dpi, default=plots.DPI, metavar="N",
+    p.add_argument("--dpi", type=figure_options.dpi, default=plots.DPI, metavar="N",
                    help=f"resolution of raster output in dots per inch, {plots.DPI_RANGE[0]}-{plots.DPI_RANGE[1]} "
                         f"(default: {plots.DPI})")
     p.add_argument("--out", metavar="DIR", help="directory for the figures (created; default: ./figures-<run id>)")

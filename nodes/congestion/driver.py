@@ -174,10 +174,11 @@ class CongestionDriver:  # implements nodes.base.EndpointDriver[frozenset[str], 
                                 note=f"this run leaves {name}; unregistered when no other run holds it")
                 for name in now.held_by(self.holder)]
 
-    def conns_left(self, results: list[CommandResult]) -> dict[str, int | None]:
-        """From the unload commands' answers: for each program this run was the last to leave,
-        the entries its coupling map still held (None: not known)."""
-        out: dict[str, int | None] = {}
+    @staticmethod
+    def _unregistered(results: list[CommandResult]) -> list[dict]:
+        """The unload commands' answers that say the program was unregistered (this run was the
+        last to leave it), as hostctl printed them (its last line, a JSON object)."""
+        out = []
         for r in results:
             if r.argv[3:4] != ("unload",) or not r.stdout.strip():
                 continue
@@ -186,42 +187,30 @@ class CongestionDriver:  # implements nodes.base.EndpointDriver[frozenset[str], 
             except ValueError:
                 continue
             if isinstance(d, dict) and d.get("action") == "unregistered":
-                n = d.get("conns_left")
-                out[str(d.get("name"))] = n if isinstance(n, int) and not isinstance(n, bool) else None
+                out.append(d)
         return out
+
+    @staticmethod
+    def _count(v: Any) -> int | None:
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def conns_left(self, results: list[CommandResult]) -> dict[str, int | None]:
+        """From the unload commands' answers: for each program this run was the last to leave,
+        the entries its coupling map still held (None: not known)."""
+        return {str(d.get("name")): self._count(d.get("conns_left")) for d in self._unregistered(results)}
 
     def coupling_refused(self, results: list[CommandResult]) -> dict[str, int | None]:
         """From the unload commands' answers: for each program this run was the last to leave,
         the subflows it refused to couple because their slot was a live sibling's (None: not known)."""
-        out: dict[str, int | None] = {}
-        for r in results:
-            if r.argv[3:4] != ("unload",) or not r.stdout.strip():
-                continue
-            try:
-                d = json.loads(r.stdout.strip().splitlines()[-1])
-            except ValueError:
-                continue
-            if isinstance(d, dict) and d.get("action") == "unregistered":
-                n = d.get("coupling_refused")
-                out[str(d.get("name"))] = n if isinstance(n, int) and not isinstance(n, bool) else None
-        return out
+        return {str(d.get("name")): self._count(d.get("coupling_refused")) for d in self._unregistered(results)}
 
     def conns_leftovers(self, results: list[CommandResult]) -> dict[str, dict]:
         """From the unload commands' answers: for each program whose coupling map was not empty,
         what hostctl saw of the entries left (`leftovers`: the entries' tokens, counts and slots,
         the program's count of linked subflows, the sockets still running it and which tokens a
         live MPTCP socket still has), as it reported them."""
-        out: dict[str, dict] = {}
-        for r in results:
-            if r.argv[3:4] != ("unload",) or not r.stdout.strip():
-                continue
-            try:
-                d = json.loads(r.stdout.strip().splitlines()[-1])
-            except ValueError:
-                continue
-            if isinstance(d, dict) and d.get("action") == "unregistered" and isinstance(d.get("leftovers"), dict):
-                out[str(d.get("name"))] = d["leftovers"]
-        return out
+        return {str(d.get("name")): d["leftovers"] for d in self._unregistered(results)
+                if isinstance(d.get("leftovers"), dict)}
 
     def restored_equal(self, before: CongestionState, after: CongestionState) -> list[str]:
         diffs = []
