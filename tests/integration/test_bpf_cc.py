@@ -330,22 +330,47 @@ def test_a_ninth_subflow_whose_slot_a_live_sibling_holds_runs_uncoupled_and_is_c
     connection has at once (two), and the map is empty afterwards."""
     reg = Registered("mcubic", objects)
 
+    def joined_ports() -> set[str]:
+        """The local ports of A's established subflows to B's second address (the joined ones)."""
+        out = ns(A, "ss", "-tnH", "state", "established", "dst", "10.93.2.2", check=False).stdout
+        return {line.split()[-2].rsplit(":", 1)[-1] for line in out.splitlines() if line.split()}
+
+    def wait_for(cond, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if cond():
+                return True
+            time.sleep(0.1)
+        return False
+
     def churn(sender):
         # a new endpoint id each time (this kernel announces a re-added id again only sometimes),
-        # one announcement at a time; a join the kernel resets takes another round (at most 14)
-        time.sleep(1.5)
-        for i in range(14):
-            if reg.clash():
+        # one announcement at a time, each round paced by what the kernel did (a join seen, then
+        # gone), not by fixed sleeps: on a loaded machine a join can take seconds, and removing
+        # the address while it is under way only resets it. At most 24 rounds, while the sender runs,
+        # from the first join on (or 1.5 s).
+        wait_for(joined_ports, 1.5)
+        for i in range(24):
+            if reg.clash() or sender.poll() is not None:
                 return
             ns(B, "ip", "mptcp", "endpoint", "flush")
-            time.sleep(0.6)
+            wait_for(lambda: not joined_ports(), 5.0)
+            before = joined_ports()
             ns(B, "ip", "mptcp", "endpoint", "add", "10.93.2.2", "dev", "vb2", "signal", "id", str(10 + i))
-            time.sleep(1.0)
+            wait_for(lambda: joined_ports() - before, 8.0)
+    def rates(r1: str, r2: str) -> None:
+        for dev, rate in (("rb1", r1), ("rb2", r2)):
+            ns(R, "tc", "qdisc", "change", "dev", dev, "root", "tbf", "rate", rate, "burst", "4kb", "limit", "30kb")
     ns(A, "ip", "mptcp", "limits", "set", "subflows", "8", "add_addr_accepted", "8")     # the kernel's maxima
     try:
         try:
-            bulk(A, B, "10.93.1.2", 5304, reg.name, 20, during=churn)
+            # Slower paths for this test: 40 s of churn time on a loaded machine (a round waits for
+            # the kernel's join and removal), with every decision still in the trace (32768 records:
+            # ~1270 a second at 20 + 10 Mbit/s, a fifth of that here).
+            rates("4mbit", "2mbit")
+            bulk(A, B, "10.93.1.2", 5304, reg.name, 40, during=churn)
         finally:
+            rates("20mbit", "10mbit")
             ns(A, "ip", "mptcp", "limits", "set", "subflows", str(SUBFLOWS - 1), "add_addr_accepted", "1")
             ns(B, "ip", "mptcp", "endpoint", "flush", check=False)
             ns(B, "ip", "mptcp", "endpoint", "add", "10.93.2.2", "dev", "vb2", "signal", "id", "7", check=False)
