@@ -59,8 +59,8 @@ LIGHT: dict[str, str] = {
     "test_abort_and_safety.py": "bad input, Ctrl-C, SIGTERM, a lost SSH connection and kill -9 in a run's overlaps, "
                                 "one run per rack: this rack's own bridges, endpoints, records and lock dir "
                                 "compared before and after; `--cc nosuchcc` is refused before anything changes",
-    "test_while_it_runs.py": "live progress of a 6 s run (path2 shaped to 20 Mbit/s: its rate stays below 21), "
-                             "an interrupted BitTorrent step, campaign status after kill -9, link reset",
+    "test_while_it_runs.py": "an interrupted BitTorrent step, campaign status after kill -9, link reset (the "
+                             "live view's once-a-second cadence is test_live_view.py, lane A)",
 }
 # Lane B's second half (the rest is B1): about half of lane B's time each (measured on 2026-11-26,
 # three lanes at once: about 360 s and 390 s).
