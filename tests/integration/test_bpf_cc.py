@@ -84,23 +84,31 @@ def _two_paths(a: str, r: str, b: str, net: int, shape) -> None:
     ns(b, "ip", "mptcp", "endpoint", "add", f"10.{net}.2.2", "dev", "vb2", "signal", "id", "7")
 
 
+def bridged_paths(a: str, r: str, b: str, net: int, rates: tuple[str, str], *, both_ways: bool = False,
+                  burst: str = "4kb", limit: str = "30kb"):
+    """A module fixture's body: a -- r -- b (_two_paths), each path a bridge in r with a token
+    bucket of its rate towards b (and towards a too with `both_ways`); the namespaces deleted after."""
+    def shape(i, pa, pb):
+        ns(r, "ip", "link", "add", f"br{i}", "type", "bridge")
+        for port in (pa, pb):
+            ns(r, "ip", "link", "set", port, "master", f"br{i}")
+        ns(r, "ip", "link", "set", f"br{i}", "up")
+        for port in ((pa, pb) if both_ways else (pb,)):
+            ns(r, "tc", "qdisc", "add", "dev", port, "root", "tbf", "rate", rates[i - 1], "burst", burst,
+               "limit", limit)
+    try:
+        _two_paths(a, r, b, net, shape)
+        yield
+    finally:
+        for n in (a, r, b):
+            sh("ip", "netns", "del", n, check=False)
+
+
 @pytest.fixture(scope="module")
 def paths():
     """a -- r -- b, two paths bridged in r: 20 and 10 Mbit/s token buckets with 30 kB queues
     towards b (losses and queueing delay, so every branch of every algorithm runs)."""
-    def shape(i, pa, pb):
-        ns(R, "ip", "link", "add", f"br{i}", "type", "bridge")
-        for port in (pa, pb):
-            ns(R, "ip", "link", "set", port, "master", f"br{i}")
-        ns(R, "ip", "link", "set", f"br{i}", "up")
-        ns(R, "tc", "qdisc", "add", "dev", pb, "root", "tbf", "rate", ("20mbit", "10mbit")[i - 1], "burst", "4kb",
-           "limit", "30kb")
-    try:
-        _two_paths(A, R, B, 93, shape)
-        yield
-    finally:
-        for n in (A, R, B):
-            sh("ip", "netns", "del", n, check=False)
+    yield from bridged_paths(A, R, B, 93, ("20mbit", "10mbit"))
 
 
 @pytest.fixture(scope="module")

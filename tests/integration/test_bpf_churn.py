@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from nodes.congestion import hostctl
-from tests.integration.test_bpf_cc import Registered, _two_paths, ns, sh
+from tests.integration.test_bpf_cc import Registered, bridged_paths
 
 pytestmark = pytest.mark.integration
 
@@ -45,20 +45,7 @@ def _burn(stop) -> None:
 
 @pytest.fixture(scope="module")
 def churn_paths():
-    def shape(i, pa, pb):
-        ns(R, "ip", "link", "add", f"br{i}", "type", "bridge")
-        for port in (pa, pb):
-            ns(R, "ip", "link", "set", port, "master", f"br{i}")
-        ns(R, "ip", "link", "set", f"br{i}", "up")
-        for port in (pa, pb):
-            ns(R, "tc", "qdisc", "add", "dev", port, "root", "tbf", "rate", ("200mbit", "100mbit")[i - 1],
-               "burst", "16kb", "limit", "60kb")
-    try:
-        _two_paths(A, R, B, 96, shape)
-        yield
-    finally:
-        for n in (A, R, B):
-            sh("ip", "netns", "del", n, check=False)
+    yield from bridged_paths(A, R, B, 96, ("200mbit", "100mbit"), both_ways=True, burst="16kb", limit="60kb")
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ torrent progress of the real webtorrent-cli leecher output of tests/fixtures/rec
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -32,6 +31,7 @@ from controller.schemas import OUTPUT_DIR
 from nodes.fieldlog import points as P
 from tests.support.shipped import RECORDED_RUNS, ROOT, VIRTUAL
 from tests.unit.controller.field.test_report import _records
+from tests.unit.controller.cli.test_runs_plot import digest
 
 SHARED_ID = "20261122T041817Z_shared-bottleneck_delay-800ms"
 
@@ -67,15 +67,6 @@ def ctl(capsys):
         out, err = capsys.readouterr()
         return code, out, err
     return call
-
-
-def digest(d: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(d.rglob("*")):
-        h.update(str(p.relative_to(d)).encode())
-        if p.is_file():
-            h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def check(doc: dict, command: str) -> dict:
