@@ -21,6 +21,17 @@ INVENTORIES = {"virtual": ROOT / "inventory" / "virtual.yaml",
 RECORDED_RUNS = ROOT / "tests" / "fixtures" / "generated" / "runs"
 VIRTUAL = INVENTORIES["virtual"]
 LAB = INVENTORIES["lab-rack"]
+SEEDS = ROOT.parent / "shared" / "seeds"     # the papers (Korean), beside the checkout as the suite runs
+
+
+def paper_seeds(prefix: str = "") -> list[Path]:
+    """The papers' texts whose file names start with `prefix` (`003_`: the MCubic paper), sorted;
+    the test is skipped, saying why, when the papers are not beside this checkout (a clone made
+    elsewhere): what it checks against them cannot be checked there."""
+    found = sorted(SEEDS.glob(prefix + "*.txt")) if SEEDS.is_dir() else []
+    if not found:
+        pytest.skip(f"the papers are not beside this checkout ({SEEDS}): the quotes cannot be checked here")
+    return found
 
 
 @contextmanager

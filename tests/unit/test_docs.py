@@ -22,10 +22,9 @@ import tomllib
 import typing
 from pathlib import Path
 
-import pytest
 import yaml
 
-from tests.support.shipped import ROOT
+from tests.support.shipped import ROOT, paper_seeds
 
 DOCS = ROOT / "docs"
 
@@ -175,16 +174,13 @@ def test_changelog_states_the_format_versions():
     assert f"## {_pyproject()['project']['version']}" in text or _pyproject()["project"]["version"] in text
 
 
-SEEDS = ROOT.parent / "shared" / "seeds"     # the papers (Korean), beside the checkout as the suite runs
 
 
 def test_every_quote_of_a_paper_in_the_experiments_page_is_verbatim():
     """docs/experiments.md quotes the papers in «...»: each piece between '...' is in a paper's text."""
     quotes = re.findall(r"«(.+?)»", (DOCS / "experiments.md").read_text(), re.S)
     assert len(quotes) >= 15
-    papers = [" ".join(p.read_text().split()) for p in sorted(SEEDS.glob("*.txt"))] if SEEDS.is_dir() else []
-    if not papers:
-        pytest.skip(f"the papers are not beside this checkout ({SEEDS}): the quotes cannot be checked here")
+    papers = [" ".join(p.read_text().split()) for p in paper_seeds()]
     missing = []
     for q in quotes:
         for piece in (" ".join(p.split()) for p in q.split("...")):

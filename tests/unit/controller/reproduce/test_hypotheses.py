@@ -15,9 +15,9 @@ from controller.reproduce.design import DEVIATIONS_DIR, EXPERIMENTS, deviation_f
 from controller.reproduce.verdicts import CLAIMS
 
 from .conftest import statuses
+from tests.support.shipped import paper_seeds
 
 PROJECT = Path(__file__).resolve().parents[4]
-SEEDS = PROJECT.parent / "shared" / "seeds"
 # Which seed each citation's source names (the papers are beside the checkout, ../shared/seeds).
 SEED_OF = {"MCubic paper": "003_", "MPTCP + BitTorrent paper": "000_", "BBRv3 paper": "002_",
            "parallel sockets paper": "004_"}
@@ -56,9 +56,7 @@ def test_the_false_statement_is_gone():
                          ids=lambda c: c.source)
 def test_every_quote_of_a_paper_is_verbatim_from_its_seed(citation):
     seed = next(k for k in SEED_OF if citation.source.startswith(k))
-    found = sorted(SEEDS.glob(SEED_OF[seed] + "*.txt")) if SEEDS.is_dir() else []
-    if not found:
-        pytest.skip(f"the papers are not beside this checkout ({SEEDS}): the quotes cannot be checked here")
+    found = paper_seeds(SEED_OF[seed])
     assert _squash(citation.quote) in _squash(found[0].read_text()), citation.quote
 
 

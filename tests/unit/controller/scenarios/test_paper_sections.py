@@ -2,21 +2,19 @@
 distinct-bottleneck cited the MCubic paper's section 4.1, which is the Linux implementation; its
 experiment is 4.2.1, «분리된 병목 시나리오»).
 
-The paper is read from its seed beside the checkout (../shared/seeds, as
-tests/unit/controller/reproduce/test_hypotheses.py does): the cited section number must be a
+The paper is read from its seed beside the checkout (../shared/seeds; skipped, saying why, in a
+clone without the papers beside it, as tests/unit/controller/reproduce/test_hypotheses.py is): the cited section number must be a
 heading there, and that heading must name the scenario's experiment.
 """
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from controller import scenarios
+from tests.support.shipped import paper_seeds
 
-PROJECT = Path(__file__).resolve().parents[4]
-SEEDS = PROJECT.parent / "shared" / "seeds"
 # scenario -> (the seed of its paper, the words of the heading of its experiment's section)
 EXPERIMENT_HEADINGS = {
     "distinct-bottleneck": ("003_", "분리된 병목 시나리오"),      # MCubic paper, Fig. 2 and Table 1
@@ -25,8 +23,7 @@ EXPERIMENT_HEADINGS = {
 
 
 def _headings(seed: str) -> dict[str, str]:
-    found = sorted(SEEDS.glob(seed + "*.txt"))
-    assert found, f"the paper's seed {seed}*.txt is not in {SEEDS}"
+    found = paper_seeds(seed)
     return {m.group(1): m.group(2).strip() for m in re.finditer(r"^(\d+(?:\.\d+)+)\s+(.+)$", found[0].read_text(),
                                                                   re.M)}
 
