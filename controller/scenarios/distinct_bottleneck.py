@@ -4,6 +4,14 @@ One MPTCP connection whose two subflows take path 1 and path 2, and one single-p
 flow on each path, all started together: each bottleneck is shared by one subflow and one
 TCP flow. Link 1 is 100 Mbit/s, link 2 is varied (`--link2 10M|20M|30M|40M|50M`).
 
+The paper states no delay for these paths, so by default ctl adds none (`--delay 0`: the
+rack's own round trip). `--delay D` adds a one-way delay D on each link, in both directions,
+after its queue (dummynet's order: queue, rate, delay line), so every flow's RTT grows by
+2 x D; ctl then raises the socket buffers of the four hosts to what both paths can hold
+(maximum = 2 x (BDP of link 1 + BDP of link 2 at that RTT + two queues)), records them in
+the plan and restores them. A deviation experiment (controller/reproduce/hypotheses.py,
+mcubic-t1-path-delay) uses it; `--delay 0` plans exactly what ctl planned before it existed.
+
 Roles (hosts are parameters, defaults fit both shipped inventories): the MPTCP client
 and server are dual-homed endpoints on both links; the TCP flows run between a second
 dual-homed pair, one over each link's addresses.
@@ -45,6 +53,14 @@ from controller.scenarios.base import (
     require_link,
     role_param,
 )
+from controller.scenarios.common import (
+    LONG_PATH_KEYS,
+    buffer_conversion,
+    long_path_conversions,
+    mptcp_long_path_sysctls,
+    tcp_buffer_sysctls,
+    window_need,
+)
 from controller.traffic.iperf3 import FlowSpec
 from nodes.mptcp import EndpointConfig, MptcpEndpoint
 
@@ -53,6 +69,8 @@ PARAMS = (
     Param("link2", "rate", "20M", "bandwidth of link 2 (paper: 10 Mbit/s, 20 Mbit/s, 30 or 40 Mbit/s, 50 Mbit/s)",
           min="1k", max="10G"),
     queue_param("50"),
+    Param("delay", "delay", "0", "one-way delay added on each link, in both directions (the RTT grows by twice "
+          "it; the paper states none: 0 adds nothing, the rack's own RTT)", min="0", max="5s"),
     cc_param(),
     cc_param("tcp_cc", "cubic", "congestion control of the single-path TCP flows"),
     link_param("path1", "path1", "inventory link used as path 1"),
@@ -87,20 +105,37 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
                  client_addr=address_on(inv, tc, l2, "TCP client")[0], cc=p["tcp_cc"], duration_s=duration,
                  link=l2),
     ]
+    delay = p["delay"]
     links = {}
     for lname, bw in ((l1, p["link1"]), (l2, p["link2"])):
         for d in Direction:
-            links[(lname, d)] = PipeConfig(bw_bps=bw, queue=p["queue"])
+            links[(lname, d)] = PipeConfig(bw_bps=bw, queue=p["queue"], delay_us=delay)
     ccs = {p["cc"], p["tcp_cc"]}
+    # An added delay needs socket buffers of the paths' BDP (the MPTCP connection's buffer holds
+    # both subflows'); without one nothing changes on the hosts, as before --delay existed.
+    rtt = 2 * delay
+    need = window_need(p["link1"], rtt, p["queue"]) + window_need(p["link2"], rtt, p["queue"])
+    buffers = tcp_buffer_sysctls(need) if delay else {}
+    client_sysctls = {**buffers, **mptcp_long_path_sysctls(rtt)}
     endpoints = {
         # Exactly one subflow per path: the server announces its path-2 address, the client
         # accepts it; no `subflow` endpoints (both at once would make a third subflow).
-        mc: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset(ccs)),
+        mc: EndpointConfig(subflows=2, add_addr_accepted=2, congestion_controls=frozenset(ccs),
+                           sysctls=client_sysctls, optional_sysctls=frozenset(LONG_PATH_KEYS if delay else ())),
         ms: EndpointConfig(subflows=2, add_addr_accepted=2,
-                           endpoints=(MptcpEndpoint(ms2, ms2_if, ("signal",)),)),
+                           endpoints=(MptcpEndpoint(ms2, ms2_if, ("signal",)),), sysctls=buffers),
     }
     if tc not in endpoints:
-        endpoints[tc] = EndpointConfig(mptcp=False, congestion_controls=frozenset({p["tcp_cc"]}))
+        endpoints[tc] = EndpointConfig(mptcp=False, congestion_controls=frozenset({p["tcp_cc"]}), sysctls=buffers)
+    if delay:
+        endpoints.setdefault(ts, EndpointConfig(mptcp=False, sysctls=buffers))
+    notes, conversions = [], []
+    if delay:
+        notes.append(f"delay: {delay / 1000:g} ms one way on {l1} and {l2} (RTT + {rtt / 1000:g} ms); socket "
+                     f"buffers: tcp_rmem/tcp_wmem max {buffers['net.ipv4.tcp_rmem'].split()[-1]} bytes on "
+                     f"{', '.join(sorted(endpoints))} (need {need} bytes: BDP of both links x {rtt / 1000:g} ms + "
+                     "their queues)")
+        conversions = [buffer_conversion(sorted(endpoints), buffers, need), *long_path_conversions(mc, rtt)]
     sample: dict[str, list[str]] = {}
     for h in {mc, ms, tc, ts}:
         sample[h] = [i.name for i in inv.hosts[h].interfaces if i.link in (l1, l2)]
@@ -108,7 +143,7 @@ def plan(p: Mapping[str, Any], inv: Inventory) -> RunPlan:
         link = inv.links[l]
         sample.setdefault(link.bridge, []).extend([link.a_port, link.b_port])
     return RunPlan(links=links, endpoints=endpoints, flows=flows, sample_ifaces=sample, duration_s=duration,
-                   mptcp_hosts=sorted({mc, ms}))
+                   notes=notes, mptcp_hosts=sorted({mc, ms}), conversions=conversions)
 
 
 def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
@@ -159,7 +194,8 @@ def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
     out = {
         "scenario": "distinct-bottleneck",
         "parameters": {"link1_mbps": p["link1"] / 1e6, "link2_mbps": p["link2"] / 1e6, "cc": p["cc"],
-                       "tcp_cc": p["tcp_cc"], "queue": str(p["queue"]), "duration_s": p["duration"]},
+                       "tcp_cc": p["tcp_cc"], "queue": str(p["queue"]), "duration_s": p["duration"],
+                       "delay_ms": (p.get("delay") or 0) / 1000},
         "flows": [f.to_json() for f in flows.values()],
         "subflows": subs,
         "links": per_link_flows,
