@@ -35,9 +35,9 @@ FAILED = "not validated"
 SHOWN = "shown"
 
 
-def _cell(cells: Cells, experiment: str, rc: tuple[str, str]) -> Cell | None:
+def _cell(cells: Cells, experiment: str, rc: tuple[str, str], metric: str | None = None) -> Cell | None:
     e = EXPERIMENTS[experiment]
-    return cells.get(e.design.paper, e.key, rc[0], rc[1], e.metric)
+    return cells.get(e.design.paper, e.key, rc[0], rc[1], metric or e.metric)
 
 
 def _runs(c: Cell) -> list[tuple[str, float]]:
@@ -122,14 +122,15 @@ class HypothesisResult:
 
 
 def compare(cells: Cells, experiment: str, c: Comparison) -> ComparisonResult:
-    treated, base = _cell(cells, experiment, c.treated), _cell(cells, experiment, c.baseline)
+    treated = _cell(cells, experiment, c.treated, c.metric)
+    base = _cell(cells, experiment, c.baseline, c.baseline_metric or c.metric)
     if treated is None or base is None:
         return ComparisonResult(c, treated, base, Effect(None, None, 0, c.paired), None, None, 0.0, OPEN,
                                 "not measured")
     effect = paired(_runs(treated), _runs(base)) if c.paired else independent(treated.values, base.values)
     target = c.toward
     if c.toward_cell is not None:
-        tc = _cell(cells, experiment, c.toward_cell)
+        tc = _cell(cells, experiment, c.toward_cell, c.metric)
         target = tc.stat.mean if tc is not None else None
     b = base.stat.mean
     gap = None

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from controller.reproduce.campaign_design import CampaignDesign
+from controller.reproduce.entities import ENTITY_METRICS
+from controller.reproduce.papers import TABLE1
 from controller.scenarios.shared_bottleneck import TABLE2, TABLE3
 
 # ---- citations -----------------------------------------------------------------------------------
@@ -86,6 +88,18 @@ MCUBIC_T1_JAIN = Citation(
     "T_i is the throughput of the i-th competing entity; which entities enter the index (the three flows, as "
     "ctl computes it, or per-link shares, or subflows) is not spelled out beyond \"사용자 평균 처리율에 대한 "
     "공정성\" (fairness of the users' mean throughputs)")
+MCUBIC_T1_EQ12 = Citation(
+    "MCubic paper, section 4.2.1, eq. 12",
+    r"$$Fairness(throughput) = \frac{\left\{ \sum_{i=1}^n T_i \right\}^2}{n * \left\{ \sum_{i=1}^n T_i^2 \right\}} "
+    r"\quad (12)$$",
+    "Jain's index over n throughputs T_i; the equation does not say what the n entities are")
+MCUBIC_T1_USERS = Citation(
+    "MCubic paper, section 4.2.1",
+    "이 시나리오에서는 TCP 플로우와 MPTCP 접속이 병목 링크를 공유하기 위해서는 공정성이 필요하다. 사용자 평균 처리율에 대한 "
+    "공정성을 계산하기 위해서 식 (12)와 같이 Jain's Fairness Index[13]가 사용되었다.",
+    "the text names the TCP flows and the MPTCP connection (접속) and the users' mean throughput, which fits ctl's "
+    "reading (the connection is one entity); it does not say whether the index was taken over both bottlenecks "
+    "at once or per bottleneck (a subflow and a TCP flow), which the hypothesis mcubic-t1-jain-entities tests")
 CUBIC_314_VS_618 = Citation(
     "nodes/congestion/bpf/mcubic.bpf.c, header (ctl's reading of Linux 3.14.40's and 6.18's tcp_cubic.c)",
     "(3.14's HyStart differs: ms clock, ack delta 2 ms, no ack_delay, delay threshold clamp(delay_min / 16, 4, 16) "
@@ -144,6 +158,9 @@ class Experiment:
     row_labels: Mapping[str, str] = field(default_factory=dict)   # a case's row value -> its label
     # the value of a run where it is not a top-level number of its summary (`metric` names it then)
     value_of: Callable[[Mapping[str, Any]], float | None] | None = None
+    # further numbers each run is read as (metric name -> its value), each in cells of its own: the
+    # same runs over another definition (Table 1's index over other entities)
+    extra_metrics: Mapping[str, Callable[[Mapping[str, Any]], float | None]] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -175,6 +192,21 @@ T3_COLUMNS = [{"delay1": "100ms", "delay2": c.split(":")[1], "duration": "90s"} 
 RUN_LENGTH_WINDOWS = ("0s:45s", "45s:600s", "300s:600s")
 QUEUES = ("50", "500", "1667")       # dummynet's default; 10x; 1 BDP of 100 Mbit/s x 200 ms in 1500 B slots
 
+# Table 1's deviation experiment: the distinct-bottleneck scenario at ONE link-2 column, 20 Mbit/s:
+# the only column measured on this rack (bench/results/cc_tables-2026-11-24.md, 45 s runs), where
+# MCubic's index (0.55) is 0.15 below the paper's 0.70 and Cubic's (0.72) above every coupled
+# row's, the reverse of both claims. One shared baseline (no delay added, dummynet's 50 slots: ctl's
+# Table 1 set-up), each cause varied alone: a one-way delay of 100 ms on each link (Table 2's first
+# column: the only path delay the paper's testbed states anywhere), a 500-slot queue (10x the
+# default, the value dev-mcubic-queue uses at a shared bottleneck), the two other readings of eq. 10.
+# MCubic and LIA (a coupled algorithm of each kind) against uncoupled Cubic, the claims' comparison.
+T1_COLUMN = "20M"
+T1_COLUMN_TEXT = "20 Mbit/s"
+T1_BASE = {"delay": "0", "queue": "50"}
+T1_DELAY = {"delay": "100ms", "queue": "50"}
+T1_QUEUE = {"delay": "0", "queue": "500"}
+T1_CCS = ("mcubic", "lia", "cubic")
+
 EXPERIMENTS: dict[str, Experiment] = {e.key: e for e in (
     Experiment(_design("dev-mcubic-run-length", "Run length: 600 s runs at 100 ms, ratios over sub-windows",
                        {"delay": "100ms", "tcp-cc": "cubic", "duration": "600s"},
@@ -199,6 +231,13 @@ EXPERIMENTS: dict[str, Experiment] = {e.key: e for e in (
     Experiment(_design("dev-balia-floor", "BALIA's decrease: fractional alpha (the paper) vs floored (the "
                        "authors' Linux code), against Reno", {"delay": "100ms", "tcp-cc": "reno", "duration": "45s"},
                        _cases(("balia", "balia_floor", "lia"), [{}])), columns=()),
+    Experiment(_design("dev-mcubic-t1", f"Table 1 at link 2 = {T1_COLUMN_TEXT}: path delay, queue and eq. 10 readings, "
+                       "Jain's index over the three flows and over other entities",
+                       {"link1": "100M", "link2": T1_COLUMN, "tcp-cc": "cubic", "duration": "60s"},
+                       _cases(T1_CCS, [T1_BASE, T1_DELAY, T1_QUEUE])
+                       + [{**T1_BASE, "cc": v} for v in MCUBIC_READINGS[1:]],
+                       scenario="distinct-bottleneck"),
+               columns=("delay", "queue"), metric="jain_index", extra_metrics=ENTITY_METRICS),
     Experiment(_design("dev-parallel-queue", "Parallel streams: the scenario's 100-slot queue vs 1000 slots",
                        {"duration": "40s", "base-streams": "64"},
                        [{"streams": n, "queue": q} for n in ("32", "64") for q in ("100", "1000")],
@@ -231,11 +270,14 @@ class Comparison:
     toward: float | None = None
     toward_cell: tuple[str, str] | None = None
     direction: int | None = None
+    metric: str | None = None             # the cells' metric (None: the experiment's own)
+    baseline_metric: str | None = None    # the baseline cell's, where it differs (the same runs read otherwise)
 
     def to_json(self) -> dict:
         return {"label": self.label, "treated": list(self.treated), "baseline": list(self.baseline),
                 "paired": self.paired, "toward": self.toward,
-                "toward_cell": list(self.toward_cell) if self.toward_cell else None, "direction": self.direction}
+                "toward_cell": list(self.toward_cell) if self.toward_cell else None, "direction": self.direction,
+                "metric": self.metric, "baseline_metric": self.baseline_metric}
 
 
 @dataclass(frozen=True)
@@ -341,6 +383,89 @@ HYPOTHESES: tuple[Hypothesis, ...] = (
 )
 
 
+def _t1(row: str) -> float:
+    return TABLE1["rows"][row][TABLE1["columns"].index(T1_COLUMN)]
+
+
+def t1_column(cond: Mapping[str, str]) -> str:
+    """The column of dev-mcubic-t1 a condition fills: `delay 0, queue 50`."""
+    return ", ".join(f"{k} {cond[k]}" for k in ("delay", "queue"))
+
+
+# The paper's Table 1 values at link 2 = 20 Mbit/s: what a cause would move each row towards.
+T1_PAPER = {"mcubic": _t1("MCubic"), "lia": _t1("LIA"), "cubic": _t1("Cubic")}
+_T1_BASE_COL = t1_column(T1_BASE)
+_T1_COUPLED = ("mcubic", "lia")
+
+
+def _t1_cause(cond: Mapping[str, str], what: str) -> tuple[Comparison, ...]:
+    """Each row's index with the cause vs without, towards the paper's value; and, with the cause,
+    the claims' order: each coupled row above Cubic's."""
+    col = t1_column(cond)
+    return tuple(Comparison(f"{cc}: {what} vs ctl's set-up", (cc, col), (cc, _T1_BASE_COL), toward=T1_PAPER[cc])
+                 for cc in T1_CCS) + tuple(
+        Comparison(f"{cc} above cubic, {what}", (cc, col), ("cubic", col), direction=1) for cc in _T1_COUPLED)
+
+
+def _t1_entities() -> tuple[Comparison, ...]:
+    """Per other entity set: each row's index over it vs ctl's over the same runs (paired), towards the
+    paper's value; and the claims' order over it (each coupled row above Cubic's)."""
+    out: list[Comparison] = []
+    for m in ENTITY_METRICS:
+        out += [Comparison(f"{cc}: {m} vs jain_index (the same runs)", (cc, _T1_BASE_COL), (cc, _T1_BASE_COL),
+                           paired=True, toward=T1_PAPER[cc], metric=m, baseline_metric="jain_index")
+                for cc in T1_CCS]
+        out += [Comparison(f"{cc} above cubic, {m}", (cc, _T1_BASE_COL), ("cubic", _T1_BASE_COL), direction=1,
+                           metric=m) for cc in _T1_COUPLED]
+    return tuple(out)
+
+
+_T1_CLAIMS = ("mcubic-coupled-fairer", "mcubic-fairest")
+_T1_PREDICTION = (f"at link 2 = {T1_COLUMN_TEXT}, each row's Jain index (over the three flows) moves towards the paper's "
+                  f"({', '.join(f'{cc} {v:g}' for cc, v in T1_PAPER.items())}), and with the cause present MCubic's "
+                  "and LIA's indices are above Cubic's (the order of both claims)")
+
+T1_HYPOTHESES: tuple[Hypothesis, ...] = (
+    Hypothesis(
+        "mcubic-t1-path-delay", "mcubic", _T1_CLAIMS,
+        "The paper's paths had a round-trip time ctl does not add (the text states none): the algorithms differ "
+        "most at long round trips (Cubic's growth is set by time, a Reno increase by round trips), so at the "
+        "rack's own short RTT their indices and their order differ from the paper's",
+        (MCUBIC_T1_SETUP,), "dev-mcubic-t1",
+        _T1_PREDICTION.replace("with the cause present", "with 100 ms one way on each link"),
+        _t1_cause(T1_DELAY, "delay 100ms")),
+    Hypothesis(
+        "mcubic-t1-queue", "mcubic", _T1_CLAIMS,
+        "The paper's dummynet bridges held more than the default 50 slots: with a larger queue the fairness "
+        "indices of Table 1 and their order change",
+        (MCUBIC_DUMMYNET,), "dev-mcubic-t1",
+        _T1_PREDICTION.replace("with the cause present", "with 500 slots"),
+        _t1_cause(T1_QUEUE, "queue 500")),
+    Hypothesis(
+        "mcubic-t1-eq10-reading", "mcubic", _T1_CLAIMS,
+        "The authors' MCubic evaluated eq. 10 below the origin otherwise than literally (u32 wrap, or a curve from "
+        "the reduced window): its subflows regrow faster after a loss, which changes MCubic's index against the "
+        "others",
+        (MCUBIC_IMPLEMENTATION, TCP_CUBIC_U32), "dev-mcubic-t1",
+        f"mcubic_wrap and mcubic_stretch have a higher Jain index than the literal mcubic at link 2 = {T1_COLUMN_TEXT}, "
+        f"towards the paper's MCubic {T1_PAPER['mcubic']:g}, and above Cubic's",
+        tuple(Comparison(f"{v} vs mcubic", (v, _T1_BASE_COL), ("mcubic", _T1_BASE_COL), toward=T1_PAPER["mcubic"])
+              for v in MCUBIC_READINGS[1:])
+        + tuple(Comparison(f"{v} above cubic", (v, _T1_BASE_COL), ("cubic", _T1_BASE_COL), direction=1)
+                for v in MCUBIC_READINGS[1:])),
+    Hypothesis(
+        "mcubic-t1-jain-entities", "mcubic", _T1_CLAIMS,
+        "The paper's eq. 12 was computed over other entities than ctl's three flows (per bottleneck: its subflow "
+        "and its TCP flow; or the four flows and subflows), which changes the indices and can change their order",
+        (MCUBIC_T1_EQ12, MCUBIC_T1_JAIN, MCUBIC_T1_USERS), "dev-mcubic-t1",
+        "over link 1's users, over link 2's users, or over the four flows and subflows (the same runs as ctl's "
+        f"set-up at link 2 = {T1_COLUMN_TEXT}), each row's index is nearer the paper's than ctl's index over the three "
+        "flows, and MCubic's and LIA's are above Cubic's",
+        _t1_entities()),
+)
+HYPOTHESES = HYPOTHESES + T1_HYPOTHESES
+
+
 @dataclass(frozen=True)
 class UntestedCause:
     """A candidate cause of a deviation that no experiment of ctl tests in the claim's configuration:
@@ -363,10 +488,6 @@ class UntestedCause:
 
 _MCUBIC_CLAIMS = ("mcubic-coupled-fairer", "mcubic-fairest", "mcubic-ratio-at-least-1",
                   "coupled-below-1-at-long-delays", "hetero-ratio-below-1-and-falling", "mcubic-best-coupled-hetero")
-_T1_CLAIMS = ("mcubic-coupled-fairer", "mcubic-fairest")
-_NOT_T1 = ("the deviation experiments run the shared-bottleneck scenario (Tables 2 and 3: one bottleneck, the "
-           "MPTCP / TCP ratio), not Table 1's distinct bottlenecks and Jain index, so their data do not carry over; "
-           "no experiment runs Table 1's configuration with this cause varied")
 
 UNTESTED: tuple[UntestedCause, ...] = (
     UntestedCause(
@@ -379,34 +500,15 @@ UNTESTED: tuple[UntestedCause, ...] = (
         "no experiment runs 3.14's Cubic as the competitor (it needs a 3.14 kernel or a BPF build of 3.14's "
         "tcp_cubic.c); the calibration mcubic-single-subflow compares ctl's Cubic base with 6.18's Cubic only"),
     UntestedCause(
-        "mcubic-t1-queue", "mcubic", _T1_CLAIMS,
-        "The paper's dummynet bridges held more than the default 50 slots: with a larger queue the fairness "
-        "indices of Table 1 and their order change",
-        (MCUBIC_DUMMYNET,), _NOT_T1, ("dev-mcubic-queue",)),
-    UntestedCause(
         "mcubic-t1-run-length", "mcubic", _T1_CLAIMS,
         "Table 1's runs were longer (or shorter) than ctl's 60 s: over another length the coupled algorithms' and "
         "Cubic's indices and their order differ",
-        (MCUBIC_T1_LENGTH, MCUBIC_START_STOP), _NOT_T1, ("dev-mcubic-run-length",)),
-    UntestedCause(
-        "mcubic-t1-eq10-reading", "mcubic", _T1_CLAIMS,
-        "The authors' MCubic evaluated eq. 10 below the origin otherwise than literally (u32 wrap, or a curve from "
-        "the reduced window): its subflows regrow faster after a loss, which changes MCubic's index against the "
-        "others",
-        (MCUBIC_IMPLEMENTATION, TCP_CUBIC_U32), _NOT_T1, ("dev-mcubic-eq10-t2", "dev-mcubic-eq10-t3")),
-    UntestedCause(
-        "mcubic-t1-path-delay", "mcubic", _T1_CLAIMS,
-        "The paper's paths had a round-trip time ctl does not add (the text states none): the algorithms differ "
-        "most at long round trips (Cubic's growth is set by time, a Reno increase by round trips), so at the "
-        "rack's own short RTT their indices and their order may differ from the paper's",
-        (MCUBIC_T1_SETUP,),
-        "distinct-bottleneck has no delay parameter and no experiment varies the RTT of Table 1's paths"),
-    UntestedCause(
-        "mcubic-t1-jain-entities", "mcubic", _T1_CLAIMS,
-        "The paper's eq. 12 was computed over other entities than ctl's three flows (per-link shares or "
-        "subflows), which changes the indices and can change their order",
-        (MCUBIC_T1_JAIN,),
-        "no analysis recomputes the index over other entities from the recorded runs"),
+        (MCUBIC_T1_LENGTH, MCUBIC_START_STOP),
+        "Table 1's deviation experiment (dev-mcubic-t1) runs 60 s only: a run-length test needs runs of several "
+        "minutes (dev-mcubic-run-length's are 600 s), about 90 minutes of rack time for the three algorithms at "
+        "one column, beyond the rack time this hypothesis was given; dev-mcubic-run-length tests the cause at a "
+        "shared bottleneck only (the MPTCP / TCP ratio), whose data do not carry over to Table 1's Jain index",
+        ("dev-mcubic-run-length",)),
 )
 
 # Claims whose deviation has no candidate cause ctl knows of: claim id -> why (an explicit entry,

@@ -119,15 +119,17 @@ def extract_deviation(acc: Acc, e: Experiment, varied: Mapping[str, str], summar
     row = e.row_labels.get(varied.get(e.row, ""), varied.get(e.row, ""))
     sources: list[tuple[str | None, Mapping[str, Any] | None]] = (
         [(w, (windowed or {}).get(w)) for w in e.windows] if e.windows else [(None, summary)])
+    readers = [(e.metric, e.value_of or (lambda s: s.get(e.metric))), *e.extra_metrics.items()]
     for w, s in sources:
-        value = e.value_of(s or {}) if e.value_of is not None else (s or {}).get(e.metric)
-        if value is None:
-            continue
-        facts: dict[str, Any] = {"run": run}
-        for k in _DEVIATION_FACTS:
-            if k in (s or {}):
-                facts[k] = s[k]      # type: ignore[index]
-        add_value(acc, (e.design.paper, e.key, row, deviation_column(e, varied, w), e.metric), value, facts=facts)
+        for metric, read in readers:
+            value = read(s or {})
+            if value is None:
+                continue
+            facts: dict[str, Any] = {"run": run}
+            for k in _DEVIATION_FACTS:
+                if k in (s or {}):
+                    facts[k] = s[k]      # type: ignore[index]
+            add_value(acc, (e.design.paper, e.key, row, deviation_column(e, varied, w), metric), value, facts=facts)
 
 
 # ---- the store and the records (I/O) -------------------------------------------------------------
