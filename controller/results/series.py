@@ -93,7 +93,7 @@ def flow_series(points: Sequence[Any], flows: Sequence[Any], window: tuple[float
 def interval_series(runs: Sequence[Any], flow_throughputs: Mapping[str, Any], points: Sequence[Any],
                     flows_with_ss: set[str]) -> list[Series]:
     """iperf3's intervals (bit/s at the sender) for the flows `ss` did not sample, placed at their
-    client's start (epoch s)."""
+    test's start as the flow's run estimates it (epoch s; see `flow_points`)."""
     specs = [r.spec for r in runs if r.spec.name not in flows_with_ss]
     ccs = flow_algorithms(points, specs)
     out = []
@@ -102,7 +102,8 @@ def interval_series(runs: Sequence[Any], flow_throughputs: Mapping[str, Any], po
         if name in flows_with_ss or not r.client_started or name not in flow_throughputs:
             continue
         ivs = flow_throughputs[name].intervals
-        out.append((_name(name, ccs.get(name)), [(r.client_started + (s + e) / 2, b) for s, e, b in ivs],
+        t0 = r.test_start(max((e for _s, e, _b in ivs), default=None))
+        out.append((_name(name, ccs.get(name)), [(t0 + (s + e) / 2, b) for s, e, b in ivs],
                     flow_style(name, str(r.spec.protocol), ccs.get(name))))
     return [Series(n, pts, st, ls) for (n, pts, st), ls in zip(out, _linestyles([o[2] for o in out]), strict=True)]
 

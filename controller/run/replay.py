@@ -52,7 +52,8 @@ def load_run(record_dir: Any) -> Any:
             continue
         spec = FlowSpec(**f["spec"])
         r = FlowRun(spec, tuple(f.get("client_argv") or ()), tuple(f.get("server_argv") or ()),
-                    client_started=f.get("client_started"), client_status=f.get("client_status"),
+                    client_spawned=f.get("client_spawned"), client_started=f.get("client_started"),
+                    client_exited=f.get("client_exited"), client_status=f.get("client_status"),
                     server_status=f.get("server_status"), error=f.get("error"))
         r.client_json = raw(spec.client, f"iperf3-{spec.name}.client.json")
         r.server_json = raw(spec.server, f"iperf3-{spec.name}.server.json")

@@ -229,8 +229,8 @@ def summarize(data: Any) -> dict:
     samples = {name: rx_samples(data.points, p[f"{name}_receiver"],
                                 _receiver_iface(data, p[f"{name}_receiver"], link)) for name in ("x1", "m0")}
     # When each sender's data really began (its receiver's counters), after its client was spawned.
-    spawned = {"x1": runs["x1"].client_started or data.window[0],
-               "m0": runs["m0"].client_started or data.window[0] + start}
+    spawned = {n: runs[n].client_spawned or runs[n].client_started or data.window[0] + (start if n == "m0" else 0)
+               for n in ("x1", "m0")}
     began = {n: data_start(samples[n], spawned[n], bw) for n in ("x1", "m0")}
     for n in ("x1", "m0"):
         if began[n] is None and samples[n]:
@@ -311,7 +311,8 @@ def summarize(data: Any) -> dict:
                              "10 Hz samples) over the overlap window, like the paper's sniffer",
             "overlap": "from m0's first data at its receiver + settle to m0's end (its first data + its iperf3 "
                        "duration) or x1's, whichever is first: both hosts sending",
-            "setup_s": "from the client's spawn to its first data at the receiver (iperf3 connects its "
+            "setup_s": "from ctl's request to spawn the client (older records: the client seen running) to its "
+                       "first data at the receiver (iperf3 connects its "
                        "streams one by one before sending; a lost SYN costs 1 s)",
             "predicted_mbps": "x1: IB = B*V_k/(V_k+A_n); m0: BNA = B*A_n/(V_k+A_n) (paper eq. 4 and 2)",
             "error_pp": "(measured - predicted) / B x 100, percentage points",

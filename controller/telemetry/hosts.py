@@ -457,14 +457,17 @@ class TelemetryHub:
 def flow_points(run: Any) -> list[Point]:
     """iperf3's per-interval report of a flow as `flow` points (sender side, stream sum).
 
-    iperf3 reports seconds since its own start; the points are placed at the time the
-    client was seen running (controller clock) plus the interval's end."""
+    iperf3 reports seconds since its own test start; the points are placed at that start as
+    the flow's run estimates it on the controller's clock (`FlowRun.test_start`: the client seen
+    running, never later than its exit minus the test's length) plus the interval's end."""
     if not run.client_json or run.client_started is None:
         return []
     try:
         res = iperf3.parse(run.client_json)
     except Exception:
         return []
+    ends = [s.end for iv in res.intervals for s in ([iv.sum] if iv.sum is not None else iv.streams[:1])]
+    start = run.test_start(max(ends, default=None))
     out = []
     for iv in res.intervals:
         s = iv.sum if iv.sum is not None else (iv.streams[0] if iv.streams else None)
@@ -480,6 +483,6 @@ def flow_points(run: Any) -> list[Point]:
             fields["snd_cwnd_bytes"] = int(sum(cwnds))
         if rtts:
             fields["rtt_ms"] = sum(rtts) / len(rtts) / 1000.0
-        t = int((run.client_started + s.end) * 1e9)
+        t = int((start + s.end) * 1e9)
         out.append(Point("flow", {"host": run.spec.client, "flow": run.spec.name}, fields, t))
     return out

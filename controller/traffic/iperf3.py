@@ -93,7 +93,9 @@ class FlowRun:
     spec: FlowSpec
     client_argv: tuple[str, ...]
     server_argv: tuple[str, ...]
-    client_started: float | None = None      # controller time the client was running
+    client_spawned: float | None = None      # controller time the client's start was asked for
+    client_started: float | None = None      # controller time the client was seen running
+    client_exited: float | None = None       # controller time the client's output ended
     client_json: str = ""
     server_json: str = ""
     client_status: int | None = None
@@ -114,11 +116,39 @@ class FlowRun:
             return "done" if self.error is None else "failed"
         return "running" if self.client_started is not None else "waiting"
 
+    def test_start(self, test_length_s: float | None) -> float | None:
+        """When iperf3's test began (controller clock), given how long it ran by its own report."""
+        return estimate_test_start(self.client_spawned, self.client_started, self.client_exited, test_length_s)
+
     def to_json(self) -> dict:
         return {"name": self.spec.name, "spec": self.spec.to_json(), "client_argv": list(self.client_argv),
-                "server_argv": list(self.server_argv), "client_started": self.client_started,
+                "server_argv": list(self.server_argv), "client_spawned": self.client_spawned,
+                "client_started": self.client_started, "client_exited": self.client_exited,
                 "client_status": self.client_status, "server_status": self.server_status, "error": self.error,
                 "client_pid": self.client_pid, "server_pid": self.server_pid}
+
+
+def estimate_test_start(spawned: float | None, started: float | None, exited: float | None,
+                        test_length_s: float | None) -> float | None:
+    """When iperf3's test began on the controller's clock, for placing its intervals (pure).
+
+    iperf3 reports its intervals in seconds since its own test start, which ctl does not see:
+    - `spawned` (ctl asked the host to start the client) is a lower bound;
+    - `exited - test_length_s` (ctl saw the client's output end; the test had run that long by
+      then) is an upper bound: the client exits after its last interval and the results exchange;
+    - `started` (ctl saw the client running: the spawn's first line) is the estimate, but it is
+      late by however long the controller took to read that line (0.7 s was seen on a loaded
+      controller), and early by iperf3's own set-up (connections: a few round trips).
+    The estimate is `started` kept within the bounds: an interval is never placed after the
+    client had already ended, nor before ctl asked for it. None without `started`."""
+    if started is None:
+        return None
+    t = started
+    if exited is not None and test_length_s is not None and test_length_s >= 0:
+        t = min(t, exited - test_length_s)
+    if spawned is not None:
+        t = max(t, spawned)
+    return t
 
 
 class TrafficRunner:
@@ -202,12 +232,14 @@ class TrafficRunner:
         async def one(r: FlowRun) -> None:
             if r.spec.start_delay_s and not getattr(self.pool[r.spec.client], "dry_run", False):
                 await asyncio.sleep(max(0.0, self.t0 + r.spec.start_delay_s - time.time()))
+            r.client_spawned = time.time()
             p = await self.pool[r.spec.client].spawn(r.client_argv, note=f"iperf3 client {r.spec.name}")
             r.client_started = time.time()
             r.client_pid = p.pid
             self._clients[r.spec.name] = p
             # Lines are kept as they arrive: an interrupted run still has what iperf3 printed.
             await asyncio.wait_for(_collect(p, r.client_lines), timeout_s + r.spec.start_delay_s)
+            r.client_exited = time.time()
             text = "\n".join(r.client_lines)
             res = await p.wait(10, stdout=text)
             r.client_json, r.client_status = text, res.exit_status
@@ -251,6 +283,7 @@ class TrafficRunner:
             try:
                 await p.terminate(grace=2)
                 await asyncio.wait_for(_collect(p, r.client_lines), 5)
+                r.client_exited = time.time()
             except (asyncio.TimeoutError, SSHError):
                 pass
             r.client_json = "\n".join(r.client_lines)

@@ -11,10 +11,15 @@ def client(rack):
     return InfluxDBClient(url=inv.influxdb.url, token=token, org=inv.influxdb.org, timeout=30_000)
 
 
+# Every point of a run, whatever its time: Flux's range() stops at now() unless told otherwise, and a
+# host's clock (or a placement estimate) may put a point a little after the query's now.
+RANGE_ALL = "range(start: 0, stop: 2200-01-01T00:00:00Z)"
+
+
 def query_counts(rack, **tags: str) -> Counter:
     """Number of stored values per (measurement, host, field) for points with these tags."""
     flt = " and ".join(f'r["{k}"] == "{v}"' for k, v in tags.items())
-    q = (f'from(bucket: "{rack.inventory.influxdb.bucket}") |> range(start: 0) '
+    q = (f'from(bucket: "{rack.inventory.influxdb.bucket}") |> {RANGE_ALL} '
          f'|> filter(fn: (r) => {flt}) |> group(columns: ["_measurement", "host", "_field"]) |> count()')
     out: Counter = Counter()
     with client(rack) as c:
@@ -28,7 +33,7 @@ def query_values(rack, measurement: str, field: str, **tags: str) -> list[tuple[
     flt = " and ".join([f'r["_measurement"] == "{measurement}"', f'r["_field"] == "{field}"'] +
                        [f'r["{k}"] == "{v}"' for k, v in tags.items()])
     # Flux gives the time as integer nanoseconds: the client library would round it to microseconds.
-    q = (f'from(bucket: "{rack.inventory.influxdb.bucket}") |> range(start: 0) |> filter(fn: (r) => {flt}) '
+    q = (f'from(bucket: "{rack.inventory.influxdb.bucket}") |> {RANGE_ALL} |> filter(fn: (r) => {flt}) '
          f'|> map(fn: (r) => ({{r with t_ns: int(v: r._time)}}))')
     out = []
     with client(rack) as c:
