@@ -5,7 +5,7 @@ Measurements (every point also carries the tags run, scenario="field", host):
 | measurement | tags             | fields |
 |-------------|------------------|--------|
 | field       | workload         | seq (the second of the run; exactly one point per tick), modem_ok, rtt_ms, rtt_min_ms, rtt_max_ms, jitter_ms, ping_replies, ping_lost, ping_errors, lat, lon, alt_m, speed_mps, track_deg, gps_mode, dl_bps, dl_bytes, peers_connected, peers_unchoked, peers_active, workload_running |
-| radio       | technology, cell | seq, rssi_dbm, rsrp_dbm, rsrq_db, sinr_db, cinr_db, snr_db, rscp_dbm, ecio_db, tx_power_dbm, signal_quality_pct, cell_id, cell_id_int, enb_id, local_cell_id, pci, tac, lac, band, arfcn, frequency_khz, bandwidth_mhz, ul_bandwidth_mhz, operator_name, mcc, mnc, registration, connection, nr_* (the EN-DC NR leg); read_from, daemon_recent, same_values_s (what the point can be vouched for: logger.Provenance) -- only when the modem answered: a silent modem is a missing point, never zeros |
+| radio       | technology, cell | seq, rssi_dbm, rsrp_dbm, rsrq_db, sinr_db, cinr_db, snr_db, rscp_dbm, ecio_db, tx_power_dbm, signal_quality_pct, cell_id, cell_id_int, enb_id, local_cell_id, pci, tac, lac, band, arfcn, frequency_khz, bandwidth_mhz, ul_bandwidth_mhz, operator_name, mcc, mnc, registration, connection, nr_* (the EN-DC NR leg); out_of_range (only when the modem printed a value its quantity cannot take: the fields refused, comma-separated, nr_ for the NR leg; nodes/modem/ranges.py); read_from, daemon_recent, same_values_s (what the point can be vouched for: logger.Provenance) -- only when the modem answered: a silent modem is a missing point, never zeros |
 | iface       | iface            | rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, tx_dropped, rx_bps, tx_bps (the uplink) |
 | handover    | kind             | before_/after_ time_s, technology, cell_id, pci, rsrp_dbm, metric_db; metric, dip_start_s, dip_end_s, dip_duration_s, dip_min_db, gap_s, detected ("host") |
 | field_event | event            | seq, detail, and per event: from_seq/to_seq/missing (gap, late), outage_s (modem-back), exit_status (workload-exit), path/from_path (modem-found, modem-moved, modem-enabled, modem-not-enabled: where the modem is now / was) |
@@ -49,9 +49,19 @@ def _typed(name: str, v: Any) -> Any:
     return v
 
 
+def out_of_range(sample: Any) -> str:
+    """The sample's refused fields (nodes/modem/ranges.py), its NR leg's as nr_<name>, comma-separated."""
+    names = list(getattr(sample, "out_of_range", ()))
+    for leg in getattr(sample, "secondary", ())[:1]:
+        names += ["nr_" + n for n in getattr(leg, "out_of_range", ())]
+    return ",".join(names)
+
+
 def radio_record(sample: Any, t_ns: int, seq: int, base: Mapping[str, str]) -> Optional[Dict[str, Any]]:
-    """RadioSample -> `radio` record (None for no sample: the gap is the absence of the point)."""
-    if sample is None or sample.is_empty():
+    """RadioSample -> `radio` record (None for no sample: the gap is the absence of the point). A sample
+    whose only values were out of range still gives a point: its `out_of_range` says what was refused."""
+    refused = out_of_range(sample) if sample is not None else ""
+    if sample is None or (sample.is_empty() and not refused):
         return None
     fields: Dict[str, Any] = {"seq": seq}
     for name in sorted(FLOAT_FIELDS | INT_FIELDS | STR_FIELDS):
@@ -61,6 +71,7 @@ def radio_record(sample: Any, t_ns: int, seq: int, base: Mapping[str, str]) -> O
         for name in LEG_FIELDS:
             fields["nr_" + name] = _typed(name, getattr(leg, name, None))
         fields["nr_technology"] = leg.technology
+    fields["out_of_range"] = refused or None
     key = sample.cell_key()
     tags = dict(base, technology=sample.technology or "", cell="" if key is None else str(key))
     return record("radio", tags, fields, t_ns)

@@ -19,9 +19,10 @@ from typing import Any, Callable
 
 from nodes.modem import registration, vendors
 from nodes.modem.radio import (
-    LTE_BW_MHZ, NR_BW_MHZ, NR_SCS_KHZ, ParseError, RadioSample, cell_identity, index_level, integer, lte_band,
+    LTE_BW_MHZ, MAX_ABS, NR_BW_MHZ, NR_SCS_KHZ, ParseError, RadioSample, cell_identity, index_level, integer, lte_band,
     csv_fields, merge_samples, nr_band, number, split_plmn,
 )
+from nodes.modem.ranges import within
 from nodes.modem.vendors_huawei import parse_hcsq, parse_sysinfoex
 
 # ---------------------------------------------------------------------------------------------------------
@@ -107,7 +108,7 @@ def _q(text: Any) -> float | None:
 
 def _qi(text: Any) -> int | None:
     v = _q(text)
-    return None if v is None else int(v)
+    return None if v is None else within(v, -MAX_ABS, MAX_ABS, integral=True)    # "1.5" is no index: None
 
 
 def _mcc(text: str | None) -> str | None:
@@ -326,7 +327,9 @@ def _band_text(text: str) -> tuple[str | None, str | None]:
     m = re.match(r"^\s*(LTE|NR5G|WCDMA|GSM)\s+BAND\s+(\d+)\s*$", text or "", re.I)
     if not m:
         return None, None
-    rat, n = m.group(1).upper(), int(m.group(2))
+    rat, n = m.group(1).upper(), integer(m.group(2))
+    if n is None:
+        return None, None
     if rat == "LTE":
         return "lte", f"B{n}"
     if rat == "NR5G":
@@ -437,7 +440,7 @@ def _paren_or_hex(text: str | None) -> tuple[str | None, int | None]:
     m = re.match(r"^\s*([0-9A-Fa-f]+)\s*(?:\((\d+)\))?", text)
     if not m:
         return None, None
-    return m.group(1), int(m.group(2)) if m.group(2) else int(m.group(1), 16)
+    return m.group(1), integer(m.group(2)) if m.group(2) else integer(m.group(1), base=16)
 
 
 def parse_gstatus(lines: list[str]) -> tuple[dict, RadioSample | None]:
@@ -587,7 +590,7 @@ class AtRecord:
 
 def _error_code(final: str | None) -> int | None:
     m = re.match(r"^\+CM[ES] ERROR:\s*(\d+)", final or "", re.I)
-    return int(m.group(1)) if m else None
+    return integer(m.group(1)) if m else None
 
 
 def parse_records(text: str) -> tuple[list[AtRecord], list[str], list[str]]:

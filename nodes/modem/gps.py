@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from nodes.modem.radio import ParseError, bounded
+from nodes.modem.ranges import within
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,20 @@ def _f(d: dict, key: str) -> float | None:
     return float(bounded(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+# Geometry (WGS 84, gpsd_json(5): lat/lon in degrees, +/- North/South and East/West; track "degrees from
+# true north"): a value outside these is no position and no course. The report is refused (ParseError: a
+# line's error in `ctl parse gpsd`, a report the field logger counts and skips), never clamped.
+POSITION = {"lat": (-90.0, 90.0), "lon": (-180.0, 180.0), "track": (0.0, 360.0)}
+
+
+def _placed(d: dict, key: str) -> float | None:
+    v = _f(d, key)
+    lo, hi = POSITION[key]
+    if v is not None and within(v, lo, hi) is None:
+        raise ParseError("gpsd: TPV %s %r is outside %g..%g degrees" % (key, v, lo, hi))
+    return v
+
+
 def _count(d: dict, key: str) -> int | None:
     v = d.get(key)
     if v is None:
@@ -105,9 +120,9 @@ def tpv(d: dict) -> GpsFix:
         alt = _f(d, "alt")
     return GpsFix(
         time=d.get("time"), time_unix=_unix(d.get("time")), mode=mode,
-        lat=_f(d, "lat") if fix else None, lon=_f(d, "lon") if fix else None,
+        lat=_placed(d, "lat") if fix else None, lon=_placed(d, "lon") if fix else None,
         alt_m=alt if three_d else None, alt_hae_m=_f(d, "altHAE") if three_d else None,
-        speed_mps=_f(d, "speed") if fix else None, track_deg=_f(d, "track") if fix else None,
+        speed_mps=_f(d, "speed") if fix else None, track_deg=_placed(d, "track") if fix else None,
         climb_mps=_f(d, "climb") if three_d else None,
         eph_m=_f(d, "eph") if fix else None, epx_m=_f(d, "epx") if fix else None,
         epy_m=_f(d, "epy") if fix else None, epv_m=_f(d, "epv") if three_d else None,

@@ -165,7 +165,7 @@ def candidates_like(path: str, present: Iterable[str]) -> list[str]:
 
     def number(p: str) -> int:
         tail = p.rpartition("/")[2][len(stem):]
-        return int(tail) if tail.isdigit() else 1 << 30
+        return int(tail) if re.fullmatch(r"[0-9]{1,9}", tail) else 1 << 30
     same = [p for p in present if p.rpartition("/")[0] == d and p.rpartition("/")[2].startswith(stem)
-            and p.rpartition("/")[2][len(stem):].isdigit()]
+            and re.fullmatch(r"[0-9]{1,9}", p.rpartition("/")[2][len(stem):])]
     return sorted(same, key=lambda p: (p != path, number(p)))

@@ -249,7 +249,7 @@ def serving_system_sample(root: Node) -> RadioSample | None:
 
 def _band_from_extra(extra: str | None) -> str | None:
     m = re.search(r"E-UTRA band (\d+)", extra or "")
-    return lte_band(int(m.group(1))) if m else None
+    return lte_band(m.group(1)) if m else None
 
 
 def cell_location_sample(root: Node) -> RadioSample | None:

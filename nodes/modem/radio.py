@@ -15,6 +15,8 @@ import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Iterable
 
+from nodes.modem.ranges import RANGES, checked
+
 try:  # the controller's error type when available; a stand-in on the bare modem host
     from controller.errors import ParseError
 except ImportError:  # pragma: no cover - exercised only without the controller package
@@ -72,17 +74,35 @@ class RadioSample:
     connection: str | None = None         # "idle" | "connected" (RRC state where the tool says it)
     secondary: tuple["RadioSample", ...] = ()
     source: str | None = None             # which parser(s) produced it, e.g. "at:+QENG"
+    # fields the tool gave a value for that the quantity cannot take (nodes/modem/ranges.py): now None
+    out_of_range: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # The boundary every parser's sample crosses: each number within its quantity's range, or None and
+        # named in out_of_range (never clamped).
+        changes, refused = checked({f: getattr(self, f) for f in RANGES} | {"band": self.band}, self.technology)
+        for name, value in changes.items():
+            object.__setattr__(self, name, value)
+        if refused or not isinstance(self.out_of_range, tuple):
+            object.__setattr__(self, "out_of_range", tuple(dict.fromkeys(
+                [str(n) for n in self.out_of_range if n in RANGES or n == "band"] + refused)))
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["secondary"] = [s.to_json() for s in self.secondary]
+        out["out_of_range"] = list(self.out_of_range)
         return out
+
+    def refused(self) -> int:
+        """How many values of this sample (its legs included) were out of their range."""
+        return len(self.out_of_range) + sum(s.refused() for s in self.secondary)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "RadioSample":
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known and k != "secondary"}
         kw["secondary"] = tuple(cls.from_json(s) for s in data.get("secondary") or ())
+        kw["out_of_range"] = tuple(n for n in data.get("out_of_range") or () if isinstance(n, str))
         return cls(**kw)
 
     def cell_key(self) -> int | str | None:
@@ -93,7 +113,7 @@ class RadioSample:
 
     def is_empty(self) -> bool:
         """True when no field carries a value (e.g. "+HCSQ: NOSERVICE")."""
-        return all(getattr(self, f.name) in (None, ()) for f in fields(self) if f.name != "source")
+        return all(getattr(self, f.name) in (None, ()) for f in fields(self) if f.name not in ("source", "out_of_range"))
 
     def leg(self, technology: str) -> "RadioSample | None":
         for s in self.secondary:
@@ -114,7 +134,7 @@ def merge_samples(samples: Iterable["RadioSample | None"]) -> "RadioSample | Non
         return None
     kw: dict[str, Any] = {}
     for f in fields(RadioSample):
-        if f.name in ("secondary", "source"):
+        if f.name in ("secondary", "source", "out_of_range"):
             continue
         for s in present:
             v = getattr(s, f.name)
@@ -129,6 +149,7 @@ def merge_samples(samples: Iterable["RadioSample | None"]) -> "RadioSample | Non
     kw["secondary"] = tuple(m for m in (merge_samples(v) for v in legs.values()) if m is not None)
     sources = [s.source for s in present if s.source]
     kw["source"] = "+".join(dict.fromkeys(sources)) or None
+    kw["out_of_range"] = tuple(dict.fromkeys(n for s in present for n in s.out_of_range))
     return RadioSample(**kw)
 
 

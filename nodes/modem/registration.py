@@ -53,11 +53,20 @@ AFTER_STAT = {
     "+C5GREG": ("tac", "ci", "act", "allowed_nssai_length", "allowed_nssai", "cause_type", "reject_cause"),
 }
 DOMAIN = {"+CREG": "cs", "+CGREG": "gprs", "+CEREG": "eps", "+C5GREG": "5gs"}
-_HEX = re.compile(r"[0-9A-Fa-f]+")
+_HEX = re.compile(r"[0-9A-Fa-f]{1,16}")      # an area or cell code: 16 hex digits hold 64 bits
+
+
+_DIGITS = re.compile(r"[0-9]{1,20}")         # ASCII digits only: str.isdigit() is true for "²", int() fails
+
+
+def _uint(v: Any) -> int | None:
+    """A field of ASCII decimal digits as an int (at most 20 digits: 2**64), else None."""
+    return int(v) if isinstance(v, str) and _DIGITS.fullmatch(v) else None
 
 
 def _small_int(v: str, top: int) -> bool:
-    return v.isdigit() and len(v) <= 2 and int(v) <= top
+    n = _uint(v) if len(v) <= 2 else None
+    return n is not None and n <= top
 
 
 def solicited(cells: list[tuple[str, bool]]) -> bool:
@@ -78,12 +87,12 @@ def parse_line(prefix: str, payload: str) -> dict[str, Any]:
     names = AFTER_STAT[prefix]
     cells = csv_fields(payload)
     sol = solicited(cells)
-    n = int(cells[0][0]) if sol and cells[0][0].isdigit() else None
+    n = _uint(cells[0][0]) if sol else None
     rest = [v for v, _q in (cells[1:] if sol else cells)]
     stat_text = rest[0] if rest else ""
     after = rest[1:]
     out: dict[str, Any] = {"command": prefix, "domain": DOMAIN[prefix], "form": "read" if sol else "unsolicited",
-                           "n": n, "stat": int(stat_text) if stat_text.isdigit() else None}
+                           "n": n, "stat": _uint(stat_text)}
     if prefix == "+CEREG" and len(after) >= 4 and _HEX.fullmatch(after[1] or "-") and len(after[1]) <= 2 \
             and len(after[2]) > 2:
         out["rac"] = after[1]                       # the extra routing-area field some modems print
@@ -98,6 +107,5 @@ def parse_line(prefix: str, payload: str) -> dict[str, Any]:
     for key in ("lac", "tac", "ci", "rac"):
         v = out.get(key)
         out[f"{key}_int"] = int(v, 16) if isinstance(v, str) and _HEX.fullmatch(v) else None
-    act = out.get("act")
-    out["act"] = int(act) if isinstance(act, str) and act.isdigit() else None
+    out["act"] = _uint(out.get("act"))
     return out

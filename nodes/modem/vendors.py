@@ -218,8 +218,8 @@ LTE_BW_INDEX = {0: 1.4, 1: 3.0, 2: 5.0, 3: 10.0, 4: 15.0, 5: 20.0}
 
 
 def _band_number(text: str | None) -> int | None:
-    m = re.search(r"(\d+)\s*$", text or "")
-    return int(m.group(1)) if m else None
+    m = re.search(r"([0-9]+)\s*$", text or "")
+    return integer(m.group(1)) if m else None
 
 
 def _cpsi_nsa(vals: list[str]) -> tuple[dict, RadioSample]:
