@@ -9,6 +9,7 @@ from typing import Sequence
 
 from controller.reproduce.cells import Cells
 from controller.reproduce.effects import GAP_SHARE, MIN_RELEVANT
+from controller.reproduce.entities import ENTITY_SETS
 from controller.reproduce.evidence import CalibrationResult, HypothesisResult
 from controller.reproduce.hypotheses import (
     CITATIONS,
@@ -32,6 +33,10 @@ RULE = (f"Rule (fixed before the runs; two clarifications of its code made after
         f"it is on the predicted side: real, too small), or beyond twice the gap (the number ends farther from "
         f"the paper's value than without the change). Open: neither. Mixed: the comparisons of one hypothesis "
         f"disagree (each is listed).")
+
+
+# What a metric of a deviation table is over, where its name alone does not say (Table 1's entity sets).
+METRIC_TEXT = {k: f"Jain's index over {v}" for k, v in ENTITY_SETS.items()}
 
 
 def citation_text(c: Citation) -> str:
@@ -74,19 +79,24 @@ def untested_block(u: UntestedCause) -> dict:
 def experiment_tables(cells: Cells, paper: str) -> list[tuple]:
     out: list[tuple] = []
     for e in experiments_for([paper]):
-        sel = cells.select(e.design.paper, e.key, metric=e.metric)
-        if not sel:
-            continue
-        rows, cols = design_order(e, [c.row for c in sel], [c.column for c in sel])
-        body = [[(r, None)] + [((cells.get(e.design.paper, e.key, r, c, e.metric).text()   # type: ignore[union-attr]
-                                 if cells.get(e.design.paper, e.key, r, c, e.metric) else "-"), None) for c in cols]
-                for r in rows]
-        out.append(("h3", f"{e.key}: {e.design.title}"))
-        out.append(("p", f"{e.metric} per run, mean ± 95 % CI half-width (n runs); scenario {e.design.scenario}, "
-                         f"{e.design.repetitions} repetitions per case" +
-                         (f"; values over the windows {', '.join(e.windows)} of each run's traffic" if e.windows
-                          else "")))
-        out.append(("table", [f"{e.row} \\ condition"] + [c or "(one condition)" for c in cols], body))
+        first = True
+        for metric in (e.metric, *e.extra_metrics):
+            sel = cells.select(e.design.paper, e.key, metric=metric)
+            if not sel:
+                continue
+            rows, cols = design_order(e, [c.row for c in sel], [c.column for c in sel])
+            body = [[(r, None)] + [((cells.get(e.design.paper, e.key, r, c, metric).text()   # type: ignore[union-attr]
+                                     if cells.get(e.design.paper, e.key, r, c, metric) else "-"), None) for c in cols]
+                    for r in rows]
+            if first:
+                out.append(("h3", f"{e.key}: {e.design.title}"))
+                first = False
+            out.append(("p", f"{metric}{' (' + METRIC_TEXT[metric] + ')' if metric in METRIC_TEXT else ''} per run, "
+                             f"mean ± 95 % CI half-width (n runs); scenario {e.design.scenario}, "
+                             f"{e.design.repetitions} repetitions per case" +
+                             (f"; values over the windows {', '.join(e.windows)} of each run's traffic" if e.windows
+                              else "")))
+            out.append(("table", [f"{e.row} \\ condition"] + [c or "(one condition)" for c in cols], body))
     return out
 
 

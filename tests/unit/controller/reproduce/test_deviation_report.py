@@ -104,3 +104,30 @@ def test_experiment_tables_follow_the_campaign_files_order_not_the_runs():
     e = EXPERIMENTS["dev-mcubic-run-length"]
     _, cols = design_order(e, [], ["window 300s:600s", "window 0s:45s", "window 45s:600s"])
     assert cols == ["window 0s:45s", "window 45s:600s", "window 300s:600s"]
+
+
+def test_table1_experiment_prints_a_table_per_entity_set():
+    """dev-mcubic-t1's runs are read four ways (ctl's index and three other entity sets): the report
+    gives each its own table, saying what it is over, and judges the Table 1 hypotheses on them."""
+    e = EXPERIMENTS["dev-mcubic-t1"]
+    acc: dict = {}
+    for cc, (sub1, tcp1, sub2, tcp2) in (("mcubic", (9.0, 86.0, 2.6, 16.4)), ("lia", (19.4, 75.8, 3.8, 15.3)),
+                                         ("cubic", (25.4, 69.7, 6.4, 12.6))):
+        for i in range(3):
+            s = {"valid": True, "jain_index": 0.55 + 0.01 * i,
+                 "links": {"path1": {"mptcp_subflow_mbps": sub1 + i, "tcp_mbps": tcp1},
+                           "path2": {"mptcp_subflow_mbps": sub2, "tcp_mbps": tcp2 - i}}}
+            extract_deviation(acc, e, {"cc": cc, "delay": "0", "queue": "50"}, s, f"{cc}-{i}")
+    cells = build_cells(acc)
+    tables = dev.experiment_tables(cells, "mcubic")
+    assert tables[0] == ("h3", "dev-mcubic-t1: " + e.design.title)
+    paras = [b[1] for b in tables if b[0] == "p"]
+    assert [p.split(" ", 1)[0] for p in paras] == ["jain_index", "jain_link1", "jain_link2", "jain_four"]
+    assert "Jain's index over link 2's two users" in paras[2]
+    heads = [b[1] for b in tables if b[0] == "table"]
+    assert all(h == ["cc \\ condition", "delay 0, queue 50"] for h in heads)
+    hyps, _ = judge_all(cells, ["mcubic"])
+    ent = next(h for h in hyps if h.hypothesis.id == "mcubic-t1-jain-entities")
+    assert ent.status not in ("not measured",) and "15 of 15 comparisons measured" in ent.reason
+    delay = next(h for h in hyps if h.hypothesis.id == "mcubic-t1-path-delay")
+    assert delay.status == "not measured"          # no run with the delay: never judged on the baseline alone
