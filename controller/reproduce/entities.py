@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
+
+from controller.results.stats import mean_ci
 
 ENTITY_SETS: dict[str, str] = {
     "jain_index": "the three flows: the MPTCP connection and the two TCP flows (ctl's summary, receiver goodput)",
@@ -88,18 +89,18 @@ def cc_tables_summary(run: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def table(rows: Mapping[str, Sequence[Mapping[str, float | None]]]) -> list[str]:
-    """Markdown: per algorithm, each entity set's mean ± sample standard deviation (n runs)."""
+    """Markdown: per algorithm, each entity set's mean ± 95 % CI half-width (Student's t over the runs)."""
     out = ["| algorithm | n | " + " | ".join(ENTITY_SETS) + " |", "|---|---|" + "---|" * len(ENTITY_SETS)]
     for cc, runs in rows.items():
         cells = []
         for k in ENTITY_SETS:
-            vals = [r[k] for r in runs if r.get(k) is not None]
-            if not vals:
+            st = mean_ci([r[k] for r in runs if r.get(k) is not None])
+            if st.mean is None:
                 cells.append("-")
-            elif len(vals) == 1:
-                cells.append(f"{vals[0]:.3f}")
+            elif st.ci95 is None:
+                cells.append(f"{st.mean:.3f} (n=1, no CI)")
             else:
-                cells.append(f"{statistics.fmean(vals):.3f} (sd {statistics.stdev(vals):.3f})")
+                cells.append(f"{st.mean:.3f} ± {st.ci95:.3f}")
         out.append(f"| {cc} | {len(runs)} | " + " | ".join(cells) + " |")
     return out
 

@@ -89,4 +89,5 @@ def test_cc_tables_runs_read_as_summaries():
     assert ent.cc_tables_summary({**run, "ok": False}) is None
     md = ent.table({"lia": [ent.all_indices(s)] * 2})
     assert md[0].startswith("| algorithm | n | jain_index | jain_link1 | jain_link2 | jain_four |")
-    assert md[2].startswith("| lia | 2 | 0.660 (sd 0.000) |")
+    assert md[2].startswith("| lia | 2 | 0.660 ± 0.000 |")
+    assert ent.table({"lia": [ent.all_indices(s)]})[2].startswith("| lia | 1 | 0.660 (n=1, no CI) |")
