@@ -6,6 +6,8 @@ older inventory) cannot leak into a pure test.
 """
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +21,23 @@ FIXTURES = TESTS / "fixtures"
 INVENTORIES = {"virtual": ROOT / "inventory" / "virtual.yaml",
                "lab-rack": ROOT / "inventory" / "lab-rack.example.yaml"}
 RECORDED_RUNS = ROOT / "tests" / "fixtures" / "generated" / "runs"
+# A field run, recorded by ctl on the virtual rack's modem hosts.
+RECORDED_FIELD_RUN = ROOT / "tests" / "fixtures" / "generated" / "field" / "iperf3-m2"
+
+
+def recorded_runs(*extra: Path) -> dict[Path, str]:
+    """The recorded run directories (every tests/fixtures/generated/runs/SCENARIO/CASE, then
+    `extra`) -> their run ids, from their manifests."""
+    dirs = [*sorted(RECORDED_RUNS.glob("*/*")), *extra]
+    return {d: json.loads((d / "manifest.json").read_text())["run_id"]
+            for d in dirs if (d / "manifest.json").is_file()}
+
+
+def copy_runs(runs: dict[Path, str], root: Path) -> Path:
+    """The runs under their run ids in `root`, as a runs directory holds them."""
+    for d, rid in runs.items():
+        shutil.copytree(d, root / rid)
+    return root
 VIRTUAL = INVENTORIES["virtual"]
 LAB = INVENTORIES["lab-rack"]
 SEEDS = ROOT.parent / "shared" / "seeds"     # the papers (Korean), beside the checkout as the suite runs

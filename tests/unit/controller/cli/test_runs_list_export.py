@@ -20,10 +20,9 @@ import pytest
 
 from controller.cli import main
 from controller.run.replay import summarize_record
-from tests.support.shipped import RECORDED_RUNS, no_state_dir
+from tests.support.shipped import RECORDED_RUNS, copy_runs, no_state_dir, recorded_runs
 
-RUNS = {d: json.loads((d / "manifest.json").read_text())["run_id"]
-        for d in sorted(RECORDED_RUNS.glob("*/*")) if (d / "manifest.json").is_file()}
+RUNS = recorded_runs()
 SHARED = RECORDED_RUNS / "shared-bottleneck" / "delay-800ms"
 SHARED_ID = RUNS[SHARED]
 SWEEP_ID = RUNS[RECORDED_RUNS / "rtt-loss-sweep" / "rtt-40ms_loss-0.01pct_bbr"]
@@ -32,10 +31,7 @@ SWEEP_ID = RUNS[RECORDED_RUNS / "rtt-loss-sweep" / "rtt-40ms_loss-0.01pct_bbr"]
 @pytest.fixture(scope="module")
 def runs_dir(tmp_path_factory):
     """The recorded runs under their run ids, as a runs directory holds them."""
-    root = tmp_path_factory.mktemp("runs")
-    for d, rid in RUNS.items():
-        shutil.copytree(d, root / rid)
-    return root
+    return copy_runs(RUNS, tmp_path_factory.mktemp("runs"))
 
 
 @pytest.fixture()

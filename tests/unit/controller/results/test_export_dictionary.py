@@ -15,7 +15,6 @@ verdict, its status), and the recomputed summary's verdict apart.
 from __future__ import annotations
 
 import json
-import shutil
 from collections import defaultdict
 
 import pandas as pd
@@ -27,11 +26,9 @@ from controller.results.export import own_definitions
 from controller.results.records import summary_document
 from controller.results.wire import unit_of, units_of
 from controller.run.replay import summarize_record
-from tests.support.shipped import RECORDED_RUNS, ROOT, no_state_dir
+from tests.support.shipped import RECORDED_FIELD_RUN, RECORDED_RUNS, copy_runs, no_state_dir, recorded_runs
 
-FIELD = ROOT / "tests" / "fixtures" / "generated" / "field" / "iperf3-m2"     # a field run, recorded by ctl
-RUNS = {d: json.loads((d / "manifest.json").read_text())["run_id"]
-        for d in [*sorted(RECORDED_RUNS.glob("*/*")), FIELD] if (d / "manifest.json").is_file()}
+RUNS = recorded_runs(RECORDED_FIELD_RUN)
 SHARED = RECORDED_RUNS / "shared-bottleneck" / "delay-800ms"
 SHARED_ID = RUNS[SHARED]
 # The same quantity under one name in several tables: the run's identity and the parameters.
@@ -40,10 +37,7 @@ REPEATED = {"run_id", "scenario", "campaign", "started", "status", "valid"}
 
 @pytest.fixture(scope="module")
 def runs_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("runs")
-    for d, rid in RUNS.items():
-        shutil.copytree(d, root / rid)
-    return root
+    return copy_runs(RUNS, tmp_path_factory.mktemp("runs"))
 
 
 @pytest.fixture(scope="module")
