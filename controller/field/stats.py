@@ -127,6 +127,15 @@ def table1_row(s: HostSeries, handovers: Sequence[HandoverEvent]) -> dict[str, A
     }
 
 
+def refused_inputs(s: HostSeries) -> dict[str, Any]:
+    """What the host's logger refused from its inputs (issue 23): counted, never passed off as values."""
+    skipped = [f["gps_reports_skipped"] for _t, f in s.ticks.values() if f.get("gps_reports_skipped") is not None]
+    flagged = [str(r[1]["out_of_range"]) for r in s.radio.values() if r[1].get("out_of_range")]
+    return {"gps_reports_skipped": sum(int(x) for x in skipped) if skipped else None,
+            "radio_values_out_of_range": sum(len(f.split(",")) for f in flagged),
+            "radio_samples_flagged": len(flagged)}
+
+
 def download_percentiles(s: HostSeries) -> dict[str, Any]:
     dl = [f["dl_bps"] / 1e3 for _t, f in s.ticks.values() if f.get("dl_bps") is not None]
     out: dict[str, Any] = {"host": s.host, "n": len(dl), "mean_kbps": _r(mean(dl))}
@@ -152,24 +161,33 @@ DEFINITIONS = {
     "download percentiles": "per-second download rates, linear interpolation between closest ranks",
     "handovers": "nodes.modem.handover.detect_handovers over the whole run's radio series (cell / base "
                  "station change, technology change, NR leg move, SINR/CINR collapse with recovery)",
+    "refused_inputs.gps_reports_skipped": "gpsd TPV reports the logger refused and skipped (a value no gpsd "
+                                          "sends, a position off the globe), summed over the logged seconds "
+                                          "(count; null: the run has no GPS)",
+    "refused_inputs.radio_values_out_of_range": "radio values the modem printed outside their quantity's range "
+                                                "(nodes/modem/ranges.py): recorded as missing, summed over the "
+                                                "radio samples (count)",
+    "refused_inputs.radio_samples_flagged": "radio samples with at least one such value (count)",
 }
 
 
 def report_data(points: Sequence[Point]) -> dict[str, Any]:
     by_host = series_by_host(points)
-    table, pct, handovers = [], [], {}
+    table, pct, handovers, refused = [], [], {}, {}
     for h in sorted(by_host):
         s = by_host[h]
         evs = detect_handovers(s.radio_series())
         handovers[h] = [e.to_json() for e in evs]
         table.append(table1_row(s, evs))
         pct.append(download_percentiles(s))
+        refused[h] = refused_inputs(s)
     events = {h: [{"t_ns": p.time_ns, "event": p.tags.get("event"), **p.fields} for p in by_host[h].events]
               for h in sorted(by_host)}
     host_detected = {h: [{"t_ns": p.time_ns, "kind": p.tags.get("kind"), **p.fields}
                          for p in by_host[h].host_handovers] for h in sorted(by_host)}
     return {"table1": table, "download_percentiles": pct, "handovers": handovers,
-            "host_detected_handovers": host_detected, "events": events, "definitions": DEFINITIONS}
+            "host_detected_handovers": host_detected, "events": events, "refused_inputs": refused,
+            "definitions": DEFINITIONS}
 
 
 def render_report(summary: Mapping[str, Any]) -> str:
@@ -191,6 +209,13 @@ def render_report(summary: Mapping[str, Any]) -> str:
     for p in summary["download_percentiles"]:
         lines.append(f"{p['host']:<10} {p['n']:>6} " + " ".join(f"{f(p[f'p{q}_kbps']):>9}" for q in PERCENTILES)
                      + f" {f(p['mean_kbps']):>9}")
+    refused = summary.get("refused_inputs") or {}
+    if refused:
+        lines += ["", "Inputs refused (counted, recorded as missing)"]
+    for h, r in refused.items():
+        gps = "no GPS" if r.get("gps_reports_skipped") is None else f"{r['gps_reports_skipped']} GPS reports skipped"
+        lines.append(f"{h:<10} {gps}; {r.get('radio_values_out_of_range', 0)} radio values out of range "
+                     f"in {r.get('radio_samples_flagged', 0)} samples")
     for h, evs in summary["handovers"].items():
         lines += ["", f"Handovers on {h}: {len(evs)}"]
         for e in evs[:20]:

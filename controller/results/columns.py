@@ -168,6 +168,14 @@ COLUMNS: dict[tuple[str, str], Entry | dict[str, Entry]] = {
     ("download_percentiles", "host"): (None, "the modem host"),
     ("download_percentiles", "n"): ("count", "seconds with a download rate"),
     ("download_percentiles", "mean_kbps"): ("kbit/s", "mean per-second download rate"),
+    # ---- what a field logger refused from its inputs (controller/field/stats.py refused_inputs), per host
+    ("refused_inputs", "gps_reports_skipped"): ("count", "gpsd TPV reports the logger refused and skipped (a value "
+                                                         "no gpsd sends, a position off the globe), summed over "
+                                                         "the logged seconds (empty: the run has no GPS)"),
+    ("refused_inputs", "radio_values_out_of_range"): ("count", "radio values the modem printed outside their "
+                                                               "quantity's range (nodes/modem/ranges.py), "
+                                                               "recorded as missing"),
+    ("refused_inputs", "radio_samples_flagged"): ("count", "radio samples with at least one value out of range"),
     # ---- runs: numbers about a run as a whole
     ("runs", "invalid_reasons"): (None, "why the scenario judged the run invalid (empty: valid)"),
     ("runs", "retransmits"): ("segments", "segments the sender retransmitted (iperf3 end.sum_sent.retransmits; "

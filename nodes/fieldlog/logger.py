@@ -338,6 +338,8 @@ class FieldLogger:
                 recs.append(P.iface_record(src.iface.iface, t_ns, self.base, got[0], got[1]))
         ping = src.ping.take() if src.ping is not None else {}
         gps = src.gps.latest() if src.gps is not None else None
+        take_bad = getattr(src.gps, "take_bad", None) if src.gps is not None else None
+        gps_skipped = int(take_bad()) if take_bad is not None else None
         work = src.workload.take() if src.workload is not None else {}
         sample, radio_raw = None, {"busy": True}
         if src.radio is not None:
@@ -351,7 +353,7 @@ class FieldLogger:
         else:
             modem_ok = None
         recs.insert(0, P.field_record(k, t_ns, self.base, self.workload_kind, modem_ok=modem_ok, ping=ping,
-                                      gps=gps, work=work))
+                                      gps=gps, work=work, gps_reports_skipped=gps_skipped))
         rr = P.radio_record(sample, t_ns, k, self.base)
         if rr is not None:
             rr["f"].update(self.provenance.fields(k, sample, radio_raw.get("provenance")))

@@ -4,7 +4,7 @@ Measurements (every point also carries the tags run, scenario="field", host):
 
 | measurement | tags             | fields |
 |-------------|------------------|--------|
-| field       | workload         | seq (the second of the run; exactly one point per tick), modem_ok, rtt_ms, rtt_min_ms, rtt_max_ms, jitter_ms, ping_replies, ping_lost, ping_errors, lat, lon, alt_m, speed_mps, track_deg, gps_mode, dl_bps, dl_bytes, peers_connected, peers_unchoked, peers_active, workload_running |
+| field       | workload         | seq (the second of the run; exactly one point per tick), modem_ok, rtt_ms, rtt_min_ms, rtt_max_ms, jitter_ms, ping_replies, ping_lost, ping_errors, lat, lon, alt_m, speed_mps, track_deg, gps_mode, gps_reports_skipped (runs with GPS: gpsd TPV reports refused since the last second -- a value no gpsd sends, a position off the globe; nodes/modem/gps.py), dl_bps, dl_bytes, peers_connected, peers_unchoked, peers_active, workload_running |
 | radio       | technology, cell | seq, rssi_dbm, rsrp_dbm, rsrq_db, sinr_db, cinr_db, snr_db, rscp_dbm, ecio_db, tx_power_dbm, signal_quality_pct, cell_id, cell_id_int, enb_id, local_cell_id, pci, tac, lac, band, arfcn, frequency_khz, bandwidth_mhz, ul_bandwidth_mhz, operator_name, mcc, mnc, registration, connection, nr_* (the EN-DC NR leg); out_of_range (only when the modem printed a value its quantity cannot take: the fields refused, comma-separated, nr_ for the NR leg; nodes/modem/ranges.py); read_from, daemon_recent, same_values_s (what the point can be vouched for: logger.Provenance) -- only when the modem answered: a silent modem is a missing point, never zeros |
 | iface       | iface            | rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, tx_dropped, rx_bps, tx_bps (the uplink) |
 | handover    | kind             | before_/after_ time_s, technology, cell_id, pci, rsrp_dbm, metric_db; metric, dip_start_s, dip_end_s, dip_duration_s, dip_min_db, gap_s, detected ("host") |
@@ -82,9 +82,13 @@ GPS_FIELDS = (("lat", "lat"), ("lon", "lon"), ("alt_m", "alt_m"), ("speed_mps", 
 
 
 def field_record(seq: int, t_ns: int, base: Mapping[str, str], workload: str, *, modem_ok: Optional[bool],
-                 ping: Mapping[str, Any], gps: Any, work: Mapping[str, Any]) -> Dict[str, Any]:
-    """The per-tick heartbeat: always written, so `seq` shows every second the logger ran."""
+                 ping: Mapping[str, Any], gps: Any, work: Mapping[str, Any],
+                 gps_reports_skipped: Optional[int] = None) -> Dict[str, Any]:
+    """The per-tick heartbeat: always written, so `seq` shows every second the logger ran.
+    `gps_reports_skipped`: gpsd reports refused since the previous tick (None: the run has no GPS)."""
     fields: Dict[str, Any] = {"seq": seq, "modem_ok": modem_ok}
+    if gps_reports_skipped is not None:
+        fields["gps_reports_skipped"] = int(gps_reports_skipped)
     for k in ("rtt_ms", "rtt_min_ms", "rtt_max_ms", "jitter_ms"):
         if ping.get(k) is not None:
             fields[k] = float(ping[k])

@@ -414,6 +414,7 @@ class GpsSource:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gps", daemon=True)
         self.bad_reports = 0            # TPV reports with a value no gpsd sends (skipped, the thread goes on)
+        self._bad_taken = 0             # of which already handed to a tick (take_bad)
 
     def start(self) -> None:
         self._thread.start()
@@ -463,11 +464,19 @@ class GpsSource:
     def _bad_report(self, line: bytes, exc: Exception) -> None:
         """Count a malformed report and log it (the first ten, then every thousandth: a broken gpsd sending
         one per second must not fill the log)."""
-        self.bad_reports += 1
-        n = self.bad_reports
+        with self._lock:
+            self.bad_reports += 1
+            n = self.bad_reports
         if n <= 10 or n % 1000 == 0:
             self.log("gpsd %s:%d: report skipped (%d so far): %s: %r" % (
                 self.host, self.port, n, exc, line[:120]))
+
+    def take_bad(self) -> int:
+        """Reports skipped since the last call: the tick writes them into its `field` point
+        (gps_reports_skipped), so the record counts them second by second, across logger restarts."""
+        with self._lock:
+            n, self._bad_taken = self.bad_reports - self._bad_taken, self.bad_reports
+        return n
 
     def latest(self) -> Any:
         with self._lock:

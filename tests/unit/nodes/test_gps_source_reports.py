@@ -4,6 +4,7 @@ client's ?WATCH, then JSON reports one per line, as gpsd sends them). Issue 23 a
 the field test). A malformed report is now counted, logged and skipped; the thread goes on."""
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -54,6 +55,7 @@ def test_malformed_reports_are_skipped_and_the_gps_thread_goes_on():
         assert g._thread.is_alive(), "the GPS thread died on a malformed report"
         assert fix is not None and fix.time == "2026-01-01T00:00:29.000Z" and (fix.lat, fix.lon) == (1.5, 2.5)
         assert g.bad_reports == len(BAD)
+        assert g.take_bad() == len(BAD) and g.take_bad() == 0       # per tick: the ones since the last tick
         skipped = [m for m in logged if "report skipped" in m]
         assert len(skipped) == len(BAD) and "mode 'x'" in skipped[0] and "(1 so far)" in skipped[0]
         assert watch and watch[0].startswith(b"?WATCH=")
@@ -69,3 +71,17 @@ def test_a_flood_of_malformed_reports_is_logged_sparingly():
     for _ in range(2500):
         g._bad_report(BAD[0], ValueError("x"))
     assert g.bad_reports == 2500 and len(logged) == 12      # the first ten, the 1000th and the 2000th
+    assert g.take_bad() == 2500
+    g._bad_report(BAD[0], ValueError("x"))
+    assert g.take_bad() == 1 and g.take_bad() == 0
+
+
+def test_a_position_off_the_globe_is_a_skipped_report():
+    from nodes.modem.gps import tpv
+    g = S.GpsSource("127.0.0.1:1")
+    line = b'{"class":"TPV","mode":2,"lat":91.0,"lon":2.5}'
+    try:
+        tpv(json.loads(line))
+    except Exception as exc:              # what the thread does with it (sources.GpsSource._run)
+        g._bad_report(line, exc)
+    assert g.take_bad() == 1
