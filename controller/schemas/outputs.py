@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from controller.schemas.parse_outputs import ParseData, parse_conditions
+from controller.schemas.rack_outputs import RACK_OUTPUTS
 
 ISO_PATTERN = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$"
 Iso = Annotated[str, Field(pattern=ISO_PATTERN, description="ISO 8601 time with its zone (ctl writes UTC, Z)")]
@@ -313,9 +314,6 @@ class ServiceInstalled(Open):
     units: dict[str, str] = Field(default_factory=dict, description="--dry-run: file -> the unit's text")
 
 
-AnyObject = dict[str, Any]
-AnyList = list[Any]
-
 # command words -> the model (or type) of `data`
 OUTPUTS: dict[str, Any] = {
     "run": Union[RunDone, RunDry],
@@ -346,16 +344,10 @@ OUTPUTS: dict[str, Any] = {
     "rack status": RackStatus,
     "rack reserve": Reservation,
     "rack reservations": list[Reservation],
-    "link set": AnyObject,
-    "link reset": AnyList,
-    "link show": AnyObject,
-    "link measure": AnyObject,
-    "field start": AnyObject,
-    "field status": AnyObject,
-    "field stop": AnyObject,
-    "field report": AnyObject,
+    **{c: RACK_OUTPUTS[c] for c in ("link set", "link reset", "link show", "link measure", "field start",
+                                     "field status", "field stop", "field report")},
     "report rtt-loss": Heatmap,
-    "metrics push": AnyList,
+    "metrics push": RACK_OUTPUTS["metrics push"],
     "service install": ServiceInstalled,
     "parse": ParseData,            # per KIND: controller/schemas/parse_outputs.py
 }
