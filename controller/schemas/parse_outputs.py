@@ -78,8 +78,40 @@ class ParsedSnmpwalk(_Open):
     unparsed_lines: Any
 
 
+def _radio_sample_model(name: str, leg: type[BaseModel] | None) -> type[BaseModel]:
+    """nodes.modem.radio.RadioSample as `to_json` writes it: each number within its quantity's range
+    (nodes/modem/ranges.py: minimum/maximum are the widest over the technologies), or null."""
+    from nodes.modem.radio import RadioSample
+    from nodes.modem.ranges import RANGES, SOURCES
+    kw: dict[str, Any] = {}
+    for f in dataclasses.fields(RadioSample):
+        if f.name in RANGES:
+            r = RANGES[f.name]
+            by = r if isinstance(r, dict) else {"": r}
+            lo, hi = min(x.lo for x in by.values()), max(x.hi for x in by.values())
+            integral = next(iter(by.values())).integral
+            per = "; ".join(f"{g or 'other'}: {x.lo:g}..{x.hi:g}" for g, x in by.items()) if len(by) > 1 else ""
+            kw[f.name] = (Optional[int] if integral else Optional[float],
+                          Field(default=None, ge=lo, le=hi, description=SOURCES[f.name] + (
+                              f" (by technology: {per})" if per else "")))
+        elif f.name == "secondary":
+            kw[f.name] = (list[leg] if leg is not None else list[Any],      # type: ignore[valid-type]
+                          Field(default=[], description="the other legs (EN-DC: the NR one)"))
+        elif f.name == "out_of_range":
+            kw[f.name] = (list[Literal[tuple([*RANGES, "band"])]],            # type: ignore[misc]
+                          Field(default=[], description="fields the tool gave a value for outside the quantity's "
+                                                        "range: now null (nodes/modem/ranges.py)"))
+        else:
+            kw[f.name] = (Optional[str], Field(default=None))
+    return create_model(name, __base__=_Open, __doc__="A normalized radio sample (nodes/modem/radio.py).", **kw)
+
+
+RadioLeg = _radio_sample_model("RadioLeg", None)
+RadioSampleOut = _radio_sample_model("RadioSample", RadioLeg)
+
+
 class _Radio(_Open):
-    sample: Optional[dict[str, Any]] = Field(description="the radio sample merged from every output (null: none)")
+    sample: Optional[RadioSampleOut] = Field(description="the radio sample merged from every output (null: none)")  # type: ignore[valid-type]
 
 
 class ParsedMmcli(_Radio):

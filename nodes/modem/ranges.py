@@ -108,6 +108,31 @@ RANGES: dict[str, Range | dict[str, Range]] = {
     "bandwidth_mhz": Range(0.18, 2000.0, False),
     "ul_bandwidth_mhz": Range(0.18, 2000.0, False),
 }
+# where each range comes from (the module doc says more): shown in `ctl parse`'s schema and reference
+SOURCES = {
+    "rssi_dbm": "RSSI: TS 25.133 / 38.133 RSSI tables' top, thermal noise over 180 kHz at the bottom",
+    "rsrp_dbm": "RSRP: TS 38.133 Table 10.1.6.1-1 (contains TS 36.133 Table 9.1.4-1)",
+    "rsrq_db": "RSRQ: TS 38.133 Table 10.1.11.1-1 (contains TS 36.133 Tables 9.1.7-1/-2)",
+    "sinr_db": "SINR: TS 38.133 Table 10.1.16.1-1 = TS 36.133 Table 9.1.17-1",
+    "snr_db": "a tool's SNR of an LTE/NR carrier: SINR's range",
+    "cinr_db": "WiMAX CINR: SINR's range widened (no standard table)",
+    "rscp_dbm": "CPICH RSCP: TS 25.133",
+    "ecio_db": "Ec/Io: TS 25.133 CPICH Ec/No, CDMA2000 pilot strength (3GPP2 C.S0005)",
+    "tx_power_dbm": "UE output power: TS 36.101 / 38.101-1 clause 6.3 minimum, power class 1",
+    "signal_quality_pct": "ModemManager's signal quality, percent",
+    "cell_id_int": "cell identity bits: TS 36.331 (28), TS 38.331 (36), TS 25.331 (28), TS 24.008 (16), "
+                   "IEEE 802.16 BSID (48)",
+    "enb_id": "eNB id, 20 bits: TS 36.413",
+    "local_cell_id": "cell within the eNB, 8 bits: TS 36.413",
+    "pci": "TS 36.211 clause 6.11 (504), TS 38.211 clause 7.4.2.1 (1008)",
+    "tac": "TS 24.301 (16 bits), TS 24.501 (24 bits)",
+    "lac": "TS 24.008 clause 10.5.1.3 (16 bits)",
+    "arfcn": "TS 36.331 EARFCN, TS 38.331 NR-ARFCN, TS 25.331 UARFCN, TS 44.018 ARFCN",
+    "frequency_khz": "410 MHz (E-UTRA band 87) .. 71 GHz (NR band n263)",
+    "bandwidth_mhz": "NB-IoT carrier (TS 36.101) .. FR2-2 channel (TS 38.101-2)",
+    "ul_bandwidth_mhz": "NB-IoT carrier (TS 36.101) .. FR2-2 channel (TS 38.101-2)",
+}
+
 # the printed band: "B<n>" (E-UTRA) or "n<n>" (NR) with n in these ranges; another spelling is kept as printed
 BANDS = {"B": Range(1, 256, True), "n": Range(1, 1024, True)}
 _BAND = re.compile(r"([Bn])(\d{1,12})")
@@ -164,4 +189,4 @@ def checked(values: Mapping[str, Any], technology: str | None) -> tuple[dict[str
     return changes, refused
 
 
-__all__ = ["Range", "RANGES", "BANDS", "within", "range_of", "band_ok", "checked", "group"]
+__all__ = ["Range", "RANGES", "SOURCES", "BANDS", "within", "range_of", "band_ok", "checked", "group"]

@@ -219,3 +219,26 @@ def test_gpsd_tpv_off_the_globe_is_refused_not_clamped():
     out = parse("gpsd", '{"class":"TPV","mode":2,"lat":45.0,"lon":7.0}\n{"class":"TPV","mode":2,"lat":91.0,"lon":7.0}\n'
                         '{"class":"TPV","mode":2,"lat":45.1,"lon":7.1}\n')
     assert [f["lat"] for f in out["tpv"]] == [45.0, 45.1] and "lat" in out["errors"][0]["error"]
+
+
+def test_the_parse_schema_declares_the_ranges():
+    """`ctl parse`'s shipped schema carries the ranges (the widest over the technologies): a script can
+    rely on them, and tests/unit/controller/test_parse_schema.py holds every recorded output to them."""
+    import jsonschema
+
+    from controller.cli.common import envelope
+    from controller.schemas import OUTPUT_DIR
+    schema = json.loads((OUTPUT_DIR / "parse.schema.json").read_text())
+    props = schema["$defs"]["RadioSample"]["properties"]
+    for name in RANGES:
+        r = range_of(name, None) if not isinstance(RANGES[name], dict) else None
+        bounds = next(s for s in props[name]["anyOf"] if s["type"] != "null")
+        if r is not None:
+            assert (bounds["minimum"], bounds["maximum"]) == (r.lo, r.hi), name
+    assert next(s for s in props["pci"]["anyOf"] if s["type"] != "null")["maximum"] == 1007
+    doc = envelope(parse("at", '+QENG: "servingcell","NOCONN","LTE","FDD",460,01,5F1EA15,12,1650,3,5,5,DE10,-100,'
+                               '-12,-68,10\nOK\n'), command="parse at")
+    v = jsonschema.Draft202012Validator(schema)
+    assert list(v.iter_errors(doc)) == []
+    doc["data"]["sample"]["rsrp_dbm"] = 300.0
+    assert list(v.iter_errors(doc)) != []
