@@ -18,6 +18,30 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from nodes.modem.ranges import within
+
+# What a tool prints is untrusted (issue 23): a number is taken only when it is one the quantity can be.
+# "1e999", 400 digits or "1.2.3" in a ping, iperf3 or webtorrent line makes the line unreadable (it is
+# left in the raw log, re-parseable), never an infinity or a traceback in the spool.
+MAX_COUNTER = 2 ** 64 - 1           # /proc/net/dev and the tools' byte counters are u64
+MAX_RTT_MS = 3_600_000.0            # an hour: a reply ping still matches is seconds old; beyond, no RTT
+MAX_RATE_BPS = 1e13                 # 10 Tbit/s: above any link a modem host has
+_DECIMAL = re.compile(r"[0-9]{1,20}(?:\.[0-9]{1,12})?")
+
+
+def number(text: Optional[str], hi: float) -> Optional[float]:
+    """A decimal printed by a tool, within [0, hi]; None for anything else (never inf, never a raise)."""
+    if text is None or not _DECIMAL.fullmatch(text):
+        return None
+    return within(float(text), 0.0, hi)
+
+
+def count(text: Optional[str]) -> Optional[int]:
+    """A counter printed by a tool (decimal digits, u64); None for anything else."""
+    if text is None or not re.fullmatch(r"[0-9]{1,20}", text):
+        return None
+    return within(int(text), 0, MAX_COUNTER, integral=True)
+
 # ---- ping ------------------------------------------------------------------------------------------
 
 # A reply line is read in three steps, each linear: the head, the first icmp_seq=N, the first " time=X ms"
@@ -38,7 +62,8 @@ def parse_ping_line(line: str) -> Optional[Tuple[str, Optional[float], Optional[
     seq = _PING_SEQ.search(s, m.end()) if m else None
     rtt = _PING_TIME.search(s, seq.end()) if seq else None
     if m and rtt:
-        return "reply", _f(m.group("ts")), float(rtt.group("rtt"))
+        ms = number(rtt.group("rtt"), MAX_RTT_MS)
+        return ("reply", _f(m.group("ts")), ms) if ms is not None else None
     m = _PING_NOANSWER.match(s)
     if m:
         return "lost", _f(m.group("ts")), None
@@ -49,7 +74,7 @@ def parse_ping_line(line: str) -> Optional[Tuple[str, Optional[float], Optional[
 
 
 def _f(x: Optional[str]) -> Optional[float]:
-    return None if x is None else float(x)
+    return None if x is None else number(x, 1e11)        # ping -D: Unix seconds
 
 
 def rtt_stats(rtts: Sequence[float], previous: Optional[float]) -> Dict[str, float]:
@@ -84,9 +109,15 @@ def parse_iperf3_interval(line: str, streams: int = 1) -> Optional[Dict[str, flo
         return None
     if (streams > 1) != (m.group("id") == "SUM"):
         return None
-    return {"start": float(m.group("start")), "end": float(m.group("end")),
-            "bytes": float(m.group("xfer")) * _BYTES[m.group("xunit")],
-            "bps": float(m.group("rate")) * _BITS[m.group("runit")]}
+    start, end = number(m.group("start"), 1e9), number(m.group("end"), 1e9)
+    xfer, rate = number(m.group("xfer"), MAX_COUNTER), number(m.group("rate"), MAX_RATE_BPS)
+    if start is None or end is None or xfer is None or rate is None:
+        return None
+    nbytes = within(xfer * _BYTES[m.group("xunit")], 0.0, float(MAX_COUNTER))
+    bps = within(rate * _BITS[m.group("runit")], 0.0, MAX_RATE_BPS)
+    if nbytes is None or bps is None:
+        return None
+    return {"start": start, "end": end, "bytes": nbytes, "bps": bps}
 
 
 # ---- webtorrent-cli status frames --------------------------------------------------------------------
@@ -105,9 +136,21 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def pretty_bytes(text: str) -> float:
-    """'1.9 MB' -> 1.9e6 (webtorrent prints sizes with prettier-bytes, base 1000)."""
+    """'1.9 MB' -> 1.9e6 (webtorrent prints sizes with prettier-bytes, base 1000); ValueError for a size no
+    prettier-bytes prints (1e999, 400 digits, beyond a u64): the frame line is not read."""
     num, unit = text.split()
-    return float(num) * _PB[unit[:-1]]
+    v = number(num, MAX_COUNTER)
+    v = None if v is None or unit[:-1] not in _PB else within(v * _PB[unit[:-1]], 0.0, float(MAX_COUNTER))
+    if v is None:
+        raise ValueError("not a size: %.40r" % text)
+    return v
+
+
+def _count(text: str) -> int:
+    n = count(text)
+    if n is None:
+        raise ValueError("not a count: %.40r" % text)
+    return n
 
 
 class WebtorrentFrames:
@@ -136,6 +179,12 @@ class WebtorrentFrames:
         if s.startswith(("Downloading: ", "Seeding: ")):
             self._cur = {}
             return None
+        try:
+            return self._line(s)
+        except ValueError:           # a number no webtorrent prints: the line is not read (it is in the raw log)
+            return None
+
+    def _line(self, s: str) -> None:
         m = _WT_SPEED.match(s)
         if m:
             self._cur.update(dl_bps=pretty_bytes(m.group("dl")) * 8, downloaded_bytes=int(pretty_bytes(m.group("done"))),
@@ -143,23 +192,25 @@ class WebtorrentFrames:
             return None
         m = _WT_RUNNING.match(s)
         if m:
-            self._cur.update(peers_unchoked=int(m.group("unchoked")), peers_connected=int(m.group("peers")))
+            self._cur.update(peers_unchoked=_count(m.group("unchoked")), peers_connected=_count(m.group("peers")))
             return None
         m = _WT_PEER.match(s)
         if m:
+            dls = pretty_bytes(m.group("dls"))
             self._cur["peers_listed"] = self._cur.get("peers_listed", 0) + 1
-            if pretty_bytes(m.group("dls")) > 0:
+            if dls > 0:
                 self._cur["peers_active"] = self._cur.get("peers_active", 0) + 1
             else:
                 self._cur.setdefault("peers_active", 0)
             return None
         m = _WT_MORE.match(s)
         if m:
-            self._cur["peers_more"] = int(m.group("n"))
+            self._cur["peers_more"] = _count(m.group("n"))
             return None
         m = _WT_DONE.match(s)
         if m:
-            self.done = {"active": int(m.group("active")), "peers": int(m.group("peers")), "seconds": int(m.group("secs"))}
+            self.done = {"active": _count(m.group("active")), "peers": _count(m.group("peers")),
+                         "seconds": _count(m.group("secs"))}
         return None
 
 
@@ -183,7 +234,10 @@ def parse_netdev(text: str, iface: str) -> Optional[Dict[str, int]]:
         if len(v) < 16:
             return None
         # columns: rx bytes packets errs drop fifo frame compressed multicast, tx bytes packets errs drop ...
-        return dict(zip(NETDEV_FIELDS, (int(v[0]), int(v[1]), int(v[3]), int(v[8]), int(v[9]), int(v[11]))))
+        vals = [count(v[i]) for i in (0, 1, 3, 8, 9, 11)]
+        if any(x is None for x in vals):
+            return None                      # not the kernel's counters
+        return dict(zip(NETDEV_FIELDS, vals))  # type: ignore[arg-type]
     return None
 
 
