@@ -44,7 +44,7 @@ class Pipe(Open):
                                                            "fq_pie); null: the default")
 
 
-Counters = dict[str, Union[int, float]]
+Counters = dict[str, Union[int, float, None]]
 
 
 class LinkChange(Open):
