@@ -379,5 +379,23 @@ async def restore(shaper: Shaper, session: Session, before: ShaperState,
     return after
 
 
+def shaper_fidelity(before: dict, after: dict) -> dict:
+    """How faithfully a shaper kept its schedule during the run, from its own counters where it
+    has them (dnpipe: departure lateness; every shaper: drops), as deltas over the run."""
+    out = {}
+    for key, a in after.items():
+        b = before.get(key, {})
+        d = {k: a[k] - b.get(k, 0) for k in a if isinstance(a[k], int) and not k.startswith(("queue_", "delay_line"))}
+        entry = {k: v for k, v in d.items() if k in ("tx_pkts", "drop_plr_pkts", "drop_queue_pkts",
+                                                     "drop_nomem_pkts", "oversize_pkts", "rx_kernel_drops")}
+        if "tx_late_ns_sum" in d and d.get("tx_pkts"):
+            entry["mean_late_us"] = round(d["tx_late_ns_sum"] / d["tx_pkts"] / 1000, 3)
+        if "tx_late_ns_max" in a:
+            entry["max_late_us_since_start"] = round(a["tx_late_ns_max"] / 1000, 3)
+        if entry:
+            out[f"{key[0]}.{key[1].value}"] = entry
+    return out
+
+
 def _dry_types() -> tuple[type, ...]:
     return (DryRunSession,)

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from bridges.base import PipeConfig, PipeKey, Shaper, ShaperState, apply, read_state, restore, shaper_class
+from bridges.base import (PipeConfig, PipeKey, Shaper, ShaperState, apply, read_state, restore, shaper_class,
+                          shaper_fidelity)
 from controller.commands import Command, CommandResult, DryRunSession, run_all
 from controller.inventory import Inventory, Role, source_of
 from controller.results.records import RunRecord, make_run_id
@@ -28,6 +29,8 @@ from controller.results.summary import data_local_ports
 from controller.run.congestion import CongestionStage, congestion_problems, subflow_congestion
 from controller.run.live import LIVE_INTERVAL_S, LiveFeed, LiveSink
 from controller.run.overlap import import_influx, preload_libraries, preload_snmp, summarize_run, together
+from controller.run.looplag import LoopLagMonitor
+from controller.run.looplag import warning as looplag_warning
 from controller.run.partial import partial_summary, traffic_window
 from controller.run.recovery import process_record
 from controller.run.replay import counter_hosts
@@ -111,6 +114,7 @@ class Run:
         self._writer_start: asyncio.Future | None = None
         self.traffic_t0: float | None = None   # the clients' start, also when the run is cut short
         self.traffic_t1: float | None = None
+        self.loop_lag = LoopLagMonitor()       # how late the controller stamps its own times
 
     def _hosts(self) -> list[str]:
         hosts = set(self.plan.endpoints) | set(self.plan.sample_ifaces)
@@ -240,6 +244,8 @@ class Run:
 
     async def measure(self) -> None:
         self.record.phase("measure")
+        if not self.dry_run:
+            self.loop_lag.start()
         offsets = {}
         if not self.dry_run:
             # The echoes (opened in prepare) stay open, idle, until the offsets are measured again
@@ -461,6 +467,13 @@ class Run:
     async def stop_measuring(self, reachable: set[str] | None = None) -> None:
         """Stop traffic (abort path), monitors and samplers; keep what they produced."""
         skip = set(self.sessions) - (reachable if reachable is not None else set(self.sessions))
+        if self.loop_lag.running:
+            lag = await self.loop_lag.stop(self.window if self.window[1] else
+                                           traffic_window(self.traffic_t0, self.traffic_t1))
+            self.record.manifest["controller_loop"] = lag
+            if msg := looplag_warning(lag):
+                lag["warning"] = msg
+                self.progress("warning: " + msg)
         if self.traffic is not None:
             await self.traffic.stop_all(skip)
             if not self.dry_run:
@@ -740,24 +753,6 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
         raise bug
     return RunOutcome(record.id, None if dry_run else record.dir, status, summary, exit_code, error,
                       run.dry_log, pending, error_type)
-
-
-def shaper_fidelity(before: dict, after: dict) -> dict:
-    """How faithfully a shaper kept its schedule during the run, from its own counters where it
-    has them (dnpipe: departure lateness; every shaper: drops), as deltas over the run."""
-    out = {}
-    for key, a in after.items():
-        b = before.get(key, {})
-        d = {k: a[k] - b.get(k, 0) for k in a if isinstance(a[k], int) and not k.startswith(("queue_", "delay_line"))}
-        entry = {k: v for k, v in d.items() if k in ("tx_pkts", "drop_plr_pkts", "drop_queue_pkts",
-                                                     "drop_nomem_pkts", "oversize_pkts", "rx_kernel_drops")}
-        if "tx_late_ns_sum" in d and d.get("tx_pkts"):
-            entry["mean_late_us"] = round(d["tx_late_ns_sum"] / d["tx_pkts"] / 1000, 3)
-        if "tx_late_ns_max" in a:
-            entry["max_late_us_since_start"] = round(a["tx_late_ns_max"] / 1000, 3)
-        if entry:
-            out[f"{key[0]}.{key[1].value}"] = entry
-    return out
 
 
 async def _cleanup(run: Run, after_stop: Callable[[], None] | None = None) -> list[str]:

@@ -83,6 +83,15 @@ def test_run_record_is_complete(completed_run, rack):
     png = (record / "throughput.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     assert m["clock_offsets"]["start"] and all(abs(o["measured_s"]) < 0.05 for o in m["clock_offsets"]["start"])
+    # how late the controller stamped its own times: its event loop's lag over the traffic window
+    lag = m["controller_loop"]
+    t0, t1 = m["traffic_window"]["start"], m["traffic_window"]["end"]
+    assert lag["traffic"]["samples"] >= 0.5 * (t1 - t0) / lag["period_s"]
+    assert 0 <= lag["traffic"]["median_s"] <= lag["traffic"]["p99_s"] <= lag["traffic"]["max_s"]
+    assert ("warning" in lag) == bool(lag["stalls"])
+    # each flow's client: asked for, seen running, output ended, in that order
+    for f in m["flows"]:
+        assert f["client_spawned"] <= f["client_started"] < f["client_exited"]
 
 
 def test_sampled_at_10hz_by_one_sampler_per_host(completed_run):
@@ -186,3 +195,30 @@ def test_runs_show_recomputes_the_summary_and_windows_it(completed_run, rack):
     assert f"window: 6 s to {w['end_s']:g} s of {w['traffic_s']:.1f} s of traffic" in p.stdout
     assert "Jain's fairness index over mptcp, tcp-path1, tcp-path2:" in p.stdout
     assert f"record: {record}" in p.stdout
+
+
+def test_delay_is_added_on_both_links_and_the_hosts_restored(rack):
+    """--delay (issue 22, Table 1's path-delay hypothesis): the forwarders hold the rate, the queue and
+    the delay in both directions during the run; each flow's RTT grows by twice the delay; the socket
+    buffers raised on the four hosts are back at their own values after the run, the pipes at default."""
+    before = {h: rack.netns(h, "sysctl", "-n", "net.ipv4.tcp_rmem").split() for h in ("a1", "a2", "b1", "b2")}
+    p = rack.ctl("run", "distinct-bottleneck", "--link2", "20M", "--delay", "40ms", "--duration", "6", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)["data"]
+    s, record = out["summary"], Path(out["record"])
+    assert out["status"] == "completed" and s["valid"] is True, s["invalid_reasons"]
+    assert s["parameters"]["delay_ms"] == 40.0
+    m = json.loads((record / "manifest.json").read_text())
+    for b, link, bw in (("br1", "path1", 100_000_000), ("br2", "path2", 20_000_000)):
+        for d in ("forward", "reverse"):
+            applied = m["shapers"][b]["after"]["pipes"][f"{link}.{d}"]
+            assert (applied["bw_bps"], applied["delay_us"]) == (bw, 40_000), applied
+    # every sender's smoothed RTT (ss, 10 Hz) is at least the 80 ms the two delays add
+    from controller.telemetry.spool import iter_points
+    rtts = [pt.fields.get("rtt_ms") for pt in iter_points(record / "metrics.jsonl")
+            if pt.measurement == "subflow" and pt.tags.get("host") in ("a1", "a2") and pt.fields.get("rtt_ms")]
+    assert rtts and min(rtts) >= 80.0, min(rtts or [0])
+    assert [c["what"] for c in m["conversions"]] == ["socket buffers of a1, a2, b1, b2"]
+    after = {h: rack.netns(h, "sysctl", "-n", "net.ipv4.tcp_rmem").split() for h in ("a1", "a2", "b1", "b2")}
+    assert after == before
+    assert rack.pipes_at_default()
