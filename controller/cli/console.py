@@ -8,10 +8,18 @@ away at the end, so the summary printed afterwards is intact). It is drawn only 
 stderr is a terminal and the command is not `--quiet`/`--json`; on a pipe there are only
 the progress lines, as before. What the block says is made by pure functions
 (`status_lines`, `step_line`) that tests read without a terminal.
+
+A run's block is drawn by a thread of its own (`_Painter`), never by the caller: the run's event
+loop hands it each status and line and goes on. A terminal that stops reading (Ctrl-S, a stalled
+SSH session, a slow multiplexer) then blocks only that thread, not the samplers' streams, the
+traffic's clocks or the restore; frames waiting behind a blocked terminal are dropped but the
+newest (lines never are), and rich's import happens there too.
 """
 from __future__ import annotations
 
+import queue
 import sys
+import threading
 import time
 from typing import Any, TextIO
 
@@ -84,6 +92,66 @@ class _Ticker:
         return Text(step_line(self.note, time.monotonic() - self.t0), no_wrap=True, overflow="ellipsis")
 
 
+class _Painter:
+    """The thread that draws a run's block: frames (a LiveStatus) and lines, in the order they were
+    handed over; more than MAX_PENDING_FRAMES frames waiting (a terminal that does not read) are cut
+    to the newest."""
+
+    MAX_PENDING_FRAMES = 8
+    END_WAIT_S = 3.0          # how long `end` waits for a terminal to take the last writes
+
+    def __init__(self, console: "Console"):
+        self.console = console
+        self.q: queue.Queue = queue.Queue()
+        self.frames = 0                       # frames queued, not drawn yet
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, name="ctl-live-view", daemon=True)
+        self.thread.start()
+
+    def frame(self, status: LiveStatus) -> None:
+        with self.lock:
+            self.frames += 1
+        self.q.put(("frame", status))
+
+    def line(self, text: str) -> None:
+        self.q.put(("line", text))
+
+    def end(self) -> None:
+        self.q.put(("end", None))
+        self.thread.join(self.END_WAIT_S)
+
+    def _run(self) -> None:
+        live = None
+        while True:
+            kind, item = self.q.get()
+            if kind == "frame":
+                with self.lock:
+                    self.frames -= 1
+                    skip = self.frames >= self.MAX_PENDING_FRAMES
+                if skip:
+                    continue
+            try:
+                if kind == "end":
+                    if live is not None:
+                        live.stop()
+                    return
+                if kind == "line":
+                    if live is None:
+                        print(item, file=self.console.stream, flush=True)
+                    else:
+                        from rich.text import Text
+                        live.console.print(Text(item), soft_wrap=True)   # above the block, which stays
+                    continue
+                from rich.console import Group
+                from rich.text import Text
+                r = Group(*(Text(l, no_wrap=True, overflow="ellipsis") for l in status_lines(item)))
+                if live is None:
+                    live = self.console._new_live(r, auto_refresh=False)
+                live.update(r, refresh=True)
+            except Exception:   # a display must never end a run: the block stops, lines still go out
+                live = None
+
+
 class Console:
     """Progress on stderr for one command: `log` lines (`[  12.3s] text`), and on a terminal
     the live block (`live` for a run's LiveStatus, `step` for a numbered step)."""
@@ -98,6 +166,7 @@ class Console:
             tty = False
         self.block = block and tty and not quiet
         self._live: Any = None
+        self._painter: _Painter | None = None
 
     # ---- lines ----------------------------------------------------------------------------------
 
@@ -108,7 +177,9 @@ class Console:
         if self.quiet:
             return
         line = f"[{time.monotonic() - self.t0:6.1f}s] {msg}"
-        if self._live is not None:
+        if self._painter is not None:
+            self._painter.line(line)
+        elif self._live is not None:
             from rich.text import Text
             self._live.console.print(Text(line), soft_wrap=True)   # above the block, which stays
         else:
@@ -121,13 +192,17 @@ class Console:
         """The runner's `live` callback, or None when no block is drawn (no terminal, quiet)."""
         return self.live if self.block else None
 
-    def _start(self, renderable: Any, auto_refresh: bool) -> None:
+    def _new_live(self, renderable: Any, auto_refresh: bool) -> Any:
         from rich.console import Console as RichConsole
         from rich.live import Live
-        self._live = Live(renderable, console=RichConsole(file=self.stream, highlight=False, markup=False),
-                          auto_refresh=auto_refresh, refresh_per_second=2, transient=True,
-                          redirect_stdout=False, redirect_stderr=False)
-        self._live.start()
+        live = Live(renderable, console=RichConsole(file=self.stream, highlight=False, markup=False),
+                    auto_refresh=auto_refresh, refresh_per_second=2, transient=True,
+                    redirect_stdout=False, redirect_stderr=False)
+        live.start()
+        return live
+
+    def _start(self, renderable: Any, auto_refresh: bool) -> None:
+        self._live = self._new_live(renderable, auto_refresh)
 
     def live(self, status: LiveStatus | None) -> None:
         """Draw a run's status in place; None takes the block away (traffic is over)."""
@@ -136,12 +211,10 @@ class Console:
         if status is None:
             self.end()
             return
-        from rich.console import Group
-        from rich.text import Text
-        r = Group(*(Text(l, no_wrap=True, overflow="ellipsis") for l in status_lines(status)))
-        if self._live is None:
-            self._start(r, auto_refresh=False)
-        self._live.update(r, refresh=True)
+        if self._painter is None:
+            self.end()                         # a step's ticker, if one was shown
+            self._painter = _Painter(self)
+        self._painter.frame(status)
 
     def step(self, note: StepNote) -> None:
         """A numbered step: a line on a pipe; on a terminal a line that ticks until the next step."""
@@ -155,6 +228,9 @@ class Console:
         self._start(_Ticker(note), auto_refresh=True)
 
     def end(self) -> None:
+        if self._painter is not None:
+            painter, self._painter = self._painter, None
+            painter.end()
         if self._live is not None:
             live, self._live = self._live, None
             live.stop()

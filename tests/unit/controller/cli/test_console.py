@@ -142,3 +142,52 @@ def test_a_step_ticks_on_a_terminal(monkeypatch):
     os.close(master)
     assert "[1/3] RTT: 5 pings (about 1 s)" in text and "[2/3] throughput (about 2 s)" in text
     assert re.search(r"\[1/3\] RTT: 5 pings  [█░]+ 1 s of about 1 s", text), text
+
+
+def test_a_terminal_that_does_not_read_never_blocks_the_run(monkeypatch):
+    """Ctrl-S, a stalled SSH session: the terminal stops taking output. The block is drawn by a
+    thread of its own, so the caller (the run's event loop: samplers, traffic clocks, restore) goes
+    on; frames waiting behind the terminal are cut to the newest, lines are all kept."""
+    import threading
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    c, master, stream = _pty_console()
+
+    def handed_over() -> None:            # far more than a pseudo-terminal's buffer holds (~100 kB)
+        for k in range(400):
+            c.live(status(k % 30, mptcp_bps=(k + 1) * 1e6))
+            if k % 100 == 0:
+                c.log(f"line {k}")
+    caller = threading.Thread(target=handed_over, daemon=True)
+    caller.start()
+    caller.join(60)                       # a liveness bound (the caller would hang for ever), not a speed
+    assert not caller.is_alive(), "the caller blocked on a terminal that does not read"
+    # the terminal reads again: what was waiting comes out, the block goes, lines are whole
+    chunks: list[bytes] = []
+    done = threading.Event()
+
+    def drain() -> None:
+        os.set_blocking(master, False)
+        while not done.is_set():
+            try:
+                chunks.append(os.read(master, 65536))
+            except BlockingIOError:
+                time.sleep(0.01)
+            except OSError:
+                return
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    c.live(None)
+    c.log("restoring")
+    stream.flush()
+    time.sleep(0.2)
+    done.set()
+    reader.join(5)
+    text = b"".join(chunks).decode("utf-8", errors="replace")
+    stream.close()
+    os.close(master)
+    assert all(f"line {k}" in text for k in (0, 100, 200, 300)), text[-2000:]
+    drawn = re.findall(r"mptcp\s+(\d+)\.00", text)
+    assert drawn and drawn[-1] == "400"                    # the newest frame was drawn
+    assert len(set(drawn)) < 400                           # frames behind the blocked terminal were dropped
+    assert "restoring" in text[text.rindex("\x1b"):]
