@@ -34,6 +34,7 @@ import pytest
 from controller.lab import mmhost
 from controller.telemetry.spool import read_points
 from nodes.modem.emulator import CELL_A, CELL_B, field_test_trace
+from tests.unit.controller.cli.test_json_envelope import check
 
 pytestmark = pytest.mark.integration
 NS = 1_000_000_000
@@ -46,7 +47,9 @@ BOUNDARIES = (0.0, 10.0, 13.0, 18.0, 20.0, 30.0, 33.0, 40.0, 50.0)
 def ctl_json(rack, *args: str, timeout: float = 120) -> dict:
     p = rack.ctl(*args, "--json", timeout=timeout)
     assert p.returncode == 0, (args, p.stdout, p.stderr)
-    return json.loads(p.stdout)["data"]
+    doc = json.loads(p.stdout)
+    check(doc, " ".join(args[:2]))          # the real output against its shipped schema (controller/schemas)
+    return doc["data"]
 
 
 def mmcli(rack, *args: str) -> subprocess.CompletedProcess:

@@ -29,6 +29,7 @@ import pytest
 from controller.telemetry.points import Point
 from controller.telemetry.spool import read_points
 from nodes.modem.emulator import CELL_A, CELL_B, field_test_trace
+from tests.unit.controller.cli.test_json_envelope import check
 from tests.support.influx import client
 
 pytestmark = pytest.mark.integration
@@ -39,7 +40,9 @@ CUT_S = 60.0
 def ctl_json(rack, *args: str, timeout: float = 120) -> dict:
     p = rack.ctl(*args, "--json", timeout=timeout)
     assert p.returncode == 0, (args, p.stdout, p.stderr)
-    return json.loads(p.stdout)["data"]
+    doc = json.loads(p.stdout)
+    check(doc, " ".join(args[:2]))          # the real output against its shipped schema (controller/schemas)
+    return doc["data"]
 
 
 def m2_status(rack) -> dict:
