@@ -38,7 +38,7 @@ from controller.field.stats import load_points, render_report, report_data
 from controller.reproduce import record as reproductions
 from controller.results.catalog import FIELD, STATUSES, Filters, RunInfo, id_time, info_from_manifest, parse_when, scan
 from controller.results.export import FORMATS, Source, write_export
-from controller.results.records import load_manifest, summary_document
+from controller.results.records import load_manifest, record_warnings, summary_document
 from controller.results.wire import iso_utc
 from controller.run.partial import partial_line
 from controller.run.replay import SUMMARIZED_STATUSES, summarize_record
@@ -76,6 +76,7 @@ def what_ran(m: dict, record: Path) -> list[str]:
              f"started {iso(m.get('created'))}, finished {iso(m.get('finished'))}"]
     if tw.get("start") and tw.get("end"):
         lines.append(f"traffic {iso(tw['start'])} to {iso(tw['end'])} ({tw['end'] - tw['start']:.1f} s)")
+    lines += [f"warning (recorded): {w}" for w in record_warnings(m)]
     lines.append(f"record: {record}")
     return lines
 

@@ -235,6 +235,24 @@ def summary_document(summary: dict, manifest: dict) -> dict:
     return to_wire({**body, "provenance": provenance(manifest), "units": units_of(body)})
 
 
+def record_warnings(manifest: dict) -> list[str]:
+    """Every warning a run gave while it ran, as its record keeps them (pure): values changed on
+    their way to the rack (`conversions`), the congestion controls' (`congestion.warnings`: a
+    coupling map left non-empty, subflows refused coupling) and a stalled controller
+    (`controller_loop.warning`). A record is untrusted input: only strings are taken."""
+    out: list[str] = []
+    for c in manifest.get("conversions") or []:
+        if isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("what", "asked", "applied", "reason")):
+            out.append(f"{c['what']}: {c['asked']} -> {c['applied']}: {c['reason']}")
+    cong = manifest.get("congestion")
+    if isinstance(cong, dict):
+        out += [w for w in cong.get("warnings") or [] if isinstance(w, str)]
+    loop = manifest.get("controller_loop")
+    if isinstance(loop, dict) and isinstance(loop.get("warning"), str):
+        out.append(loop["warning"])
+    return out
+
+
 def load_manifest(path: Path) -> dict:
     try:
         data = json.loads((path / "manifest.json").read_text())

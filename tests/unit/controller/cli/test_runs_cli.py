@@ -122,3 +122,25 @@ def test_every_argument_has_help():
     show = runs._subparsers._group_actions[0].choices["show"]
     for action in show._actions:
         assert action.help, action.dest
+
+
+def test_show_lists_the_warnings_the_run_recorded(ctl, tmp_path):
+    """A researcher reading a run later sees what `ctl run` warned about while it ran: a value changed
+    on its way to the rack, a congestion control's warning, a stalled controller. The record is
+    untrusted input: an entry that is not text is left out, never printed raw."""
+    rec = tmp_path / "warned"
+    shutil.copytree(RUN, rec)
+    m = json.loads((rec / "manifest.json").read_text())
+    m["conversions"] = [{"what": "bottleneck queue of path1", "asked": "1 BDP = 5,000,000 B",
+                         "applied": "1000 slots", "reason": "the bridge's limit"},
+                        {"what": 3, "asked": None}]
+    m["congestion"] = {**(m.get("congestion") or {}), "warnings": ["sa1: lia's coupling map kept 1 entry", {"x": 1}]}
+    m["controller_loop"] = {"warning": "the controller's event loop stalled 1 time(s) during the traffic, up to 0.34 s"}
+    (rec / "manifest.json").write_text(json.dumps(m))
+    code, out, err = ctl("runs", "show", str(rec))
+    assert (code, err) == (0, "")
+    warned = [l for l in out.splitlines() if l.startswith("warning (recorded): ")]
+    assert warned == ["warning (recorded): bottleneck queue of path1: 1 BDP = 5,000,000 B -> 1000 slots: the bridge's limit",
+                      "warning (recorded): sa1: lia's coupling map kept 1 entry",
+                      "warning (recorded): the controller's event loop stalled 1 time(s) during the traffic, up to 0.34 s"]
+    assert out.splitlines().index(warned[-1]) + 1 == out.splitlines().index(f"record: {rec}")
