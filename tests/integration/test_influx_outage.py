@@ -15,6 +15,7 @@ from controller.lab.rack import proc_start_time
 from controller.telemetry.spool import iter_points
 from tests.integration.test_abort_and_safety import _wait_for_traffic
 from tests.support.influx import query_counts, query_values
+from tests.unit.controller.cli.test_json_envelope import check
 
 pytestmark = pytest.mark.integration
 
@@ -79,6 +80,7 @@ def test_influxdb_hung_for_the_whole_run_then_metrics_push_exactly_once(rack):
     run_id = record.name
     first = rack.ctl("metrics", "push", run_id, "--json")
     assert first.returncode == 0, first.stderr
+    check(json.loads(first.stdout), "metrics push")        # the real output against its shipped schema
     (r1,) = json.loads(first.stdout)["data"]
     n = sum(1 for _ in open(record / "metrics.jsonl"))
     assert r1["sent_now"] == n and r1["pending"] == 0

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from tests.unit.controller.cli.test_json_envelope import check
+
 pytestmark = pytest.mark.integration
 
 
@@ -15,13 +17,13 @@ def test_set_show_measure_path2(rack):
     p = rack.ctl("link", "set", "path2", "--bw", "20M", "--delay", "50ms", "--json")
     assert p.returncode == 0, p.stderr
     try:
-        after = json.loads(p.stdout)["data"]["after"]
+        after = check_json(p, "link set")["after"]
         assert after["path2.forward"]["delay_us"] == 50_000 and after["path2.reverse"]["bw_bps"] == 20_000_000
-        show = json.loads(rack.ctl("link", "show", "path2", "--json").stdout)["data"]["path2"]
+        show = check_json(rack.ctl("link", "show", "path2", "--json"), "link show")["path2"]
         assert show["kind"] == "dnpipe" and all(d["shaped"] for d in show["directions"].values())
         m = rack.ctl("link", "measure", "path2", "--json")
         assert m.returncode == 0, m.stderr
-        r = json.loads(m.stdout)["data"]
+        r = check_json(m, "link measure")
         # RTT: the minimum is the pipe's own figure (averages pick up this shared machine's load).
         assert abs(r["rtt"]["min_ms"] - 100.0) <= 1.0, r["rtt"]
         # the warm-up took the neighbour resolution (one reply ~200 ms when ARP had expired)
@@ -47,6 +49,16 @@ def test_set_show_measure_path2(rack):
         assert p.returncode == 0, p.stderr
     show = json.loads(rack.ctl("link", "show", "--json").stdout)["data"]
     assert not any(d["shaped"] for l in show.values() for d in l["directions"].values())
+    reset = check_json(rack.ctl("link", "reset", "path2", "--json"), "link reset")     # no baseline: unshaped
+    assert [e["link"] for e in reset] == ["path2"] and not any(reset[0]["after"].values())
+
+
+def check_json(p, command: str):
+    """The data of a --json output, checked against the command's shipped schema (controller/schemas)."""
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    check(doc, command)
+    return doc["data"]
 
 
 @pytest.mark.parametrize("args, message", [
