@@ -242,3 +242,30 @@ def test_the_parse_schema_declares_the_ranges():
     assert list(v.iter_errors(doc)) == []
     doc["data"]["sample"]["rsrp_dbm"] = 300.0
     assert list(v.iter_errors(doc)) != []
+
+
+def _gps_in_ranges(text: str) -> None:
+    from nodes.modem.gps import POSITION
+    try:
+        out = parse("gpsd", text)
+    except ParseError:
+        return
+    for fix in out["tpv"] + ([out["fix"]] if out["fix"] else []):
+        for key, name in (("lat", "lat"), ("lon", "lon"), ("track", "track_deg")):
+            v = fix[name]
+            lo, hi = POSITION[key]
+            assert v is None or lo <= v <= hi, f"gpsd: {name}={v!r}"
+
+
+def test_fuzz_gpsd_positions_on_the_globe():
+    tpv = ('{"class":"TPV","device":"/dev/ttyACM0","mode":3,"time":"2026-01-01T00:00:0%d.000Z","lat":51.5%d,'
+           '"lon":-0.12,"alt":10.0,"track":120.5,"speed":3.2}')
+    fixes = "\n".join(tpv % (i, i) for i in range(3))
+    samples = [s for s in seeds("gpsd") if NUMBER.search(s)] + [fixes]
+
+    @FUZZ
+    @given(st.one_of(wild_numbers([fixes]), wild_numbers(samples), absurd_numbers(samples)))
+    def run(text: str) -> None:
+        _gps_in_ranges(text)
+
+    run()
