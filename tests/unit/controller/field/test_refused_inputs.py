@@ -136,3 +136,52 @@ def test_runs_show_of_the_recorded_field_run_with_refused_reports(runs, capsys):
     doc = json.loads(capsys.readouterr().out)
     jsonschema.validate(doc, json.loads((OUTPUT_DIR / "runs-show.schema.json").read_text()))
     assert doc["data"]["refused_inputs"]["m2"]["gps_reports_skipped"] == 7
+
+
+def test_the_real_gps_thread_counts_into_the_spool(tmp_path):
+    """The logger's real GpsSource against a local server speaking gpsd's protocol (a double of a broken
+    gpsd: no real gpsd sends these), on the real clock for four seconds: every skipped report is in the
+    spool, once."""
+    import socket
+    import threading
+    import time
+
+    from nodes.fieldlog import sources as S
+    from tests.unit.nodes.test_gps_source_reports import BAD, GOOD
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    done = threading.Event()
+
+    def gpsd() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            conn.recv(1024)                                   # ?WATCH
+            for i, line in enumerate(BAD + [b'{"class":"TPV","mode":2,"lat":91.0,"lon":2.5}']):
+                conn.sendall(line + b"\n" + GOOD % i + b"\n")
+                time.sleep(0.3)
+            done.wait(10)
+
+    threading.Thread(target=gpsd, daemon=True).start()
+    paths = rundir.Paths(str(tmp_path), "r1")
+    os.makedirs(paths.runs, exist_ok=True)
+    cfg = dict(_config(duration_s=4), gps={"gpsd": f"127.0.0.1:{port}"})
+    cfg.pop("modem")
+    rundir.create(paths, cfg, now_ns=time.time_ns())
+    cfg, st = rundir.load(paths)
+    gps = S.GpsSource(f"127.0.0.1:{port}", log=lambda m: None)
+    try:
+        lg = FieldLogger(paths, cfg, st, sources=Sources(gps=gps), log=lambda m: None)
+        assert lg.run() == "completed"
+    finally:
+        done.set()
+        srv.close()
+    field = [p.fields for p in read_points(Path(paths.spool))[0] if p.measurement == "field"]
+    assert len(field) == 4 and all("gps_reports_skipped" in f for f in field)
+    assert gps.bad_reports == len(BAD) + 1
+    # the last tick may come before the last report: what the spool has is what was skipped by then, once
+    assert sum(f["gps_reports_skipped"] for f in field) == gps.bad_reports - gps.take_bad() >= 1
+    assert report_data(read_points(Path(paths.spool))[0])["refused_inputs"]["m1"]["gps_reports_skipped"] == \
+        sum(f["gps_reports_skipped"] for f in field)
