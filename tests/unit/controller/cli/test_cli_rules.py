@@ -150,7 +150,7 @@ def test_run_scenario_help_lists_its_parameters_with_units(tmp_path):
     for flag in ("--link2 RATE", "--duration DURATION", "--link1 RATE", "--queue QUEUE", "--dry-run", "--json"):
         assert flag in out, flag
     assert "default 20 Mbit/s" in " ".join(out.split()) and "default 100 Mbit/s" in " ".join(out.split())
-    assert "--delay" not in out               # another scenario's parameter
+    assert "--rtt" not in out                 # another scenario's parameter (rtt-loss-sweep)
     p = ctl(tmp_path, "run", "--help")
     assert p.returncode == 0 and all(name in p.stdout for name in scenarios.available())
     p = ctl(tmp_path, "run", "--link2", "5M", "shared-bottleneck", "-h")
