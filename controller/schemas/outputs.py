@@ -15,6 +15,9 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from controller.schemas.item_outputs import (AlgorithmRow, CampaignProgress, ComparedCell, ConversionOut, DryCommand,
+                                             Finding, GivenValues, Holder, LeaseEntry, ParameterShown, ParamValue, ParamValues,
+                                             PlannedCampaign, PlannedRun, ReservationItem, RunPlanOut, VerdictChange)
 from controller.schemas.parse_outputs import ParseData, parse_conditions
 from controller.schemas.rack_outputs import RACK_OUTPUTS
 
@@ -47,7 +50,10 @@ class RunListed(Strict):
     started: Optional[Iso]
     finished: Optional[Iso]
     inventory: Optional[str] = Field(description="the rack's inventory name")
-    parameters: dict[str, Any] = Field(description="the parameters given, as typed (the others at their defaults)")
+    parameters: dict[str, ParamValue] = Field(
+        description="the parameters given, as typed (the others at their defaults): parameter name (the scenario's) "
+                    "-> value, a map because the names are the scenario's own; a field run: its options (hosts, "
+                    "workload, duration_s, ...)")
     record: str = Field(description="the record directory")
 
 
@@ -86,8 +92,8 @@ class Inventory(Strict):
 
 
 class Parameters(Strict):
-    given: dict[str, Any] = Field(description="as typed on the command line")
-    values: dict[str, Any] = Field(description="resolved, in the scenario's base units (bit/s, us, s, bytes)")
+    given: GivenValues
+    values: ParamValues
 
 
 class Provenance(Strict):
@@ -117,22 +123,29 @@ class SummaryDocument(Open):
 # ---- ctl run ---------------------------------------------------------------------------------
 
 class RunDone(Open):
+    """`ctl run` (controller/cli/run.py cmd_run)."""
     run_id: str
-    status: str
-    record: Optional[str]
-    error: Optional[str]
-    summary: Optional[dict[str, Any]]
-    conversions: list[dict[str, Any]]
+    status: str = Field(description="completed, invalid, failed, aborted, error")
+    record: Optional[str] = Field(description="the record directory")
+    error: Optional[str] = Field(description="why the run did not complete; null: it did")
+    summary: Optional[dict[str, Any]] = Field(
+        description="deliberately open: the run's summary.json (its provenance and units: `ctl runs show --json`'s "
+                    "data), else the scenario's own summary; its keys are the scenario's, described on the "
+                    "Scenarios page and by the summary's `definitions`; null: no summary")
+    conversions: list[ConversionOut] = Field(description="every value changed on its way to the rack")
 
 
 class RunDry(Open):
+    """`ctl run --dry-run` (controller/cli/run.py dry_run_json)."""
     dry_run: Literal[True]
     run_id: str
-    parameters: dict[str, Any]
-    conversions: list[dict[str, Any]]
+    status: str = Field(description="the dry run's outcome (completed: every command was planned)")
+    error: Optional[str] = Field(description="why the dry run stopped; null: it did not")
+    parameters: ParamValues
+    conversions: list[ConversionOut] = Field(description="every value changed on its way to the rack")
     notes: list[str]
-    plan: dict[str, Any]
-    commands: list[dict[str, Any]]
+    plan: RunPlanOut
+    commands: list[DryCommand] = Field(description="every command per host, as a real run would send them")
 
 
 # ---- the others: the keys a script may rely on --------------------------------------------------
@@ -145,13 +158,16 @@ class ScenarioListed(Strict):
 class ScenarioShown(Open):
     name: str
     title: str
-    parameters: list[dict[str, Any]]
+    reference: str = Field(description="the paper or source the experiment follows")
+    description: str
+    parameters: list[ParameterShown] = Field(description="every parameter, the common ones (duration) included")
 
 
 class CcList(Open):
     rack: str
     endpoints: list[str]
-    algorithms: list[dict[str, Any]]
+    algorithms: list[AlgorithmRow] = Field(description="kernel built-ins, then the papers' algorithms, then the "
+                                                       "variants for analysis")
 
 
 class ShippedFiles(Strict):
@@ -164,10 +180,16 @@ class Shipped(Strict):
     campaigns: ShippedFiles = Field(description="the campaign files (ctl campaign plan|submit NAME)")
 
 
+class SettingShown(Open):
+    """One setting (controller/settings.py Setting): flag > environment > config file > default."""
+    value: Optional[str] = Field(description="its value (a database URL without its password); null: unset")
+    source: str = Field(description="flag, environment (CTL_...), config file (PATH) or default: ...")
+
+
 class ConfigShown(Open):
     checkout: bool
     config_file: Optional[str]
-    settings: dict[str, dict[str, Any]]
+    settings: dict[str, SettingShown] = Field(description="setting name -> its value and where it came from")
     shipped: Shipped = Field(description="the files ctl ships, found by name where a file is asked for")
 
 
@@ -179,8 +201,8 @@ class LabStatus(Open):
 class InventoryCheck(Open):
     file: str
     valid: bool
-    errors: list[dict[str, Any]]
-    warnings: list[dict[str, Any]]
+    errors: list[Finding] = Field(description="the problems that make the file invalid")
+    warnings: list[Finding] = Field(description="problems that leave it valid")
 
 
 class CampaignPlanned(Open):
@@ -188,7 +210,7 @@ class CampaignPlanned(Open):
     scenario: str
     cases: int
     repetitions: int
-    runs: list[dict[str, Any]]
+    runs: list[PlannedRun] = Field(description="every run, in the order they will run")
     estimated_finish: Iso
 
 
@@ -221,7 +243,7 @@ class Report(Open):
 class ReproducePlan(Open):
     mode: str
     papers: list[str]
-    campaigns: list[dict[str, Any]]
+    campaigns: list[PlannedCampaign] = Field(description="the campaigns, in the order they run")
     runs: int
 
 
@@ -282,26 +304,33 @@ class ReproduceStatus(Open):
     runs: int
     done: int
     failed: int
-    campaigns: list[dict[str, Any]]
+    campaigns: list[CampaignProgress] = Field(description="per campaign, in order")
 
 
 class ReproduceCompare(Open):
     a: str
     b: str
-    cells: list[dict[str, Any]]
+    cells: list[ComparedCell] = Field(description="every cell of either, matched by (paper, table, row, column, "
+                                                  "metric), sorted")
+    flagged: int = Field(description="cells whose difference is shown (status differs)")
+    verdict_changes: list[VerdictChange] = Field(description="claims whose verdict differs, by claim")
 
 
 class RackStatus(Open):
+    """`ctl rack status` (controller/cli/rack.py cmd_status)."""
     rack: str
-    leases: list[dict[str, Any]]
-    reservations: list[dict[str, Any]]
+    group: Optional[str] = Field(description="the rack group of the inventory; null: none")
+    lease_where: str = Field(description="where the rack's lease lives")
+    database: Optional[str] = Field(description="the lab database (its URL without a password); null: none")
+    lease: Optional[Holder] = Field(description="who holds the rack's lease now; null: free or not read")
+    last_holder: Optional[Holder] = Field(description="a stale note of the lease's last holder; null: none")
+    leases: list[LeaseEntry] = Field(description="the rack's lease, then its host lease if it has one")
+    reservations: list[ReservationItem] = Field(description="reservations ahead; [] also when they could not be "
+                                                            "read (then reservations_error says why)")
 
 
-class Reservation(Open):
-    id: Any
-    rack: str
-    start: Optional[Iso]
-    end: Optional[Iso]
+class Reservation(ReservationItem):
+    """A reservation (`ctl rack reserve` prints the one booked; `ctl rack reservations` lists them)."""
 
 
 class Heatmap(Open):
