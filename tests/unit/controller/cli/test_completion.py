@@ -33,4 +33,4 @@ def test_completions(tmp_path, line, want):
 
 
 def test_a_parameter_of_another_scenario_is_not_offered(tmp_path):
-    assert complete(tmp_path, "ctl run distinct-bottleneck --delay") == []
+    assert complete(tmp_path, "ctl run distinct-bottleneck --rtt") == []
