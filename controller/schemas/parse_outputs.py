@@ -19,6 +19,9 @@ from controller.parsers.iperf3 import Iperf3Result
 from controller.parsers.ping import PingResult
 from controller.parsers.ss import Socket
 from controller.parsers.tc import Qdisc
+from controller.schemas.parse_items import (ClassicObjectParsed, DnObjectParsed, MptcpConnection, MptcpCounterSummary, MptcpEndpointParsed, MptcpEvent,
+                                            SkippedLine, SnmpRun, TorrentDone, TorrentFrame, TrackerEvent,
+                                            modem_output)
 
 
 class _Open(BaseModel):
@@ -41,20 +44,21 @@ ParsedPing = _of_dataclass("ParsedPing", PingResult, "An iputils ping run: the r
 
 class ParsedNstat(_Open):
     source: str = Field(description="nstat -asz, or /proc/net/netstat")
-    counters: dict[str, Any] = Field(description="counter name -> value")
-    rates: Optional[dict[str, Any]] = Field(None, description="counter name -> rate (nstat's third column)")
-    mptcp_summary: Optional[dict[str, Any]] = Field(None, description="where MPTcpExt counters are present")
+    counters: dict[str, int] = Field(description="counter name (the kernel's) -> value")
+    rates: Optional[dict[str, float]] = Field(None, description="counter name -> rate per second (nstat's third "
+                                                                 "column)")
+    mptcp_summary: Optional[MptcpCounterSummary] = Field(None, description="where MPTcpExt counters are present")
 
 
 class ParsedMptcpEndpoints(_Open):
     kind: Literal["endpoints"]
-    endpoints: list[dict[str, Any]]
+    endpoints: list[MptcpEndpointParsed]          # type: ignore[valid-type]
 
 
 class ParsedMptcpMonitor(_Open):
     kind: Literal["monitor"]
-    events: list[dict[str, Any]] = Field(description="the `ip mptcp monitor` events, in order")
-    subflows: dict[str, Any] = Field(description="MPTCP token -> its subflows (initial and established)")
+    events: list[MptcpEvent] = Field(description="the `ip mptcp monitor` events, in order")  # type: ignore[valid-type]
+    subflows: dict[str, MptcpConnection] = Field(description="MPTCP token -> its subflows (initial and established)")
 
 
 class ParsedMptcpLimits(_Open):
@@ -65,15 +69,17 @@ class ParsedMptcpLimits(_Open):
 
 class ParsedIpfwListing(_Open):
     kind: Literal["ipfw-pipe-show", "ipfw-queue-show", "ipfw-sched-show"]
-    objects: list[dict[str, Any]] = Field(description="the pipes, queues or schedulers listed")
+    objects: list[DnObjectParsed] = Field(description="the pipes, queues or schedulers listed")
 
 
 class ParsedIpfwPipes(ParsedIpfwListing):
     format: str = Field(description="modern (FreeBSD >= 8's dummynet) or classic (older FreeBSD, macOS dnctl)")
+    objects: list[Union[DnObjectParsed, ClassicObjectParsed]] = Field(  # type: ignore[assignment,valid-type]
+        description="the pipes listed, as the listing's format gives them")
 
 
 class ParsedSnmpwalk(_Open):
-    runs: list[dict[str, Any]] = Field(description="per command: command, exit_status, varbinds, errors, notes, "
+    runs: list[SnmpRun] = Field(description="per command: command, exit_status, varbinds, errors, notes, "
                                                    "unparsed")
     unparsed_lines: Any
 
@@ -110,24 +116,33 @@ RadioLeg = _radio_sample_model("RadioLeg", None)
 RadioSampleOut = _radio_sample_model("RadioSample", RadioLeg)
 
 
+_RADIO = "(a tool's output: which one, its fields as printed, its radio sample)"
+MmcliOutput = modem_output("MmcliOutput", RadioSampleOut, "One mmcli output " + _RADIO)
+QmicliOutput = modem_output("QmicliOutput", RadioSampleOut, "One qmicli output " + _RADIO)
+WimaxOutput = modem_output("WimaxOutput", RadioSampleOut, "One wimaxcu / madwimax output " + _RADIO)
+AtResponse = modem_output("AtResponse", RadioSampleOut, "One AT command's reply " + _RADIO,
+                          command=(Optional[str], Field(description="the command echoed; null: none")),
+                          final=(Optional[str], Field(description="the final result code (OK, ERROR, +CME ERROR: n)")))
+
+
 class _Radio(_Open):
     sample: Optional[RadioSampleOut] = Field(description="the radio sample merged from every output (null: none)")  # type: ignore[valid-type]
 
 
 class ParsedMmcli(_Radio):
     tool: Literal["mmcli"]
-    outputs: list[dict[str, Any]]
+    outputs: list[MmcliOutput]                    # type: ignore[valid-type]
 
 
 class ParsedQmicli(_Radio):
     tool: Literal["qmicli"]
-    outputs: list[dict[str, Any]]
-    skipped: list[dict[str, Any]] = Field(description="lines set aside as not qmicli's output, and why")
+    outputs: list[QmicliOutput]                   # type: ignore[valid-type]
+    skipped: list[SkippedLine] = Field(description="lines set aside as not qmicli's output, and why")
 
 
 class ParsedAt(_Radio):
     tool: Literal["at"]
-    responses: list[dict[str, Any]]
+    responses: list[AtResponse]                   # type: ignore[valid-type]
     urcs: list[Any] = Field(description="unsolicited result codes")
     unparsed: list[Any]
 
@@ -135,7 +150,7 @@ class ParsedAt(_Radio):
 class ParsedWimax(_Radio):
     tool: Literal["wimax"]
     confidence: str
-    outputs: list[dict[str, Any]]
+    outputs: list[WimaxOutput]                    # type: ignore[valid-type]
 
 
 class ParsedGpsd(_Open):
@@ -161,14 +176,14 @@ class ParsedTorrentInfo(_Open):
 class ParsedTracker(_Open):
     kind: Literal["tracker"]
     urls: dict[str, str] = Field(description="the tracker's URLs by protocol, as its log printed them")
-    events: list[dict[str, Any]] = Field(description="peer events: time (ISO 8601 or null), event, addr")
+    events: list[TrackerEvent] = Field(description="peer events, in order")
     warnings: list[str]
 
 
 class ParsedWebtorrentClient(_Open):
     kind: Literal["client"]
-    frames: list[dict[str, Any]] = Field(description="the progress frames webtorrent-cli printed")
-    done: Optional[dict[str, Any]]
+    frames: list[TorrentFrame] = Field(description="the progress frames webtorrent-cli printed")  # type: ignore[valid-type]
+    done: Optional[TorrentDone] = Field(description="its closing line; null: not printed")
 
 
 PARSE_OUTPUTS: dict[str, Any] = {

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.influx import client
+from tests.unit.controller.cli.test_json_envelope import check
 
 pytestmark = pytest.mark.integration
 DASHBOARD = Path(__file__).resolve().parents[2] / "controller" / "telemetry" / "grafana" / "ctl-run-overview.json"
@@ -42,6 +43,7 @@ def test_every_panel_query_returns_the_runs_data(rack):
     # long enough for net-snmp's 3 s counter cache to give rates
     p = rack.ctl("run", "distinct-bottleneck", "--link2", "20M", "--duration", "10", "--json")
     assert p.returncode == 0, p.stderr
+    check(json.loads(p.stdout), "run")              # a real run's --json against its shipped schema
     run = json.loads(p.stdout)["data"]["run_id"]
     d = json.loads(DASHBOARD.read_text())
     bucket = rack.inventory.influxdb.bucket

@@ -31,26 +31,14 @@ _SCENARIO_SUMMARY = ("a scenario's own summary: its keys are the scenario's, des
 _RAW = "ctl parse keeps the tool's own fields as the tool printed them (names and values are the tool's)"
 OPEN: dict[tuple[str, str], str] = {
     ("RunDone", "summary"): _SCENARIO_SUMMARY,
-    ("ParsedAt", "responses"): _RAW + ": one AT command's response lines, by the modem's dialect",
-    ("ParsedGpsd", "fix"): _RAW + ": the last TPV report, gpsd's JSON keys",
+    ("AtResponse", "fields"): _RAW + ": the reply's fields, by the modem's AT dialect",
+    ("MmcliOutput", "fields"): _RAW + ": mmcli's key-value sections",
+    ("QmicliOutput", "fields"): _RAW + ": qmicli's sections, nested as it indented them",
+    ("WimaxOutput", "fields"): _RAW + ": wimaxcu's / madwimax's fields",
+    ("MptcpEndpointParsed", "extra"): _RAW + ": keys iproute2 printed that ctl does not know",
+    ("ParsedGpsd", "fix"): _RAW + ": the last TPV report, in gpsd's JSON",
     ("ParsedGpsd", "sky"): _RAW + ": gpsd's SKY reports",
     ("ParsedGpsd", "tpv"): _RAW + ": gpsd's TPV reports",
-    ("ParsedIpfwListing", "objects"): _RAW + ": the pipes, queues or schedulers with ipfw's fields",
-    ("ParsedIpfwPipes", "objects"): _RAW + ": the pipes with ipfw's fields",
-    ("ParsedMmcli", "outputs"): _RAW + ": mmcli's key-value sections",
-    ("ParsedQmicli", "outputs"): _RAW + ": qmicli's sections",
-    ("ParsedQmicli", "skipped"): _RAW + ": the lines set aside",
-    ("ParsedWimax", "outputs"): _RAW + ": the WiMAX tool's sections",
-    ("ParsedMptcpEndpoints", "endpoints"): _RAW + ": `ip -j mptcp endpoint show`'s objects",
-    ("ParsedMptcpMonitor", "events"): _RAW + ": `ip mptcp monitor`'s key=value fields per event",
-    ("ParsedMptcpMonitor", "subflows"): _RAW + ": keyed by the MPTCP token the kernel printed",
-    ("ParsedNstat", "counters"): _RAW + ": keyed by the kernel's counter names",
-    ("ParsedNstat", "rates"): _RAW + ": keyed by the kernel's counter names",
-    ("ParsedNstat", "mptcp_summary"): _RAW + ": keyed by the kernel's MPTcpExt counter names",
-    ("ParsedSnmpwalk", "runs"): _RAW + ": each snmpwalk run's varbinds by the agent's OIDs",
-    ("ParsedTracker", "events"): _RAW + ": the tracker's log lines",
-    ("ParsedWebtorrentClient", "frames"): _RAW + ": webtorrent-cli's progress frames",
-    ("ParsedWebtorrentClient", "done"): _RAW + ": webtorrent-cli's last frame",
 }
 
 
