@@ -85,7 +85,7 @@ class Finding(Open):
     """One problem of the inventory file (controller/inventory_check.py Finding)."""
     line: Optional[int] = Field(description="its line in the file, from 1; null: not tied to a line")
     field: str = Field(description="the path of keys (hosts.b1.interfaces[0].address); `(top level)`: the file")
-    message: str
+    message: str = Field(description="what is wrong, in ctl's words")
     severity: Literal["error", "warning"] = Field(description="error: the file is invalid; warning: it is valid")
 
 
@@ -94,7 +94,7 @@ class Finding(Open):
 class Holder(Open):
     """Who holds (or last held) a rack's lease (controller/rack/lease.py Holder): values read from the lease
     host or the lab database, kept only when well typed."""
-    user: str
+    user: str = Field(description="the login of the holder")
     host: str = Field(description="the machine the holder's ctl runs on")
     pid: Optional[int] = Field(description="the holder's process; null: not recorded")
     purpose: str = Field(description="the command that holds it (e.g. ctl run shared-bottleneck)")
@@ -118,14 +118,14 @@ class ReservationItem(Open):
     writable by anyone with the account: an entry that is not well formed is listed with `problem` set
     (it blocks nothing), its bad values replaced ("?", 0, null)."""
     id: int = Field(description="its number (#N)")
-    rack: str
-    user: str
+    rack: str = Field(description="the rack's name (its inventory's `name`)")
+    user: str = Field(description="the login that booked it")
     host: str = Field(description="the machine it was booked from")
     start: Union[Iso, float, None] = Field(description="ISO 8601; a number: a malformed entry's value that is no "
                                                        "time; null: not a number")
     end: Union[Iso, float, None] = Field(description="ISO 8601; a number: a malformed entry's value that is no time; "
                                                      "null: not a number")
-    note: str
+    note: str = Field(description="what for (as booked: escape it before printing it to a terminal)")
     created: Union[Iso, float, None] = Field(description="when it was booked (ISO 8601); 0: not recorded")
     owner: str = Field(description="who it belongs to, as compared: the database login, or user@host")
     checked: bool = Field(description="false: booked before the database recorded owners")
@@ -138,11 +138,11 @@ class PlannedCampaign(Open):
     """One campaign of a reproduction's plan (controller/cli/reproduce.py _plan_json)."""
     key: str = Field(description="the campaign's key in the reproduction (ctl reproduce rerun --campaign KEY)")
     paper: str = Field(description="the paper whose table or figure it reproduces")
-    title: str
-    scenario: str
+    title: str = Field(description="what it reproduces, in words")
+    scenario: str = Field(description="the scenario its runs run")
     cases: int = Field(description="combinations of the swept values")
-    repetitions: int
-    runs: int
+    repetitions: int = Field(description="runs per case")
+    runs: int = Field(description="cases x repetitions")
     traffic_s: float = Field(description="seconds of traffic of all its runs")
     overhead_s: float = Field(description="seconds of set-up and restore per run, estimated")
     estimated_rack_s: float = Field(description="seconds of rack time of the campaign, estimated")
@@ -154,7 +154,7 @@ class CampaignProgress(Open):
     """One campaign of a reproduction and how far it got (controller/cli/reproduce.py cmd_status)."""
     key: str = Field(description="the campaign's key in the reproduction")
     num: int = Field(description="the campaign's number (`ctl campaign status NUM`)")
-    id: str
+    id: str = Field(description="the campaign's id (time and name)")
     state: str = Field(description="queued, running, paused, done, cancelled (controller/campaign/store.py "
                                     "CAMPAIGN_STATES)")
     reason: Optional[str] = Field(description="why it is in that state (e.g. cancelled by whom); null: none")
@@ -181,10 +181,10 @@ class WelchTest(Open):
 
 class ComparedCell(Open):
     """One cell of two reproductions side by side (controller/reproduce/compare.py Pair)."""
-    paper: str
+    paper: str = Field(description="the paper's key (mcubic, bbrv3, parallel, mptcp-bt, field)")
     table: str = Field(description="the paper's table or figure (Table 1, Fig. 8, ...)")
-    row: str
-    column: str
+    row: str = Field(description="the table's row as the paper labels it (an algorithm, a setting)")
+    column: str = Field(description="the table's column as the paper labels it (a rate, a delay, a path)")
     metric: str = Field(description="the metric, its unit in its name (jain_index: none, share_pct: %, "
                                     "mbps: Mbit/s, ratio: none)")
     a: Optional[CellSide] = Field(description="reproduction A's values; null: A has no such cell")
@@ -195,7 +195,9 @@ class ComparedCell(Open):
     p_holm: Optional[float] = Field(ge=0, le=1, description="p after Holm's step-down correction over every pair "
                                                             "tested in this comparison; null: not tested")
     alpha: float = Field(description="the level a Holm-adjusted p is compared with")
-    status: Literal["differs", "no difference shown", "n < 2: not tested", "only in A", "only in B"]
+    status: Literal["differs", "no difference shown", "n < 2: not tested", "only in A", "only in B"] = Field(
+        description="differs: Holm-adjusted p < alpha; no difference shown: tested, p >= alpha; n < 2: a side has "
+                    "fewer than two values; only in A / only in B: the other has no value")
     flagged: bool = Field(description="status is `differs`")
 
 
@@ -217,18 +219,18 @@ class ConversionOut(Open):
 
 class DryCommand(Open):
     """A command a real run would send (controller/commands.py CommandResult of the dry run)."""
-    host: str
+    host: str = Field(description="the inventory host it runs on")
     argv: list[str] = Field(description="the command's words (never a shell string)")
     note: str = Field(description="what it is for; empty: no note")
 
 
 class MptcpEndpointOut(Open):
     """An MPTCP endpoint to configure on a host (nodes/mptcp.py MptcpEndpoint)."""
-    address: str
+    address: str = Field(description="the IP address of the endpoint")
     dev: Optional[str] = Field(description="the interface; null: the kernel's choice")
     flags: list[str] = Field(description="ip mptcp endpoint flags (subflow, signal, backup, fullmesh)")
     id: Optional[int] = Field(description="the endpoint id; null: the kernel assigns one")
-    port: Optional[int]
+    port: Optional[int] = Field(description="the port a signal endpoint listens on; null: none")
 
 
 class EndpointPlan(Open):
@@ -236,19 +238,19 @@ class EndpointPlan(Open):
     mptcp: bool = Field(description="false: a plain-TCP host, its MPTCP state left alone")
     subflows: int = Field(description="ip mptcp limits subflows")
     add_addr_accepted: int = Field(description="ip mptcp limits add_addr_accepted")
-    endpoints: list[MptcpEndpointOut]
+    endpoints: list[MptcpEndpointOut] = Field(description="the MPTCP endpoints to configure")
     sysctls: dict[str, str] = Field(description="sysctl name -> value set for the run")
     congestion_controls: list[str] = Field(description="the congestion controls the host must offer")
 
 
 class FlowPlan(Open):
     """One traffic flow (controller/traffic/iperf3.py FlowSpec)."""
-    name: str
-    protocol: Literal["tcp", "mptcp", "udp"]
+    name: str = Field(description="the flow's name in the summary (e.g. mptcp, tcp1)")
+    protocol: Literal["tcp", "mptcp", "udp"] = Field(description="the transport")
     client: str = Field(description="the host that sends")
     server: str = Field(description="the host that receives")
-    server_addr: str
-    port: int
+    server_addr: str = Field(description="the address the client connects to")
+    port: int = Field(description="the server's port (iperf3 -p)")
     client_addr: Optional[str] = Field(description="the address the client binds; null: the kernel's choice")
     cc: Optional[str] = Field(description="congestion control; null: the host's default")
     duration_s: Optional[float] = Field(description="seconds of traffic; null: `bytes` bounds it")
@@ -266,21 +268,21 @@ class RunPlanOut(Open):
     """The pure plan of a run (controller/scenarios/base.py RunPlan.to_json)."""
     links: dict[str, Pipe] = Field(description="<link>.<forward|reverse> -> the pipe's configuration")
     endpoints: dict[str, EndpointPlan] = Field(description="host -> its MPTCP configuration")
-    flows: list[FlowPlan]
+    flows: list[FlowPlan] = Field(description="the traffic, one flow each")
     sample_ifaces: dict[str, list[str]] = Field(description="host -> the interfaces its sampler reads")
     duration_s: float = Field(description="traffic duration, seconds")
-    notes: list[str]
+    notes: list[str] = Field(description="what the plan says about itself (assumptions, choices)")
     mptcp_hosts: list[str] = Field(description="hosts whose MPTCP events are monitored")
-    conversions: list[ConversionOut]
+    conversions: list[ConversionOut] = Field(description="every value changed on its way to the rack")
 
 
 # ---- ctl scenarios show ------------------------------------------------------------------------------
 
 class ShownBounds(Open):
     """The default and bounds as `ctl scenarios show` prints them, with units ("-": none)."""
-    default: str
-    min: str
-    max: str
+    default: str = Field(description="the default with its unit")
+    min: str = Field(description="the lowest value with its unit")
+    max: str = Field(description="the highest value with its unit")
 
 
 class ParameterShown(Open):
@@ -288,11 +290,13 @@ class ParameterShown(Open):
     name: str = Field(description="its name in parameter maps (run records, campaign files)")
     flag: str = Field(description="its command-line flag (--name)")
     type: Literal["rate", "duration", "delay", "probability", "size", "queue", "int", "choice", "name", "host",
-                  "link", "path"]
+                  "link", "path"] = Field(description="what it holds: rate (bit/s), duration (s), delay (us), "
+                                                      "probability (0..1), size (bytes), queue (slots or bytes), int, "
+                                                      "choice, name, host, link, path")
     default: Optional[str] = Field(description="the default as typed (units and all); null: unset unless given")
-    help: str
+    help: str = Field(description="its help text")
     choices: Optional[list[str]] = Field(description="the values it may take; null: any of its type")
     min: Optional[str] = Field(description="the lowest value, in the type's base unit (bit/s, us, s, bytes, 0..1); "
                                            "null: none")
     max: Optional[str] = Field(description="the highest value, in the type's base unit; null: none")
-    shown: ShownBounds
+    shown: ShownBounds = Field(description="default, min and max as `ctl scenarios show` prints them")

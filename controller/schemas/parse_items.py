@@ -46,7 +46,7 @@ def of_dataclass(dc: type, doc: str, descriptions: dict[str, str], *, optional: 
 
 MptcpEndpointParsed = of_dataclass(
     Endpoint, "One endpoint of `ip -j mptcp endpoint show` (controller/parsers/ip_mptcp.py Endpoint).",
-    {"id": "the endpoint id", "signal": "flag: announced to the peer (ADD_ADDR)",
+    {"address": "the endpoint's IP address", "port": "its port (signal endpoints); null: none", "id": "the endpoint id", "signal": "flag: announced to the peer (ADD_ADDR)",
      "subflow": "flag: used to open subflows", "backup": "flag", "fullmesh": "flag", "implicit": "flag",
      "dev": "the interface; null: none printed", "rawflags": "flag bits iproute2 could not name; null: none",
      "extra": "keys iproute2 printed that ctl does not know: " + TOOL_FIELDS},
@@ -58,7 +58,9 @@ MptcpEvent = of_dataclass(
      "printed": "the bracket content as printed", "event_id": "the kernel's uapi event number",
      "token": "the MPTCP connection's token, 8 lowercase hex digits", "saddr": "as printed (IPv4 or IPv6)",
      "daddr": "as printed", "saddr_ipv4": "IPv4 form of saddr (also of an IPv4-mapped IPv6 address); null: none",
-     "daddr_ipv4": "IPv4 form of daddr; null: none", "flags": "printed as hex", "error": "the errno printed",
+     "daddr_ipv4": "IPv4 form of daddr; null: none", "flags": "printed as hex", "error": "the errno printed", "remid": "the remote address id",
+     "locid": "the local address id", "sport": "source port", "dport": "destination port",
+     "backup": "the backup flag (0 or 1)", "ifindex": "the interface index",
      "attrs": "every key=value exactly as printed: " + TOOL_FIELDS,
      "timestamp": "as `ip -t` / `ip -ts` printed it; null: not printed", "line": "its line in the input, from 1"},
     name="MptcpEvent")
@@ -66,6 +68,7 @@ MptcpEvent = of_dataclass(
 
 class MptcpConnection(of_dataclass(      # type: ignore[misc]
         ConnectionSubflows, "", {
+            "token": "the MPTCP connection's token, 8 lowercase hex digits",
             "initial": "the MP_CAPABLE subflow (from ESTABLISHED, else CREATED); null: not seen",
             "established": "subflows joined after the initial one (SF_ESTABLISHED)",
             "closed": "subflows closed (SF_CLOSED)",
@@ -92,7 +95,8 @@ class MptcpCounterSummary(_Open):
     other: dict[str, int] = Field(description="the rest (MPTCPRetrans, OFO*, SndWndShared, MPCurrEstab, ...)")
     mptcp_negotiated: bool = Field(description="MP_CAPABLE completed on the active or the passive side")
     fell_back: bool = Field(description="a fallback counter is above 0")
-    joins_completed: int
+    joins_completed: int = Field(description="subflows joined: SYN-ACKs received for our joins + final ACKs "
+                                             "received for the peer's")
 
 
 # ---- snmpwalk ----------------------------------------------------------------------------------------
@@ -106,13 +110,14 @@ SnmpVarBind = of_dataclass(
               "Hex-STRING, a numeric OID for OID values; null: an exception",
      "text": "the rendered remainder (Timeticks 0:02:03.45, Hex-STRING bytes, OID)", "enum": "`up` of INTEGER: up(1)",
      "units": "`seconds` of INTEGER: 5 seconds", "exception": "noSuchObject, noSuchInstance or endOfMibView",
-     "module": "IF-MIB of IF-MIB::ifHCInOctets.2", "name": "ifHCInOctets", "index": "2"},
+     "module": "IF-MIB of IF-MIB::ifHCInOctets.2", "name": "ifHCInOctets", "index": "2",
+     "expected_type": "X of `Wrong Type (should be X): ...`; null: none"},
     optional=("printed",), replace={"value": Optional[int | str]}, name="SnmpVarBind")
 
 
 class SnmpError(_Open):
     """An error snmpwalk reported (timeout, error_in_packet, mib_module_missing, ...)."""
-    kind: str
+    kind: str = Field(description="timeout, error_in_packet, mib_module_missing, ...")
     message: Optional[str] = Field(description="the tool's line")
 
 
@@ -120,9 +125,9 @@ class SnmpRun(_Open):
     """One snmpwalk command of the input (controller/parsers/snmpwalk.py Run)."""
     command: Optional[str] = Field(description="the `$ command` line; null: plain tool output")
     exit_status: Optional[int] = Field(description="as the transcript recorded it; null: not recorded")
-    varbinds: list[SnmpVarBind]     # type: ignore[valid-type]
-    errors: list[SnmpError]
-    notes: list[str]
+    varbinds: list[SnmpVarBind] = Field(description="the `OID = TYPE: value` lines")  # type: ignore[valid-type]
+    errors: list[SnmpError] = Field(description="the errors the tool reported")
+    notes: list[str] = Field(description="the tool's other messages (e.g. end of MIB)")
     unparsed: list[str] = Field(description="lines no rule knows")
 
 
@@ -154,7 +159,7 @@ class TrackerEvent(_Open):
 
 class SkippedLine(_Open):
     line: int = Field(description="its number, from 1")
-    text: str
+    text: str = Field(description="the line")
     why: str = Field(description="shell-prompt, glib-log, qmi-log, serial-echo, sudo, not qmicli output")
 
 
@@ -195,11 +200,11 @@ class ClassicRed(_Open):
 class ClassicMask(_Open):
     """The mask line of a classic pipe or queue (hex in the listing, numbers here)."""
     family: Literal[4, 6] = Field(description="IPv4 or IPv6 mask")
-    proto: int
+    proto: int = Field(description="the protocol mask")
     src: str = Field(description="source address mask as printed")
-    src_port: int
+    src_port: int = Field(description="the source port mask")
     dst: str = Field(description="destination address mask as printed")
-    dst_port: int
+    dst_port: int = Field(description="the destination port mask")
     flow_id: Optional[int] = Field(default=None, description="IPv6 flow id mask")
 
 
@@ -210,5 +215,9 @@ ClassicObjectParsed = of_dataclass(
      "interface, or a queue", "delay_ms": "ms", "queue_slots": "packets", "queue_bytes": "bytes",
      "queue_bytes_exact": "false: printed in whole KiB (>= 8 KiB), truncated", "plr": "packet loss rate, 0..1",
      "aqm": "droptail, red or gred", "flows": "the flow rows", "verbose": "the -v lines as printed",
-     "red": "the RED / GRED parameters; null: droptail", "mask": "the flow mask; null: none"},
+     "red": "the RED / GRED parameters; null: droptail", "mask": "the flow mask; null: none",
+     "number": "the pipe's or queue's number", "line_no": "its line in the listing, from 1",
+     "clock_interface": "the interface whose clock paces the pipe; null: none", "queue_text": "the queue size as "
+     "printed", "plr_text": "the loss rate as printed; null: none printed", "queues": "queues in use (ipfw's count)",
+     "buckets": "hash buckets", "weight": "a queue's weight; null: a pipe", "parent_pipe": "a queue's pipe; null: a pipe"},
     replace={"red": Optional[ClassicRed], "mask": Optional[ClassicMask]}, name="ClassicObjectParsed")

@@ -10,17 +10,19 @@ itself by tests/integration/test_grafana_dashboard.py.)
 """
 from __future__ import annotations
 
+import inspect
 import json
 import time
 
 import pytest
 import yaml
+from pydantic import BaseModel
 
 from controller.cli import main
 from controller.labdb import connect
 from controller.labdb.migrations import migrate
 from controller.rack.lease import DatabaseLease
-from controller.schemas import OUTPUT_DIR
+from controller.schemas import OUTPUT_DIR, item_outputs, parse_items
 from controller.schemas.outputs import OUTPUTS, file_name
 from tests.support.shipped import VIRTUAL
 from tests.unit.controller.cli.test_json_envelope import check
@@ -81,6 +83,15 @@ def test_the_walk_finds_a_bare_object():
                                                            "y": {"type": "object", "additionalProperties":
                                                                  {"type": "integer"}}}}
     assert [(t, p) for t, p, _ in _bare_objects(node)] == [("M", "x")]
+
+
+@pytest.mark.parametrize("module", [item_outputs, parse_items], ids=["item_outputs", "parse_items"])
+def test_every_member_typed_here_says_what_it_is(module):
+    models = [m for m in vars(module).values()
+              if inspect.isclass(m) and issubclass(m, BaseModel) and m.__module__ == module.__name__]
+    assert len(models) > 10
+    undescribed = [f"{m.__name__}.{k}" for m in models for k, f in m.model_fields.items() if not f.description]
+    assert undescribed == []
 
 
 # ---- real outputs -----------------------------------------------------------------------------------
