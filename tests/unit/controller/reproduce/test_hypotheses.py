@@ -84,7 +84,8 @@ def test_every_mcubic_claim_has_candidate_causes_or_an_explicit_none():
     for claim in ("mcubic-ratio-at-least-1", "mcubic-best-coupled-hetero"):
         assert hy.hypotheses_for(claim), claim
     # Table 1's two claims: each of their six candidate causes is either a hypothesis judged in Table
-    # 1's own set-up (dev-mcubic-t1, distinct bottlenecks, Jain's index) or untested with its reason
+    # 1's own set-up (dev-mcubic-t1 and dev-mcubic-t1-run-length: distinct bottlenecks, Jain's index)
+    # or untested with its reason
     # (and the experiment that tests it only elsewhere, whose data are not reused)
     t1_causes = {"mcubic-t1-path-delay", "mcubic-t1-queue", "mcubic-t1-eq10-reading", "mcubic-t1-jain-entities",
                  "mcubic-t1-run-length", "mcubic-competitor-version"}
@@ -93,10 +94,11 @@ def test_every_mcubic_claim_has_candidate_causes_or_an_explicit_none():
         untested = {u.id for u in hy.untested_for(claim)}
         assert t1_causes <= tested | untested and not tested & untested, (tested, untested)
         assert {"mcubic-t1-path-delay", "mcubic-t1-queue", "mcubic-t1-eq10-reading",
-                "mcubic-t1-jain-entities"} <= tested, tested
+                "mcubic-t1-jain-entities", "mcubic-t1-run-length"} <= tested, tested
         for h in hy.hypotheses_for(claim):
             e = hy.EXPERIMENTS[h.experiment]
-            assert (e.key, e.design.scenario) == ("dev-mcubic-t1", "distinct-bottleneck"), h.id
+            assert e.key in ("dev-mcubic-t1", "dev-mcubic-t1-run-length"), h.id
+            assert e.design.scenario == "distinct-bottleneck" and e.design.fixed["link2"] == hy.T1_COLUMN, h.id
             assert {c.metric or e.metric for c in h.comparisons} <= {"jain_index", *e.extra_metrics}, h.id
     for u in hy.UNTESTED:
         assert u.basis and u.untested and set(u.claims) <= {c.id for c in CLAIMS}, u.id
