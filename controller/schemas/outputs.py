@@ -211,6 +211,19 @@ class CampaignPlanned(Open):
     cases: int
     repetitions: int
     runs: list[PlannedRun] = Field(description="every run, in the order they will run")
+    racks: list[str] = Field(description="the racks it may run on")
+    rack_group: Optional[str] = Field(description="the rack group it runs on (any free rack of it); null: none")
+    order: Literal["random", "sequential"] = Field(description="the order of the runs")
+    seed: Optional[int] = Field(description="the shuffle's seed (random order; drawn now unless the file gives it, "
+                                           "submit draws its own); null: sequential")
+    pause_s: float = Field(description="pause between runs, seconds")
+    window: Optional[str] = Field(description="the daily stretch runs are limited to (HH:MM-HH:MM); null: any time")
+    overhead_s: float = Field(description="set-up and restore per run, seconds (estimated)")
+    estimated_rack_s: float = Field(description="rack time of the campaign, seconds (estimated)")
+    traffic_s: float = Field(description="traffic time of all its runs, seconds")
+    not_before: Optional[Iso] = Field(description="it starts no earlier than this; null: now")
+    queued_ahead: int = Field(description="campaigns queued before it on this rack (it finishes after them)")
+    estimated_finish_local: Iso = Field(description="estimated_finish in this machine's zone")
     estimated_finish: Iso
 
 
@@ -240,11 +253,35 @@ class Report(Open):
     dpi: int = Field(description="resolution of raster figures, dots per inch")
 
 
+class NotRunnableOut(Open):
+    """A part of a paper that cannot run on this rack (controller/reproduce/design.py NotRunnable)."""
+    paper: str
+    what: str = Field(description="the table, figure or experiment")
+    reason: str = Field(description="why it cannot run here")
+
+
+class AlgorithmStatusOut(Open):
+    """Whether a congestion control runs on this rack (controller/reproduce/algorithms.py AlgorithmStatus)."""
+    name: str
+    kind: Literal["kernel", "bpf"] = Field(description="kernel: the kernel has it; bpf: ctl loads its own program")
+    runnable: bool
+    reason: str = Field(description="how it runs here, or why it cannot")
+    label: str = Field(description="how a reader is shown it")
+
+
 class ReproducePlan(Open):
-    mode: str
+    """`ctl reproduce --dry-run` (controller/cli/reproduce.py _plan_json); queued and reported add to it."""
+    mode: str = Field(description="quick, full, smoke or deviations")
     papers: list[str]
     campaigns: list[PlannedCampaign] = Field(description="the campaigns, in the order they run")
-    runs: int
+    runs: int = Field(description="runs of all the campaigns")
+    estimated_rack_s: float = Field(description="rack time of all the campaigns, seconds (estimated)")
+    estimated_finish: Optional[Iso] = Field(description="when the last campaign is expected to finish; null: none "
+                                                        "planned")
+    not_runnable: list[NotRunnableOut] = Field(description="what the papers have that cannot run on this rack, and why")
+    notes: dict[str, list[str]] = Field(description="paper -> how this mode's design differs from the paper's "
+                                                    "(values, repetitions, algorithms)")
+    algorithms: dict[str, AlgorithmStatusOut] = Field(description="congestion control name -> whether it runs here")
 
 
 class ReproduceQueued(ReproducePlan):
@@ -299,11 +336,13 @@ class ReproduceRerunReported(ReproductionReport, ReproduceRerun):
 
 
 class ReproduceStatus(Open):
-    id: str
-    mode: str
-    runs: int
-    done: int
-    failed: int
+    id: str = Field(description="the reproduction")
+    mode: str = Field(description="quick, full, smoke or deviations")
+    papers: list[str]
+    runs: int = Field(description="runs of all its campaigns")
+    done: int = Field(description="runs completed")
+    failed: int = Field(description="runs failed")
+    eta_s: float = Field(description="seconds until the last campaign ends, estimated; 0: none active")
     campaigns: list[CampaignProgress] = Field(description="per campaign, in order")
 
 
