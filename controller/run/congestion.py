@@ -254,6 +254,7 @@ class CongestionStage:
             return
         self._record_conns_left(h, left, drv.conns_leftovers(answers))
         self._record_refused(h, drv.coupling_refused(answers))
+        self._record_reaped(h, drv.subflows_reaped(answers))
         # Read back after a change; with nothing to undo, what was just read is the proof.
         after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands())) if todo else now
         diffs = drv.restored_equal(self.before[h], after)
@@ -287,6 +288,14 @@ class CongestionStage:
                        "tells which; docs/howto/bpf-congestion-control.md)")
                 cong.setdefault("warnings", []).append(msg)
                 self.progress("warning: " + msg)
+
+    def _record_reaped(self, h: str, reaped: Mapping[str, int | None]) -> None:
+        """Subflows a coupled program took out of their connection itself because the kernel freed
+        their socket without `.release` (nodes/congestion/bpf/ctl_cc.h): recorded per program
+        beside conns_left. Not a warning: the map stayed honest; the count says how often."""
+        reaped = {n: v for n, v in reaped.items() if n not in ALGORITHMS or ALGORITHMS[n].coupled}
+        if reaped:
+            self.manifest["congestion"]["hosts"][h]["subflows_reaped"] = dict(reaped)
 
     def _record_refused(self, h: str, refused: Mapping[str, int | None]) -> None:
         """Subflows a coupled program refused to couple (their slot, subflow id modulo 8, was a

@@ -204,6 +204,12 @@ class CongestionDriver:  # implements nodes.base.EndpointDriver[frozenset[str], 
         the subflows it refused to couple because their slot was a live sibling's (None: not known)."""
         return {str(d.get("name")): self._count(d.get("coupling_refused")) for d in self._unregistered(results)}
 
+    def subflows_reaped(self, results: list[CommandResult]) -> dict[str, int | None]:
+        """From the unload commands' answers: for each program this run was the last to leave,
+        the subflows it took out of their connection itself because the kernel freed their socket
+        without `.release` (None: not known, or an older hostctl)."""
+        return {str(d.get("name")): self._count(d.get("subflows_reaped")) for d in self._unregistered(results)}
+
     def conns_leftovers(self, results: list[CommandResult]) -> dict[str, dict]:
         """From the unload commands' answers: for each program whose coupling map was not empty,
         what hostctl saw of the entries left (`leftovers`: the entries' tokens, counts and slots,

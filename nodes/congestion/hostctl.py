@@ -17,6 +17,9 @@ connections are gone is a phantom the program failed to clear. It waits up to CO
 closing sockets to be released, and reports the count as `conns_left`. It also reports
 `coupling_refused`: the subflows the program refused to couple because their slot was a live
 sibling's (the `<short>_clash` counter; None: not known).
+And `subflows_reaped`: the subflows the program itself took out of their connection because their
+socket went away without `.release` (`ctl_dead`, nodes/congestion/bpf/ctl_cc.h: the kernel frees a
+few subflows that way under churn; the program finds them when a socket starts or stops running it).
 When `conns_left` is above zero it also reports `leftovers`: the entries (token, count of linked
 subflows, each used slot's writer token, subflow id, cwnd, RTT), how many subflows of the whole
 kernel are linked to an entry (`linked_subflows`, the program's own count: 0 means no subflow
@@ -41,6 +44,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -174,12 +178,27 @@ def _count_entries(map_id: int) -> int | None:
     return len(doc) if isinstance(doc, list) else None
 
 
-def _conns_left(map_id: int | None, wait_s: float = CONNS_WAIT_S) -> int | None:
-    """Entries in the coupling map, after waiting up to wait_s for it to empty (None: unknown)."""
+def _poke(name: str) -> None:
+    """Make the program look for subflows gone without `.release` now: a TCP socket that selects
+    the algorithm and closes runs its `.release` (tcp_v4_destroy_sock), which drops every linked
+    subflow whose socket the kernel freed (nodes/congestion/bpf/ctl_cc.h, ctl_reap_all). The
+    socket never connects; nothing else changes."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, name.encode())
+    except OSError:
+        pass
+
+
+def _conns_left(map_id: int | None, wait_s: float = CONNS_WAIT_S, name: str | None = None) -> int | None:
+    """Entries in the coupling map, after waiting up to wait_s for it to empty (None: unknown);
+    with `name`, the program (registered under that name) is poked before every count."""
     if map_id is None:
         return None
     deadline = time.monotonic() + wait_s
     while True:
+        if name is not None:
+            _poke(name)
         n = _count_entries(map_id)
         if not n or time.monotonic() >= deadline:
             return n
@@ -205,7 +224,8 @@ def entry_summary(elem) -> dict | None:
     for i, s in enumerate(val["s"][:64]):
         if not isinstance(s, dict):
             return None
-        slot = {str(k): _int(v) for k, v in list(s.items())[:8] if _int(v) is not None}
+        # never `sk` (a kernel address: the program compares it, nobody else needs it)
+        slot = {str(k): _int(v) for k, v in list(s.items())[:8] if k != "sk" and _int(v) is not None}
         if any(slot.values()):
             slots.append({"slot": i, **slot})
     key = _int(fmt.get("key"))
@@ -257,12 +277,23 @@ def find_var(doc, name: str) -> int | None:
     return None
 
 
-def _linked(struct_ops_id: int) -> int | None:
-    """ctl_linked of the program (ctl_cc.h): subflows of the whole kernel linked to an entry now."""
+def _bss_var(struct_ops_id: int, name: str) -> int | None:
+    """Global variable NAME of the program (its .bss map, found through the program's own maps)."""
     ids = [i for n, i in _maps_of(struct_ops_id).items() if n.endswith(".bss")]
     if len(ids) != 1:
         return None
-    return find_var(_bpftool_json("map", "dump", "id", str(ids[0])), "ctl_linked")
+    return _int(find_var(_bpftool_json("map", "dump", "id", str(ids[0])), name))
+
+
+def _linked(struct_ops_id: int) -> int | None:
+    """ctl_linked of the program (ctl_cc.h): subflows of the whole kernel linked to an entry now."""
+    return _bss_var(struct_ops_id, "ctl_linked")
+
+
+def _reaped(struct_ops_id: int) -> int | None:
+    """ctl_dead of the program (ctl_cc.h): subflows it took out of their connection because their
+    socket went away without `.release` (the kernel's doing; None: not known)."""
+    return _bss_var(struct_ops_id, "ctl_dead")
 
 
 def mptcp_tokens(ss_out: str) -> set[int]:
@@ -431,11 +462,12 @@ def unload(name: str, holder: str) -> None:
             h.save()
             _out({"ok": True, "action": "left", "name": name, "holders": entry["holders"]})
             return
-        conns_left = refused = leftovers = None
+        conns_left = refused = leftovers = reaped = None
         if entry["id"] in set(_registered().values()):
             # checked before unregistering: the map goes with the program
-            conns_left = _conns_left(entry.get("conns_map"))
+            conns_left = _conns_left(entry.get("conns_map"), name=name)
             refused = _counter(entry.get("clash_map"))
+            reaped = _reaped(entry["id"]) if entry.get("conns_map") is not None else None
             if conns_left:
                 # which case a phantom is: its slots (accounting, a subflow that never left) and
                 # whether a socket still has its connection (one still closing)
@@ -462,7 +494,7 @@ def unload(name: str, holder: str) -> None:
         del h.doc[name]
         h.save()
         doc = {"ok": True, "action": "unregistered", "name": name, "id": entry["id"], "conns_left": conns_left,
-               "coupling_refused": refused}
+               "coupling_refused": refused, "subflows_reaped": reaped}
         if leftovers is not None:
             doc["leftovers"] = leftovers
         _out(doc)

@@ -96,6 +96,7 @@ static __always_inline __u32 balia_cnt(struct balia_ctx *c)
 SEC("struct_ops/balia_init")
 void BPF_PROG(balia_init, struct sock *sk)
 {
+	ctl_init(sk);
 }
 
 SEC("struct_ops/balia_cong_avoid")

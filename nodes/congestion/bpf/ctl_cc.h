@@ -40,10 +40,27 @@
  *   used: the compare-and-swap on the token and the count refuses it, and a linked subflow's
  *   entry cannot be deleted under it (it is counted). After the last connection closes the map
  *   is empty (the tests and every run check that before unloading).
- * - `ctl_linked` counts the subflows of the whole kernel linked to an entry: a subflow whose
- *   socket goes away without `.release` (seen on 6.18 under churn, mostly a server's first
- *   subflow; the kernel path is not found yet) stays counted, and its entry stays until a new
- *   connection takes the address over: hostctl reports both, so a leftover is told apart.
+ * - `ctl_linked` counts the subflows of the whole kernel linked to an entry, and `<short>_socks`
+ *   holds each of them by its socket address (with its link); removing that element is what
+ *   takes a subflow out of `ctl_linked`, and the compare-and-swap of its slot's socket address
+ *   (`sk`) to 0 is what takes it out of the entry's count: each exactly once, whoever does it.
+ * - A subflow can go away without `.release`: on 6.18, under churn, 0.3-2 % of the connections
+ *   had one (server and client side; last seen in CLOSE_WAIT/LAST_ACK or FIN_WAIT1). Traced with
+ *   tracepoints (fentry is refused on that kernel, kprobes are not built in): for those sockets
+ *   `tcp:tcp_destroy_sock` (in tcp_v4_destroy_sock) was not seen, while it was for every other
+ *   linked subflow, nor a pass to TCP_CLOSE (`sock:inet_sock_set_state`), and their
+ *   memory becomes a new passive subflow 50-200 ms later (`tcp:tcp_cong_state_set` from
+ *   tcp_v4_syn_recv_sock <- subflow_syn_recv_sock <- tcp_check_req). The kernel calls `.release`
+ *   only from tcp_cleanup_congestion_control (destroy, another algorithm) and tcp_disconnect (and
+ *   there only while icsk_ca_initialized is set), so no `.release` can come; which function frees
+ *   them was not identified (the struct_ops was freed after those runs: no reference was kept). The program therefore finds them itself (ctl_gone: the socket's
+ *   reference count is 0, or its private area no longer holds that link) whenever a socket starts
+ *   (`.init`) or stops (`.release`) running the algorithm (ctl_reap_all, a cost per socket in the
+ *   number of subflows linked then, never per ACK), and when a subflow links in memory where a
+ *   linked one was (ctl_reap_own); it counts them in `ctl_dead` (hostctl: `subflows_reaped`).
+ *   hostctl runs one `.release` before counting the entries left (a socket that selects the
+ *   algorithm and closes), so after the last connection the map is empty. Until such an event,
+ *   a subflow gone this way mid-connection stays in its siblings' coupled view.
  *
  * Each algorithm file defines CTL_NAME (its map name prefix, at most 9 characters, see
  * nodes/congestion/catalog.py) before including this header, unless the build passes
@@ -87,6 +104,8 @@ struct ctl_slot {
 	__u32 token;    /* the connection of the subflow in the slot, 0 when free: a slot is active
 	                 * while it holds the entry's token (a dead connection's slots hold another) */
 	__u32 id;       /* subflow_id */
+	__u64 sk;       /* the subflow's socket address while it is counted here, 0 once it left: only
+	                 * compared, or read through bpf_rdonly_cast (never in a record) */
 };
 
 /* token and nactive are one 64-bit word, changed only by compare-and-swap (ctl_join, ctl_leave):
@@ -119,6 +138,14 @@ struct {
 	__type(value, struct ctl_conn);
 } CTL_MAP(_conns) SEC(".maps");
 
+/* Where a new entry is built before it is inserted (one per CPU). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ctl_conn);
+} CTL_MAP(_new) SEC(".maps");
+
 /* Subflows refused coupling because their slot was a live sibling's (a 9th subflow id while the
  * subflow 8 ids before it is still active): one counter for the program, read by hostctl before it
  * unregisters the program and recorded with the run (a problem, never a silent merge). */
@@ -133,6 +160,21 @@ struct {
  * when the coupling map still has entries while this is 0, no subflow holds them (a phantom);
  * above 0, some subflow of some network namespace still does (hostctl reports it). */
 __u32 ctl_linked SEC(".bss");
+
+/* Every linked subflow by its socket address (the key), with where it is linked (its struct
+ * ctl_link): one element per linked subflow, inserted when it links; whoever deletes the element
+ * takes it out of `ctl_linked` (exactly once, whatever the path). An element found for a socket
+ * whose own link does not say so is a subflow whose socket went away without `.release`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct ctl_link);
+} CTL_MAP(_socks) SEC(".maps");
+
+/* Subflows taken out of their connection by another socket because theirs went away without
+ * `.release` (its memory reused, or its private area cleared): hostctl reports the count. */
+__u32 ctl_dead SEC(".bss");
 
 /* The view of the connection a decision was made from (copied out of the map once). */
 struct ctl_view {
@@ -350,6 +392,92 @@ static __always_inline void ctl_clear_slot(struct ctl_conn *c, __u32 slot, __u32
 	s->rtt_us = 0;
 }
 
+/* Remove the element of the subflow at socket address `skaddr` from the linked set: the one
+ * whose delete succeeds takes it out of `ctl_linked` (exactly once per link). */
+static __always_inline int ctl_forget(__u64 skaddr)
+{
+	if (bpf_map_delete_elem(&CTL_MAP(_socks), &skaddr))
+		return 0;
+	__sync_fetch_and_sub(&ctl_linked, 1);
+	return 1;
+}
+
+/* Take the subflow at socket address `skaddr` out of slot `slot` of entry c: the compare-and-swap
+ * of the slot's socket address to 0 is the claim (exactly one caller wins per link), the winner
+ * clears the slot. 1 when this caller won (it must then leave the count for that subflow). */
+static __always_inline int ctl_claim_slot(struct ctl_conn *c, __u32 slot, __u32 token, __u64 skaddr)
+{
+	struct ctl_slot *s = &c->s[slot & (CTL_MAX_SUBFLOWS - 1)];
+	if (!skaddr || __sync_val_compare_and_swap(&s->sk, skaddr, 0) != skaddr)
+		return 0;
+	ctl_clear_slot(c, slot, token);
+	return 1;
+}
+
+/* A subflow found gone without `.release` (its socket freed, or its private area cleared): out
+ * of its slot and of its entry's count (the entry deleted when it was the last), counted. */
+static __always_inline void ctl_drop_dead(struct ctl_link *d, __u64 skaddr)
+{
+	__u64 key = d->key;
+	struct ctl_conn *c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);
+	if (!c || c->token != d->token || !ctl_claim_slot(c, d->slot, d->token, skaddr))
+		return;
+	if (ctl_leave(c, d->token) > 0)
+		bpf_map_delete_elem(&CTL_MAP(_conns), &key);
+}
+
+/* The socket at this address is not (or no longer) the subflow its element says: when the socket
+ * links, is (re)initialised or leaves while the element is there and its own link is not that
+ * one, the subflow that lived here went away without `.release`: drop it. */
+static __always_inline void ctl_reap_own(struct sock *sk)
+{
+	__u64 self = (__u64)sk;
+	struct ctl_link *e = bpf_map_lookup_elem(&CTL_MAP(_socks), &self);
+	if (!e)
+		return;
+	struct ctl_link *l = ctl_link_of(sk), d = *e;
+	if (l->state == CTL_LINK_LINKED && l->key == d.key && l->token == d.token)
+		return;                         /* its own live link */
+	if (!ctl_forget(self))
+		return;
+	__sync_fetch_and_add(&ctl_dead, 1);
+	ctl_drop_dead(&d, self);
+}
+
+/* Is the subflow of element (skaddr, d) still there? Its socket is read through bpf_rdonly_cast
+ * (untrusted loads that cannot fault; the memory of a TCP socket stays a socket: its slab is
+ * SLAB_TYPESAFE_BY_RCU): it went away when its reference count is 0 (freed) or its private area
+ * no longer holds this link (cleared, or a new socket in its memory). A subflow that is leaving
+ * (its link says LEFT, same connection) is still there: it takes itself out. */
+static __always_inline int ctl_gone(__u64 skaddr, struct ctl_link *d)
+{
+	struct tcp_sock *tp = bpf_rdonly_cast((void *)skaddr, bpf_core_type_id_kernel(struct tcp_sock));
+	struct ctl_link *sl = (struct ctl_link *)((char *)tp->inet_conn.icsk_ca_priv + CTL_LINK_OFF);
+	if (!tp->inet_conn.icsk_inet.sk.__sk_common.skc_refcnt.refs.counter)
+		return 1;
+	return sl->state == CTL_LINK_NONE || sl->key != d->key || sl->token != d->token;
+}
+
+static long ctl_reap_one(struct bpf_map *map, __u64 *skaddr, struct ctl_link *e, void *data)
+{
+	__u64 p = *skaddr;
+	struct ctl_link d = *e;
+	if (!ctl_gone(p, &d) || !ctl_forget(p))
+		return 0;
+	__sync_fetch_and_add(&ctl_dead, 1);
+	ctl_drop_dead(&d, p);
+	return 0;
+}
+
+/* Drop every linked subflow of the kernel whose socket went away without `.release`: run when a
+ * socket starts or stops running the algorithm (a cost per socket, in the number of subflows
+ * linked at that moment; never per ACK), so once the last connection has closed no such
+ * subflow stays in the map. */
+static __always_inline void ctl_reap_all(void)
+{
+	bpf_for_each_map_elem(&CTL_MAP(_socks), ctl_reap_one, 0, 0);
+}
+
 /* This subflow leaves the connection entry it is linked to (its slot cleared; the last subflow
  * deletes the entry) and never couples again. An entry that another connection took over
  * (another token) is not touched. */
@@ -360,15 +488,19 @@ static __always_inline void ctl_unlink(struct sock *sk, __u32 why)
 		l->state = CTL_LINK_LEFT;
 		return;
 	}
-	__u64 key = l->key;
+	__u64 key = l->key, self = (__u64)sk;
 	l->state = CTL_LINK_LEFT;
-	__sync_fetch_and_sub(&ctl_linked, 1);
+	ctl_forget(self);
 	struct ctl_conn *c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);
 	if (!c || c->token != l->token) {
 		ctl_trace_link(sk, CTL_EV_UNLINK, why, 0, 0);
 		return;
 	}
-	ctl_clear_slot(c, l->slot, l->token);
+	/* Its slot: claimed by compare-and-swap like a gone subflow's (exactly one taker). */
+	if (!ctl_claim_slot(c, l->slot, l->token, self)) {
+		ctl_trace_link(sk, CTL_EV_UNLINK, why, 0, 0);
+		return;
+	}
 	/* The last subflow deletes the entry. Not by scanning the siblings' flags: two subflows
 	 * closing at once on two CPUs could each still see the other's flag set (a store may wait in
 	 * the store buffer past a later load, even on x86) and neither would delete; the count,
@@ -403,28 +535,44 @@ static __always_inline int ctl_publish(struct sock *sk, __u64 aux, struct ctl_vi
 	if (!key || !token || !sid)
 		return 0;
 	slot &= CTL_MAX_SUBFLOWS - 1;
+	if (l->state != CTL_LINK_LINKED)
+		ctl_reap_own(sk);               /* once per link: a dead subflow in this memory */
 	struct ctl_conn *c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);
 	if (l->state == CTL_LINK_LINKED) {
 		/* counted in the entry: it cannot die before this subflow leaves, so it is there with
 		 * this token unless a new connection at a reused address took it over (we are stale) */
 		if (!c || c->token != token) {
 			l->state = CTL_LINK_LEFT;
-			__sync_fetch_and_sub(&ctl_linked, 1);
+			ctl_forget((__u64)sk);
 			ctl_trace_link(sk, CTL_EV_UNLINK, CTL_WHY_EVICTED, 0, 0);
 			return 0;
 		}
 		if (slot != l->slot) {          /* its subflow id changed: move (still counted once) */
-			ctl_clear_slot(c, l->slot, token);
+			if (!ctl_claim_slot(c, l->slot, token, (__u64)sk)) {
+				l->state = CTL_LINK_LEFT;   /* a sibling took it out: it cannot be, but be exact */
+				ctl_forget((__u64)sk);
+				return 0;
+			}
+			c->s[slot].sk = (__u64)sk;
 			l->slot = slot;
+			struct ctl_link *e = bpf_map_lookup_elem(&CTL_MAP(_socks), &(__u64){(__u64)sk});
+			if (e)
+				e->slot = slot;
 		}
 	} else {
 		__u32 why = CTL_WHY_PUBLISH;
 		if (!c) {
-			struct ctl_conn first = {};
-			first.token = token;
-			first.nactive = 1;              /* this subflow, counted from the start */
-			first.s[slot].token = token;
-			if (!bpf_map_update_elem(&CTL_MAP(_conns), &key, &first, BPF_NOEXIST)) {
+			/* the new entry is built in a per-CPU scratch value (too big for the BPF stack) */
+			__u32 zero = 0;
+			struct ctl_conn *first = bpf_map_lookup_elem(&CTL_MAP(_new), &zero);
+			if (!first)
+				return 0;
+			__builtin_memset(first, 0, sizeof(*first));
+			first->token = token;
+			first->nactive = 1;             /* this subflow, counted from the start */
+			first->s[slot].token = token;
+			first->s[slot].sk = (__u64)sk;
+			if (!bpf_map_update_elem(&CTL_MAP(_conns), &key, first, BPF_NOEXIST)) {
 				c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);
 				goto linked;            /* counted: it lives until this subflow leaves */
 			}
@@ -434,7 +582,7 @@ static __always_inline int ctl_publish(struct sock *sk, __u64 aux, struct ctl_vi
 		}
 		if (c->token != token) {
 			why = CTL_WHY_RESET;            /* a dead connection's leftovers at a reused address */
-		} else if (c->s[slot].token == token && c->s[slot].id != sid) {
+		} else if (c->s[slot].token == token && c->s[slot].id != sid && c->s[slot].sk) {
 			/* The slot is a live sibling's (subflow ids 8 apart): coupling here would merge two
 			 * subflows into one. Refused for good: this subflow runs uncoupled, counted. */
 			__u32 zero = 0, *clash = bpf_map_lookup_elem(&CTL_MAP(_clash), &zero);
@@ -449,12 +597,15 @@ static __always_inline int ctl_publish(struct sock *sk, __u64 aux, struct ctl_vi
 		}
 		if (!ctl_join(c, token, 1))
 			return 0;                       /* dying, or reused meanwhile: next time */
+		c->s[slot].sk = (__u64)sk;
 linked:
 		__sync_fetch_and_add(&ctl_linked, 1);
 		l->key = key;
 		l->token = token;
 		l->slot = slot;
 		l->state = CTL_LINK_LINKED;
+		struct ctl_link mine = *l;
+		bpf_map_update_elem(&CTL_MAP(_socks), &(__u64){(__u64)sk}, &mine, BPF_ANY);
 		ctl_trace_link(sk, CTL_EV_LINK, why, 1, 0);
 		if (!c)
 			return 0;
@@ -495,7 +646,17 @@ static __always_inline void ctl_single_view(struct sock *sk, __u64 aux, struct c
  * congestion control); found through the link, whatever is_mptcp and the ulp data say now. */
 static __always_inline void ctl_release(struct sock *sk)
 {
+	ctl_reap_own(sk);
 	ctl_unlink(sk, CTL_WHY_RELEASE);
+	ctl_reap_all();
+}
+
+/* `.init` (a socket starts running the algorithm): a subflow that lived in this socket's memory
+ * and went away without `.release` leaves its connection now. */
+static __always_inline void ctl_init(struct sock *sk)
+{
+	ctl_reap_own(sk);
+	ctl_reap_all();
 }
 
 #endif

@@ -55,6 +55,7 @@ static __always_inline __u32 lia_cnt(const struct ctl_view *v)
 SEC("struct_ops/lia_init")
 void BPF_PROG(lia_init, struct sock *sk)
 {
+	ctl_init(sk);
 }
 
 SEC("struct_ops/lia_cong_avoid")

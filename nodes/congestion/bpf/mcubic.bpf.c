@@ -183,6 +183,7 @@ static __always_inline void mc_hystart_reset(struct sock *sk, struct mcubic *ca)
 SEC("struct_ops/mcubic_init")
 void BPF_PROG(mcubic_init, struct sock *sk)
 {
+	ctl_init(sk);
 	struct mcubic *ca = ctl_priv(sk);
 	mc_reset(ca);
 	mc_hystart_reset(sk, ca);

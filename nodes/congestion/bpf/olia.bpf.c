@@ -123,6 +123,7 @@ static __always_inline __s64 olia_increase(struct olia_ctx *c)
 SEC("struct_ops/olia_init")
 void BPF_PROG(olia_init, struct sock *sk)
 {
+	ctl_init(sk);
 	struct olia *ca = ctl_priv(sk);
 	__u32 una = ctl_tp(sk)->snd_una;
 	ca->loss1 = una;

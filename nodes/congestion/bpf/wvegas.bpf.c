@@ -78,6 +78,7 @@ static __always_inline void wv_enable(struct sock *sk)
 SEC("struct_ops/wvegas_init")
 void BPF_PROG(wvegas_init, struct sock *sk)
 {
+	ctl_init(sk);
 	struct wvegas *ca = ctl_priv(sk);
 	ca->base_rtt = 0x7fffffff;
 	wv_enable(sk);

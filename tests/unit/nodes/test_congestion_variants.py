@@ -83,6 +83,30 @@ def test_the_driver_reads_how_many_subflows_a_program_refused_to_couple():
     assert drv.coupling_refused(results) == {"mcubic": 1, "lia": 0, "olia": None}
 
 
+def test_the_driver_reads_how_many_gone_subflows_a_program_took_out_itself():
+    """hostctl's `subflows_reaped` (ctl_dead): subflows whose socket the kernel freed without
+    `.release`, taken out of their connection by the program; None from an older hostctl."""
+    drv = CongestionDriver("sa1", "run:x")
+    def res(args, out):
+        return CommandResult("sa1", ("python3", "-c", "SRC", *args), 0, out, "")
+    results = [res(("unload", "balia", "run:x"), json.dumps({"ok": True, "action": "unregistered", "name": "balia",
+                                                             "conns_left": 0, "subflows_reaped": 3}) + "\n"),
+               res(("unload", "lia", "run:x"), json.dumps({"ok": True, "action": "unregistered", "name": "lia",
+                                                           "conns_left": 0}) + "\n"),
+               res(("unload", "olia", "run:x"), json.dumps({"ok": True, "action": "left", "name": "olia"}) + "\n")]
+    assert drv.subflows_reaped(results) == {"balia": 3, "lia": None}
+
+
+def test_hostctl_never_shows_a_slot_socket_address():
+    """The slots' `sk` (a kernel address the program compares) stays out of what hostctl reports."""
+    from nodes.congestion import hostctl
+    elem = {"key": 1, "value": {"token": 5, "nactive": 1, "s": [
+        {"cwnd": 10, "rtt_us": 100, "aux": 0, "token": 5, "id": 1, "sk": 0xffff888100000000}] +
+        [{"cwnd": 0, "rtt_us": 0, "aux": 0, "token": 0, "id": 0, "sk": 0}] * 7}}
+    e = hostctl.entry_summary(elem)
+    assert e["slots"] == [{"slot": 0, "cwnd": 10, "rtt_us": 100, "aux": 0, "token": 5, "id": 1}]
+
+
 def test_hostctl_reads_the_clash_counter_with_or_without_btf(monkeypatch):
     from nodes.congestion import hostctl
     monkeypatch.setattr(hostctl, "_bpftool_json", lambda *a: [{"key": ["0x00"] * 4, "value": ["0x03", "0x00", "0x00",
