@@ -182,7 +182,7 @@ def register(sub) -> None:
 
     sp = add("status", cmd_status, "the rack's lease holders (database and host), this machine's rack lock, "
                                    "runs in progress, reservations ahead")
-    sp.add_argument("--json", action="store_true", help="print it as JSON (times in seconds since the epoch)")
+    sp.add_argument("--json", action="store_true", help="print it as one JSON document (times ISO 8601 UTC)")
 
     sp = add("reserve", cmd_reserve, "book a rack (at most 31 days): nobody else's ad-hoc run starts in it, no "
                                      "campaign runs into it")
@@ -199,7 +199,7 @@ def register(sub) -> None:
                                                "a malformed one is shown as such and blocks nothing")
     sp.add_argument("rack", nargs="?", metavar="RACK", help="the rack's name (default: the inventory's)")
     sp.add_argument("--all", action="store_true", help="the past ones too")
-    sp.add_argument("--json", action="store_true", help="print them as JSON (times in seconds since the epoch)")
+    sp.add_argument("--json", action="store_true", help="print them as one JSON document (times ISO 8601 UTC)")
 
     sp = add("cancel", cmd_cancel, "cancel a reservation of yours (--force: anybody's, with a lab database only "
                                    "as a member of the database role ctl_admin)")

@@ -120,7 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     partial = bool(outcome.summary and outcome.summary.get("partial"))
     if args.json:
-        print_json({"run_id": outcome.run_id, "status": outcome.status, "record": str(outcome.record_dir),
+        print_json({"run_id": outcome.run_id, "status": outcome.status, "record": None if outcome.record_dir is None else str(outcome.record_dir),
                      "error": outcome.error, "summary": saved_summary(outcome),
                      "conversions": [c.to_json() for c in plan.conversions]})
     else:
