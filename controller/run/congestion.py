@@ -255,6 +255,10 @@ class CongestionStage:
         self._record_conns_left(h, left, drv.conns_leftovers(answers))
         self._record_refused(h, drv.coupling_refused(answers))
         self._record_reaped(h, drv.subflows_reaped(answers))
+        hystart = drv.hystart_exits(answers)
+        if hystart:
+            # MCubic's own HyStart exits (the kernel's TcpExtTCPHystart* count only its Cubic)
+            self.manifest["congestion"]["hosts"][h]["hystart_exits"] = hystart
         # Read back after a change; with nothing to undo, what was just read is the proof.
         after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands())) if todo else now
         diffs = drv.restored_equal(self.before[h], after)

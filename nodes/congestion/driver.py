@@ -210,6 +210,19 @@ class CongestionDriver:  # implements nodes.base.EndpointDriver[frozenset[str], 
         without `.release` (None: not known, or an older hostctl)."""
         return {str(d.get("name")): self._count(d.get("subflows_reaped")) for d in self._unregistered(results)}
 
+    def hystart_exits(self, results: list[CommandResult]) -> dict[str, dict[str, int]]:
+        """From the unload commands' answers: for each MCubic program this run was the last to
+        leave, how often its own HyStart ended slow start, by detector ({"ack_train", "delay"});
+        programs without HyStart counters (or an older hostctl) are left out."""
+        out = {}
+        for d in self._unregistered(results):
+            h = d.get("hystart_exits")
+            if isinstance(h, dict):
+                counts = {k: self._count(h.get(k)) for k in ("ack_train", "delay")}
+                if all(v is not None for v in counts.values()):
+                    out[str(d.get("name"))] = counts
+        return out
+
     def conns_leftovers(self, results: list[CommandResult]) -> dict[str, dict]:
         """From the unload commands' answers: for each program whose coupling map was not empty,
         what hostctl saw of the entries left (`leftovers`: the entries' tokens, counts and slots,

@@ -20,6 +20,9 @@ sibling's (the `<short>_clash` counter; None: not known).
 And `subflows_reaped`: the subflows the program itself took out of their connection because their
 socket went away without `.release` (`ctl_dead`, nodes/congestion/bpf/ctl_cc.h: the kernel frees a
 few subflows that way under churn; the program finds them when a socket starts or stops running it).
+For MCubic and its variants it reports `hystart_exits`: how often the program's own HyStart ended
+slow start, by detector ({"ack_train": n, "delay": n}; the kernel's TcpExtTCPHystart* counters
+count only its Cubic).
 When `conns_left` is above zero it also reports `leftovers`: the entries (token, count of linked
 subflows, each used slot's writer token, subflow id, cwnd, RTT), how many subflows of the whole
 kernel are linked to an entry (`linked_subflows`, the program's own count: 0 means no subflow
@@ -296,6 +299,16 @@ def _reaped(struct_ops_id: int) -> int | None:
     return _bss_var(struct_ops_id, "ctl_dead")
 
 
+def _hystart_exits(struct_ops_id: int) -> dict | None:
+    """MCubic's own HyStart exits (mcubic.bpf.c: ctl_hystart_train, ctl_hystart_delay): how often
+    its ACK-train and its delay detector ended slow start, over every socket that ran it; None for
+    a program without them."""
+    train, delay = _bss_var(struct_ops_id, "ctl_hystart_train"), _bss_var(struct_ops_id, "ctl_hystart_delay")
+    if train is None or delay is None:
+        return None
+    return {"ack_train": train, "delay": delay}
+
+
 def mptcp_tokens(ss_out: str) -> set[int]:
     """The tokens of the MPTCP sockets in `ss -MinaH` (one namespace; `token:` in hex) (pure)."""
     return {int(m.group(1), 16) for m in re.finditer(r"(?<![\w])token:([0-9a-f]{1,8})\b", ss_out)}
@@ -462,12 +475,13 @@ def unload(name: str, holder: str) -> None:
             h.save()
             _out({"ok": True, "action": "left", "name": name, "holders": entry["holders"]})
             return
-        conns_left = refused = leftovers = reaped = None
+        conns_left = refused = leftovers = reaped = hystart = None
         if entry["id"] in set(_registered().values()):
             # checked before unregistering: the map goes with the program
             conns_left = _conns_left(entry.get("conns_map"), name=name)
             refused = _counter(entry.get("clash_map"))
             reaped = _reaped(entry["id"]) if entry.get("conns_map") is not None else None
+            hystart = _hystart_exits(entry["id"])
             if conns_left:
                 # which case a phantom is: its slots (accounting, a subflow that never left) and
                 # whether a socket still has its connection (one still closing)
@@ -495,6 +509,8 @@ def unload(name: str, holder: str) -> None:
         h.save()
         doc = {"ok": True, "action": "unregistered", "name": name, "id": entry["id"], "conns_left": conns_left,
                "coupling_refused": refused, "subflows_reaped": reaped}
+        if hystart is not None:
+            doc["hystart_exits"] = hystart
         if leftovers is not None:
             doc["leftovers"] = leftovers
         _out(doc)

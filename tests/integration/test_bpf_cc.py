@@ -49,6 +49,7 @@ A, R, B = f"{PFX}a", f"{PFX}r", f"{PFX}b"
 HOLDER = f"test:{os.getpid()}"
 SUBFLOWS = 2                                    # what every connection here has at most
 MCUBIC_HYSTART = ("mcubic", "mcubic_wrap", "mcubic_stretch")
+TRACE_CAPACITY = 32768      # CTL_TRACE_LEN of ctl_cc.h: the records a trace build keeps
 
 
 def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -260,8 +261,20 @@ def test_the_program_decides_as_its_model_on_real_traffic(algorithm, paths, obje
         # of 2 subflows in 4 s when this was written).
         fired = hystart_detections(algorithm, hystart)
         assert fired, f"{algorithm}: HyStart never fired in {len(hystart)} decisions: {hystart_summary(hystart)}"
+        # the program's own counters (hostctl: hystart_exits, kept in the run record) count exactly
+        # the detections its trace shows (every one, while the trace did not fill up)
+        want = {"ack_train": sum(1 for r in fired if r.outputs[0] & HYSTART_ACK_TRAIN),
+                "delay": sum(1 for r in fired if r.outputs[0] & HYSTART_DELAY)}
+        got = left.get("hystart_exits")
+        assert isinstance(got, dict) and got["ack_train"] + got["delay"] > 0, left
+        print(f"\n{algorithm}: the program's own HyStart exits {got}, its trace's {want}")
+        if len(records) < TRACE_CAPACITY:
+            assert got == want, (got, want)
+        else:
+            assert got["ack_train"] >= want["ack_train"] and got["delay"] >= want["delay"], (got, want)
     else:
         assert not hystart
+        assert "hystart_exits" not in left, left
 
 
 def hystart_detections(algorithm: str, records: list[TraceRecord], kind: int = HYSTART_ACK_TRAIN | HYSTART_DELAY

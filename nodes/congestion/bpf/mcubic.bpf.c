@@ -342,6 +342,14 @@ static __always_inline __u32 mc_hystart_ack_delay(struct sock *sk)
 	return d < MC_USEC_PER_MSEC ? (__u32)d : (__u32)MC_USEC_PER_MSEC;
 }
 
+/* MCubic's own HyStart exits over the whole program (every socket of every network namespace
+running it): the kernel's TcpExtTCPHystart* counters count only its own Cubic, so hostctl reads
+these before unloading the program (`hystart_exits`) and the run record keeps them. A decision
+where both detectors fire counts in both (this program does not return after the ACK train, as
+the model it is checked against does not). Absent from the MC_NOHS build (no HyStart). */
+__u32 ctl_hystart_train SEC(".bss");
+__u32 ctl_hystart_delay SEC(".bss");
+
 /* hystart_update() of Linux 6.18's tcp_cubic.c. */
 static __always_inline void mc_hystart_update(struct sock *sk, struct mcubic *ca, __u32 delay)
 {
@@ -369,6 +377,7 @@ static __always_inline void mc_hystart_update(struct sock *sk, struct mcubic *ca
 				ca->found = 1;
 				found |= MC_HYSTART_ACK_TRAIN;
 				tp->snd_ssthresh = tp->snd_cwnd;
+				__sync_fetch_and_add(&ctl_hystart_train, 1);
 			}
 		}
 		/* obtain the minimum delay of more than sampling packets */
@@ -384,6 +393,7 @@ static __always_inline void mc_hystart_update(struct sock *sk, struct mcubic *ca
 				ca->found = 1;
 				found |= MC_HYSTART_DELAY;
 				tp->snd_ssthresh = tp->snd_cwnd;
+				__sync_fetch_and_add(&ctl_hystart_delay, 1);
 			}
 		}
 	}

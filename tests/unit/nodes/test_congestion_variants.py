@@ -97,6 +97,21 @@ def test_the_driver_reads_how_many_gone_subflows_a_program_took_out_itself():
     assert drv.subflows_reaped(results) == {"balia": 3, "lia": None}
 
 
+def test_the_driver_reads_mcubics_own_hystart_exits():
+    """hostctl's `hystart_exits` (mcubic.bpf.c's counters; the kernel's count only its Cubic):
+    kept per program; a program without them, or a malformed answer, is left out."""
+    drv = CongestionDriver("sa1", "run:x")
+    def res(args, out):
+        return CommandResult("sa1", ("python3", "-c", "SRC", *args), 0, out, "")
+    results = [res(("unload", "mcubic", "run:x"), json.dumps({"ok": True, "action": "unregistered", "name": "mcubic",
+                                                              "hystart_exits": {"ack_train": 2, "delay": 1}}) + "\n"),
+               res(("unload", "lia", "run:x"), json.dumps({"ok": True, "action": "unregistered", "name": "lia"}) + "\n"),
+               res(("unload", "mcubic_wrap", "run:x"), json.dumps({"ok": True, "action": "unregistered",
+                                                                   "name": "mcubic_wrap",
+                                                                   "hystart_exits": {"ack_train": "2"}}) + "\n")]
+    assert drv.hystart_exits(results) == {"mcubic": {"ack_train": 2, "delay": 1}}
+
+
 def test_hostctl_never_shows_a_slot_socket_address():
     """The slots' `sk` (a kernel address the program compares) stays out of what hostctl reports."""
     from nodes.congestion import hostctl
