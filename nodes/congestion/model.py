@@ -417,7 +417,7 @@ def hystart_update(st: HyStart, *, now: int, snd_una: int, snd_nxt: int, cwnd: i
 
 EV_INCREASE, EV_SSTHRESH, EV_ROUND, EV_HYSTART, EV_LINK, EV_UNLINK = 1, 2, 3, 4, 5, 6
 # why a subflow's link to its connection entry changed (inputs[0] of EV_LINK / EV_UNLINK)
-WHY_PUBLISH, WHY_RESET, WHY_RELEASE, WHY_LEAVING, WHY_EVICTED, WHY_CLASH = 1, 2, 3, 4, 5, 6
+WHY_PUBLISH, WHY_RESET, WHY_RELEASE, WHY_LEAVING, WHY_EVICTED, WHY_CLASH, WHY_GONE = 1, 2, 3, 4, 5, 6, 7
 TRACE_INPUTS, TRACE_OUTPUTS = 12, 6
 _TRACE = struct.Struct("<8I" + "2I8I8I8Q" + f"{TRACE_INPUTS}q" + f"{TRACE_OUTPUTS}q")
 TRACE_RECORD_SIZE = _TRACE.size            # 312 bytes, struct ctl_trace_rec

@@ -240,7 +240,7 @@ enum { CTL_EV_INCREASE = 1, CTL_EV_SSTHRESH = 2, CTL_EV_ROUND = 3, CTL_EV_HYSTAR
        CTL_EV_LINK = 5, CTL_EV_UNLINK = 6 };
 /* Why a subflow's link changed (trace in[0] of CTL_EV_LINK / CTL_EV_UNLINK). */
 enum { CTL_WHY_PUBLISH = 1, CTL_WHY_RESET = 2, CTL_WHY_RELEASE = 3, CTL_WHY_LEAVING = 4,
-       CTL_WHY_EVICTED = 5, CTL_WHY_CLASH = 6 };
+       CTL_WHY_EVICTED = 5, CTL_WHY_CLASH = 6, CTL_WHY_GONE = 7 };
 
 /* TCP_CONG_NON_RESTRICTED (include/net/tcp.h; a #define, so not in vmlinux.h): any socket may
  * select the algorithm and a network namespace other than the initial one may make it its
@@ -419,11 +419,31 @@ static __always_inline int ctl_claim_slot(struct ctl_conn *c, __u32 slot, __u32 
 static __always_inline void ctl_drop_dead(struct ctl_link *d, __u64 skaddr)
 {
 	__u64 key = d->key;
+	int found = 0, last = 0;
 	struct ctl_conn *c = bpf_map_lookup_elem(&CTL_MAP(_conns), &key);
-	if (!c || c->token != d->token || !ctl_claim_slot(c, d->slot, d->token, skaddr))
+	if (c && c->token == d->token && ctl_claim_slot(c, d->slot, d->token, skaddr)) {
+		found = 1;
+		last = ctl_leave(c, d->token) > 0;
+		if (last)
+			bpf_map_delete_elem(&CTL_MAP(_conns), &key);
+	}
+#ifdef CTL_TRACE
+	/* the gone subflow's own leaving, recorded for it (token and slot of its link) */
+	__u32 zero = 0, *idx = bpf_map_lookup_elem(&CTL_MAP(_tidx), &zero);
+	if (!idx)
 		return;
-	if (ctl_leave(c, d->token) > 0)
-		bpf_map_delete_elem(&CTL_MAP(_conns), &key);
+	__u32 i = __sync_fetch_and_add(idx, 1);
+	struct ctl_trace_rec *r = i < CTL_TRACE_LEN ? bpf_map_lookup_elem(&CTL_MAP(_trace), &i) : 0;
+	if (r) {
+		r->seq = i + 1;
+		r->event = CTL_EV_UNLINK;
+		r->token = d->token;
+		r->sub = d->slot;
+		r->in[0] = CTL_WHY_GONE;
+		r->out[0] = found;
+		r->out[1] = last;
+	}
+#endif
 }
 
 /* The socket at this address is not (or no longer) the subflow its element says: when the socket
