@@ -52,9 +52,11 @@
  *   memory becomes a new passive subflow 50-200 ms later (`tcp:tcp_cong_state_set` from
  *   tcp_v4_syn_recv_sock <- subflow_syn_recv_sock <- tcp_check_req). The kernel calls `.release`
  *   only from tcp_cleanup_congestion_control (destroy, another algorithm) and tcp_disconnect (and
- *   there only while icsk_ca_initialized is set), so no `.release` can come; which function frees
- *   them was not identified (the struct_ops was freed after those runs: no reference was kept). The program therefore finds them itself (ctl_gone: the socket's
- *   reference count is 0, or its private area no longer holds that link) whenever a socket starts
+ *   there only while icsk_ca_initialized is set), and none came for them; which function frees
+ *   them was not identified (and the struct_ops was freed after those runs, so no socket kept a
+ *   reference to it: the picture is not complete). The program therefore finds them itself
+ *   (ctl_gone: the socket's reference count is 0, or its private area no longer holds that
+ *   link) whenever a socket starts
  *   (`.init`) or stops (`.release`) running the algorithm (ctl_reap_all, a cost per socket in the
  *   number of subflows linked then, never per ACK), and when a subflow links in memory where a
  *   linked one was (ctl_reap_own); it counts them in `ctl_dead` (hostctl: `subflows_reaped`).
