@@ -33,6 +33,20 @@ def recorded_runs(*extra: Path) -> dict[Path, str]:
             for d in dirs if (d / "manifest.json").is_file()}
 
 
+def isolated_ctl(monkeypatch: Any, tmp: Path, runs: Path | None = None) -> Path:
+    """ctl's environment for a test that runs commands in-process: its own state directory, runs
+    directory (`runs`, default tmp/runs), the shipped virtual inventory, no config file, no lab
+    database. Returns the runs directory."""
+    runs = runs if runs is not None else tmp / "runs"
+    monkeypatch.setenv("CTL_STATE_DIR", str(tmp / "state"))
+    monkeypatch.setenv("CTL_RUNS_DIR", str(runs))
+    monkeypatch.setenv("CTL_INVENTORY", str(VIRTUAL))
+    monkeypatch.delenv("CTL_CONFIG", raising=False)
+    monkeypatch.delenv("CTL_DATABASE_URL", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp / "config"))     # no config file
+    return runs
+
+
 def copy_runs(runs: dict[Path, str], root: Path) -> Path:
     """The runs under their run ids in `root`, as a runs directory holds them."""
     for d, rid in runs.items():

@@ -19,7 +19,7 @@ from controller.cli.common import envelope
 from controller.results.wire import naive_times
 from controller.schemas import OUTPUT_DIR, output_targets
 from controller.schemas.outputs import OUTPUTS, file_name
-from tests.support.shipped import RECORDED_RUNS, ROOT, VIRTUAL
+from tests.support.shipped import RECORDED_RUNS, ROOT, VIRTUAL, isolated_ctl
 
 SHARED = RECORDED_RUNS / "shared-bottleneck" / "delay-800ms"
 SHARED_ID = "20261122T041817Z_shared-bottleneck_delay-800ms"
@@ -31,11 +31,7 @@ def env(tmp_path, monkeypatch):
     """A state dir and runs dir of the test's own (one recorded run in it), the virtual inventory."""
     runs = tmp_path / "runs"
     shutil.copytree(SHARED, runs / SHARED_ID)
-    monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("CTL_RUNS_DIR", str(runs))
-    monkeypatch.setenv("CTL_INVENTORY", str(VIRTUAL))
-    monkeypatch.delenv("CTL_CONFIG", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))     # no config file
+    isolated_ctl(monkeypatch, tmp_path, runs)
     monkeypatch.delenv("CTL_DATABASE_URL", raising=False)
     return tmp_path
 

@@ -23,7 +23,7 @@ from controller.results.wire import naive_times
 from controller.run.replay import summarize_record
 from controller.schemas import OUTPUT_DIR
 from controller.schemas.outputs import file_name
-from tests.support.shipped import RECORDED_RUNS, VIRTUAL
+from tests.support.shipped import RECORDED_RUNS, isolated_ctl
 from tests.unit.controller.reproduce.test_report import reproduction
 
 
@@ -50,12 +50,7 @@ def state(invs, tmp_path_factory):
 @pytest.fixture()
 def ctl(state, monkeypatch, capsys):
     tmp = state[0]
-    monkeypatch.setenv("CTL_STATE_DIR", str(tmp / "state"))
-    monkeypatch.setenv("CTL_RUNS_DIR", str(tmp / "runs"))
-    monkeypatch.setenv("CTL_INVENTORY", str(VIRTUAL))
-    monkeypatch.delenv("CTL_CONFIG", raising=False)
-    monkeypatch.delenv("CTL_DATABASE_URL", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp / "config"))
+    isolated_ctl(monkeypatch, tmp, tmp / "runs")
 
     def call(*argv: str) -> dict:
         code = main([*argv, "--json"])

@@ -29,7 +29,7 @@ from controller.inventory import load_inventory
 from controller.results.wire import naive_times
 from controller.schemas import OUTPUT_DIR
 from nodes.fieldlog import points as P
-from tests.support.shipped import RECORDED_RUNS, ROOT, VIRTUAL
+from tests.support.shipped import RECORDED_RUNS, ROOT, VIRTUAL, isolated_ctl
 from tests.unit.controller.field.test_report import _records
 from tests.unit.controller.cli.test_runs_plot import digest
 
@@ -52,11 +52,7 @@ def runs(tmp_path, monkeypatch):
     root = tmp_path / "runs"
     root.mkdir()
     shutil.copytree(RECORDED_RUNS / "shared-bottleneck" / "delay-800ms", root / SHARED_ID)
-    monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("CTL_RUNS_DIR", str(root))
-    monkeypatch.setenv("CTL_INVENTORY", str(VIRTUAL))
-    monkeypatch.delenv("CTL_CONFIG", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    isolated_ctl(monkeypatch, tmp_path, root)
     return root
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from controller.cli import main
 from controller.schemas import OUTPUT_DIR
-from tests.support.shipped import RECORDED_RUNS, VIRTUAL
+from tests.support.shipped import RECORDED_RUNS, isolated_ctl
 
 SHARED_ID = "20261122T041817Z_shared-bottleneck_delay-800ms"
 BT_ID = "20261122T042633Z_mptcp-bittorrent_step-bittorrent_size-20MiB_repetitions-1"
@@ -24,11 +24,7 @@ def runs(tmp_path, monkeypatch):
     root = tmp_path / "runs"
     shutil.copytree(RECORDED_RUNS / "shared-bottleneck" / "delay-800ms", root / SHARED_ID)
     shutil.copytree(RECORDED_RUNS / "mptcp-bittorrent" / "bittorrent-local", root / BT_ID)
-    monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("CTL_RUNS_DIR", str(root))
-    monkeypatch.setenv("CTL_INVENTORY", str(VIRTUAL))
-    monkeypatch.delenv("CTL_CONFIG", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    isolated_ctl(monkeypatch, tmp_path, root)
     return root
 
 

@@ -15,7 +15,7 @@ from controller.cli import main
 from controller.schemas import OUTPUT_DIR
 from controller.schemas.outputs import file_name
 from controller.schemas.rack_outputs import RACK_OUTPUTS
-from tests.support.shipped import ROOT, VIRTUAL
+from tests.support.shipped import ROOT, isolated_ctl
 from tests.unit.controller.cli.test_json_envelope import check
 
 FIELD = ROOT / "tests" / "fixtures" / "generated" / "field" / "iperf3-m2"
@@ -45,11 +45,7 @@ def test_the_schema_types_every_object(command):
 def test_field_report_json_of_the_recorded_run(tmp_path, monkeypatch, capsys):
     runs = tmp_path / "runs"
     shutil.copytree(FIELD, runs / FIELD_ID)
-    monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("CTL_RUNS_DIR", str(runs))
-    monkeypatch.setenv("CTL_INVENTORY", str(VIRTUAL))
-    monkeypatch.delenv("CTL_CONFIG", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    isolated_ctl(monkeypatch, tmp_path, runs)
     assert main(["field", "report", FIELD_ID, "--no-fetch", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     check(doc, "field report")

@@ -27,7 +27,7 @@ from controller.schemas import OUTPUT_DIR
 from controller.telemetry.spool import read_points
 from nodes.fieldlog import rundir
 from nodes.fieldlog.logger import FieldLogger, Sources
-from tests.support.shipped import ROOT, VIRTUAL
+from tests.support.shipped import ROOT, isolated_ctl
 from tests.unit.nodes.test_field_logger import NS, T0, ClockedStop, FakeClock, FakeRadio, _config
 
 FIELD = ROOT / "tests" / "fixtures" / "generated" / "field" / "iperf3-m2"
@@ -108,11 +108,7 @@ def test_the_data_dictionary_describes_the_counts():
 def runs(tmp_path, monkeypatch):
     root = tmp_path / "runs"
     root.mkdir()
-    monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("CTL_RUNS_DIR", str(root))
-    monkeypatch.setenv("CTL_INVENTORY", str(VIRTUAL))
-    monkeypatch.delenv("CTL_CONFIG", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    isolated_ctl(monkeypatch, tmp_path, root)
     return root
 
 
