@@ -89,6 +89,41 @@ class Finding(Open):
     severity: Literal["error", "warning"] = Field(description="error: the file is invalid; warning: it is valid")
 
 
+class RoleChoiceOut(Open):
+    """How a scenario's host or link parameter is filled on this rack (controller/rack/fit.py RoleChoice)."""
+    param: str = Field(description="the scenario's parameter (e.g. client)")
+    flag: str = Field(description="its command-line flag (e.g. --client)")
+    value: Union[str, int, float, None] = Field(description="the host or link it names on this rack; null: none fits")
+    how: str = Field(description="`default`, or how ctl chose it (e.g. `host snd plays a1`)")
+
+
+class ScenarioFitOut(Open):
+    """Whether a scenario runs on the checked rack (controller/rack/fit.py ScenarioFit.to_json)."""
+    scenario: str = Field(description="the scenario's name")
+    runs: bool = Field(description="true: the rack has what it needs")
+    reason: Optional[str] = Field(description="why it does not run here; null: it runs")
+    roles: list[RoleChoiceOut] = Field(description="each host or link parameter and what fills it here")
+
+
+class LockOwner(Open):
+    """The owner record of a lock file of this controller (controller/lock.py FileLock: {pid, host,
+    purpose, since, state_dir}), as the holder wrote it."""
+    pid: Optional[int] = Field(default=None, description="the holder's process")
+    host: Optional[str] = Field(default=None, description="the machine the holder runs on")
+    purpose: Optional[str] = Field(default=None, description="the command that holds it")
+    since: Union[Iso, float, None] = Field(default=None, description="when it took the lock (ISO 8601)")
+    state_dir: Optional[str] = Field(default=None, description="the holder's ctl state directory")
+
+
+class RunningRun(Open):
+    """A campaign run marked running on the rack in the lab database (controller/cli/rack.py cmd_status)."""
+    campaign: int = Field(description="the campaign's number")
+    seq: int = Field(description="the run's position in its campaign, from 1")
+    claimed_by: Optional[str] = Field(description="the scheduler that claimed it (user@host:pid, and /RACK when it drives one); null: not recorded")
+    lease_until: Union[Iso, float, None] = Field(description="when its claim runs out unless renewed (ISO 8601); "
+                                                            "null: no claim")
+
+
 # ---- ctl rack status -------------------------------------------------------------------------------
 
 class Holder(Open):

@@ -16,7 +16,8 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from controller.schemas.item_outputs import (AlgorithmRow, CampaignProgress, ComparedCell, ConversionOut, DryCommand,
-                                             Finding, GivenValues, Holder, LeaseEntry, ParameterShown, ParamValue, ParamValues,
+                                             Finding, GivenValues, Holder, LeaseEntry, LockOwner, ParameterShown, ParamValue,
+                                             ParamValues, RunningRun, ScenarioFitOut,
                                              PlannedCampaign, PlannedRun, ReservationItem, RunPlanOut, VerdictChange)
 from controller.schemas.parse_outputs import ParseData, parse_conditions
 from controller.schemas.rack_outputs import RACK_OUTPUTS
@@ -203,6 +204,11 @@ class InventoryCheck(Open):
     valid: bool
     errors: list[Finding] = Field(description="the problems that make the file invalid")
     warnings: list[Finding] = Field(description="problems that leave it valid")
+    scenarios: Optional[list[ScenarioFitOut]] = Field(
+        default=None, description="a valid file: whether each scenario runs on the rack it describes; absent: invalid")
+    probe: Optional[dict[str, Any]] = Field(
+        default=None, description="--probe: what the hosts said (controller/rack/probe.py RackProbe.to_json, per host "
+                                  "and shaper: a report, left open here); absent without --probe")
 
 
 class CampaignPlanned(Open):
@@ -344,6 +350,8 @@ class ReproduceStatus(Open):
     failed: int = Field(description="runs failed")
     eta_s: float = Field(description="seconds until the last campaign ends, estimated; 0: none active")
     campaigns: list[CampaignProgress] = Field(description="per campaign, in order")
+    scheduler: Optional[LockOwner] = Field(description="the campaign scheduler running now on this controller; "
+                                                      "null: none")
 
 
 class ReproduceCompare(Open):
@@ -366,6 +374,14 @@ class RackStatus(Open):
     leases: list[LeaseEntry] = Field(description="the rack's lease, then its host lease if it has one")
     reservations: list[ReservationItem] = Field(description="reservations ahead; [] also when they could not be "
                                                             "read (then reservations_error says why)")
+    reservations_error: Optional[str] = Field(default=None, description="why the reservations could not be read")
+    lease_error: Optional[str] = Field(default=None, description="why the rack's lease could not be read")
+    machine_lock: Optional[LockOwner] = Field(description="who holds this machine's lock of the rack; null: nobody "
+                                                          "(or it could not be read: machine_lock_error)")
+    machine_lock_error: Optional[str] = Field(default=None, description="why this machine's rack lock could not be "
+                                                                        "read")
+    runs: list[RunningRun] = Field(description="campaign runs marked running on the rack in the lab database; []: "
+                                               "none, or no lab database")
 
 
 class Reservation(ReservationItem):

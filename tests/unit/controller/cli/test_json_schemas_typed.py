@@ -41,6 +41,9 @@ OPEN: dict[tuple[str, str], str] = {
     ("ParsedGpsd", "fix"): _RAW + ": the last TPV report, in gpsd's JSON",
     ("ParsedGpsd", "sky"): _RAW + ": gpsd's SKY reports",
     ("ParsedGpsd", "tpv"): _RAW + ": gpsd's TPV reports",
+    # Not raw, and not typed yet (the next step): `inventory check --probe`'s report of what each host
+    # and shaper said (controller/rack/probe.py RackProbe.to_json); its text form is the reference.
+    ("InventoryCheck", "probe"): "ctl's probe report, per host and shaper (RackProbe.to_json), not typed yet",
 }
 
 
@@ -158,13 +161,20 @@ def test_rack_status_and_reservations_with_a_lease_held_and_a_malformed_row(ctl,
     check(booked, "rack reserve")
     lease = DatabaseLease(db, "virtual", "ctl run shared-bottleneck")
     assert lease.try_acquire() is None
+    from controller.lock import FileLock, rack_lock_dir
+    machine = FileLock("virtual", "ctl run shared-bottleneck", rack_lock_dir())   # this machine's rack lock
+    assert machine.try_acquire()
     try:
         status = ctl("rack", "status")
     finally:
+        machine.release()
         lease.release()
     check(status, "rack status")
     d = status["data"]
     assert d["lease"]["purpose"] == "ctl run shared-bottleneck" and d["leases"][0]["holder"] == d["lease"]
+    m = d["machine_lock"]
+    assert m["purpose"] == "ctl run shared-bottleneck" and isinstance(m["pid"], int) and m["since"].endswith("Z")
+    assert d["runs"] == []
     rows = {r["note"]: r for r in d["reservations"]}
     assert rows["nan"]["problem"] and rows["nan"]["end"] is None
     assert rows["calibration"]["problem"] == "" and rows["calibration"]["start"].endswith("Z")
