@@ -196,8 +196,9 @@ QUEUES = ("50", "500", "1667")       # dummynet's default; 10x; 1 BDP of 100 Mbi
 # the only column measured on this rack (bench/results/cc_tables-2026-11-24.md, 45 s runs), where
 # MCubic's index (0.55) is 0.15 below the paper's 0.70 and Cubic's (0.72) above every coupled
 # row's, the reverse of both claims. One shared baseline (no delay added, dummynet's 50 slots: ctl's
-# Table 1 set-up), each cause varied alone: a one-way delay of 100 ms on each link (Table 2's first
-# column: the only path delay the paper's testbed states anywhere), a 500-slot queue (10x the
+# Table 1 set-up), each cause varied alone: a one-way delay of 100 ms on each link (section 4.2.1
+# states no delay for Table 1; 100 ms is Table 2's first column and the delay section 4.2.2 calls a
+# normal Internet path: «인터넷의 지연이 100ms 이하이면 정상적인 경우로 간주되지만»), a 500-slot queue (10x the
 # default, the value dev-mcubic-queue uses at a shared bottleneck), the two other readings of eq. 10.
 # MCubic and LIA (a coupled algorithm of each kind) against uncoupled Cubic, the claims' comparison.
 T1_COLUMN = "20M"

@@ -70,7 +70,7 @@ PARAMS = (
           min="1k", max="10G"),
     queue_param("50"),
     Param("delay", "delay", "0", "one-way delay added on each link, in both directions (the RTT grows by twice "
-          "it; the paper states none: 0 adds nothing, the rack's own RTT)", min="0", max="5s"),
+          "it; the paper's section 4.2.1 states none: 0 adds nothing, the rack's own RTT)", min="0", max="5s"),
     cc_param(),
     cc_param("tcp_cc", "cubic", "congestion control of the single-path TCP flows"),
     link_param("path1", "path1", "inventory link used as path 1"),
