@@ -213,7 +213,7 @@ def _type(s: dict, link: Callable[[str], str]) -> str:
 def _pattern_names() -> dict[str, str]:
     """ctl's value grammars (controller.schema_patterns) by their pattern, in words."""
     from controller import schema_patterns as sp
-    from controller.schemas.outputs import ISO_PATTERN
+    from controller.schemas.base import ISO_PATTERN
     return {sp.RATE: "rate (`20M`, `100Mbit/s`)", sp.DURATION: "duration (`30s`, `10min`)",
             sp.DELAY: "delay (`50ms`)", sp.PROBABILITY: "loss (`0.01%`, `1e-4`)", sp.SIZE: "size (`64KB`)",
             sp.QUEUE: "queue (`50` slots, `64KB`)", sp.IP: "IP address", sp.MGMT: "IP address or host name",

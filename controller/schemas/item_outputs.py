@@ -12,16 +12,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from controller.schemas.base import Iso, Open
 
 from controller.schemas.rack_outputs import Pipe, QueueSize
-
-ISO_PATTERN = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$"
-Iso = Annotated[str, Field(pattern=ISO_PATTERN, description="ISO 8601 time with its zone (ctl writes UTC, Z)")]
-
-
-class Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
 
 
 # A scenario's parameter value once parsed, in the scenario's base units (controller/scenarios/base.py

@@ -11,9 +11,11 @@ these files and keeps the files in sync with the models.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from controller.schemas.base import Iso, Open
 
 from controller.schemas.item_outputs import (AlgorithmRow, CampaignProgress, ComparedCell, ConversionOut, DryCommand,
                                              Finding, GivenValues, Holder, LeaseEntry, LockOwner, ParameterShown, ParamValue,
@@ -22,16 +24,9 @@ from controller.schemas.item_outputs import (AlgorithmRow, CampaignProgress, Com
 from controller.schemas.parse_outputs import ParseData, parse_conditions
 from controller.schemas.rack_outputs import RACK_OUTPUTS
 
-ISO_PATTERN = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$"
-Iso = Annotated[str, Field(pattern=ISO_PATTERN, description="ISO 8601 time with its zone (ctl writes UTC, Z)")]
-
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
 
 
 class Ctl(Strict):

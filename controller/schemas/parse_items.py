@@ -13,7 +13,9 @@ import dataclasses
 import typing
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, Field, create_model
+
+from controller.schemas.base import Open as _Open
 
 from controller.parsers.ip_mptcp import ConnectionSubflows, Endpoint, MonitorEvent
 from controller.parsers.snmpwalk import VarBind
@@ -22,10 +24,6 @@ from bridges.ipfw_records import DnObject
 from controller.parsers.webtorrent import Frame
 
 TOOL_FIELDS = "the tool's own fields, as it printed them (names and values are the tool's: deliberately open)"
-
-
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
 
 
 def of_dataclass(dc: type, doc: str, descriptions: dict[str, str], *, optional: tuple[str, ...] = (),

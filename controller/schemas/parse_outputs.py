@@ -15,6 +15,8 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
+from controller.schemas.base import Open as _Open
+
 from controller.parsers.iperf3 import Iperf3Result
 from controller.parsers.ping import PingResult
 from controller.parsers.ss import Socket
@@ -22,10 +24,6 @@ from controller.parsers.tc import Qdisc
 from controller.schemas.parse_items import (ClassicObjectParsed, DnObjectParsed, MptcpConnection, MptcpCounterSummary, MptcpEndpointParsed, MptcpEvent,
                                             SkippedLine, SnmpRun, TorrentDone, TorrentFrame, TrackerEvent,
                                             modem_output)
-
-
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
 
 
 def _of_dataclass(name: str, dc: type, doc: str, *extra: str) -> type[BaseModel]:

@@ -11,16 +11,11 @@ seconds into ISO 8601 (`Iso`); a `*_ns` value stays Unix nanoseconds.
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-ISO_PATTERN = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$"
-Iso = Annotated[str, Field(pattern=ISO_PATTERN, description="ISO 8601 time with its zone (ctl writes UTC, Z)")]
-
-
-class Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+from controller.schemas.base import Iso, Open
 
 
 # ---- ctl link ----------------------------------------------------------------------------------
