@@ -276,45 +276,51 @@ class CongestionStage:
         or a subflow the kernel freed without the program's .release (the BPF how-to). What hostctl saw of such entries (their
         slots, the sockets of the host still running the algorithm) is kept beside the count,
         `conns_leftovers`, so the record tells which case it was."""
-        left = {n: v for n, v in left.items() if n not in ALGORITHMS or ALGORITHMS[n].coupled}   # bbr3: no map
-        if not left:
-            return                      # another run still holds what this host used: not checked here
-        cong = self.manifest["congestion"]
-        cong["hosts"][h]["conns_left"] = dict(left)
+        left = self._record_counts(h, "conns_left", left, lambda name, n: (
+            f"{h}: {name}: {n} connection entr{'y' if n == 1 else 'ies'} still in its coupling map "
+            f"{hostctl.CONNS_WAIT_S:.0f} s after the traffic (a connection still closing, or a subflow "
+            "the kernel freed without the program's .release: conns_leftovers in the record "
+            "tells which; docs/howto/bpf-congestion-control.md)"))
         kept = {n: v for n, v in (leftovers or {}).items() if n in left}
         if kept:
-            cong["hosts"][h]["conns_leftovers"] = kept
-        for name, n in sorted(left.items()):
-            if n:
-                msg = (f"{h}: {name}: {n} connection entr{'y' if n == 1 else 'ies'} still in its coupling map "
-                       f"{hostctl.CONNS_WAIT_S:.0f} s after the traffic (a connection still closing, or a subflow "
-                       "the kernel freed without the program's .release: conns_leftovers in the record "
-                       "tells which; docs/howto/bpf-congestion-control.md)")
-                cong.setdefault("warnings", []).append(msg)
-                self.progress("warning: " + msg)
+            self.manifest["congestion"]["hosts"][h]["conns_leftovers"] = kept
 
     def _record_reaped(self, h: str, reaped: Mapping[str, int | None]) -> None:
         """Subflows a coupled program took out of their connection itself because the kernel freed
         their socket without `.release` (nodes/congestion/bpf/ctl_cc.h): recorded per program
         beside conns_left. Not a warning: the map stayed honest; the count says how often."""
-        reaped = {n: v for n, v in reaped.items() if n not in ALGORITHMS or ALGORITHMS[n].coupled}
-        if reaped:
-            self.manifest["congestion"]["hosts"][h]["subflows_reaped"] = dict(reaped)
+        self._record_counts(h, "subflows_reaped", reaped)
 
     def _record_refused(self, h: str, refused: Mapping[str, int | None]) -> None:
         """Subflows a coupled program refused to couple (their slot, subflow id modulo 8, was a
         live sibling's): recorded per program, and a warning on the run when any."""
-        refused = {n: v for n, v in refused.items() if n not in ALGORITHMS or ALGORITHMS[n].coupled}
-        if not refused:
-            return
-        cong = self.manifest["congestion"]
-        cong["hosts"][h]["coupling_refused"] = dict(refused)
-        for name, n in sorted(refused.items()):
-            if n:
-                msg = (f"{h}: {name}: {n} subflow{'' if n == 1 else 's'} ran uncoupled: its slot (subflow id "
-                       "modulo 8) was held by a live sibling of the same connection")
-                cong.setdefault("warnings", []).append(msg)
-                self.progress("warning: " + msg)
+        self._record_counts(h, "coupling_refused", refused, lambda name, n: (
+            f"{h}: {name}: {n} subflow{'' if n == 1 else 's'} ran uncoupled: its slot (subflow id "
+            "modulo 8) was held by a live sibling of the same connection"))
+
+    def _record_counts(self, h: str, key: str, counts: Mapping[str, int | None],
+                       warning: Callable[[str, int], str] | None = None) -> dict[str, int | None]:
+        kept, warnings = record_counts(self.manifest["congestion"], h, key, counts, warning)
+        for msg in warnings:
+            self.progress("warning: " + msg)
+        return kept
+
+
+def record_counts(cong: dict, h: str, key: str, counts: Mapping[str, int | None],
+                  warning: Callable[[str, int], str] | None = None) -> tuple[dict[str, int | None], list[str]]:
+    """A count per program that hostctl reported when host `h` unloaded them, for the coupled
+    programs only (bbr3 has no coupling map), recorded as cong["hosts"][h][key]; with `warning`,
+    one line per non-zero count (program name, count -> text), appended to cong["warnings"].
+    Returns (the counts recorded, the new warnings). Nothing recorded when no coupled program
+    was unloaded here (another run still holds what this host used)."""
+    kept = {n: v for n, v in counts.items() if n not in ALGORITHMS or ALGORITHMS[n].coupled}
+    if not kept:
+        return kept, []
+    cong["hosts"][h][key] = dict(kept)
+    new = [warning(name, n) for name, n in sorted(kept.items()) if n] if warning is not None else []
+    if new:
+        cong.setdefault("warnings", []).extend(new)
+    return kept, new
 
 
 def _build_or_refuse(host: str, btf: Path, dest: Path, arch: str | None) -> Build:
