@@ -24,7 +24,7 @@ from controller.labdb.migrations import migrate
 from controller.rack.lease import DatabaseLease
 from controller.schemas import OUTPUT_DIR, item_outputs, parse_items
 from controller.schemas.outputs import OUTPUTS, file_name
-from tests.support.shipped import VIRTUAL
+from tests.support.shipped import VIRTUAL, isolated_ctl
 from tests.unit.controller.cli.test_json_envelope import check
 
 # (model title, property) -> why its members are not typed. A model's title is its class name.
@@ -101,14 +101,9 @@ def test_every_member_typed_here_says_what_it_is(module):
 
 @pytest.fixture()
 def ctl(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path / "state"))
+    isolated_ctl(monkeypatch, tmp_path)
     monkeypatch.setenv("CTL_LOCK_DIR", str(tmp_path / "locks"))
-    monkeypatch.setenv("CTL_RUNS_DIR", str(tmp_path / "runs"))
-    monkeypatch.setenv("CTL_INVENTORY", str(VIRTUAL))
-    monkeypatch.delenv("CTL_CONFIG", raising=False)
-    monkeypatch.delenv("CTL_DATABASE_URL", raising=False)
     monkeypatch.delenv("CTL_INFLUX_TOKEN", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 
     def call(*argv: str, code: int = 0) -> dict:
         got = main([*argv, "--json"])
