@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -50,6 +51,7 @@ LONG_RUNNING = ("iperf3", "mptcpize", "python3", "ip mptcp monitor")
 
 def run_ctl(duration: str, runs_dir: Path, inventory: Path, tree: Path = PROJECT) -> dict:
     env = dict(BASE_ENV, CTL_RUNS_DIR=str(runs_dir), CTL_INVENTORY=str(inventory))
+    cpu0 = _children_cpu()
     t0 = time.monotonic()
     t0_wall = time.time()
     # `python -m controller` from the tree's directory runs that tree's ctl (the checkout's own
@@ -59,6 +61,7 @@ def run_ctl(duration: str, runs_dir: Path, inventory: Path, tree: Path = PROJECT
                        cwd=tree)
     wall = time.monotonic() - t0
     t1_wall = t0_wall + wall
+    cpu = _children_cpu() - cpu0
     if p.returncode != 0:
         raise SystemExit(f"ctl run failed ({p.returncode}): {p.stderr.strip()[-400:]}")
     out = json.loads(p.stdout)["data"]
@@ -73,7 +76,31 @@ def run_ctl(duration: str, runs_dir: Path, inventory: Path, tree: Path = PROJECT
             "measure_setup": tw["start"] - phases["measure"],
             "after_traffic": m["finished"] - tw["end"],
             "process_startup_and_lock": wall - (m["finished"] - m["created"]),
-            "startup": m["created"] - t0_wall, "exit": t1_wall - m["finished"]}
+            "startup": m["created"] - t0_wall, "exit": t1_wall - m["finished"],
+            "cpu": cpu, "load": os.getloadavg()[0], **startup_steps(m, t0_wall)}
+
+
+# The start-up's steps, from the marks `ctl run` keeps in the record (manifest "startup").
+STARTUP_STEPS = (("planned", "interpreter, parser, inventory, plan"), ("imported", "imports of a run (lease connecting)"),
+                 ("rack_held", "rack lock, lab check, lease"), ("checked", "reservations, recovery check, InfluxDB"),
+                 ("created", "the record created"))
+
+
+def startup_steps(m: dict, t0_wall: float) -> dict:
+    marks = dict(m.get("startup") or {}, created=m["created"])
+    out, prev = {}, t0_wall
+    for key, _what in STARTUP_STEPS:
+        if key in marks:
+            out[f"startup:{key}"] = marks[key] - prev
+            prev = marks[key]
+    return out
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's finished children (each `ctl run` is waited
+    for before the next starts, so a difference is one run's: robust to the machine's load)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def baseline_commands(record: Path) -> list[tuple[str, list[str]]]:
@@ -133,7 +160,8 @@ def main() -> int:
         r = run_ctl(args.duration, runs_dir, inv_path)
         a.append(r["overhead"])
         parts.append(r)
-        line = f"  rep {i + 1}: ctl {r['overhead']:.3f} s (start-up {r['startup']:.3f} s)"
+        line = (f"  rep {i + 1}: ctl {r['overhead']:.3f} s (start-up {r['startup']:.3f} s, CPU {r['cpu']:.2f} s, "
+                f"load {r['load']:.1f})")
         if not args.no_ssh_baseline:
             cmds = baseline_commands(r["record"])
             n_cmds = len(cmds)
@@ -141,7 +169,8 @@ def main() -> int:
             line += f"   plain ssh {b[-1]:.3f} s   ({n_cmds} commands)"
         if args.before:
             c_parts.append(run_ctl(args.duration, runs_dir, inv_path, args.before))
-            line += f"   before: {c_parts[-1]['overhead']:.3f} s (start-up {c_parts[-1]['startup']:.3f} s)"
+            line += (f"   before: {c_parts[-1]['overhead']:.3f} s (start-up {c_parts[-1]['startup']:.3f} s, "
+                     f"CPU {c_parts[-1]['cpu']:.2f} s)")
         print(line, flush=True)
     print()
     for label, ps in (("A  ctl control overhead per run       ", parts),
@@ -154,6 +183,12 @@ def main() -> int:
         print(f"     outside the record: start-up (interpreter, imports, lock, lease, recovery check) "
               f"median {statistics.median(p['startup'] for p in ps):.3f} s, exit "
               f"median {statistics.median(p['exit'] for p in ps):.3f} s")
+        for key, what in STARTUP_STEPS:
+            xs = [p[f"startup:{key}"] for p in ps if f"startup:{key}" in p]
+            if xs:
+                print(f"       start-up to {key:<10} {what:<42} median {statistics.median(xs):.3f} s")
+        print(f"     CPU of the whole ctl process (user + system, its children included) "
+              f"median {statistics.median(p['cpu'] for p in ps):.3f} s")
     if b:
         ratios = [x / y for x, y in zip(a, b)]
         print(f"B  same {n_cmds} commands, plain ssh, one by one  {fmt(b)}")
@@ -164,6 +199,13 @@ def main() -> int:
             ratios = [x[k] / y[k] for x, y in zip(parts, c_parts)]
             print(f"ratio A/C {k:<9} (paired)            median {statistics.median(ratios):.3f}   "
                   f"min {min(ratios):.3f}   max {max(ratios):.3f}")
+    # The two figures of issue 28's "Done when", last and alone on their lines.
+    loads = [p["load"] for p in parts]
+    print()
+    print(f"START-UP (process start -> record created)  median {statistics.median(p['startup'] for p in parts):.3f} s"
+          f"   (goal <= 0.3 s; load {min(loads):.1f}-{max(loads):.1f})")
+    print(f"OVERHEAD (inside the record)                median {statistics.median(a):.3f} s"
+          f"   (goal <= 1.0 s; CPU of the process {statistics.median(p['cpu'] for p in parts):.2f} s)")
     return 0
 
 

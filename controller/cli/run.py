@@ -45,6 +45,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     inv = inventory_of(args)
     scenario, params, given, plan = prepare_run(args.scenario, args.params, inv)
     purpose = f"ctl run {args.scenario}"
+    # When each step of the start-up ended (the record keeps them: bench/control_overhead.py
+    # splits the start-up with them).
+    startup: dict[str, float] = {"planned": time.time()}
     leases = []
     if not args.dry_run:
         # The connection to the rack's lease host opens (in its own thread) while the rest is
@@ -65,6 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from controller.run.runner import execute
         from controller.settings import runs_dir
         from controller.telemetry.influx import influx_target, push_pending
+        startup["imported"] = time.time()
     except BaseException:
         for lease in leases:
             if isinstance(lease, HostLease):
@@ -82,6 +86,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"warning: {line}", file=sys.stderr, flush=True)
         outcome = asyncio.run(execute(scenario, params, given, inv, plan, runs_root=runs_dir(args.runs_dir),
                                       dry_run=True, progress=say))
+        console.end()
         if args.json:
             print_json(dry_run_json(outcome, params, plan))
         else:
@@ -95,6 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     brought_up: list[bool] = []
     with hold_rack(inv, purpose, wait_s=wait_s, say=say, leases=leases,
                    prepare=lambda: brought_up.append(ensure_lab(inv, needed))) as hold:
+        startup["rack_held"] = time.time()
         if hold.lock.broke_stale:
             say(f"took over the rack lock of a dead controller (pid {hold.lock.broke_stale.get('pid')})")
         if brought_up and brought_up[0]:
@@ -107,12 +113,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CtlError("the rack could not be restored after an interrupted run: " + "; ".join(problems))
         push_pending(inv, runs_dir(args.runs_dir), say)
         target = influx_target(inv, say)
+        startup["checked"] = time.time()
         try:
             outcome = asyncio.run(execute(scenario, params, given, inv, plan, runs_root=runs_dir(args.runs_dir),
                                           influx=target, progress=say, campaign=args.campaign,
-                                          live=console.live_sink))
+                                          live=console.live_sink, startup=startup))
         finally:
             console.end()
+    console.end()           # the lines said while the rack was let go are out before the summary
     if outcome.exit_code == 2:
         # Refused after reading the hosts, before any change (e.g. a congestion control the kernel lacks).
         print(f"ctl: error: {' '.join((outcome.error or '').split())}", file=sys.stderr)

@@ -31,6 +31,7 @@ from controller.run.live import LIVE_INTERVAL_S, LiveFeed, LiveSink
 from controller.run.overlap import import_influx, preload_libraries, preload_snmp, summarize_run, together
 from controller.run.looplag import LoopLagMonitor
 from controller.run.looplag import warning as looplag_warning
+from controller.run.neighbours import warm_neighbours
 from controller.run.partial import partial_summary, traffic_window
 from controller.run.recovery import process_record
 from controller.run.replay import counter_hosts
@@ -40,7 +41,6 @@ from controller.clocksync import ClockEcho
 from controller.ssh import CommandLog, SSHPool
 from controller.telemetry.hosts import TelemetryHub, flow_points
 from controller.telemetry.spool import InfluxTarget, InfluxWriter, pending_points
-from controller.topology import interfaces_in_subnet
 from controller.traffic.iperf3 import FlowRun, TrafficRunner, iperf3_supports_mptcp
 from nodes.base import EndpointDriver
 from nodes.mptcp import EndpointState, MptcpEndpointDriver, metadata_commands
@@ -271,7 +271,9 @@ class Run:
         servers = [self.traffic.start_servers()] if self.plan.traffic_factory is None else []
         self._servers_started = bool(servers)
         async def warm_then_count() -> None:
-            await self._warm_neighbours()
+            warmed = await warm_neighbours(self.inv, self.plan, self.sessions)
+            if warmed is not None:
+                self.record.manifest["neighbour_warmup"] = warmed
             await self._nstat("before")
         await together(self.telemetry.start(self.sessions), self.telemetry.start_snmp(),
                        *(self.telemetry.start_monitor(self.sessions[h], h) for h in self.plan.mptcp_hosts),
@@ -412,30 +414,6 @@ class Run:
                                                                         "not_checked": unchecked}
         if problems:
             raise ResultInvalid("congestion control not as asked: " + "; ".join(problems[:5]))
-
-    async def _warm_neighbours(self) -> None:
-        """One ping per (client address, server address) pair in a common subnet, before traffic.
-
-        Neighbour (ARP) resolution crosses the shaped bridges too: without this, whether a
-        flow's first packets or an MPTCP join wait an extra round trip (1.6 s at 800 ms one
-        way) would depend on what the previous run left in the caches. Unanswered pings are
-        recorded, not errors (a firewall may drop ICMP; the traffic is what counts)."""
-        pairs: set[tuple[str, str, str]] = set()
-        for f in self.plan.flows:
-            for ci in self.inv.hosts[f.client].interfaces:
-                if ci.address:
-                    pairs.update((f.client, ci.ip, si.ip) for si in interfaces_in_subnet(self.inv, f.server, ci))
-        if not pairs:
-            return
-        one_way_s = sum(c.delay_us for c in self.plan.links.values()) / 1e6   # an upper bound
-        wait = str(min(30, int(4 * one_way_s) + 2))                           # ARP + echo round trips
-
-        async def one(host: str, src: str, dst: str) -> dict:
-            r = await self.sessions[host].run(Command(("ping", "-n", "-c", "1", "-W", wait, "-I", src, dst),
-                                                      timeout=int(wait) + 10, check=False,
-                                                      note="neighbour warm-up before traffic"))
-            return {"host": host, "src": src, "dst": dst, "replied": r.exit_status == 0}
-        self.record.manifest["neighbour_warmup"] = list(await asyncio.gather(*(one(*p) for p in sorted(pairs))))
 
     async def _nstat(self, when: str) -> None:
         """Kernel counters (`nstat -asz`) of the MPTCP hosts and of every Linux client and server
@@ -610,10 +588,11 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
                   *, runs_root: Path, dry_run: bool = False, campaign: str | None = None,
                   influx: InfluxTarget | None = None, progress: Callable[[str], None] | None = None,
                   run_id: str | None = None, live: LiveSink | None = None,
-                  connections: SSHPool | None = None) -> RunOutcome:
+                  connections: SSHPool | None = None, startup: dict[str, float] | None = None) -> RunOutcome:
     """Run `plan` on the rack and write its record. `progress` gets one line per step; `live`
     (a terminal's redrawn block) gets a LiveStatus about once a second while traffic runs,
-    then None. `connections`: a pool whose open connections the run takes over and hands back."""
+    then None. `connections`: a pool whose open connections the run takes over and hands back.
+    `startup`: when `ctl run`'s start-up steps ended (UTC seconds), kept in the record."""
     rid = run_id or make_run_id(scenario.name, scenario.run_id_parts(given, params))
     tmp = None
     if dry_run:
@@ -629,6 +608,8 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
     # Every value changed on its way to the rack (what was asked, what is applied, why): `ctl run`
     # warned about each on stderr; here they stay with the run.
     record.manifest["conversions"] = [c.to_json() for c in plan.conversions]
+    if startup:
+        record.manifest["startup"] = dict(startup)
     run = Run(scenario, params, given, inv, plan, record, dry_run=dry_run, campaign=campaign, influx=influx,
               progress=progress, live=live, lender=connections)
     status, error, exit_code = "completed", None, 0
