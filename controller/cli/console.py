@@ -9,18 +9,22 @@ stderr is a terminal and the command is not `--quiet`/`--json`; on a pipe there 
 the progress lines, as before. What the block says is made by pure functions
 (`status_lines`, `step_line`) that tests read without a terminal.
 
-A run's block is drawn by a thread of its own (`_Painter`), never by the caller: the run's event
-loop hands it each status and line and goes on. A terminal that stops reading (Ctrl-S, a stalled
-SSH session, a slow multiplexer) then blocks only that thread, not the samplers' streams, the
-traffic's clocks or the restore; frames waiting behind a blocked terminal are dropped but the
-newest (lines never are), and rich's import happens there too.
+Nothing is written by the caller: every line, frame and ticker goes to one thread of the
+Console's own (`_Writer`), and the run's event loop only hands them over and goes on. A stream
+that stops reading (a paused `less`, a full pipe buffer, Ctrl-S, a stalled SSH session) then blocks
+only that thread, not the samplers' streams, the traffic's clocks or the restore. What waits behind
+it is bounded: frames are cut to the newest; lines beyond MAX_PENDING_LINES drop the oldest waiting
+ones, counted and said in one line at the end; `end` (and the interpreter's exit) waits a bounded
+time for the rest, so the last lines of a run come out once the reader reads again. rich's import
+happens on that thread too.
 """
 from __future__ import annotations
 
-import queue
+import atexit
 import sys
 import threading
 import time
+from collections import deque
 from typing import Any, TextIO
 
 from controller.run.live import LiveStatus
@@ -92,71 +96,139 @@ class _Ticker:
         return Text(step_line(self.note, time.monotonic() - self.t0), no_wrap=True, overflow="ellipsis")
 
 
-class _Painter:
-    """The thread that draws a run's block: frames (a LiveStatus) and lines, in the order they were
-    handed over; more than MAX_PENDING_FRAMES frames waiting (a terminal that does not read) are cut
-    to the newest."""
+class _Writer:
+    """The one thread that writes a Console's output: progress lines, a run's block (frames of a
+    LiveStatus) and a step's ticker, in the order they were handed over. Handing over never
+    waits on the stream: the caller (a run's event loop) appends to a queue under a lock that the
+    thread holds only to take the next item, never while writing. A stream that does not read
+    (a paused `less`, a full pipe, Ctrl-S) blocks only this thread.
+
+    Bounds: more than MAX_PENDING_FRAMES frames waiting behind the stream drop the oldest waiting
+    frame (the newest is always drawn); more than `max_lines` lines waiting drop the OLDEST waiting
+    line, counted, so the last lines of a run (restore, the record's place) are the ones kept."""
 
     MAX_PENDING_FRAMES = 8
-    END_WAIT_S = 3.0          # how long `end` waits for a terminal to take the last writes
 
-    def __init__(self, console: "Console"):
+    def __init__(self, console: "Console", max_lines: int):
         self.console = console
-        self.q: queue.Queue = queue.Queue()
-        self.frames = 0                       # frames queued, not drawn yet
-        self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self._run, name="ctl-live-view", daemon=True)
+        self.max_lines = max(1, max_lines)
+        self.q: deque[list] = deque()       # items: [kind, payload]
+        self.cond = threading.Condition()
+        self.bounds = {"line": self.max_lines, "frame": self.MAX_PENDING_FRAMES}
+        self.waiting = {"line": 0, "frame": 0}
+        self.dropped = 0                    # lines dropped since the last note about it
+        self.dropped_total = 0
+        self.thread = threading.Thread(target=self._run, name="ctl-output", daemon=True)
         self.thread.start()
 
-    def frame(self, status: LiveStatus) -> None:
-        with self.lock:
-            self.frames += 1
-        self.q.put(("frame", status))
+    # ---- handing over (the caller's side: never waits on the stream) ---------------------------
+
+    def _put(self, kind: str, payload: Any) -> None:
+        with self.cond:
+            self.q.append([kind, payload])
+            if kind in self.waiting:
+                self.waiting[kind] += 1
+                if self.waiting[kind] > self.bounds[kind]:
+                    self._drop_oldest(kind)
+            self.cond.notify()
+
+    def _drop_oldest(self, kind: str) -> None:
+        for i, item in enumerate(self.q):   # linear in the waiting items, which are bounded
+            if item[0] == kind:
+                del self.q[i]
+                self.waiting[kind] -= 1
+                if kind == "line":
+                    self.dropped += 1
+                    self.dropped_total += 1
+                return
 
     def line(self, text: str) -> None:
-        self.q.put(("line", text))
+        self._put("line", text)
 
-    def end(self) -> None:
-        self.q.put(("end", None))
-        self.thread.join(self.END_WAIT_S)
+    def frame(self, status: LiveStatus) -> None:
+        self._put("frame", status)
+
+    def end_block(self) -> None:
+        self._put("end-block", None)
+
+    def ticker(self, note: StepNote) -> None:
+        self._put("ticker", note)
+
+    def flush(self, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` for everything handed over so far to be written (True when it was);
+        first one line saying how many lines were dropped, if any were."""
+        with self.cond:
+            if self.dropped:
+                n, self.dropped = self.dropped, 0
+                self.q.append(["line", dropped_note(n)])
+                self.waiting["line"] += 1
+        done = threading.Event()
+        self._put("flush", done)
+        return done.wait(timeout_s) if self.thread.is_alive() else False
+
+    # ---- the thread -----------------------------------------------------------------------------
 
     def _run(self) -> None:
         live = None
         while True:
-            kind, item = self.q.get()
-            if kind == "frame":
-                with self.lock:
-                    self.frames -= 1
-                    skip = self.frames >= self.MAX_PENDING_FRAMES
-                if skip:
-                    continue
+            with self.cond:
+                while not self.q:
+                    self.cond.wait()
+                kind, item = self.q.popleft()
+                if kind in self.waiting:
+                    self.waiting[kind] -= 1
+            if kind == "flush":
+                try:
+                    self.console.stream.flush()
+                except (OSError, ValueError):
+                    pass
+                item.set()
+                continue
             try:
-                if kind == "end":
-                    if live is not None:
-                        live.stop()
-                    return
                 if kind == "line":
                     if live is None:
                         print(item, file=self.console.stream, flush=True)
                     else:
                         from rich.text import Text
                         live.console.print(Text(item), soft_wrap=True)   # above the block, which stays
-                    continue
-                from rich.console import Group
-                from rich.text import Text
-                r = Group(*(Text(l, no_wrap=True, overflow="ellipsis") for l in status_lines(item)))
-                if live is None:
-                    live = self.console._new_live(r, auto_refresh=False)
-                live.update(r, refresh=True)
-            except Exception:   # a display must never end a run: the block stops, lines still go out
+                elif kind == "end-block":
+                    if live is not None:
+                        live, old = None, live
+                        old.stop()
+                elif kind == "ticker":
+                    if live is not None:
+                        live, old = None, live
+                        old.stop()
+                    live = self.console._new_live(_Ticker(item), auto_refresh=True)
+                else:
+                    from rich.console import Group
+                    from rich.text import Text
+                    r = Group(*(Text(l, no_wrap=True, overflow="ellipsis") for l in status_lines(item)))
+                    if live is not None and isinstance(live.renderable, _Ticker):
+                        live, old = None, live      # a step's ticker gives way to a run's block
+                        old.stop()
+                    if live is None:
+                        live = self.console._new_live(r, auto_refresh=False)
+                    live.update(r, refresh=True)
+            except Exception:   # output must never end a run: the block stops, lines still go out
                 live = None
+
+
+def dropped_note(n: int) -> str:
+    return (f"ctl: {n} progress line{'s' if n != 1 else ''} not shown: the output was not read while the "
+            f"run went on (the oldest waiting lines were dropped; the run record has the run's own log)")
 
 
 class Console:
     """Progress on stderr for one command: `log` lines (`[  12.3s] text`), and on a terminal
-    the live block (`live` for a run's LiveStatus, `step` for a numbered step)."""
+    the live block (`live` for a run's LiveStatus, `step` for a numbered step). Everything is
+    written by one thread of the Console's own (`_Writer`); `end` waits (bounded) until it is out."""
 
-    def __init__(self, stream: TextIO | None = None, *, quiet: bool = False, block: bool = True):
+    MAX_PENDING_LINES = 2000     # lines waiting behind a stream that does not read (~200 kB)
+    END_WAIT_S = 3.0             # how long `end` (and the interpreter's exit) waits for the stream
+
+    def __init__(self, stream: TextIO | None = None, *, quiet: bool = False, block: bool = True,
+                 max_pending_lines: int | None = None):
         self.stream = stream if stream is not None else sys.stderr
         self.quiet = quiet
         self.t0 = time.monotonic()
@@ -165,8 +237,21 @@ class Console:
         except (AttributeError, ValueError):
             tty = False
         self.block = block and tty and not quiet
-        self._live: Any = None
-        self._painter: _Painter | None = None
+        self.max_pending_lines = max_pending_lines or self.MAX_PENDING_LINES
+        self._writer: _Writer | None = None
+        self._block_shown = False         # a run's block or a step's ticker was handed over, not ended
+
+    @property
+    def writer(self) -> _Writer:
+        if self._writer is None:
+            self._writer = _Writer(self, self.max_pending_lines)
+            atexit.register(self._at_exit)
+        return self._writer
+
+    @property
+    def dropped_lines(self) -> int:
+        """Lines dropped so far because the stream did not take them."""
+        return 0 if self._writer is None else self._writer.dropped_total
 
     # ---- lines ----------------------------------------------------------------------------------
 
@@ -176,14 +261,7 @@ class Console:
             return
         if self.quiet:
             return
-        line = f"[{time.monotonic() - self.t0:6.1f}s] {msg}"
-        if self._painter is not None:
-            self._painter.line(line)
-        elif self._live is not None:
-            from rich.text import Text
-            self._live.console.print(Text(line), soft_wrap=True)   # above the block, which stays
-        else:
-            print(line, file=self.stream, flush=True)
+        self.writer.line(f"[{time.monotonic() - self.t0:6.1f}s] {msg}")
 
     # ---- the block ------------------------------------------------------------------------------
 
@@ -193,6 +271,7 @@ class Console:
         return self.live if self.block else None
 
     def _new_live(self, renderable: Any, auto_refresh: bool) -> Any:
+        """A rich Live region (called by the writer's thread only)."""
         from rich.console import Console as RichConsole
         from rich.live import Live
         live = Live(renderable, console=RichConsole(file=self.stream, highlight=False, markup=False),
@@ -201,20 +280,15 @@ class Console:
         live.start()
         return live
 
-    def _start(self, renderable: Any, auto_refresh: bool) -> None:
-        self._live = self._new_live(renderable, auto_refresh)
-
     def live(self, status: LiveStatus | None) -> None:
-        """Draw a run's status in place; None takes the block away (traffic is over)."""
+        """Draw a run's status in place; None takes the block away (traffic is over). Never waits."""
         if not self.block:
             return
         if status is None:
-            self.end()
+            self._end_block()
             return
-        if self._painter is None:
-            self.end()                         # a step's ticker, if one was shown
-            self._painter = _Painter(self)
-        self._painter.frame(status)
+        self._block_shown = True
+        self.writer.frame(status)
 
     def step(self, note: StepNote) -> None:
         """A numbered step: a line on a pipe; on a terminal a line that ticks until the next step."""
@@ -223,14 +297,26 @@ class Console:
         if not self.block:
             self.log(note.text())
             return
-        self.end()
+        self._end_block()
         self.log(note.text())
-        self._start(_Ticker(note), auto_refresh=True)
+        self._block_shown = True
+        self.writer.ticker(note)
 
-    def end(self) -> None:
-        if self._painter is not None:
-            painter, self._painter = self._painter, None
-            painter.end()
-        if self._live is not None:
-            live, self._live = self._live, None
-            live.stop()
+    def _end_block(self) -> None:
+        if self._block_shown:
+            self._block_shown = False
+            self.writer.end_block()
+
+    def end(self, timeout_s: float | None = None) -> bool:
+        """Take the block away and wait (at most `timeout_s`, default END_WAIT_S) until everything
+        handed over is written, after one line saying how many lines were dropped if any were.
+        True when all of it is out; False when the stream did not take it in time (it keeps going
+        out in the background while the process lives, and once more at exit)."""
+        self._end_block()
+        if self._writer is None:
+            return True
+        return self._writer.flush(self.END_WAIT_S if timeout_s is None else timeout_s)
+
+    def _at_exit(self) -> None:
+        if self._writer is not None and self._writer.thread.is_alive():
+            self.end()

@@ -7,6 +7,7 @@ import io
 import os
 import pty
 import re
+import threading
 import time
 
 from controller.cli.console import Console, bar, status_lines, step_line
@@ -102,7 +103,7 @@ def test_on_a_terminal_the_block_is_redrawn_in_place_and_taken_away(monkeypatch)
     c.log("iperf3 test 1/3 mptcp: 30.00 Mbit/s at the receiver")    # printed above the block
     c.live(None)                                                      # traffic over: the block goes
     c.log("restoring")
-    stream.flush()
+    assert c.end()                                                    # all of it written
     text = _read(master)
     stream.close()
     os.close(master)
@@ -148,7 +149,6 @@ def test_a_terminal_that_does_not_read_never_blocks_the_run(monkeypatch):
     """Ctrl-S, a stalled SSH session: the terminal stops taking output. The block is drawn by a
     thread of its own, so the caller (the run's event loop: samplers, traffic clocks, restore) goes
     on; frames waiting behind the terminal are cut to the newest, lines are all kept."""
-    import threading
     monkeypatch.setenv("TERM", "xterm-256color")
     monkeypatch.delenv("NO_COLOR", raising=False)
     c, master, stream = _pty_console()
@@ -179,11 +179,10 @@ def test_a_terminal_that_does_not_read_never_blocks_the_run(monkeypatch):
     reader.start()
     c.live(None)
     c.log("restoring")
-    stream.flush()
-    time.sleep(0.2)
+    assert c.end(30)                      # a liveness bound: what waited comes out once the terminal reads
     done.set()
     reader.join(5)
-    text = b"".join(chunks).decode("utf-8", errors="replace")
+    text = b"".join(chunks).decode("utf-8", errors="replace") + _read(master)   # and what the reader left
     stream.close()
     os.close(master)
     assert all(f"line {k}" in text for k in (0, 100, 200, 300)), text[-2000:]
@@ -191,3 +190,91 @@ def test_a_terminal_that_does_not_read_never_blocks_the_run(monkeypatch):
     assert drawn and drawn[-1] == "400"                    # the newest frame was drawn
     assert len(set(drawn)) < 400                           # frames behind the blocked terminal were dropped
     assert "restoring" in text[text.rindex("\x1b"):]
+
+
+def _drive_on_a_loop(c: Console, seconds: float, lines_per_s: float, width: int) -> dict:
+    """An asyncio loop that logs `lines_per_s` lines of `width` characters for `seconds`, as a run's
+    progress does, with the run's own loop-lag monitor beside it; returns the monitor's summary."""
+    import asyncio
+    from controller.run.looplag import LoopLagMonitor
+
+    async def main() -> dict:
+        mon = LoopLagMonitor()
+        mon.start()
+        n = int(seconds * lines_per_s)
+        for k in range(n):
+            c.log(f"line {k:05d} " + "x" * width)
+            await asyncio.sleep(1 / lines_per_s)
+        return await mon.stop(None)
+    return asyncio.run(main())
+
+
+def _late_reader(fd: int, start: threading.Event, bound_s: float) -> tuple[threading.Thread, list[bytes]]:
+    """A reader that reads nothing until `start` is set (or `bound_s` passed: a liveness bound, so a
+    loop that did block would come free and the test fail on its lag instead of hanging), then all."""
+    chunks: list[bytes] = []
+
+    def read() -> None:
+        start.wait(bound_s)
+        while True:
+            data = os.read(fd, 65536)
+            if not data:
+                return
+            chunks.append(data)
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    return t, chunks
+
+
+def test_a_pipe_nobody_reads_does_not_hold_up_the_event_loop():
+    """Progress lines on a pipe (no block drawn) whose reader stops reading (a paused `less`, a full
+    pipe buffer): 6 s of a run's loop logging 50 lines of 250 characters a second (~75 kB, more than
+    a pipe's 64 kB buffer) while nobody reads. The loop's lag, as the run's own monitor measures it,
+    stays far below the time nobody read (a loop blocked on the pipe would show about that time as
+    one lag); once the reader reads, every line arrives whole and in order."""
+    from controller.run.looplag import STALL_S
+    r, w = os.pipe()
+    stream = os.fdopen(w, "w", encoding="utf-8")
+    c = Console(stream)
+    start = threading.Event()
+    reader, chunks = _late_reader(r, start, 40.0)
+    lag = _drive_on_a_loop(c, 6.0, 50, 250)
+    start.set()                                        # the reader reads again
+    assert c.end(30), "the lines did not come out once the reader read"    # a liveness bound
+    stream.close()
+    reader.join(30)
+    lines = b"".join(chunks).decode().splitlines()
+    assert lag["all"]["samples"] > 0
+    # 6 s unread: a blocked loop would lag by seconds; scheduling noise on a loaded machine stays
+    # around STALL_S (0.25 s). 2 s separates the two without being a speed target.
+    assert lag["all"]["max_s"] < max(8 * STALL_S, 2.0), lag
+    assert len(lines) == 300 and c.dropped_lines == 0
+    assert [re.fullmatch(r"\[\s+\d+\.\ds\] line (\d{5}) x{250}", l).group(1) for l in lines] == \
+        [f"{k:05d}" for k in range(300)]
+
+
+def test_lines_beyond_the_bound_drop_the_oldest_waiting_and_say_so_once_at_the_end():
+    """Nobody reads and the lines waiting pass the bound (here 40): the oldest waiting lines are
+    dropped and counted, the last lines of the run are kept, and one line at the end says how many
+    were not shown."""
+    r, w = os.pipe()
+    stream = os.fdopen(w, "w", encoding="utf-8")
+    c = Console(stream, max_pending_lines=40)
+    start = threading.Event()
+    reader, chunks = _late_reader(r, start, 40.0)
+    _drive_on_a_loop(c, 3.0, 100, 1000)               # 300 lines of ~1 kB: the pipe takes ~64
+    c.log("restoring the rack")
+    c.log("record: runs/x")
+    start.set()
+    assert c.end(30)
+    stream.close()
+    reader.join(30)
+    lines = b"".join(chunks).decode().splitlines()
+    notes = [l for l in lines if l.startswith("ctl: ")]
+    assert len(notes) == 1 and lines[-1] == notes[0], lines[-3:]
+    n = int(re.match(r"ctl: (\d+) progress lines not shown", notes[0]).group(1))
+    shown = [l for l in lines if " line " in l]
+    assert n == c.dropped_lines and n > 0 and len(shown) + n == 300
+    assert lines[-3].endswith("restoring the rack") and lines[-2].endswith("record: runs/x")
+    nums = [int(re.search(r"line (\d{5})", l).group(1)) for l in shown]
+    assert nums == sorted(nums) and nums[-1] == 299    # in order; the gap is in the middle
