@@ -21,6 +21,7 @@ from controller.campaign.status import SchedulerView, interruption, scheduler_vi
 from controller.campaign.store import campaign_dir
 from controller.campaign.timing import estimate_finish, format_span, learned_overhead, parse_at, progress_bar
 from controller.cli import figure_options
+from controller.cli.console import Writer
 from controller.cli.commands import JSON_HELP, Parser, add_command, setting_default
 from controller.cli.common import inventory_of, print_json
 from controller.inventory import load_inventory, resolve_inventory_path
@@ -39,36 +40,37 @@ def say(line: str = "", file: TextIO | None = None, flush: bool = False) -> None
 
 
 class Console:
-    """Log lines on stderr; on a TTY one progress bar line kept at the bottom."""
+    """Log lines on stderr; on a TTY one progress bar line kept at the bottom. Written by a thread
+    of its own (controller.cli.console.Writer): a stream that stops reading never holds up the
+    scheduler's event loop and the run in it; `end` waits a bounded time for what is left."""
 
     def __init__(self, stream: TextIO = sys.stderr, quiet: bool = False):
         self.stream = stream
         self.tty = stream.isatty()
         self.quiet = quiet
         self._bar = ""
+        self._out = Writer(stream, Writer.MAX_LINES)
 
     def log(self, msg: str) -> None:
         if self.quiet:
             return
         line = f"{iso_local(time.time())} {shown(msg)}"
         if self.tty and self._bar:
-            self.stream.write("\r\x1b[K" + line + "\n" + self._bar)
+            self._out.text("\r\x1b[K" + line + "\n" + self._bar)
         else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
+            self._out.text(line + "\n")
 
     def bar(self, text: str) -> None:
         if not self.tty:
             return
         self._bar = shown(text)[: max(20, _columns(self.stream) - 1)]
-        self.stream.write("\r\x1b[K" + self._bar)
-        self.stream.flush()
+        self._out.text("\r\x1b[K" + self._bar)
 
     def end(self) -> None:
         if self.tty and self._bar:
-            self.stream.write("\n")
-            self.stream.flush()
+            self._out.text("\n")
             self._bar = ""
+        self._out.flush(Writer.END_WAIT_S)
 
 
 def _columns(stream: TextIO) -> int:

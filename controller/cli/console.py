@@ -10,7 +10,7 @@ the progress lines, as before. What the block says is made by pure functions
 (`status_lines`, `step_line`) that tests read without a terminal.
 
 Nothing is written by the caller: every line, frame and ticker goes to one thread of the
-Console's own (`_Writer`), and the run's event loop only hands them over and goes on. A stream
+Console's own (`Writer`), and the run's event loop only hands them over and goes on. A stream
 that stops reading (a paused `less`, a full pipe buffer, Ctrl-S, a stalled SSH session) then blocks
 only that thread, not the samplers' streams, the traffic's clocks or the restore. What waits behind
 it is bounded: frames are cut to the newest; lines beyond MAX_PENDING_LINES drop the oldest waiting
@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections import deque
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from controller.run.live import LiveStatus
 from controller.traffic.progress import StepNote, TrafficProgress, format_seconds
@@ -96,7 +96,7 @@ class _Ticker:
         return Text(step_line(self.note, time.monotonic() - self.t0), no_wrap=True, overflow="ellipsis")
 
 
-class _Writer:
+class Writer:
     """The one thread that writes a Console's output: progress lines, a run's block (frames of a
     LiveStatus) and a step's ticker, in the order they were handed over. Handing over never
     waits on the stream: the caller (a run's event loop) appends to a queue under a lock that the
@@ -108,9 +108,12 @@ class _Writer:
     line, counted, so the last lines of a run (restore, the record's place) are the ones kept."""
 
     MAX_PENDING_FRAMES = 8
+    MAX_LINES = 2000             # lines waiting behind a stream that does not read (~200 kB)
+    END_WAIT_S = 3.0             # how long `end` and the interpreter's exit wait for the stream
 
-    def __init__(self, console: "Console", max_lines: int):
-        self.console = console
+    def __init__(self, stream: TextIO, max_lines: int, new_live: Callable[[Any, bool], Any] | None = None):
+        self.stream = stream
+        self.new_live = new_live            # makes a rich Live region (a Console's block); None: lines only
         self.max_lines = max(1, max_lines)
         self.q: deque[list] = deque()       # items: [kind, payload]
         self.cond = threading.Condition()
@@ -120,6 +123,11 @@ class _Writer:
         self.dropped_total = 0
         self.thread = threading.Thread(target=self._run, name="ctl-output", daemon=True)
         self.thread.start()
+        atexit.register(self._at_exit)
+
+    def _at_exit(self) -> None:
+        if self.thread.is_alive():
+            self.flush(self.END_WAIT_S)
 
     # ---- handing over (the caller's side: never waits on the stream) ---------------------------
 
@@ -144,6 +152,10 @@ class _Writer:
 
     def line(self, text: str) -> None:
         self._put("line", text)
+
+    def text(self, text: str) -> None:
+        """Text written as it is (no newline added), bounded and counted like a line."""
+        self._put("line", _Raw(text))
 
     def frame(self, status: LiveStatus) -> None:
         self._put("frame", status)
@@ -179,15 +191,18 @@ class _Writer:
                     self.waiting[kind] -= 1
             if kind == "flush":
                 try:
-                    self.console.stream.flush()
+                    self.stream.flush()
                 except (OSError, ValueError):
                     pass
                 item.set()
                 continue
             try:
                 if kind == "line":
-                    if live is None:
-                        print(item, file=self.console.stream, flush=True)
+                    if isinstance(item, _Raw):
+                        self.stream.write(item)
+                        self.stream.flush()
+                    elif live is None:
+                        print(item, file=self.stream, flush=True)
                     else:
                         from rich.text import Text
                         live.console.print(Text(item), soft_wrap=True)   # above the block, which stays
@@ -199,7 +214,7 @@ class _Writer:
                     if live is not None:
                         live, old = None, live
                         old.stop()
-                    live = self.console._new_live(_Ticker(item), auto_refresh=True)
+                    live = self.new_live(_Ticker(item), auto_refresh=True)
                 else:
                     from rich.console import Group
                     from rich.text import Text
@@ -208,10 +223,14 @@ class _Writer:
                         live, old = None, live      # a step's ticker gives way to a run's block
                         old.stop()
                     if live is None:
-                        live = self.console._new_live(r, auto_refresh=False)
+                        live = self.new_live(r, auto_refresh=False)
                     live.update(r, refresh=True)
             except Exception:   # output must never end a run: the block stops, lines still go out
                 live = None
+
+
+class _Raw(str):
+    """Text handed to a `Writer` to be written as it is."""
 
 
 def dropped_note(n: int) -> str:
@@ -222,10 +241,10 @@ def dropped_note(n: int) -> str:
 class Console:
     """Progress on stderr for one command: `log` lines (`[  12.3s] text`), and on a terminal
     the live block (`live` for a run's LiveStatus, `step` for a numbered step). Everything is
-    written by one thread of the Console's own (`_Writer`); `end` waits (bounded) until it is out."""
+    written by one thread of the Console's own (`Writer`); `end` waits (bounded) until it is out."""
 
-    MAX_PENDING_LINES = 2000     # lines waiting behind a stream that does not read (~200 kB)
-    END_WAIT_S = 3.0             # how long `end` (and the interpreter's exit) waits for the stream
+    MAX_PENDING_LINES = Writer.MAX_LINES
+    END_WAIT_S = Writer.END_WAIT_S     # how long `end` (and the interpreter's exit) waits for the stream
 
     def __init__(self, stream: TextIO | None = None, *, quiet: bool = False, block: bool = True,
                  max_pending_lines: int | None = None):
@@ -238,13 +257,13 @@ class Console:
             tty = False
         self.block = block and tty and not quiet
         self.max_pending_lines = max_pending_lines or self.MAX_PENDING_LINES
-        self._writer: _Writer | None = None
+        self._writer: Writer | None = None
         self._block_shown = False         # a run's block or a step's ticker was handed over, not ended
 
     @property
-    def writer(self) -> _Writer:
+    def writer(self) -> Writer:
         if self._writer is None:
-            self._writer = _Writer(self, self.max_pending_lines)
+            self._writer = Writer(self.stream, self.max_pending_lines, self._new_live)
             atexit.register(self._at_exit)
         return self._writer
 

@@ -278,3 +278,25 @@ def test_lines_beyond_the_bound_drop_the_oldest_waiting_and_say_so_once_at_the_e
     assert lines[-3].endswith("restoring the rack") and lines[-2].endswith("record: runs/x")
     nums = [int(re.search(r"line (\d{5})", l).group(1)) for l in shown]
     assert nums == sorted(nums) and nums[-1] == 299    # in order; the gap is in the middle
+
+
+def test_the_campaign_scheduler_console_does_not_hold_up_its_loop_either():
+    """`ctl campaign run` / the daemon log each run's progress from the scheduler's event loop through
+    their own Console (ISO times, a bar line on a terminal): written by the same kind of thread, so a
+    pipe nobody reads does not hold the loop up, and every line comes out once it is read."""
+    from controller.cli.campaign import Console as CampaignConsole
+    from controller.run.looplag import STALL_S
+    r, w = os.pipe()
+    stream = os.fdopen(w, "w", encoding="utf-8")
+    c = CampaignConsole(stream)
+    start = threading.Event()
+    reader, chunks = _late_reader(r, start, 40.0)
+    lag = _drive_on_a_loop(c, 4.0, 50, 400)            # 200 lines of ~450 bytes: more than the pipe holds
+    start.set()
+    c.end()
+    stream.close()
+    reader.join(30)
+    lines = b"".join(chunks).decode().splitlines()
+    assert lag["all"]["samples"] > 0 and lag["all"]["max_s"] < max(8 * STALL_S, 2.0), lag
+    assert [re.fullmatch(r"\d{4}-\d\d-\d\dT\S+ line (\d{5}) x{400}", l).group(1) for l in lines] == \
+        [f"{k:05d}" for k in range(200)]
