@@ -21,6 +21,7 @@ from controller.schemas.item_outputs import (AlgorithmRow, CampaignProgress, Com
                                              Finding, GivenValues, Holder, LeaseEntry, LockOwner, ParameterShown, ParamValue,
                                              ParamValues, RunningRun, ScenarioFitOut,
                                              PlannedCampaign, PlannedRun, ReservationItem, RunPlanOut, VerdictChange)
+from controller.schemas.probe_outputs import ProbeReportOut
 from controller.schemas.parse_outputs import ParseData, parse_conditions
 from controller.schemas.rack_outputs import RACK_OUTPUTS
 
@@ -201,9 +202,8 @@ class InventoryCheck(Open):
     warnings: list[Finding] = Field(description="problems that leave it valid")
     scenarios: Optional[list[ScenarioFitOut]] = Field(
         default=None, description="a valid file: whether each scenario runs on the rack it describes; absent: invalid")
-    probe: Optional[dict[str, Any]] = Field(
-        default=None, description="--probe: what the hosts said (controller/rack/probe.py RackProbe.to_json, per host "
-                                  "and shaper: a report, left open here); absent without --probe")
+    probe: Optional[ProbeReportOut] = Field(
+        default=None, description="--probe: what the hosts said and which scenarios can run; absent without --probe")
 
 
 class CampaignPlanned(Open):

@@ -19,6 +19,7 @@ import pytest
 from controller import scenarios
 from controller.inventory import Role
 from tests.support.rack import write_test_inventory
+from tests.unit.controller.cli.test_json_envelope import check
 
 pytestmark = pytest.mark.integration
 
@@ -46,6 +47,7 @@ def test_the_probe_reports_every_host_and_every_scenario_runs(rack):
     before = _host_state(rack)
     p = rack.ctl("inventory", "check", "--probe", "--json", timeout=600)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    check(json.loads(p.stdout), "inventory check")           # the typed schema (controller/schemas/probe_outputs.py)
     probe = _data(p.stdout)["probe"]
     ssh_hosts = sorted(h for h, x in rack.inventory.hosts.items() if x.role is not Role.SWITCH)
     assert sorted(probe["hosts"]) == ssh_hosts
@@ -107,6 +109,7 @@ def test_the_probe_says_which_scenario_cannot_run_and_why(rack):
     finally:
         rack.netns("b1", "sysctl", "-w", f"net.mptcp.enabled={was}")
     assert p.returncode == 1, p.stderr
+    check(json.loads(p.stdout), "inventory check")
     verdicts = {v["scenario"]: v for v in _data(p.stdout)["probe"]["scenarios"]}
     assert not verdicts["distinct-bottleneck"]["runs"]
     assert "b1: needs net.mptcp.enabled = 1 (MPTCP), has 0" in verdicts["distinct-bottleneck"]["reasons"]

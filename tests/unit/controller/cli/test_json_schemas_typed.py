@@ -10,21 +10,31 @@ itself by tests/integration/test_grafana_dashboard.py.)
 """
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
+import subprocess
 import time
 
+import jsonschema
 import pytest
 import yaml
 from pydantic import BaseModel
 
+from bridges.base import shaper_class
 from controller.cli import main
+from controller.cli.common import envelope
+from controller.commands import CommandResult
+from controller.inventory import load_inventory
 from controller.labdb import connect
 from controller.labdb.migrations import migrate
 from controller.rack.lease import DatabaseLease
-from controller.schemas import OUTPUT_DIR, item_outputs, parse_items
+from controller.rack.probe import (HostProbe, ProbeReport, ScenarioVerdict, _run, endpoint_checks, endpoint_commands,
+                                   shaper_checks)
+from controller.schemas import OUTPUT_DIR, item_outputs, parse_items, probe_outputs
 from controller.schemas.outputs import OUTPUTS, file_name
-from tests.support.shipped import VIRTUAL, isolated_ctl
+from tests.support.ipfw_fake import FakeDummynetHost
+from tests.support.shipped import FIXTURES, LAB, VIRTUAL, isolated_ctl, no_state_dir
 from tests.unit.controller.cli.test_json_envelope import check
 
 # (model title, property) -> why its members are not typed. A model's title is its class name.
@@ -41,9 +51,9 @@ OPEN: dict[tuple[str, str], str] = {
     ("ParsedGpsd", "fix"): _RAW + ": the last TPV report, in gpsd's JSON",
     ("ParsedGpsd", "sky"): _RAW + ": gpsd's SKY reports",
     ("ParsedGpsd", "tpv"): _RAW + ": gpsd's TPV reports",
-    # Not raw, and not typed yet (the next step): `inventory check --probe`'s report of what each host
-    # and shaper said (controller/rack/probe.py RackProbe.to_json); its text form is the reference.
-    ("InventoryCheck", "probe"): "ctl's probe report, per host and shaper (RackProbe.to_json), not typed yet",
+    # Not raw, but the back-end's own: a shaper's parsed details in `inventory check --probe`'s report.
+    ("ProbeShaper", "details"): "a shaper back-end's own parsed state (bridges/: dnpipe's forwarder per link, tc's "
+                                "foreign qdiscs per port); its keys are the back-end's",
 }
 
 
@@ -88,11 +98,12 @@ def test_the_walk_finds_a_bare_object():
     assert [(t, p) for t, p, _ in _bare_objects(node)] == [("M", "x")]
 
 
-@pytest.mark.parametrize("module", [item_outputs, parse_items], ids=["item_outputs", "parse_items"])
+@pytest.mark.parametrize("module", [item_outputs, parse_items, probe_outputs],
+                         ids=["item_outputs", "parse_items", "probe_outputs"])
 def test_every_member_typed_here_says_what_it_is(module):
     models = [m for m in vars(module).values()
               if inspect.isclass(m) and issubclass(m, BaseModel) and m.__module__ == module.__name__]
-    assert len(models) > 10
+    assert len(models) >= 10
     undescribed = [f"{m.__name__}.{k}" for m in models for k, f in m.model_fields.items() if not f.description]
     assert undescribed == []
 
@@ -176,3 +187,53 @@ def test_rack_status_and_reservations_with_a_lease_held_and_a_malformed_row(ctl,
     listed = ctl("rack", "reservations")
     check(listed, "rack reservations")
     assert {r["note"] for r in listed["data"]} == {"nan", "calibration"}
+
+
+class _Here:
+    """A session that runs a probe's (read-only) commands on this machine: the endpoint the virtual
+    rack's namespaces would be (same kernel, same tools)."""
+
+    async def run(self, c):
+        p = subprocess.run(c.argv, capture_output=True, text=True, timeout=c.timeout, input=c.stdin)
+        return CommandResult("here", c.argv, p.returncode, p.stdout, p.stderr)
+
+
+def test_inventory_check_probe_report_of_every_kind_of_host():
+    """`inventory check --probe`'s report, made by the probe's own code from real answers: an endpoint
+    asked on this machine (kernel, tools, the congestion-control probe; the commands are read-only), a
+    dnpipe bridge from captured `show` documents, a dummynet bridge from the simulated FreeBSD host
+    (tests/support/ipfw_fake.py: no FreeBSD here), a modem host that answered and a host not reached.
+    The envelope validates against the typed schema; the integration test
+    (tests/integration/test_inventory_probe.py) validates the real command on the virtual rack."""
+    with no_state_dir():
+        virtual = load_inventory(VIRTUAL)
+        lab = load_inventory(LAB)
+    ep = HostProbe("a1", "endpoint", "10.0.0.11", reached=True, access={"user": "root", "sudo": False, "route": []})
+    res = asyncio.run(_run(_Here(), endpoint_commands()))
+    endpoint_checks(ep, {" ".join(r.argv): r for r in res})
+    ep.facts["clock"] = {"offset_ms": 0.012, "rtt_ms": 0.31, "method": "date over separate exec channels"}
+    shaper = shaper_class("dnpipe")(virtual, "br1")
+    dn = HostProbe("br1", "bridge", "10.0.0.1", reached=True, access={"user": "root", "sudo": True, "route": ["jump"]})
+    shaper_checks(dn, virtual, [CommandResult("br1", c.argv, 0, (FIXTURES / "generated" / "dnpipe" /
+                                                                  "show_default.json").read_text(), "")
+                                for c in shaper.read_commands()])
+    fake = FakeDummynetHost("dn1", "14.1-RELEASE", sysctls={"kern.hz": "1000"})
+    bsd = HostProbe("dn1", "bridge", "192.168.50.31", reached=True, access={"user": "ctl", "sudo": True, "route": []})
+    shaper_checks(bsd, lab, asyncio.run(_run(fake, shaper_class("dummynet")(lab, "dn1").read_commands())))
+    modem = HostProbe("m1", "modem-host", "10.0.0.41", reached=True, access={"user": "root", "sudo": False, "route": []},
+                      kernel="6.8.0")
+    modem.facts["extra"] = {"mmcli -L": {"exit": None, "out": ""}}
+    gone = HostProbe("b2", "endpoint", "10.0.0.12", error="b2: connection refused")
+    report = ProbeReport("vtest", {p.host: p for p in (ep, dn, bsd, modem, gone)},
+                         [ScenarioVerdict("distinct-bottleneck", False, ["b2: not reached"], ["a1", "b2"])], 1.25)
+    doc = envelope({"file": str(VIRTUAL), "valid": True, "errors": [], "warnings": [], "scenarios": [],
+                    "probe": report.to_json()}, command="inventory check")
+    check(doc, "inventory check")
+    hosts = doc["data"]["probe"]["hosts"]
+    assert hosts["a1"]["facts"]["tools"]["python3"] and "cubic" in hosts["a1"]["facts"]["congestion"]["available"]
+    assert hosts["br1"]["facts"]["shaper"]["details"] and hosts["dn1"]["facts"]["shaper"]["hz"] == "1000"
+    assert hosts["b2"]["access"] == {} and not hosts["b2"]["reached"]
+    # and a report the schema refuses: a check's `ok` that is no boolean
+    hosts["a1"]["checks"][0]["ok"] = "yes"
+    with pytest.raises(jsonschema.ValidationError):
+        check(doc, "inventory check")
