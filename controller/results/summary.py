@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from controller.errors import ParseError, ResultInvalid
 from controller.inventory import Inventory
 from controller.parsers import ip_mptcp, iperf3, nstat
+from controller.results.hystart import OWN_HYSTART_DEFINITION, own_hystart_text
 from controller.results.window import Span
 from controller.telemetry.points import Point
 from nodes.congestion.catalog import ALGORITHMS
@@ -318,7 +319,7 @@ SENDER_COUNTERS_DEFINITION = (
     "For a sender whose flows run Linux's cubic: no HyStart detection and retransmissions or timeouts means slow "
     "start ended by loss (or never ended). For a sender whose flows run one of ctl's BPF congestion controls "
     "(mcubic has its own HyStart, which no kernel counter counts) the HyStart counters are null and "
-    "hystart_not_counted says why: they say nothing about how its slow start ended")
+    "hystart_not_counted says why: they say nothing about how its slow start ended. " + OWN_HYSTART_DEFINITION)
 
 HYSTART_COUNTERS = ("TcpExtTCPHystartTrainDetect", "TcpExtTCPHystartTrainCwnd", "TcpExtTCPHystartDelayDetect",
                     "TcpExtTCPHystartDelayCwnd")
@@ -411,6 +412,8 @@ def sender_counters_line(counters: Mapping[str, Mapping[str, Any]]) -> str:
             hystart = f"HyStart {', '.join(hs)}" + (
                 f" (kernel cubic only, not {', '.join(e['hystart_not_counted_for'])})"
                 if e.get("hystart_not_counted_for") else "")
+        if e.get("own_hystart_exits"):
+            hystart += "; " + own_hystart_text(e)
         parts.append(f"{h} {hystart}; RTO {c['TcpExtTCPTimeouts']}; TLP {c['TcpExtTCPLossProbes']}"
                      f"/{c['TcpExtTCPLossProbeRecovery']} recovered; retransmitted {c['TcpRetransSegs']} segments")
     return "sender counters (nstat, whole run): " + " | ".join(parts)

@@ -259,6 +259,8 @@ class CongestionStage:
         if hystart:
             # MCubic's own HyStart exits (the kernel's TcpExtTCPHystart* count only its Cubic)
             self.manifest["congestion"]["hosts"][h]["hystart_exits"] = hystart
+            # who else held the program while it counted (controller/results/hystart.py attributes by it)
+            self.manifest["congestion"]["hosts"][h]["holders_seen"] = drv.holders_seen(answers)
         # Read back after a change; with nothing to undo, what was just read is the proof.
         after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands())) if todo else now
         diffs = drv.restored_equal(self.before[h], after)

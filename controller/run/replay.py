@@ -11,6 +11,7 @@ from typing import Any, Sequence
 from controller import scenarios
 from controller.errors import UsageError
 from controller.inventory import Inventory
+from controller.results.hystart import attach_own_hystart
 from controller.results.records import load_manifest
 from controller.results.window import TrafficWindow, parse_window, window_of
 from controller.scenarios.base import RunData, Scenario
@@ -155,7 +156,7 @@ def summarize_record(record_dir: Any, window: WindowArg = None) -> dict:
         raise UsageError(f"run {m.get('run_id') or d.name} ended {status!r}: only a run whose traffic completed "
                          f"is summarized again (its own summary.json says what was measured)")
     data = load_run(d)
-    return summarize_run(scenarios.get(m["scenario"]), data, window)
+    return attach_own_hystart(summarize_run(scenarios.get(m["scenario"]), data, window), m.get("congestion"))
 
 
 def summarize_record_windows(record_dir: Any, windows: Sequence[WindowArg]) -> list[dict]:
@@ -168,4 +169,4 @@ def summarize_record_windows(record_dir: Any, windows: Sequence[WindowArg]) -> l
                          f"completed is summarized again (its own summary.json says what was measured)")
     data = load_run(d)
     scenario = scenarios.get(m["scenario"])
-    return [summarize_run(scenario, data, w) for w in windows]
+    return [attach_own_hystart(summarize_run(scenario, data, w), m.get("congestion")) for w in windows]

@@ -25,6 +25,7 @@ from bridges.base import (PipeConfig, PipeKey, Shaper, ShaperState, apply, read_
 from controller.commands import Command, CommandResult, DryRunSession, run_all
 from controller.inventory import Inventory, Role, source_of
 from controller.results.records import RunRecord, make_run_id
+from controller.results.hystart import attach_own_hystart
 from controller.results.summary import data_local_ports
 from controller.run.congestion import CongestionStage, congestion_problems, subflow_congestion
 from controller.run.live import LIVE_INTERVAL_S, LiveFeed, LiveSink
@@ -689,6 +690,7 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
                     summary, figs, fig_error = await computed
                 else:
                     summary, figs, fig_error = summarize_run(scenario, run.run_data())
+                attach_own_hystart(summary, record.manifest.get("congestion"))   # read by the restore's unload
                 record.write_summary(summary)
                 if fig_error is None:
                     record.manifest["figures"] = figs

@@ -223,6 +223,17 @@ class CongestionDriver:  # implements nodes.base.EndpointDriver[frozenset[str], 
                     out[str(d.get("name"))] = counts
         return out
 
+    def holders_seen(self, results: list[CommandResult]) -> dict[str, list[str] | None]:
+        """From the unload commands' answers: for each program with HyStart counters this run was the
+        last to leave, every holder it had while loaded (None: an entry of an older hostctl, unknown)."""
+        out: dict[str, list[str] | None] = {}
+        for d in self._unregistered(results):
+            if isinstance(d.get("hystart_exits"), dict):
+                seen = d.get("holders_seen")
+                ok = isinstance(seen, list) and all(isinstance(x, str) for x in seen)
+                out[str(d.get("name"))] = [str(x) for x in seen] if ok else None
+        return out
+
     def conns_leftovers(self, results: list[CommandResult]) -> dict[str, dict]:
         """From the unload commands' answers: for each program whose coupling map was not empty,
         what hostctl saw of the entries left (`leftovers`: the entries' tokens, counts and slots,

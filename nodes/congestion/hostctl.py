@@ -22,7 +22,9 @@ socket went away without `.release` (`ctl_dead`, nodes/congestion/bpf/ctl_cc.h: 
 few subflows that way under churn; the program finds them when a socket starts or stops running it).
 For MCubic and its variants it reports `hystart_exits`: how often the program's own HyStart ended
 slow start, by detector ({"ack_train": n, "delay": n}; the kernel's TcpExtTCPHystart* counters
-count only its Cubic).
+count only its Cubic), and `holders_seen`: every holder the program had from its registration on
+(each entry keeps the list), i.e. whose connections those counters may count. (A holder that a
+hostctl of an older ctl added is taken into the list only when this one next loads or unloads it.)
 When `conns_left` is above zero it also reports `leftovers`: the entries (token, count of linked
 subflows, each used slot's writer token, subflow id, cwnd, RTT), how many subflows of the whole
 kernel are linked to an entry (`linked_subflows`, the program's own count: 0 means no subflow
@@ -432,6 +434,7 @@ def load(name: str, sha: str, obj: str, holder: str) -> None:
                       f"{', '.join(entry['holders'])}); this run has {sha[:16]}", 3)
             if holder not in entry["holders"]:
                 entry["holders"].append(holder)
+            _seen(entry)
             h.save()
             _out({"ok": True, "action": "shared", "name": name, "id": entry["id"], "holders": entry["holders"]})
             return
@@ -448,7 +451,7 @@ def load(name: str, sha: str, obj: str, holder: str) -> None:
             _fail(f"bpftool struct_ops register {obj} failed: {' '.join((p.stderr or p.stdout).split())[-400:]}")
         # Saved at once: whatever fails after this, the next unload of this holder finds it.
         h.doc[name] = {"id": int(m.group(2)), "sha256": sha, "object": obj, "holders": [holder],
-                       "added_allowed": False}
+                       "holders_seen": [holder], "added_allowed": False}
         h.save()
         maps = _maps_of(int(m.group(2)))
         h.doc[name]["conns_map"] = _conns_map(maps)
@@ -463,6 +466,14 @@ def load(name: str, sha: str, obj: str, holder: str) -> None:
         h.close()
 
 
+def _seen(entry: dict) -> None:
+    """Keep every current holder in the entry's `holders_seen` (absent: registered by an older hostctl,
+    not known). A holder that an older hostctl added is taken in here, the next time this one runs."""
+    seen = entry.get("holders_seen")
+    if isinstance(seen, list):
+        seen.extend(x for x in entry["holders"] if x not in seen)
+
+
 def unload(name: str, holder: str) -> None:
     h = _Holders()
     try:
@@ -470,6 +481,7 @@ def unload(name: str, holder: str) -> None:
         if entry is None or holder not in entry["holders"]:
             _out({"ok": True, "action": "not-held", "name": name})
             return
+        _seen(entry)
         entry["holders"].remove(holder)
         if entry["holders"]:
             h.save()
@@ -511,6 +523,9 @@ def unload(name: str, holder: str) -> None:
                "coupling_refused": refused, "subflows_reaped": reaped}
         if hystart is not None:
             doc["hystart_exits"] = hystart
+            # every holder the program had while loaded (whose connections its counters count);
+            # null: registered by an older hostctl, not known
+            doc["holders_seen"] = entry.get("holders_seen")
         if leftovers is not None:
             doc["leftovers"] = leftovers
         _out(doc)
