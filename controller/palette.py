@@ -46,6 +46,7 @@ _ALGORITHMS: dict[str, tuple[str, str, str, str]] = {
     "mcubic_wrap": ("#CC6677", "X", "//", "MCubic (wrap)"),         # Tol rose
     "mcubic_stretch": ("#882255", "p", "\\\\", "MCubic (stretch)"), # Tol wine
     "mcubic_nohs": ("#EE8866", "h", "..", "MCubic (no HyStart)"),   # Tol light orange
+    "cubic314": ("#4477AA", ">", "||", "Cubic 3.14 (BPF)"),            # Tol blue: Linux 3.14's Cubic, not the kernel's
     "bbr": ("#CC79A7", "H", "oo", "BBR (kernel)"),                  # Okabe-Ito reddish purple
     "bbr3": ("#332288", "8", "OO", "BBRv3"),                        # Tol indigo
 }

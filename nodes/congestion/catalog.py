@@ -23,7 +23,12 @@ bbr3, which couples nothing, has neither and keeps its per-socket state in the s
 in a test build `<short>_trace` and `<short>_tidx`; a test build (-DCTL_TRACE) registers as
 `<short>_trace`. BPF object names are cut at 15 characters, so `short` is at most 9 (the name
 itself for the papers' five: `lia_trace`, ..., `mcubic_trace`; `mcwrap_trace`,
-`mcstretch_trace`, `mcnohs_trace`, `balfloor_trace` for the variants).
+`mcstretch_trace`, `mcnohs_trace`, `balfloor_trace`, `cubic314_trace` for the variants).
+
+`cubic314` is a variant for analysis of the kernel's own `cubic` (`variant_of` "cubic", which is not
+one of ctl's programs): Linux 3.14's tcp_cubic.c as a BPF program, one flow at a time (`coupled`
+False; it keeps ctl_cc.h's coupling map, always empty), with every way this kernel's hooks make it
+differ from 3.14 in `differences`. It is never called `cubic` where a reader sees it.
 """
 from __future__ import annotations
 
@@ -106,6 +111,23 @@ BBR3_DIFFERENCES = (
     "on MPTCP each subflow runs its own bbr3, uncoupled",
 )
 
+# Every place where this kernel's hooks make cubic314 differ from Linux 3.14's tcp_cubic.c (the same
+# list heads bpf/cubic314.bpf.c).
+CUBIC314_DIFFERENCES = (
+    "the clock: 3.14's tcp_time_stamp (jiffies) and bictcp_clock() (ms) are both the ms of tcp_mstamp, i.e. "
+    "jiffies at HZ = 1000 (an update skipped for HZ/32 = 31 ms; t in 2^-10 s from ms); a 3.14 kernel with "
+    "HZ = 250 steps in 4 ms and skips for 28 ms",
+    "the RTT sample is 6.18's (ack_sample.rtt_us, from tcp_mstamp), converted to ms << 3 as 3.14 does; 3.14 "
+    "took it from jiffies or ktime; no ack_delay term (3.14 has none)",
+    "tcp_is_cwnd_limited() is 6.18's (3.14's took in_flight and TSO deferral); the kernel decides when "
+    "cong_avoid and pkts_acked run (6.18's ACK processing, PRR recovery, RACK loss detection, TSO autosizing "
+    "and pacing, none of them 3.14's)",
+    "K from an exact integer cube root (3.14: a table lookup and one Newton-Raphson step, average error "
+    "0.195 %)",
+    "its HyStart exits are counted by the program (the kernel's TcpExtTCPHystart* count only its own cubic)",
+    "on MPTCP each subflow runs its own cubic314, uncoupled (the coupling map of ctl_cc.h exists, never used)",
+)
+
 _CUBIC_SS = "cubic with HyStart (Linux 6.18's ack train and delay detection), no TCP-friendly region"
 
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
@@ -167,6 +189,16 @@ ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (
               "an integer before min(alpha, 3/2), so a loss cuts w/2 (alpha < 2) or 0.75 w (alpha >= 2) and "
               "nothing in between.",
               variant_of="balia", defines=("BALIA_FLOOR",), short="balfloor"),
+    Algorithm("cubic314", "cubic314.bpf.c", "Cubic after Linux 3.14's tcp_cubic.c, BPF; not the kernel's cubic",
+              "Linux 3.14 net/ipv4/tcp_cubic.c (Ha, Rhee, Xu, CUBIC, ACM SIGOPS OSR 2008; HyStart: Ha, Rhee, 2008)",
+              "Linux 3.14's Cubic per flow (on MPTCP each subflow its own, uncoupled)",
+              "3.14's bictcp_update (u32 target, fast convergence, the TCP-friendly region on, cnt divided by the "
+              "delayed-ACK ratio, at least 1, applied once per ACK, recomputed at most every HZ/32 while cwnd is "
+              "unchanged), 3.14's HyStart (ms clock, ACK train within 2 ms beyond half the minimum RTT, delay "
+              "threshold clamp(delay_min/16, 4, 16) ms, the round reset in cong_avoid), beta 717/1024: the "
+              "competitor the MCubic paper most likely ran, not the rack kernel's cubic.",
+              variant_of="cubic", coupled=False, specification="Linux 3.14 net/ipv4/tcp_cubic.c",
+              differences=CUBIC314_DIFFERENCES),
 )}
 
 # Congestion controls Linux builds in (never loaded by ctl; listed by `ctl cc list` as such).

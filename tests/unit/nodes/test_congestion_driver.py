@@ -49,7 +49,7 @@ def test_a_kernel_builtin_must_be_available_and_a_shipped_one_needs_bpf(drv):
     drv.check(frozenset({"cubic", "lia"}), state(PROBE))
     with pytest.raises(ParameterError, match=r"congestion control vegas not available \(this kernel offers: reno "
                                              r"bbr cubic; ctl can load: balia bbr3 lia mcubic olia wvegas; variants for "
-                                             r"analysis: balia_floor mcubic_nohs mcubic_stretch mcubic_wrap\)"):
+                                             r"analysis: balia_floor cubic314 mcubic_nohs mcubic_stretch mcubic_wrap\)"):
         drv.check(frozenset({"vegas"}), state(PROBE))
     for change, reason in (({"btf": False}, "the kernel has no BTF"),
                            ({"kernel": "5.15.0-91-generic"}, "kernel 5.15.0-91-generic is older than 6.6"),

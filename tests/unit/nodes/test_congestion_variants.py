@@ -10,7 +10,7 @@ import pytest
 
 from controller.commands import CommandResult
 from nodes.congestion.build import compile_argv
-from nodes.congestion.catalog import ALGORITHMS, NAME_MAX, SHORT_MAX, paper_algorithms, variants
+from nodes.congestion.catalog import ALGORITHMS, KERNEL_BUILTIN, NAME_MAX, SHORT_MAX, paper_algorithms, variants
 from nodes.congestion.driver import CongestionDriver
 from nodes.congestion.model import (HYSTART_ACK_TRAIN, HYSTART_DELAY, MC_C_SCALED, U32_MAX, HyStart, View,
                                     balia_decrease_spec, balia_floor_decrease_spec, balia_ssthresh, hystart_update,
@@ -24,9 +24,12 @@ MS = 1000
 
 def test_the_papers_algorithms_and_their_variants():
     assert paper_algorithms() == ["lia", "olia", "balia", "wvegas", "mcubic", "bbr3"]
-    assert variants() == ["mcubic_wrap", "mcubic_stretch", "mcubic_nohs", "balia_floor"]
+    assert variants() == ["mcubic_wrap", "mcubic_stretch", "mcubic_nohs", "balia_floor", "cubic314"]
     for name in variants():
         a = ALGORITHMS[name]
+        if a.variant_of in KERNEL_BUILTIN:          # cubic314: a variant of the kernel's own cubic, its own source
+            assert a.variant_of not in ALGORITHMS and not a.defines and a.source != "cubic.bpf.c", name
+            continue
         base = ALGORITHMS[a.variant_of]
         assert base.variant_of is None and a.source == base.source and a.defines, name   # one source of truth
     assert all(a.reading.strip() for a in ALGORITHMS.values())
