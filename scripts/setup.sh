@@ -32,6 +32,7 @@ APT_PACKAGES=(
     postgresql    # the lab database's tests start their own server (initdb + pg_ctl); no service is enabled
     sudo          # a virtual host may log in as a non-root account that runs ctl's commands with sudo -n
     modemmanager polkitd dbus   # the virtual modem host runs the real ModemManager (own bus, polkitd; no service enabled)
+    r-base-core r-cran-readr    # the R example of docs/howto/reading-results.md runs in the tests
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

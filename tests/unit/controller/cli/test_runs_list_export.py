@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -280,34 +281,59 @@ def test_export_a_campaign_from_the_local_store(tmp_path, monkeypatch, capsys):
     assert "runs: --campaign 999: " in capsys.readouterr().err
 
 
-# The README's "Reading results" example, verbatim (run in a directory holding `export/`).
-README_PANDAS = '''
-import pandas as pd
-
-def load(export, table):
-    """One table of `ctl runs export --format csv`, with the types columns.csv gives."""
-    cols = pd.read_csv(f"{export}/columns.csv")
-    c = cols[cols["table"] == table]
-    kinds = {"string": "string", "int": "Int64", "float": "float64", "bool": "boolean"}
-    return pd.read_csv(f"{export}/{table}.csv",
-                       dtype={r.column: kinds[r.type] for r in c.itertuples() if r.type != "time"},
-                       parse_dates=list(c.loc[c["type"] == "time", "column"]))
-
-flows = load("export", "flows")          # one row per run x flow
-print(flows.groupby(["scenario", "param_cc", "entity"])["receiver_mbps"].mean())
-samples = load("export", "samples")      # one row per point x field
-rtt = samples[(samples.measurement == "subflow") & (samples.metric == "rtt_ms")]
-print(rtt.groupby(["run_id", "link"])["value"].median())
-'''
+# The "Reading results" page's pandas and R examples, read from the page itself (so the page and
+# the test cannot drift apart) and run on an export of the recorded runs.
+READING_RESULTS = Path(__file__).resolve().parents[4] / "docs" / "howto" / "reading-results.md"
 
 
-def test_the_readme_pandas_example(csv_export, tmp_path, monkeypatch, capsys):
+def fenced(path: Path, language: str) -> str:
+    """The one fenced code block of `language` in a Markdown page."""
+    blocks, current = [], None
+    for line in path.read_text().splitlines():
+        if current is None and line.strip() == f"```{language}":
+            current = []
+        elif current is not None and line.strip() == "```":
+            blocks.append("\n".join(current) + "\n")
+            current = None
+        elif current is not None:
+            current.append(line)
+    assert len(blocks) == 1, f"{path.name}: {len(blocks)} ```{language} blocks"
+    return blocks[0]
+
+
+def test_the_pandas_example_of_reading_results(csv_export, tmp_path, monkeypatch, capsys):
     shutil.copytree(csv_export, tmp_path / "export")
     monkeypatch.chdir(tmp_path)
     scope: dict = {}
-    exec(compile(README_PANDAS, "README.md", "exec"), scope)
-    flows, rtt = scope["flows"], scope["rtt"]
+    exec(compile(fenced(READING_RESULTS, "python"), str(READING_RESULTS), "exec"), scope)
+    flows = scope["flows"]
     assert str(flows["started"].dt.tz) == "UTC" and flows["receiver_mbps"].dtype == "float64"
-    assert set(rtt["unit"]) == {"ms"} and str(rtt["time"].dt.tz) == "UTC"
+    assert flows["param_cc"].dtype == "string" and flows["valid"].dtype == "boolean"
     out = capsys.readouterr().out
-    assert "receiver_mbps" in out and "sbd1" in out     # the shared-bottleneck run's two paths
+    assert "receiver_mbps" in out and "shared-bottleneck" in out
+    # the shared-bottleneck run's two entities as the page's groupby prints them
+    means = flows.groupby(["scenario", "param_cc", "entity"])["receiver_mbps"].mean()
+    assert means[("shared-bottleneck", "cubic", "mptcp")] == pytest.approx(2.716)
+
+
+# Checks appended to the page's R example: every column parsed without a problem, with its type.
+R_CHECKS = """
+stopifnot(nrow(problems(flows)) == 0)
+stopifnot(inherits(flows$started, "POSIXct"), attr(flows$started, "tzone") == "UTC")
+stopifnot(is.double(flows$receiver_mbps), is.character(flows$param_cc), is.logical(flows$valid))
+m <- aggregate(receiver_mbps ~ scenario + param_cc + entity, data = flows, FUN = mean)
+cat(sprintf("ROW %s %s %s %.3f\\n", m$scenario, m$param_cc, m$entity, m$receiver_mbps), sep = "")
+"""
+
+
+def test_the_r_example_of_reading_results(csv_export, tmp_path):
+    # R and readr are Debian packages scripts/setup.sh installs (r-base-core, r-cran-readr).
+    shutil.copytree(csv_export, tmp_path / "export")
+    script = tmp_path / "example.R"
+    script.write_text(fenced(READING_RESULTS, "r") + R_CHECKS)
+    p = subprocess.run(["Rscript", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "receiver_mbps" in p.stdout                   # the page's aggregate() printed its table
+    rows = {tuple(l.split()[1:4]): float(l.split()[4]) for l in p.stdout.splitlines() if l.startswith("ROW ")}
+    assert rows[("shared-bottleneck", "cubic", "mptcp")] == pytest.approx(2.716)
+    assert rows[("shared-bottleneck", "cubic", "tcp")] == pytest.approx(4.867)
