@@ -45,8 +45,9 @@ MCUBIC_TCP_IS_CUBIC_422 = Citation(
     "the single-path flow of Tables 2 and 3 is TCP Cubic, and ctl's scenarios run it as Cubic too "
     "(`tcp-cc: cubic`); but the paper's Cubic is most likely Linux 3.14.17's (MCubic was built on that kernel, "
     "section 4.1; the TCP host's kernel is not named) and ctl's is the rack kernel's "
-    "(6.18 here), which differs from it (HyStart among others): the competitor's version is an open, untested "
-    "hypothesis (mcubic-competitor-version)")
+    "(6.18 here), which differs from it (HyStart among others): the competitor's version is a hypothesis "
+    "(mcubic-competitor-version), tested with cubic314, a BPF build of 3.14's tcp_cubic.c, as the competitor at "
+    "Table 2's 100 ms and Table 1's 20 Mbit/s; at the other delays of Tables 2 and 3 it stays untested")
 MCUBIC_IMPLEMENTATION = Citation(
     "MCubic paper, section 4.1",
     "본 연구에서는 리눅스 커널 3.14.17[1]에서 지원되는 MPTCP에 MCubic을 구현하였다. 기본적으로 MCubic는 Cubic과 "
@@ -106,7 +107,7 @@ CUBIC_314_VS_618 = Citation(
     "ms, the round reset in cong_avoid.)",
     "Linux 3.14's Cubic (the paper's) and 6.18's (the rack's) differ at least in HyStart's detection and in how "
     "cnt is applied (3.14 divides it by a delayed-ACK ratio and steps once per ACK; mcubic.bpf.c's mcubic_wrap "
-    "reproduces that for MCubic, not for the competing Cubic flow)")
+    "reproduces that for MCubic; cubic314.bpf.c, for the competing Cubic flow)")
 TCP_CUBIC_U32 = Citation(
     "Linux net/ipv4/tcp_cubic.c, bictcp_update() (3.x, the paper's base)",
     "u32 delta, t, bic_target, max_cnt; ... if (t < ca->bic_K) bic_target = ca->bic_origin_point - delta;",
@@ -211,6 +212,14 @@ T1_CCS = ("mcubic", "lia", "cubic")
 # (ctl's Table 1 length), the rest, and the whole (paired per run: the same runs, other windows).
 T1_RUN_LENGTH_WINDOWS = ("0s:60s", "60s:300s", "0s:300s")
 
+# The competitor's Cubic (issue 22): the rack kernel's own cubic (6.18 here) vs cubic314, Linux 3.14's
+# tcp_cubic.c as a BPF program (nodes/congestion/bpf/cubic314.bpf.c; the MCubic paper's kernel was
+# 3.14.17), as the single-path flow, each against the same MPTCP algorithms: at Table 2's 100 ms column
+# (both paths 100 ms, where the paper's MCubic 1.95 and LIA 1.86 are farthest from ctl's) and in Table
+# 1's set-up at link 2 = 20 Mbit/s (dev-mcubic-t1's baseline).
+COMPETITORS = ("cubic", "cubic314")
+COMPETITOR_CCS = ("mcubic", "lia", "cubic")
+
 EXPERIMENTS: dict[str, Experiment] = {e.key: e for e in (
     Experiment(_design("dev-mcubic-run-length", "Run length: 600 s runs at 100 ms, ratios over sub-windows",
                        {"delay": "100ms", "tcp-cc": "cubic", "duration": "600s"},
@@ -247,6 +256,17 @@ EXPERIMENTS: dict[str, Experiment] = {e.key: e for e in (
                        {"link1": "100M", "link2": T1_COLUMN, "tcp-cc": "cubic", "duration": "300s", **T1_BASE},
                        _cases(T1_CCS, [{}]), scenario="distinct-bottleneck"),
                columns=(), windows=T1_RUN_LENGTH_WINDOWS, metric="jain_index"),
+    Experiment(_design("dev-mcubic-competitor-t2", "The competitor's Cubic: the rack kernel's cubic vs cubic314 "
+                       "(Linux 3.14's tcp_cubic.c, BPF) as the single-path flow at 100 ms",
+                       {"delay": "100ms", "duration": "60s"},
+                       [{"cc": cc, "tcp-cc": t} for cc in COMPETITOR_CCS for t in COMPETITORS]),
+               columns=("tcp-cc",)),
+    Experiment(_design("dev-mcubic-competitor-t1", f"Table 1 at link 2 = {T1_COLUMN_TEXT}: the rack kernel's cubic vs "
+                       "cubic314 (Linux 3.14's tcp_cubic.c, BPF) as the single-path flows",
+                       {"link1": "100M", "link2": T1_COLUMN, "duration": "60s", **T1_BASE},
+                       [{"cc": cc, "tcp-cc": t} for cc in T1_CCS for t in COMPETITORS],
+                       scenario="distinct-bottleneck"),
+               columns=("tcp-cc",), metric="jain_index"),
     Experiment(_design("dev-parallel-queue", "Parallel streams: the scenario's 100-slot queue vs 1000 slots",
                        {"duration": "40s", "base-streams": "64"},
                        [{"streams": n, "queue": q} for n in ("32", "64") for q in ("100", "1000")],
@@ -256,9 +276,18 @@ EXPERIMENTS: dict[str, Experiment] = {e.key: e for e in (
 )}
 
 
+def _value(varied: Mapping[str, str], key: str) -> str:
+    """A case's value of `key` in either spelling (`tcp-cc` in a design, `tcp_cc` once a campaign
+    normalised it)."""
+    for k in (key, key.replace("-", "_"), key.replace("_", "-")):
+        if k in varied:
+            return varied[k]
+    return ""
+
+
 def deviation_column(e: Experiment, varied: Mapping[str, str], window: str | None = None) -> str:
     """The column a run of a deviation experiment fills: `delay 100ms`, `queue 500`, `window 0s:45s`."""
-    parts = [f"{k} {varied.get(k, '')}" for k in e.columns]
+    parts = [f"{k} {_value(varied, k)}" for k in e.columns]
     if window is not None:
         parts.append(f"window {window}")
     return ", ".join(parts)
@@ -362,6 +391,18 @@ HYPOTHESES: tuple[Hypothesis, ...] = (
         "mcubic (with HyStart) has a higher ratio than mcubic_nohs, towards the paper's value",
         tuple(Comparison(f"mcubic vs mcubic_nohs, delay {d}", ("mcubic", _col("delay", d)),
                          ("mcubic_nohs", _col("delay", d)), toward=_t2(d)) for d in ("100ms", "200ms"))),
+    Hypothesis(
+        "mcubic-competitor-version", "mcubic", ("mcubic-ratio-at-least-1",),
+        "The paper's competing flow most likely ran Linux 3.14.17's Cubic (MCubic was built on that kernel; the "
+        "TCP host's kernel is not named); ctl's runs the rack kernel's Cubic (6.18 here), whose HyStart and "
+        "window steps differ: against 3.14's Cubic the MPTCP / TCP ratios at 100 ms differ from ctl's",
+        (MCUBIC_TCP_IS_CUBIC_421, MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618),
+        "dev-mcubic-competitor-t2",
+        "with cubic314 (3.14's tcp_cubic.c) as the single-path flow, MCubic's and LIA's MPTCP / TCP ratios at "
+        f"100 ms are closer to the paper's ({_t2('100ms'):g} and {_T2_LIA_100:g}) than with the rack kernel's cubic",
+        tuple(Comparison(f"{cc}: against cubic314 vs against the kernel's cubic", (cc, _col("tcp-cc", "cubic314")),
+                         (cc, _col("tcp-cc", "cubic")), toward=paper)
+              for cc, paper in (("mcubic", _t2("100ms")), ("lia", _T2_LIA_100)))),
     Hypothesis(
         "balia-floor", "mcubic", (),
         "BALIA's lower ratio against a Reno flow than LIA's (bench/cc_tables.py's do-no-harm table: 0.78 vs 0.88) "
@@ -488,6 +529,23 @@ T1_HYPOTHESES = T1_HYPOTHESES + (
                            (cc, f"window {T1_RUN_LENGTH_WINDOWS[2]}"), ("cubic", f"window {T1_RUN_LENGTH_WINDOWS[2]}"),
                            direction=1) for cc in _T1_COUPLED)),
 )
+_T1_C314, _T1_CKERNEL = _col("tcp-cc", "cubic314"), _col("tcp-cc", "cubic")
+T1_HYPOTHESES = T1_HYPOTHESES + (
+    Hypothesis(
+        "mcubic-t1-competitor-version", "mcubic", _T1_CLAIMS,
+        "Table 1's single-path flows most likely ran Linux 3.14.17's Cubic (the paper's kernel, section 4.1), not "
+        "the rack kernel's (6.18 here): against 3.14's Cubic the fairness indices of Table 1 and their order "
+        "differ from ctl's",
+        (MCUBIC_TCP_IS_CUBIC_421, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618), "dev-mcubic-competitor-t1",
+        f"at link 2 = {T1_COLUMN_TEXT}, with cubic314 (3.14's tcp_cubic.c) as the single-path flows each row's Jain "
+        f"index (over the three flows) is closer to the paper's ({', '.join(f'{cc} {v:g}' for cc, v in T1_PAPER.items())}) "
+        "than with the rack kernel's cubic, and MCubic's and LIA's indices are above Cubic's (the order of both "
+        "claims)",
+        tuple(Comparison(f"{cc}: against cubic314 vs against the kernel's cubic", (cc, _T1_C314), (cc, _T1_CKERNEL),
+                         toward=T1_PAPER[cc]) for cc in T1_CCS)
+        + tuple(Comparison(f"{cc} above cubic, against cubic314", (cc, _T1_C314), ("cubic", _T1_C314), direction=1)
+                for cc in _T1_COUPLED)),
+)
 HYPOTHESES = HYPOTHESES + T1_HYPOTHESES
 
 
@@ -516,14 +574,16 @@ _MCUBIC_CLAIMS = ("mcubic-coupled-fairer", "mcubic-fairest", "mcubic-ratio-at-le
 
 UNTESTED: tuple[UntestedCause, ...] = (
     UntestedCause(
-        "mcubic-competitor-version", "mcubic", _MCUBIC_CLAIMS,
+        "mcubic-competitor-version-other-delays", "mcubic",
+        ("coupled-below-1-at-long-delays", "hetero-ratio-below-1-and-falling", "mcubic-best-coupled-hetero"),
         "The paper's competing flow most likely ran Linux 3.14.17's Cubic (MCubic was built on that kernel; the "
         "TCP host's kernel is not named); ctl's runs the rack kernel's Cubic (6.18 here), "
-        "whose HyStart and window steps differ: a different competitor changes every ratio and fairness index "
-        "measured against it",
+        "whose HyStart and window steps differ: a different competitor changes every ratio measured against it",
         (MCUBIC_TCP_IS_CUBIC_421, MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618),
-        "no experiment runs 3.14's Cubic as the competitor (it needs a 3.14 kernel or a BPF build of 3.14's "
-        "tcp_cubic.c); the calibration mcubic-single-subflow compares ctl's Cubic base with 6.18's Cubic only"),
+        "cubic314 (3.14's tcp_cubic.c as a BPF program) ran as the competitor only at Table 2's 100 ms "
+        "(mcubic-competitor-version) and in Table 1's set-up (mcubic-t1-competitor-version); Table 2's 200-800 ms "
+        "and Table 3's heterogeneous delays were not run with it",
+        elsewhere=("dev-mcubic-competitor-t2", "dev-mcubic-competitor-t1")),
 )
 
 # Claims whose deviation has no candidate cause ctl knows of: claim id -> why (an explicit entry,
