@@ -126,3 +126,29 @@ def test_nothing_stays_registered(paths, objects):
     assert not [a for a in _available() if a.startswith("cubic314")]
     holders = _hostctl("probe")["holders"]
     assert not [n for n, e in holders.items() if HOLDER in e.get("holders", [])]
+
+
+def test_shared_bottleneck_with_cubic314_as_the_tcp_competitor(rack):
+    """`--tcp-cc cubic314` through ctl: the single-path flow is seen running cubic314 (ss), the MPTCP
+    subflows mcubic; the record names cubic314 as a variant of the kernel's cubic with its reading
+    and its own HyStart exits (the kernel's TcpExtTCPHystart* do not count it), and nothing stays
+    registered after the run."""
+    import json
+    before = set(_available())
+    p = rack.ctl("run", "shared-bottleneck", "--delay", "20ms", "--cc", "mcubic", "--tcp-cc", "cubic314",
+                 "--duration", "10s", "--json", timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout)["data"]
+    m = json.loads((Path(out["record"]) / "manifest.json").read_text())
+    assert m["status"] == "completed", m["status"]
+    cong = m["congestion"]
+    observed = cong["subflows"]["observed"]
+    assert cong["subflows"]["problems"] == [], cong["subflows"]
+    assert observed["tcp"] and all(names == ["cubic314"] for names in observed["tcp"].values()), observed
+    assert len(observed["mptcp"]) == 2 and all(names == ["mcubic"] for names in observed["mptcp"].values())
+    alg = cong["algorithms"]["cubic314"]
+    assert (alg["variant_of"], alg["reading"]) == ("cubic", ALG.reading)
+    assert alg["source"] == "nodes/congestion/bpf/cubic314.bpf.c" and len(alg["object_sha256"]) == 64
+    hs = [st["hystart_exits"]["cubic314"] for st in cong["hosts"].values() if "cubic314" in st.get("hystart_exits", {})]
+    assert len(hs) == 1 and set(hs[0]) == {"ack_train", "delay"}, cong["hosts"]
+    assert "cubic314" not in _available() and set(_available()) <= before | {"cubic314"}
