@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from controller.telemetry.points import Point
 from controller.telemetry.spool import iter_points
+from controller.textsafe import shown
 from controller.timefmt import iso_utc
 from nodes.modem.handover import HandoverEvent, detect_handovers
 from nodes.modem.radio import RadioSample
@@ -133,7 +134,31 @@ def refused_inputs(s: HostSeries) -> dict[str, Any]:
     flagged = [str(r[1]["out_of_range"]) for r in s.radio.values() if r[1].get("out_of_range")]
     return {"gps_reports_skipped": sum(int(x) for x in skipped) if skipped else None,
             "radio_values_out_of_range": sum(len(f.split(",")) for f in flagged),
-            "radio_samples_flagged": len(flagged)}
+            "radio_samples_flagged": len(flagged), "unparsed_lines": unparsed_lines(s)}
+
+
+UNPARSED_KEEP = 5                     # the first lines kept per source (the logger sends at most 5 per start)
+UNPARSED_CHARS = 160                  # each at most this long (the logger's bound, applied again: host data)
+_TOOL_OF_WORKLOAD = {"iperf3": "iperf3", "torrent": "webtorrent"}
+
+
+def unparsed_lines(s: HostSeries) -> dict[str, Any]:
+    """Per source (ping, the workload's tool: iperf3 or webtorrent), the lines of its output the logger
+    did not understand, summed over the logged seconds, and the first of them (nodes/fieldlog/parsers.py
+    Unread: the `..._unparsed_lines` fields and `unparsed-line` events). A source the logger did not
+    count (no such source, or a logger before this count) is absent."""
+    out: dict[str, Any] = {}
+    for key, tool in (("ping_unparsed_lines", "ping"),
+                      ("workload_unparsed_lines", _TOOL_OF_WORKLOAD.get(s.workload or ""))):
+        vals = [f[key] for _t, f in s.ticks.values() if isinstance(f.get(key), int) and not isinstance(f[key], bool)]
+        if vals and tool is not None:
+            out[tool] = {"lines": sum(max(0, v) for v in vals), "first": []}
+    for p in sorted(s.events, key=lambda p: p.time_ns):
+        src, detail = p.fields.get("source"), p.fields.get("detail")
+        if p.tags.get("event") == "unparsed-line" and src in out and isinstance(detail, str) \
+                and len(out[src]["first"]) < UNPARSED_KEEP:
+            out[src]["first"].append(detail[:UNPARSED_CHARS])
+    return out
 
 
 def download_percentiles(s: HostSeries) -> dict[str, Any]:
@@ -168,6 +193,12 @@ DEFINITIONS = {
                                                 "(nodes/modem/ranges.py): recorded as missing, summed over the "
                                                 "radio samples (count)",
     "refused_inputs.radio_samples_flagged": "radio samples with at least one such value (count)",
+    "refused_inputs.unparsed_lines": "per source (ping, iperf3, webtorrent): `lines`, the lines of the tool's output "
+                                     "the logger did not understand -- neither data nor one of the tool's known "
+                                     "headers and summaries; its error messages among them -- summed over the "
+                                     "logged seconds (count); `first`, the first few of them as printed (control "
+                                     "characters removed, cut at 160 characters); the raw logs have every line. "
+                                     "A source absent: not counted (no such source, or a logger before this count)",
 }
 
 
@@ -216,6 +247,9 @@ def render_report(summary: Mapping[str, Any]) -> str:
         gps = "no GPS" if r.get("gps_reports_skipped") is None else f"{r['gps_reports_skipped']} GPS reports skipped"
         lines.append(f"{h:<10} {gps}; {r.get('radio_values_out_of_range', 0)} radio values out of range "
                      f"in {r.get('radio_samples_flagged', 0)} samples")
+        for tool, u in (r.get("unparsed_lines") or {}).items():
+            lines.append(f"{'':<10} {u.get('lines', 0)} {tool} lines not understood"
+                         + (": " + " | ".join(shown(x) for x in u.get("first") or []) if u.get("lines") else ""))
     for h, evs in summary["handovers"].items():
         lines += ["", f"Handovers on {h}: {len(evs)}"]
         for e in evs[:20]:

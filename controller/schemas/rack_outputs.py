@@ -242,10 +242,21 @@ class FieldParameters(Open):
     interval_s: float
 
 
+class UnparsedLines(Open):
+    """Lines of one source's output the field logger did not understand (controller/field/stats.py
+    unparsed_lines)."""
+    lines: int = Field(ge=0, description="how many, over the logged seconds (count)")
+    first: list[str] = Field(description="the first few as the tool printed them (control characters removed, at "
+                                         "most 160 characters each)")
+
+
 class RefusedInputs(Open):
     gps_reports_skipped: Optional[int] = Field(description="gpsd reports refused; null: no GPS")
     radio_values_out_of_range: int
     radio_samples_flagged: int
+    unparsed_lines: dict[str, UnparsedLines] = Field(
+        default_factory=dict, description="per source (ping, iperf3, webtorrent): its lines the logger did not "
+                                          "understand; a source absent: not counted (a logger before this count)")
 
 
 class FieldReport(Open):

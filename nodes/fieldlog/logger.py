@@ -341,6 +341,7 @@ class FieldLogger:
         take_bad = getattr(src.gps, "take_bad", None) if src.gps is not None else None
         gps_skipped = int(take_bad()) if take_bad is not None else None
         work = src.workload.take() if src.workload is not None else {}
+        unparsed, examples = self._unparsed(k, t_ns, src)
         sample, radio_raw = None, {"busy": True}
         if src.radio is not None:
             if asked:
@@ -353,7 +354,8 @@ class FieldLogger:
         else:
             modem_ok = None
         recs.insert(0, P.field_record(k, t_ns, self.base, self.workload_kind, modem_ok=modem_ok, ping=ping,
-                                      gps=gps, work=work, gps_reports_skipped=gps_skipped))
+                                      gps=gps, work=work, gps_reports_skipped=gps_skipped, unparsed=unparsed))
+        recs += examples
         rr = P.radio_record(sample, t_ns, k, self.base)
         if rr is not None:
             rr["f"].update(self.provenance.fields(k, sample, radio_raw.get("provenance")))
@@ -375,6 +377,21 @@ class FieldLogger:
         self.state["last_t_ns"] = t_ns
         if self.ticks % self.state_every == 0:
             self._save_state()
+
+    def _unparsed(self, k: int, t_ns: int, src: Sources) -> Tuple[Dict[str, int], List[Dict[str, Any]]]:
+        """Per source (ping, the workload's tool), the lines not understood since the last tick, and an
+        `unparsed-line` event for each of the first few (parsers.Unread)."""
+        counts: Dict[str, int] = {}
+        events: List[Dict[str, Any]] = []
+        for name, source in (("ping", src.ping), ("workload", src.workload)):
+            take = getattr(source, "take_unread", None)
+            tool = "ping" if name == "ping" else getattr(source, "tool", None)
+            if take is None or tool in (None, "idle"):
+                continue
+            counts[name], new = take()
+            events += [P.event_record("unparsed-line", t_ns, self.base, seq=k, source=tool, n=i, detail=line)
+                       for i, line in new]
+        return counts, events
 
     def _modem_events(self, k: int, t_ns: int, ok: bool) -> List[Dict[str, Any]]:
         out = []

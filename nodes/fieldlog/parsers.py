@@ -6,6 +6,12 @@
   and active peers (formats: tests/fixtures/recorded/06_webtorrent_bittorrent_tracker.md);
 * /proc/net/dev -> one interface's counters.
 
+A line of ping, iperf3 or webtorrent that is neither data nor one of the tool's known other lines
+(headers, summaries, separators: `ping_other`, `iperf3_other`, WebtorrentFrames.understood) is not
+understood: `Unread` counts it, per source, and keeps the first few (bounded, control characters
+stripped), so the record says how much of a tool's output the logger could not read. The tools' own
+error messages are among them: the logger does not read them (they stay in the raw log).
+
 Definitions (they are what the report's numbers mean):
 * RTT of a second: mean of the ping replies received in it; jitter of a second: mean absolute
   difference between consecutive replies' RTTs (RFC 3550 / RFC 3393 instantaneous packet delay
@@ -16,6 +22,7 @@ Definitions (they are what the report's numbers mean):
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from nodes.modem.ranges import within
@@ -73,6 +80,17 @@ def parse_ping_line(line: str) -> Optional[Tuple[str, Optional[float], Optional[
     return None
 
 
+# What ping prints besides replies, unanswered probes and send errors (iputils ping -n -D -O): the header,
+# the statistics at its end, blank lines.
+_PING_OTHER = re.compile(r"^(?:PING \S+ \(\S+\) \d+\(\d+\) bytes of data\.|--- \S+ ping statistics ---|"
+                         r"\d+ packets transmitted, \d+ (?:packets )?received\b.*|rtt min/avg/max/mdev = .*|)$")
+
+
+def ping_other(line: str) -> bool:
+    """A line ping prints that carries no probe (header, statistics, blank): read, nothing to count."""
+    return _PING_OTHER.match(line.strip()) is not None
+
+
 def _f(x: Optional[str]) -> Optional[float]:
     return None if x is None else number(x, 1e11)        # ping -D: Unix seconds
 
@@ -120,6 +138,69 @@ def parse_iperf3_interval(line: str, streams: int = 1) -> Optional[Dict[str, flo
     return {"start": start, "end": end, "bytes": nbytes, "bps": bps}
 
 
+# What iperf3 -c ... -R -i 1 --forceflush prints besides its interval lines: the connection lines, the
+# column header, the separator before the totals, the totals (sender / receiver, [SUM] and per stream),
+# `iperf Done.`, the note of a client ended by a signal (the logger's own stop), blank lines.
+_IPERF_OTHER = re.compile(r"^(?:Connecting to host \S+, port \d+|Reverse mode, remote host \S+ is sending|"
+                          r"\[\s*\d+\] local \S+ port \d+ connected to \S+ port \d+|\[ ID\] Interval .*|"
+                          r"(?:- )+-|iperf Done\.|iperf3: interrupt - the client has terminated|)$")
+
+
+def iperf3_other(line: str) -> bool:
+    """A line iperf3 prints that is no interval of the download: the connection, headers, the totals
+    (an interval-shaped line with readable numbers that parse_iperf3_interval leaves out), blank."""
+    s = line.strip()
+    if _IPERF_OTHER.match(s):
+        return True
+    m = _IPERF_INTERVAL.match(s)
+    return m is not None and all(number(m.group(k), 1e18) is not None for k in ("start", "end", "xfer", "rate"))
+
+
+# ---- lines not understood ------------------------------------------------------------------------------
+
+class Unread:
+    """Lines of one source that were not understood: how many, and the first KEEP of them (each cut to
+    MAX_CHARS characters, control and format characters removed: a tool's bytes are untrusted and a reader
+    sees these in a report). Not thread-safe: the source that owns it holds its lock."""
+
+    KEEP = 5
+    MAX_CHARS = 160
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._taken = 0
+        self.first: List[str] = []
+        self._first_taken = 0
+
+    def add(self, line: str) -> None:
+        self.count += 1
+        if len(self.first) < self.KEEP:
+            self.first.append(printable(line, self.MAX_CHARS))
+
+    def take(self) -> Tuple[int, List[Tuple[int, str]]]:
+        """Lines not understood since the last take, and the kept ones not taken yet as (their number
+        among this source's lines not understood, from 1; the line)."""
+        n, self._taken = self.count - self._taken, self.count
+        new = [(i + 1, self.first[i]) for i in range(self._first_taken, len(self.first))]
+        self._first_taken = len(self.first)
+        return n, new
+
+
+def printable(text: str, limit: int) -> str:
+    """`text` without control, format, surrogate or private-use characters (ESC, bidi overrides, NUL...;
+    a tab is a space), at most `limit` characters (then `...`). Linear."""
+    out = []
+    for ch in text[:limit * 4]:
+        if ch == "\t":
+            out.append(" ")
+        elif not unicodedata.category(ch).startswith("C"):
+            out.append(ch)
+        if len(out) > limit:
+            break
+    s = "".join(out)
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
 # ---- webtorrent-cli status frames --------------------------------------------------------------------
 
 _PB = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}          # prettier-bytes: base 1000
@@ -133,6 +214,12 @@ _WT_PEER = re.compile(rf"^(?P<prog>S|\d+%|\?)\s+(?P<type>WEBSEED|WEBRTC|TCPIN|TC
 _WT_MORE = re.compile(r"^\.\.\. and (?P<n>\d+) more")
 _WT_DONE = re.compile(r"^torrent downloaded successfully from (?P<active>\d+)/(?P<peers>\d+) peers in (?P<secs>\d+)s!$")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# The frame's other lines (webtorrent-cli 5.x bin/cmd.js; tests/fixtures/recorded/06_webtorrent_bittorrent_tracker.md)
+# and the lines around the frames: read, nothing to count.
+_WT_OTHER = re.compile(r"^(?:Info hash: [0-9a-f]{40}|Magnet: magnet:\S+|Torrent port: \d+|Server running at: \S+|"
+                       r"Downloading to: .+|Queued peers: \d+  Blocked peers: \d+  Hotswaps: \d+|"
+                       r"fetching torrent metadata from \d+ peers|verifying existing torrent data\.\.\.|"
+                       r"webtorrent is exiting\.\.\.)$")
 
 
 def pretty_bytes(text: str) -> float:
@@ -163,10 +250,12 @@ class WebtorrentFrames:
     def __init__(self) -> None:
         self._cur: Dict[str, Any] = {}
         self.done: Optional[Dict[str, int]] = None
+        self.understood = True          # whether the last line fed was one webtorrent-cli prints
 
     def feed(self, line: str) -> Optional[Dict[str, Any]]:
         raw = _ANSI.sub("", line.rstrip("\n"))
         s = raw.strip()
+        self.understood = True
         if not s:
             # The frame's last line is 60 spaces; the empty line between header and peers is not.
             if len(raw) >= 40 and self._cur.get("dl_bps") is not None:
@@ -180,20 +269,22 @@ class WebtorrentFrames:
             self._cur = {}
             return None
         try:
-            return self._line(s)
+            self.understood = self._line(s) or _WT_OTHER.match(s) is not None
         except ValueError:           # a number no webtorrent prints: the line is not read (it is in the raw log)
-            return None
+            self.understood = False
+        return None
 
-    def _line(self, s: str) -> None:
+    def _line(self, s: str) -> bool:
+        """Read one data line of a frame; False: not one (ValueError: one with a number no webtorrent prints)."""
         m = _WT_SPEED.match(s)
         if m:
             self._cur.update(dl_bps=pretty_bytes(m.group("dl")) * 8, downloaded_bytes=int(pretty_bytes(m.group("done"))),
                              total_bytes=int(pretty_bytes(m.group("total"))), uploaded_bytes=int(pretty_bytes(m.group("up"))))
-            return None
+            return True
         m = _WT_RUNNING.match(s)
         if m:
             self._cur.update(peers_unchoked=_count(m.group("unchoked")), peers_connected=_count(m.group("peers")))
-            return None
+            return True
         m = _WT_PEER.match(s)
         if m:
             dls = pretty_bytes(m.group("dls"))
@@ -202,16 +293,17 @@ class WebtorrentFrames:
                 self._cur["peers_active"] = self._cur.get("peers_active", 0) + 1
             else:
                 self._cur.setdefault("peers_active", 0)
-            return None
+            return True
         m = _WT_MORE.match(s)
         if m:
             self._cur["peers_more"] = _count(m.group("n"))
-            return None
+            return True
         m = _WT_DONE.match(s)
         if m:
             self.done = {"active": _count(m.group("active")), "peers": _count(m.group("peers")),
                          "seconds": _count(m.group("secs"))}
-        return None
+            return True
+        return False
 
 
 def parse_webtorrent(text: str) -> List[Dict[str, Any]]:

@@ -4,11 +4,11 @@ Measurements (every point also carries the tags run, scenario="field", host):
 
 | measurement | tags             | fields |
 |-------------|------------------|--------|
-| field       | workload         | seq (the second of the run; exactly one point per tick), modem_ok, rtt_ms, rtt_min_ms, rtt_max_ms, jitter_ms, ping_replies, ping_lost, ping_errors, lat, lon, alt_m, speed_mps, track_deg, gps_mode, gps_reports_skipped (runs with GPS: gpsd TPV reports refused since the last second -- a value no gpsd sends, a position off the globe; nodes/modem/gps.py), dl_bps, dl_bytes, peers_connected, peers_unchoked, peers_active, workload_running |
+| field       | workload         | seq (the second of the run; exactly one point per tick), modem_ok, rtt_ms, rtt_min_ms, rtt_max_ms, jitter_ms, ping_replies, ping_lost, ping_errors, lat, lon, alt_m, speed_mps, track_deg, gps_mode, gps_reports_skipped (runs with GPS: gpsd TPV reports refused since the last second -- a value no gpsd sends, a position off the globe; nodes/modem/gps.py), dl_bps, dl_bytes, peers_connected, peers_unchoked, peers_active, workload_running, ping_unparsed_lines and workload_unparsed_lines (lines of ping / of the workload's tool since the last second that were neither data nor one of the tool's known other lines; written every second the source exists; nodes/fieldlog/parsers.py Unread) |
 | radio       | technology, cell | seq, rssi_dbm, rsrp_dbm, rsrq_db, sinr_db, cinr_db, snr_db, rscp_dbm, ecio_db, tx_power_dbm, signal_quality_pct, cell_id, cell_id_int, enb_id, local_cell_id, pci, tac, lac, band, arfcn, frequency_khz, bandwidth_mhz, ul_bandwidth_mhz, operator_name, mcc, mnc, registration, connection, nr_* (the EN-DC NR leg); out_of_range (only when the modem printed a value its quantity cannot take: the fields refused, comma-separated, nr_ for the NR leg; nodes/modem/ranges.py); read_from, daemon_recent, same_values_s (what the point can be vouched for: logger.Provenance) -- only when the modem answered: a silent modem is a missing point, never zeros |
 | iface       | iface            | rx_bytes, tx_bytes, rx_packets, tx_packets, rx_dropped, tx_dropped, rx_bps, tx_bps (the uplink) |
 | handover    | kind             | before_/after_ time_s, technology, cell_id, pci, rsrp_dbm, metric_db; metric, dip_start_s, dip_end_s, dip_duration_s, dip_min_db, gap_s, detected ("host") |
-| field_event | event            | seq, detail, and per event: from_seq/to_seq/missing (gap, late), outage_s (modem-back), exit_status (workload-exit), path/from_path (modem-found, modem-moved, modem-enabled, modem-not-enabled: where the modem is now / was) |
+| field_event | event            | seq, detail, and per event: source and n (unparsed-line: the first few lines a source did not understand, per logger start, as `detail`, control characters removed, at most 160 characters; n: its number among that source's), from_seq/to_seq/missing (gap, late), outage_s (modem-back), exit_status (workload-exit), path/from_path (modem-found, modem-moved, modem-enabled, modem-not-enabled: where the modem is now / was) |
 
 Field types are fixed per name (InfluxDB refuses a field whose type changes within a shard): every
 value is coerced to the type listed in the tables below before it is written.
@@ -77,18 +77,25 @@ def radio_record(sample: Any, t_ns: int, seq: int, base: Mapping[str, str]) -> O
     return record("radio", tags, fields, t_ns)
 
 
+UNPARSED_SOURCES = ("ping", "workload")
 GPS_FIELDS = (("lat", "lat"), ("lon", "lon"), ("alt_m", "alt_m"), ("speed_mps", "speed_mps"),
               ("track_deg", "track_deg"))
 
 
 def field_record(seq: int, t_ns: int, base: Mapping[str, str], workload: str, *, modem_ok: Optional[bool],
                  ping: Mapping[str, Any], gps: Any, work: Mapping[str, Any],
-                 gps_reports_skipped: Optional[int] = None) -> Dict[str, Any]:
+                 gps_reports_skipped: Optional[int] = None,
+                 unparsed: Optional[Mapping[str, int]] = None) -> Dict[str, Any]:
     """The per-tick heartbeat: always written, so `seq` shows every second the logger ran.
-    `gps_reports_skipped`: gpsd reports refused since the previous tick (None: the run has no GPS)."""
+    `gps_reports_skipped`: gpsd reports refused since the previous tick (None: the run has no GPS).
+    `unparsed`: lines not understood since the previous tick, per source ("ping", "workload"; a source
+    the run does not have is left out)."""
     fields: Dict[str, Any] = {"seq": seq, "modem_ok": modem_ok}
     if gps_reports_skipped is not None:
         fields["gps_reports_skipped"] = int(gps_reports_skipped)
+    for src, n in (unparsed or {}).items():
+        if src in UNPARSED_SOURCES:
+            fields[src + "_unparsed_lines"] = int(n)
     for k in ("rtt_ms", "rtt_min_ms", "rtt_max_ms", "jitter_ms"):
         if ping.get(k) is not None:
             fields[k] = float(ping[k])

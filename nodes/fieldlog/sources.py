@@ -32,8 +32,8 @@ import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from nodes.fieldlog import procs
-from nodes.fieldlog.parsers import (WebtorrentFrames, iface_rates, parse_iperf3_interval, parse_netdev,
-                                    parse_ping_line, rtt_stats)
+from nodes.fieldlog.parsers import (Unread, WebtorrentFrames, iface_rates, iperf3_other, parse_iperf3_interval,
+                                    parse_netdev, parse_ping_line, ping_other, rtt_stats)
 
 Log = Callable[[str], None]
 
@@ -271,8 +271,9 @@ class ChildLoop:
     def __init__(self, name: str, argv: List[str], on_line: Callable[[str], None], raw_path: Optional[str],
                  *, on_spawn: Callable[[str, Optional[Dict[str, Optional[int]]]], None] = lambda n, i: None,
                  on_exit: Callable[[int], bool] = lambda status: True, backoff_s: Tuple[float, float] = (1.0, 10.0),
-                 log: Log = _noop):
+                 log: Log = _noop, on_unread: Callable[[str], None] = lambda line: None):
         self.name = name
+        self.on_unread = on_unread    # a line the parser could not take (over MAX_LINE, or it raised)
         self.argv = argv
         self.on_line = on_line
         self.raw_path = raw_path
@@ -318,6 +319,8 @@ class ChildLoop:
                     if not cut:
                         self._raw("(a line over %d bytes: dropped)" % MAX_LINE)
                         self.log("%s: a line over %d bytes dropped" % (self.name, MAX_LINE))
+                        self.on_unread("(a line over %d bytes, dropped) %s" % (
+                            MAX_LINE, raw[:200].decode("utf-8", "replace")))
                     cut = not raw.endswith(b"\n")
                     continue
                 line = raw.decode("utf-8", "replace").rstrip("\n")
@@ -326,6 +329,7 @@ class ChildLoop:
                     self.on_line(line)
                 except Exception as exc:  # a parser surprise must not stop the reader
                     self.log("%s: line not understood (%s): %r" % (self.name, exc, line[:200]))
+                    self.on_unread(line)
             status = self.proc.wait()
             self.running = False
             self.exits += 1
@@ -367,11 +371,23 @@ class PingSource:
         self._lost = 0
         self._errors = 0
         self._prev: Optional[float] = None
-        self.loop = ChildLoop("ping", ping_argv(target, interval_s), self._line, raw_path, **kw)
+        self.unread = Unread()
+        self.loop = ChildLoop("ping", ping_argv(target, interval_s), self._line, raw_path, on_unread=self._unread, **kw)
+
+    def _unread(self, line: str) -> None:
+        with self._lock:
+            self.unread.add(line)
+
+    def take_unread(self) -> Tuple[int, List[Tuple[int, str]]]:
+        """Lines not understood since the last call, and the first few of them not taken yet (parsers.Unread)."""
+        with self._lock:
+            return self.unread.take()
 
     def _line(self, line: str) -> None:
         r = parse_ping_line(line)
         if r is None:
+            if not ping_other(line):
+                self._unread(line)
             return
         with self._lock:
             if r[0] == "reply" and r[2] is not None:
@@ -520,18 +536,37 @@ class WorkloadRunner:
         self.dl_bytes = 0
         self.finished = False
         self._frames = WebtorrentFrames()
+        self.unread = Unread()
         self.loop: Optional[ChildLoop] = None
         if self.kind == "iperf3":
-            self.loop = ChildLoop("workload", iperf3_argv(spec), self._iperf3_line, raw_path, **kw)
+            self.loop = ChildLoop("workload", iperf3_argv(spec), self._iperf3_line, raw_path, on_unread=self._unread,
+                                  **kw)
         elif self.kind == "torrent":
             self.loop = ChildLoop("workload", torrent_argv(spec), self._torrent_line, raw_path,
-                                  on_exit=self._torrent_exit, **{k: v for k, v in kw.items() if k != "on_exit"})
+                                  on_exit=self._torrent_exit, on_unread=self._unread,
+                                  **{k: v for k, v in kw.items() if k != "on_exit"})
         elif self.kind != "idle":
             raise ValueError("unknown workload %r" % self.kind)
+
+    @property
+    def tool(self) -> str:
+        """The program whose output this source reads (the record's name for it)."""
+        return {"torrent": "webtorrent"}.get(self.kind, self.kind)
+
+    def _unread(self, line: str) -> None:
+        with self._lock:
+            self.unread.add(line)
+
+    def take_unread(self) -> Tuple[int, List[Tuple[int, str]]]:
+        """Lines not understood since the last call, and the first few of them not taken yet (parsers.Unread)."""
+        with self._lock:
+            return self.unread.take()
 
     def _iperf3_line(self, line: str) -> None:
         iv = parse_iperf3_interval(line)
         if iv is None:
+            if not iperf3_other(line):
+                self._unread(line)
             return
         with self._lock:
             self.dl_bytes += int(iv["bytes"])
@@ -539,6 +574,8 @@ class WorkloadRunner:
 
     def _torrent_line(self, line: str) -> None:
         frame = self._frames.feed(line)
+        if not self._frames.understood:
+            self._unread(line)
         if frame is None:
             return
         with self._lock:

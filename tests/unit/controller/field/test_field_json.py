@@ -29,6 +29,6 @@ def test_field_report_json_of_the_recorded_run(tmp_path, monkeypatch, capsys):
     data = doc["data"]
     assert data["run_id"] == FIELD_ID and data["table1"][0]["host"] == "m2"
     assert data["refused_inputs"] == {"m2": {"gps_reports_skipped": None, "radio_values_out_of_range": 0,
-                                             "radio_samples_flagged": 0}}
+                                             "radio_samples_flagged": 0, "unparsed_lines": {}}}
     # what it wrote into the copy is the same report
     assert json.loads((runs / FIELD_ID / "summary.json").read_text())["table1"] == data["table1"]

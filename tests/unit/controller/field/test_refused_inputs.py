@@ -84,7 +84,7 @@ def test_the_logger_records_what_it_refused_and_the_report_sums_it(tmp_path):
     assert "out_of_range" not in radio[4] and radio[4]["rsrp_dbm"] < 0
     summary = report_data(points)
     assert summary["refused_inputs"] == {"m1": {"gps_reports_skipped": 4, "radio_values_out_of_range": 2,
-                                                "radio_samples_flagged": 2}}
+                                                "radio_samples_flagged": 2, "unparsed_lines": {}}}
     text = render_report(summary)
     assert "m1         4 GPS reports skipped; 2 radio values out of range in 2 samples" in text
 
@@ -94,7 +94,7 @@ def test_a_run_without_gps_writes_no_count_and_says_so():
     assert not any("gps_reports_skipped" in p.fields for p in points)
     summary = report_data(points)
     assert summary["refused_inputs"] == {"m2": {"gps_reports_skipped": None, "radio_values_out_of_range": 0,
-                                                "radio_samples_flagged": 0}}
+                                                "radio_samples_flagged": 0, "unparsed_lines": {}}}   # an older logger
     assert "m2         no GPS; 0 radio values out of range in 0 samples" in render_report(summary)
 
 
