@@ -185,3 +185,12 @@ def test_deviations_mode_and_full_queue_the_experiments_only_where_their_algorit
     assert "dev-mcubic-run-length" in {c.key for c in full.campaigns}
     quick = design("quick", ["mcubic"], statuses())
     assert not [c for c in quick.campaigns if c.key.startswith("dev-")]
+
+
+def test_a_competitor_column_reads_either_spelling_of_tcp_cc():
+    """The design writes `tcp-cc`, a queued campaign normalises it to `tcp_cc`: the run and the
+    report's table must land in the same column."""
+    e = hy.EXPERIMENTS["dev-mcubic-competitor-t2"]
+    assert deviation_column(e, {"tcp-cc": "cubic314"}) == deviation_column(e, {"tcp_cc": "cubic314"}) \
+        == "tcp-cc cubic314"
+    assert deviation_column(e, {}) == "tcp-cc "
