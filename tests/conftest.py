@@ -12,13 +12,14 @@ PROJECT = Path(__file__).resolve().parent.parent
 if str(PROJECT) not in sys.path:
     sys.path.insert(0, str(PROJECT))
 
-from tests.support.lanes import LANE_A, lane_of, rack_scheduling  # noqa: E402
+from tests.support.lanes import LANE_A, LIGHT_NICE, lane_of, nice_of, rack_scheduling  # noqa: E402
 from tests.support.rack import (TestRack, free_mgmt_octet, make_state_dir, rack_build_lock, release_cc_holds,  # noqa: E402
                                 sweep_stale_test_racks, write_test_inventory)
 
 REQUIRED = ("ip", "tc", "sshd", "iperf3", "mptcpize", "ethtool", "ss", "nstat", "ssh-keygen")
 SUITE_WORKERS = 3
 _RACK_SCHEDULING = pytest.StashKey[bool]()
+_LIGHT_NICE = pytest.StashKey[int]()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -27,7 +28,8 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     pytest-xdist workers: the integration tests in lanes (tests/support/lanes.py), lane A on one
     worker, the two halves of lane B on the two others, each worker with its own virtual rack,
     all started together; the unit-test modules after them, on the workers the light lanes free
-    (see lanes.rack_scheduling). CTL_TEST_WORKERS=2 runs lane A on one worker and lane B on the
+    (see lanes.rack_scheduling); lane A at nice 0, every other test at nice 10 (lanes.nice_of,
+    CTL_TEST_LIGHT_NICE). CTL_TEST_WORKERS=2 runs lane A on one worker and lane B on the
     other; a run naming files or directories, `-n` given, or CTL_TEST_WORKERS=0 (or 1) runs as
     before, in one process."""
     if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
@@ -41,6 +43,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.numprocesses = workers
         config.option.dist = "loadscope"
         config.stash[_RACK_SCHEDULING] = True
+        config.stash[_LIGHT_NICE] = light_nice_from_env()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -51,6 +54,39 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if not config.stash.get(_RACK_SCHEDULING, False):
         return None
     return rack_scheduling(config, log)
+
+
+def light_nice_from_env() -> int:
+    """CTL_TEST_LIGHT_NICE: the suite run's nice for every test but lane A's (default LIGHT_NICE;
+    0 runs every worker at one priority)."""
+    raw = os.environ.get("CTL_TEST_LIGHT_NICE", str(LIGHT_NICE))
+    if not raw.isdigit() or int(raw) > 19:
+        raise pytest.UsageError(f"CTL_TEST_LIGHT_NICE: {raw!r} is not a nice value from 0 to 19")
+    return int(raw)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """(pytest-xdist, the suite run chosen above) Each worker is told the nice of the tests that are
+    not lane A's (tests/support/lanes.py, "Priority")."""
+    if node.config.stash.get(_RACK_SCHEDULING, False):
+        node.workerinput["ctl_light_nice"] = node.config.stash[_LIGHT_NICE]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> None:
+    """In the suite run a worker runs each test at its lane's nice (lanes.nice_of), before its
+    fixtures are set up: what the test starts (a rack's daemons with the session's first test)
+    inherits it. Only the worker's own priority changes; the worker process ends with the run."""
+    light = getattr(item.config, "workerinput", {}).get("ctl_light_nice")
+    if light is None:
+        return
+    want = nice_of(item.nodeid, light)
+    if os.getpriority(os.PRIO_PROCESS, 0) != want:
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, want)
+        except PermissionError:     # back to a higher priority needs root; the results do not depend on it
+            pass
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -23,9 +23,16 @@ they measure depends on this machine's timing -- path totals within the issue's 
 parallel-streams model, link measure's RTT and rate, the forwarder's own delay and rate, bbr3's
 per-ACK trace against the clock -- and by then the lane-B halves and the unit tests, which are
 shorter than lane A, are done. The unit-test modules are handed out after the lanes, to the
-workers the light lanes free (see rack_scheduling). (Every worker runs at the same priority: with
-the others at nice 10, lane A took 30-50 s less, but a lane-B `ctl run` on a terminal drew no
-frame for 6 s.)
+workers the light lanes free (see rack_scheduling).
+
+Priority: lane A is the suite's wall time and the others finish minutes before it, so in the suite
+run a worker runs lane A's tests at nice 0 and every other test (lane B, unit tests) at nice
+LIGHT_NICE, and what a test starts inherits it (a lane-B rack's sshd, forwarders, InfluxDB): when
+both want the CPU, lane A gets it (`nice_of`; CTL_TEST_LIGHT_NICE=0 puts every worker at one
+priority). Measured on 2026-11-26 (18d24bb): clean-clone runs 10:29-10:42 at nice 10 against
+11:05-11:41 at one priority. It was taken back (64468e4) for the one real-time property lane B then
+had, the live view's once-a-second frames on a terminal (a 6 s run drew no frame for 6 s at nice
+10); that test is lane A's now (test_live_view.py), and nothing in LIGHT asserts a cadence.
 """
 from __future__ import annotations
 
@@ -35,6 +42,7 @@ LANE_B1 = "tests/integration (lane B1: light)"
 LANE_B2 = "tests/integration (lane B2: light)"
 LANES = (LANE_A, LANE_B1, LANE_B2)
 LIGHT_LANES = (LANE_B1, LANE_B2)
+LIGHT_NICE = 10       # the suite run's nice for every test but lane A's (see the module's doc)
 
 # module -> why it may share the machine with lane A (the one place a lane is declared)
 LIGHT: dict[str, str] = {
@@ -84,6 +92,11 @@ def lane_of(nodeid: str) -> str | None:
     if name not in LIGHT:
         return LANE_A
     return LANE_B2 if name in SECOND_HALF else LANE_B1
+
+
+def nice_of(nodeid: str, light_nice: int = LIGHT_NICE) -> int:
+    """The nice value a test runs at in the suite run: 0 for lane A, `light_nice` for any other."""
+    return 0 if lane_of(nodeid) == LANE_A else light_nice
 
 
 def work_unit(nodeid: str) -> str:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from nodes.congestion.catalog import ALGORITHMS
-from tests.support.lanes import (INTEGRATION, LANE_A, LANE_B1, LANE_B2, LAST, LIGHT, SECOND_HALF, lane_of,
-                                 lane_order, rack_scheduling, work_unit)
+from tests.support.lanes import (INTEGRATION, LANE_A, LANE_B1, LANE_B2, LAST, LIGHT, LIGHT_NICE, SECOND_HALF,
+                                 lane_of, lane_order, nice_of, rack_scheduling, work_unit)
 
 PROJECT = Path(__file__).resolve().parents[2]
 MODULES = sorted(p.name for p in (PROJECT / INTEGRATION).glob("test_*.py"))
@@ -208,3 +208,72 @@ def test_a_fourth_worker_starts_with_unit_modules():
     sched, (w0, w1, w2, w3) = _schedule(4)
     assert [_units(sched, w) for w in (w0, w1, w2)] == [[LANE_A], [LANE_B1], [LANE_B2]]
     assert _units(sched, w3)[0] == "tests/unit/test_many.py"
+
+
+# ---- the priorities ----------------------------------------------------------------------------------
+
+
+def test_lane_a_runs_at_nice_0_and_every_other_test_at_the_light_nice():
+    assert nice_of("tests/integration/test_bpf_cc.py::test_a") == 0
+    assert nice_of("tests/integration/test_a_module_written_tomorrow.py::test_x") == 0
+    assert nice_of("tests/integration/test_field_mode.py::test_field") == LIGHT_NICE == 10
+    assert nice_of("tests/integration/test_shared_lab.py::test_x") == LIGHT_NICE
+    assert nice_of("tests/unit/controller/test_units.py::test_rate") == LIGHT_NICE
+    assert nice_of("tests/unit/controller/test_units.py::test_rate", 0) == 0      # CTL_TEST_LIGHT_NICE=0
+
+
+# A worker process of the suite run, stood in for by a fresh interpreter (its priority is its own),
+# started at nice 0 where it may be (this test itself runs at nice 10 in the suite run): the
+# conftest's hook sets each test's nice before the test, and what the test starts inherits it.
+_WORKER = """
+import os, subprocess, sys, types
+import tests.conftest as c
+try:
+    os.setpriority(os.PRIO_PROCESS, 0, 0)
+except PermissionError:
+    pass
+config = types.SimpleNamespace(workerinput={"ctl_light_nice": int(sys.argv[1])})
+seen = [str(os.getpriority(os.PRIO_PROCESS, 0))]
+for nodeid in sys.argv[2:]:
+    c.pytest_runtest_protocol(types.SimpleNamespace(nodeid=nodeid, config=config))
+    child = subprocess.run(["nice"], capture_output=True, text=True, check=True).stdout.strip()
+    seen.append(f"{os.getpriority(os.PRIO_PROCESS, 0)}/{child}")
+print(" ".join(seen))
+"""
+
+
+def _worker(light: int, *nodeids: str) -> tuple[str, list[str]]:
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-c", _WORKER, str(light), *nodeids], cwd=PROJECT, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    start, *seen = p.stdout.split()
+    return start, seen
+
+
+def test_a_suite_worker_runs_each_test_and_what_it_starts_at_its_lanes_nice():
+    import os
+    b, a, u = ("tests/integration/test_field_mode.py::test_field", "tests/integration/test_bpf_cc.py::test_a",
+               "tests/unit/test_x.py::test_y")
+    start, seen = _worker(10, b, u)
+    assert seen == ["10/10", "10/10"]                           # lane B, then unit tests: nice 10
+    if os.geteuid() != 0:                      # a higher priority needs root: what follows is the suite run's (root)
+        assert int(start) <= 10
+        return
+    assert start == "0"
+    assert _worker(10, a, u, u) == ("0", ["0/0", "10/10", "10/10"])   # lane A's worker: nice 0, then its unit tests
+    assert _worker(10, b, a, u)[1] == ["10/10", "0/0", "10/10"]       # a lane A requeued after a crash: back to 0
+    assert _worker(0, b, a, u)[1] == ["0/0", "0/0", "0/0"]            # CTL_TEST_LIGHT_NICE=0: one priority
+
+
+def test_the_light_nice_comes_from_the_environment_and_a_bad_one_is_refused(monkeypatch):
+    from tests.conftest import light_nice_from_env
+    monkeypatch.delenv("CTL_TEST_LIGHT_NICE", raising=False)
+    assert light_nice_from_env() == LIGHT_NICE
+    monkeypatch.setenv("CTL_TEST_LIGHT_NICE", "0")
+    assert light_nice_from_env() == 0
+    for bad in ("-5", "20", "ten", ""):
+        monkeypatch.setenv("CTL_TEST_LIGHT_NICE", bad)
+        with pytest.raises(pytest.UsageError, match="CTL_TEST_LIGHT_NICE"):
+            light_nice_from_env()
