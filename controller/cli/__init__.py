@@ -22,6 +22,7 @@ import textwrap
 
 from controller.argutil import join_negative_values
 from controller.cli import commands
+from controller.cli.output import WriterHandler
 from controller.cli.commands import (COMMANDS, INVENTORY_HELP, QUIET_HELP, DeprecatedName, Parser, setting_default,
                                      suggest)
 from controller.errors import CtlError, UsageError
@@ -155,7 +156,10 @@ def configure_logging(verbose: int, quiet: bool = False) -> None:
     loggers included)."""
     level = logging.ERROR if quiet else logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 \
         else logging.DEBUG
-    logging.basicConfig(level=level, format="ctl: %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    # written by stderr's writer thread (controller/cli/output.py): a log record from a run's event
+    # loop never waits on a terminal or pipe that stopped reading
+    logging.basicConfig(level=level, format="ctl: %(levelname)s %(name)s: %(message)s",
+                        handlers=[WriterHandler(sys.stderr)])
     for name in _LIBRARY_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR if quiet else logging.WARNING if verbose < 2 else logging.DEBUG)
     if verbose >= 2:

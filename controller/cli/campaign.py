@@ -21,7 +21,7 @@ from controller.campaign.status import SchedulerView, interruption, scheduler_vi
 from controller.campaign.store import campaign_dir
 from controller.campaign.timing import estimate_finish, format_span, learned_overhead, parse_at, progress_bar
 from controller.cli import figure_options
-from controller.cli.console import Writer
+from controller.cli.output import END_WAIT_S, writer_for
 from controller.cli.commands import JSON_HELP, Parser, add_command, setting_default
 from controller.cli.common import inventory_of, print_json
 from controller.inventory import load_inventory, resolve_inventory_path
@@ -41,7 +41,7 @@ def say(line: str = "", file: TextIO | None = None, flush: bool = False) -> None
 
 class Console:
     """Log lines on stderr; on a TTY one progress bar line kept at the bottom. Written by a thread
-    of its own (controller.cli.console.Writer): a stream that stops reading never holds up the
+    of its own (controller.cli.output.Writer): a stream that stops reading never holds up the
     scheduler's event loop and the run in it; `end` waits a bounded time for what is left."""
 
     def __init__(self, stream: TextIO = sys.stderr, quiet: bool = False):
@@ -49,7 +49,7 @@ class Console:
         self.tty = stream.isatty()
         self.quiet = quiet
         self._bar = ""
-        self._out = Writer(stream, Writer.MAX_LINES)
+        self._out = writer_for(stream)
 
     def log(self, msg: str) -> None:
         if self.quiet:
@@ -70,7 +70,7 @@ class Console:
         if self.tty and self._bar:
             self._out.text("\n")
             self._bar = ""
-        self._out.flush(Writer.END_WAIT_S)
+        self._out.flush(END_WAIT_S)
 
 
 def _columns(stream: TextIO) -> int:

@@ -9,8 +9,8 @@ stderr is a terminal and the command is not `--quiet`/`--json`; on a pipe there 
 the progress lines, as before. What the block says is made by pure functions
 (`status_lines`, `step_line`) that tests read without a terminal.
 
-Nothing is written by the caller: every line, frame and ticker goes to one thread of the
-Console's own (`Writer`), and the run's event loop only hands them over and goes on. A stream
+Nothing is written by the caller: every line, frame and ticker goes to the stream's writer thread
+(controller/cli/output.py `Writer`), and the run's event loop only hands them over and goes on. A stream
 that stops reading (a paused `less`, a full pipe buffer, Ctrl-S, a stalled SSH session) then blocks
 only that thread, not the samplers' streams, the traffic's clocks or the restore. What waits behind
 it is bounded: frames are cut to the newest; lines beyond MAX_PENDING_LINES drop the oldest waiting
@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import atexit
 import sys
-import threading
 import time
-from collections import deque
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
+from controller.cli.output import END_WAIT_S, MAX_LINES, Writer, writer_for
 from controller.run.live import LiveStatus
 from controller.traffic.progress import StepNote, TrafficProgress, format_seconds
 
@@ -96,155 +95,13 @@ class _Ticker:
         return Text(step_line(self.note, time.monotonic() - self.t0), no_wrap=True, overflow="ellipsis")
 
 
-class Writer:
-    """The one thread that writes a Console's output: progress lines, a run's block (frames of a
-    LiveStatus) and a step's ticker, in the order they were handed over. Handing over never
-    waits on the stream: the caller (a run's event loop) appends to a queue under a lock that the
-    thread holds only to take the next item, never while writing. A stream that does not read
-    (a paused `less`, a full pipe, Ctrl-S) blocks only this thread.
-
-    Bounds: more than MAX_PENDING_FRAMES frames waiting behind the stream drop the oldest waiting
-    frame (the newest is always drawn); more than `max_lines` lines waiting drop the OLDEST waiting
-    line, counted, so the last lines of a run (restore, the record's place) are the ones kept."""
-
-    MAX_PENDING_FRAMES = 8
-    MAX_LINES = 2000             # lines waiting behind a stream that does not read (~200 kB)
-    END_WAIT_S = 3.0             # how long `end` and the interpreter's exit wait for the stream
-
-    def __init__(self, stream: TextIO, max_lines: int, new_live: Callable[[Any, bool], Any] | None = None):
-        self.stream = stream
-        self.new_live = new_live            # makes a rich Live region (a Console's block); None: lines only
-        self.max_lines = max(1, max_lines)
-        self.q: deque[list] = deque()       # items: [kind, payload]
-        self.cond = threading.Condition()
-        self.bounds = {"line": self.max_lines, "frame": self.MAX_PENDING_FRAMES}
-        self.waiting = {"line": 0, "frame": 0}
-        self.dropped = 0                    # lines dropped since the last note about it
-        self.dropped_total = 0
-        self.thread = threading.Thread(target=self._run, name="ctl-output", daemon=True)
-        self.thread.start()
-        atexit.register(self._at_exit)
-
-    def _at_exit(self) -> None:
-        if self.thread.is_alive():
-            self.flush(self.END_WAIT_S)
-
-    # ---- handing over (the caller's side: never waits on the stream) ---------------------------
-
-    def _put(self, kind: str, payload: Any) -> None:
-        with self.cond:
-            self.q.append([kind, payload])
-            if kind in self.waiting:
-                self.waiting[kind] += 1
-                if self.waiting[kind] > self.bounds[kind]:
-                    self._drop_oldest(kind)
-            self.cond.notify()
-
-    def _drop_oldest(self, kind: str) -> None:
-        for i, item in enumerate(self.q):   # linear in the waiting items, which are bounded
-            if item[0] == kind:
-                del self.q[i]
-                self.waiting[kind] -= 1
-                if kind == "line":
-                    self.dropped += 1
-                    self.dropped_total += 1
-                return
-
-    def line(self, text: str) -> None:
-        self._put("line", text)
-
-    def text(self, text: str) -> None:
-        """Text written as it is (no newline added), bounded and counted like a line."""
-        self._put("line", _Raw(text))
-
-    def frame(self, status: LiveStatus) -> None:
-        self._put("frame", status)
-
-    def end_block(self) -> None:
-        self._put("end-block", None)
-
-    def ticker(self, note: StepNote) -> None:
-        self._put("ticker", note)
-
-    def flush(self, timeout_s: float) -> bool:
-        """Wait up to `timeout_s` for everything handed over so far to be written (True when it was);
-        first one line saying how many lines were dropped, if any were."""
-        with self.cond:
-            if self.dropped:
-                n, self.dropped = self.dropped, 0
-                self.q.append(["line", dropped_note(n)])
-                self.waiting["line"] += 1
-        done = threading.Event()
-        self._put("flush", done)
-        return done.wait(timeout_s) if self.thread.is_alive() else False
-
-    # ---- the thread -----------------------------------------------------------------------------
-
-    def _run(self) -> None:
-        live = None
-        while True:
-            with self.cond:
-                while not self.q:
-                    self.cond.wait()
-                kind, item = self.q.popleft()
-                if kind in self.waiting:
-                    self.waiting[kind] -= 1
-            if kind == "flush":
-                try:
-                    self.stream.flush()
-                except (OSError, ValueError):
-                    pass
-                item.set()
-                continue
-            try:
-                if kind == "line":
-                    if isinstance(item, _Raw):
-                        self.stream.write(item)
-                        self.stream.flush()
-                    elif live is None:
-                        print(item, file=self.stream, flush=True)
-                    else:
-                        from rich.text import Text
-                        live.console.print(Text(item), soft_wrap=True)   # above the block, which stays
-                elif kind == "end-block":
-                    if live is not None:
-                        live, old = None, live
-                        old.stop()
-                elif kind == "ticker":
-                    if live is not None:
-                        live, old = None, live
-                        old.stop()
-                    live = self.new_live(_Ticker(item), auto_refresh=True)
-                else:
-                    from rich.console import Group
-                    from rich.text import Text
-                    r = Group(*(Text(l, no_wrap=True, overflow="ellipsis") for l in status_lines(item)))
-                    if live is not None and isinstance(live.renderable, _Ticker):
-                        live, old = None, live      # a step's ticker gives way to a run's block
-                        old.stop()
-                    if live is None:
-                        live = self.new_live(r, auto_refresh=False)
-                    live.update(r, refresh=True)
-            except Exception:   # output must never end a run: the block stops, lines still go out
-                live = None
-
-
-class _Raw(str):
-    """Text handed to a `Writer` to be written as it is."""
-
-
-def dropped_note(n: int) -> str:
-    return (f"ctl: {n} progress line{'s' if n != 1 else ''} not shown: the output was not read while the "
-            f"run went on (the oldest waiting lines were dropped; the run record has the run's own log)")
-
-
 class Console:
     """Progress on stderr for one command: `log` lines (`[  12.3s] text`), and on a terminal
     the live block (`live` for a run's LiveStatus, `step` for a numbered step). Everything is
-    written by one thread of the Console's own (`Writer`); `end` waits (bounded) until it is out."""
+    written by the stream's writer thread (output.Writer); `end` waits (bounded) until it is out."""
 
-    MAX_PENDING_LINES = Writer.MAX_LINES
-    END_WAIT_S = Writer.END_WAIT_S     # how long `end` (and the interpreter's exit) waits for the stream
+    MAX_PENDING_LINES = MAX_LINES
+    END_WAIT_S = END_WAIT_S            # how long `end` (and the interpreter's exit) waits for the stream
 
     def __init__(self, stream: TextIO | None = None, *, quiet: bool = False, block: bool = True,
                  max_pending_lines: int | None = None):
@@ -263,7 +120,8 @@ class Console:
     @property
     def writer(self) -> Writer:
         if self._writer is None:
-            self._writer = Writer(self.stream, self.max_pending_lines, self._new_live)
+            self._writer = writer_for(self.stream) if self.max_pending_lines == MAX_LINES else \
+                Writer(self.stream, self.max_pending_lines)
             atexit.register(self._at_exit)
         return self._writer
 
@@ -289,16 +147,6 @@ class Console:
         """The runner's `live` callback, or None when no block is drawn (no terminal, quiet)."""
         return self.live if self.block else None
 
-    def _new_live(self, renderable: Any, auto_refresh: bool) -> Any:
-        """A rich Live region (called by the writer's thread only)."""
-        from rich.console import Console as RichConsole
-        from rich.live import Live
-        live = Live(renderable, console=RichConsole(file=self.stream, highlight=False, markup=False),
-                    auto_refresh=auto_refresh, refresh_per_second=2, transient=True,
-                    redirect_stdout=False, redirect_stderr=False)
-        live.start()
-        return live
-
     def live(self, status: LiveStatus | None) -> None:
         """Draw a run's status in place; None takes the block away (traffic is over). Never waits."""
         if not self.block:
@@ -307,7 +155,7 @@ class Console:
             self._end_block()
             return
         self._block_shown = True
-        self.writer.frame(status)
+        self.writer.frame(status_lines(status))        # pure, a few lines: the drawing is the writer's
 
     def step(self, note: StepNote) -> None:
         """A numbered step: a line on a pipe; on a terminal a line that ticks until the next step."""
@@ -319,7 +167,7 @@ class Console:
         self._end_block()
         self.log(note.text())
         self._block_shown = True
-        self.writer.ticker(note)
+        self.writer.ticker(_Ticker(note))
 
     def _end_block(self) -> None:
         if self._block_shown:

@@ -300,3 +300,37 @@ def test_the_campaign_scheduler_console_does_not_hold_up_its_loop_either():
     assert lag["all"]["samples"] > 0 and lag["all"]["max_s"] < max(8 * STALL_S, 2.0), lag
     assert [re.fullmatch(r"\d{4}-\d\d-\d\dT\S+ line (\d{5}) x{400}", l).group(1) for l in lines] == \
         [f"{k:05d}" for k in range(200)]
+
+
+def test_log_records_from_the_loop_go_through_the_writer_too():
+    """ctl's log records (configure_logging: asyncssh's, pysnmp's, ctl's own warnings, at -v every SSH
+    channel) are handed to stderr's writer thread (output.WriterHandler): 4 s of a loop logging into a pipe
+    nobody reads keep its measured lag small, and every record comes out once the pipe is read."""
+    import logging
+    from controller.cli.output import WriterHandler, writer_for
+    from controller.run.looplag import STALL_S
+    r, w = os.pipe()
+    stream = os.fdopen(w, "w", encoding="utf-8")
+    handler = WriterHandler(stream)
+    handler.setFormatter(logging.Formatter("ctl: %(levelname)s %(name)s: %(message)s"))
+    log = logging.getLogger("ctl-test-writer-handler")
+    log.propagate = False
+    log.addHandler(handler)
+
+    class Logged:                                     # _drive_on_a_loop's `log` is the logger's warning
+        def log(self, msg: str) -> None:
+            log.warning(msg)
+    start = threading.Event()
+    reader, chunks = _late_reader(r, start, 40.0)
+    try:
+        lag = _drive_on_a_loop(Logged(), 4.0, 50, 400)    # 200 records of ~450 bytes
+    finally:
+        log.removeHandler(handler)
+    start.set()
+    assert writer_for(stream).flush(30)
+    stream.close()
+    reader.join(30)
+    lines = b"".join(chunks).decode().splitlines()
+    assert lag["all"]["samples"] > 0 and lag["all"]["max_s"] < max(8 * STALL_S, 2.0), lag
+    assert [re.fullmatch(r"ctl: WARNING ctl-test-writer-handler: line (\d{5}) x{400}", l).group(1) for l in lines] \
+        == [f"{k:05d}" for k in range(200)]
