@@ -11,7 +11,8 @@ under one name). `describe` resolves, for one scenario:
 3. `COLUMNS[(table, column)]`, a scenario's own entry before the generic one;
 4. a nested column (`a.b.c`): `NESTED[(table, "a.b")]`, a mapping keyed by a link, host,
    algorithm or counter name (`{key}` in its text), or `STATS[(table, "a")]`, the statistics
-   of a set of values (`n`, `mean`, `median`, `min`, `max`, `stdev`).
+   of a set of values (`n`, `mean`, `median`, `min`, `max`, `stdev`); a column `a.b.c` of an object
+   per key: `NESTED_FIELDS[(table, "a")][c]` (`{key}`: b).
 
 Units: the entry's own where it gives one, else the one the name spells (wire.unit_of).
 """
@@ -275,6 +276,24 @@ NESTED: dict[tuple[str, str], Entry | dict[str, Entry]] = {
                                                         "on link {key} (ss, 10 Hz), over the download"),
     ("table1", "handovers_by_kind"): ("count", "handovers of kind {key}"),
 }
+# (table, object) -> {field: Entry}: columns `object.<key>.<field>`, one object per key (an algorithm, a tool)
+NESTED_FIELDS: dict[tuple[str, str], dict[str, Entry]] = {
+    ("sender_counters", "own_hystart_exits"): {
+        "program": (None, "{key}: the BPF program whose own HyStart counters these are"),
+        "ack_train": ("count", "slow starts {key}'s own HyStart ended by its ACK-train test (the program's counter, "
+                               "whole run); empty unless the count is this run's senders' alone (attribution)"),
+        "delay": ("count", "slow starts {key}'s own HyStart ended by its delay test (the program's counter, whole "
+                           "run); empty unless the count is this run's senders' alone (attribution)"),
+        "hosts": (None, "the senders of this run whose connections {key}'s counts cover (one kernel, one program)"),
+        "attribution": (None, "whose {key}'s HyStart counts are, or why none is given (controller/results/hystart.py)"),
+        "other_holders": ("count", "other holders (runs) that held {key} while it counted: no per-sender number"),
+    },
+    ("refused_inputs", "unparsed_lines"): {
+        "lines": ("count", "lines of {key}'s output the field logger did not understand (neither data nor a known "
+                           "header or total), summed over the logged seconds"),
+        "first": (None, "the first of those {key} lines (control characters removed, at most 160 characters)"),
+    },
+}
 _PER_CONNECTION = {"connections": ("count", "connections with a receiver byte count"),
                    "starved": ("count", "connections that got under the starvation share of the host's mean"),
                    "jain": ("1", "Jain's index over the connections' receiver bytes"),
@@ -324,4 +343,8 @@ def describe(table: str, column: str, scenario: str, own: Mapping[str, str]) -> 
     e = _pick(NESTED.get((table, parent)), scenario)
     if e is not None:
         return (e[0], e[1].format(key=key, what=SENDER_COUNTERS.get(key, "a kernel counter")))
+    obj, _, name = parent.rpartition(".")
+    f = NESTED_FIELDS.get((table, obj), {}).get(key)
+    if f is not None:
+        return (f[0], f[1].format(key=name))
     return None

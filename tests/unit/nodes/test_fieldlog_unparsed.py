@@ -188,3 +188,20 @@ def test_the_tick_writes_the_counts_and_events_and_the_report_sums_them():
     text = render_report(report_data(points))
     assert "           6 ping lines not understood: WARNING: kernel is not very fresh | ping: wwan0: Network is down" \
            in text, text
+
+
+def test_the_export_describes_the_counts():
+    """`ctl runs export` writes refused_inputs as a table: unparsed_lines.<tool>.lines and .first are described
+    in the data dictionary (controller/results/columns.py), the count with its unit."""
+    from controller.results import columns
+    from controller.results.export import summary_rows
+    refused = {"m1": {"gps_reports_skipped": None, "radio_values_out_of_range": 0, "radio_samples_flagged": 0,
+                      "unparsed_lines": {"ping": {"lines": 6, "first": ["a", "b"]},
+                                         "webtorrent": {"lines": 1, "first": ["Warning: addMembership ENODEV"]}}}}
+    _run, tables = summary_rows({"refused_inputs": refused})
+    cols = [c for _name, row in tables["refused_inputs"] for c in row if c.startswith("unparsed_lines.")]
+    assert sorted(cols) == ["unparsed_lines.ping.first", "unparsed_lines.ping.lines", "unparsed_lines.webtorrent.first",
+                            "unparsed_lines.webtorrent.lines"]
+    got = {c: columns.describe("refused_inputs", c, "field", {}) for c in cols}
+    assert got["unparsed_lines.ping.lines"][0] == "count" and "ping's output" in got["unparsed_lines.ping.lines"][1]
+    assert all(d is not None and d[1] for d in got.values())

@@ -144,3 +144,21 @@ def test_the_summary_gets_them_for_senders_running_mcubic_with_hystart_only():
     again = {"sender_counters": sender_counters(nst, ["sa1"], {"sa1": ["mcubic"]})}
     line = sender_counters_line(attach_own_hystart(again, shared)["sender_counters"])
     assert "mcubic's own HyStart: kernel-wide, shared with 1 other holder" in line and "train 2" not in line
+
+
+def test_the_export_describes_every_column_they_make():
+    """`ctl runs export` flattens them into the sender_counters table (own_hystart_exits.<program>.<field>):
+    the data dictionary describes each of those columns, with its unit (controller/results/columns.py)."""
+    from controller.results import columns
+    from controller.results.export import summary_rows
+    nst = {"sa1": (_nstat(), _nstat())}
+    for cong in (_record(sa1=_host("b", {}, {"mcubic": [ME]}, _unload("sa1", "mcubic", {"ack_train": 2, "delay": 1}, [ME]))),
+                 _record(sa1=_host("b", {}, {"mcubic": [ME]}, _unload("sa1", "mcubic", {"ack_train": 2, "delay": 1},
+                                                                       [ME, OTHER])))):
+        summary = attach_own_hystart({"sender_counters": sender_counters(nst, ["sa1"], {"sa1": ["mcubic"]})}, cong)
+        _run, tables = summary_rows(summary)
+        cols = [c for _name, row in tables["sender_counters"] for c in row if c.startswith("own_hystart_exits.")]
+        assert cols
+        described = {c: columns.describe("sender_counters", c, "shared-bottleneck", {}) for c in cols}
+        assert all(d is not None and d[1] for d in described.values()), described
+        assert all(d[0] == "count" for c, d in described.items() if c.endswith((".ack_train", ".delay")))
