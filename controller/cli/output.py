@@ -171,8 +171,8 @@ class _Raw(str):
 
 
 def dropped_note(n: int) -> str:
-    return (f"ctl: {n} progress line{'s' if n != 1 else ''} not shown: the output was not read while the "
-            f"run went on (the oldest waiting lines were dropped; the run record has the run's own log)")
+    return (f"ctl: {n} progress line{'s' if n != 1 else ''} not shown: the output was not read while ctl went on "
+            f"(the oldest waiting lines were dropped; a run's record keeps its phases, commands and warnings)")
 
 
 _WRITERS: dict[int, Writer] = {}
