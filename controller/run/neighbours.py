@@ -1,4 +1,6 @@
-"""The neighbour warm-up before a run's traffic (moved out of runner.py, unchanged)."""
+"""Around a run's traffic, on its hosts: the neighbour warm-up before it (moved out of
+runner.py, unchanged), and which hosts' kernel counters are read before and after it (here, not
+in controller.run.replay, so a run does not import the record replay and its BitTorrent parts)."""
 from __future__ import annotations
 
 import asyncio
@@ -34,3 +36,9 @@ async def warm_neighbours(inv: Inventory, plan: RunPlan, sessions: Mapping[str, 
                                              note="neighbour warm-up before traffic"))
         return {"host": host, "src": src, "dst": dst, "replied": r.exit_status == 0}
     return list(await asyncio.gather(*(one(*p) for p in sorted(pairs))))
+
+
+def counter_hosts(plan: Any) -> set[str]:
+    """The hosts whose kernel counters (`nstat -asz`) a run reads before and after traffic: the
+    MPTCP hosts and every client and server of the plan's flows."""
+    return set(plan.mptcp_hosts) | {f.client for f in plan.flows} | {f.server for f in plan.flows}

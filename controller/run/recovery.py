@@ -46,6 +46,48 @@ def process_record(p: Any) -> dict:
             "host_start": getattr(p, "host_start", None), "note": p.note, "started": p.started}
 
 
+# Each remote process a run starts, one JSON line, appended the moment its PID is known (before
+# the manifest is saved with it): what recovery ends is on disk even if the controller dies in the
+# same instant. The manifest's `processes` has the same entries once saved (see ProcessJournal).
+JOURNAL = "processes.jsonl"
+
+
+class ProcessJournal:
+    """The record's processes.jsonl, appended to (one line, flushed to the kernel) per process."""
+
+    def __init__(self, run_dir: Path):
+        self._fh = open(run_dir / JOURNAL, "a", encoding="utf-8")
+
+    def add(self, entry: dict) -> None:
+        self._fh.write(json.dumps(entry) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def recorded_processes(run_dir: Path, manifest: dict) -> list[dict]:
+    """Every process a record names: its manifest's, then those only its journal has (the
+    controller died between the two writes). A torn last line is what a kill -9 mid-write
+    leaves: it is skipped (that process's PID was never complete on disk)."""
+    out = list(manifest.get("processes") or [])
+    seen = {(p.get("host"), p.get("pid"), p.get("started")) for p in out if isinstance(p, dict)}
+    try:
+        text = (run_dir / JOURNAL).read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return out
+    for line in text.splitlines():
+        try:
+            p = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(p, dict) and isinstance(p.get("host"), str) and \
+                (p.get("host"), p.get("pid"), p.get("started")) not in seen:
+            seen.add((p.get("host"), p.get("pid"), p.get("started")))
+            out.append(p)
+    return out
+
+
 def program_of(argv: Sequence[str]) -> str:
     """The program a launched command ends up running (after launchers such as mptcpize)."""
     i = 0
@@ -121,6 +163,7 @@ def interrupted_runs(runs_root: Path, inv: Inventory) -> list[Path]:
 async def recover(inv: Inventory, run_dir: Path, say: Callable[[str], None]) -> list[str]:
     rec = RunRecord.open(run_dir)
     m = rec.manifest
+    m["processes"] = recorded_processes(run_dir, m)
     log = CommandLog(run_dir / "commands.jsonl")
     hosts = sorted(set(m.get("shapers", {})) | set(m.get("endpoints", {})) |
                    set((m.get("congestion") or {}).get("hosts", {})) | {p["host"] for p in m.get("processes", [])})

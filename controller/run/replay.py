@@ -14,6 +14,7 @@ from controller.inventory import Inventory
 from controller.results.hystart import attach_own_hystart
 from controller.results.records import load_manifest
 from controller.results.window import TrafficWindow, parse_window, window_of
+from controller.run.neighbours import counter_hosts
 from controller.scenarios.base import RunData, Scenario
 from controller.telemetry.spool import iter_points
 from controller.traffic.bittorrent import BtDownload
@@ -77,12 +78,6 @@ def load_run(record_dir: Any) -> Any:
                     for h, e in (m.get("endpoints") or {}).items()}
     return RunData(inv, params, plan, flows, points, nst, mon, (tw.get("start", 0.0), tw.get("end", 0.0)), d,
                    host_sysctls)
-
-
-def counter_hosts(plan: Any) -> set[str]:
-    """The hosts whose kernel counters (`nstat -asz`) a run reads before and after traffic: the
-    MPTCP hosts and every client and server of the plan's flows."""
-    return set(plan.mptcp_hosts) | {f.client for f in plan.flows} | {f.server for f in plan.flows}
 
 
 def recorded_value(kind: str | None, raw: Any) -> str:

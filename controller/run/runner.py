@@ -32,10 +32,9 @@ from controller.run.live import LIVE_INTERVAL_S, LiveFeed, LiveSink
 from controller.run.overlap import import_influx, preload_libraries, preload_snmp, summarize_run, together
 from controller.run.looplag import LoopLagMonitor
 from controller.run.looplag import warning as looplag_warning
-from controller.run.neighbours import warm_neighbours
+from controller.run.neighbours import counter_hosts, warm_neighbours
 from controller.run.partial import partial_summary, traffic_window
-from controller.run.recovery import process_record
-from controller.run.replay import counter_hosts
+from controller.run.recovery import ProcessJournal, process_record
 from controller.scenarios.base import RunData, RunPlan, Scenario
 from controller.perhost import MultiResult, gather_hosts
 from controller.clocksync import ClockEcho
@@ -83,6 +82,8 @@ class Run:
         # Every remote process is in the record the moment it starts: if this controller dies,
         # recovery ends exactly these, by PID.
         self.log.spawn_listeners.append(self._record_spawn)
+        self._journal: ProcessJournal | None = None
+        self._save_soon = False
         self.dry_log: list[CommandResult] = []
         hosts = self._hosts()
         if dry_run:
@@ -564,7 +565,23 @@ class Run:
                        {h: dict(st.sysctls) for h, st in self.endpoint_before.items()})
 
     def _record_spawn(self, p: Any) -> None:
-        self.record.manifest["processes"].append(process_record(p))
+        """A remote process started: on disk at once in the record's journal (one appended line),
+        and in the manifest once the event loop has handled what is ready now (one save for the
+        processes of a burst, e.g. the samplers, monitors and servers starting together, not a
+        save of the whole manifest each)."""
+        entry = process_record(p)
+        self.record.manifest["processes"].append(entry)
+        if self.dry_run:
+            return
+        if self._journal is None:
+            self._journal = ProcessJournal(self.record.dir)
+        self._journal.add(entry)
+        if not self._save_soon:
+            self._save_soon = True
+            asyncio.get_running_loop().call_soon(self._save_spawned)
+
+    def _save_spawned(self) -> None:
+        self._save_soon = False
         self.record.save()
 
     async def close(self) -> None:
@@ -573,6 +590,8 @@ class Run:
                 self.pool.give_back(self.lender)
             await self.pool.close()
         self.log.close()
+        if self._journal is not None:
+            self._journal.close()
 
 
 class _DryPool:

@@ -86,3 +86,73 @@ def test_the_start_up_check_reads_a_records_status_from_its_first_bytes(tmp_path
     compact = _record(runs, "compact", state_dir=str(tmp_state_dir.resolve()))  # one line: read whole
     assert recorded_status(compact / "manifest.json") is None
     assert interrupted_runs(runs, inv) == [compact, live.dir]
+
+
+def test_recovery_ends_the_processes_only_the_journal_names(tmp_path):
+    """A run appends each process to processes.jsonl the moment its PID is known and saves the
+    manifest with it a moment later: a controller killed between the two leaves a process only the
+    journal names, and recovery must end it too (a torn last line, a kill mid-write, is skipped)."""
+    from controller.run.recovery import JOURNAL, ProcessJournal, recorded_processes
+    a = process_record(SimpleNamespace(host="a1", pid=41, argv=("iperf3", "-s"), note="iperf3 server", started=1.0,
+                                       host_start=START))
+    b = process_record(SimpleNamespace(host="b1", pid=42, argv=("ip", "mptcp", "monitor"), note="MPTCP events",
+                                       started=1.5, host_start=START))
+    j = ProcessJournal(tmp_path)
+    j.add(a)
+    j.add(b)
+    j.close()
+    with open(tmp_path / JOURNAL, "a") as fh:
+        fh.write('{"host": "a2", "pid": 4')                  # torn
+    assert recorded_processes(tmp_path, {"processes": [a]}) == [a, b]
+    assert recorded_processes(tmp_path, {"processes": [a, b]}) == [a, b]
+    assert recorded_processes(tmp_path / "nothing", {"processes": [a]}) == [a]   # older records: no journal
+
+
+def test_a_burst_of_processes_is_journalled_each_and_saved_in_the_manifest_once(tmp_path):
+    """The samplers, monitors and servers of a run start together: each is in the journal when
+    its PID is known, and the manifest is saved once for all that started in the same turn of the
+    event loop (a save re-encodes the whole manifest, ~100 KB by then)."""
+    import asyncio
+
+    from controller import scenarios
+    from controller.inventory import load_inventory
+    from controller.results.records import RunRecord
+    from controller.run.recovery import JOURNAL
+    from controller.run.runner import Run
+    from tests.support.shipped import VIRTUAL, no_state_dir
+
+    class Counted(RunRecord):
+        saves = 0
+
+        def save(self) -> None:
+            Counted.saves += 1
+            super().save()
+
+    with no_state_dir():
+        inv = load_inventory(VIRTUAL)
+        sc = scenarios.get("distinct-bottleneck")
+        params, given = sc.parse_args([])
+        plan = sc.plan(params, inv)
+        rec = Counted(tmp_path, "r")
+        rec.start(scenario=sc.name, parameters={}, inventory={"name": inv.name}, inventory_file="")
+        run = Run(sc, params, given, inv, plan, rec)
+    procs = [SimpleNamespace(host=h, pid=100 + i, argv=("python3", "-c", "x"), note="sampler", started=2.0 + i,
+                             host_start=START) for i, h in enumerate(("a1", "b1", "br1"))]
+
+    async def burst() -> tuple[int, list, list]:
+        Counted.saves = 0
+        for p in procs:
+            run._record_spawn(p)
+        journal = [json.loads(line) for line in (tmp_path / "r" / JOURNAL).read_text().splitlines()]
+        on_disk = json.loads((tmp_path / "r" / "manifest.json").read_text())["processes"]
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return Counted.saves, journal, on_disk
+
+    saves, journal, before_save = asyncio.run(burst())
+    assert [p["pid"] for p in journal] == [100, 101, 102]       # on disk at once
+    assert before_save == []                                     # the manifest a moment later...
+    assert saves == 1                                            # ...in one save for the three
+    assert [p["pid"] for p in json.loads((tmp_path / "r" / "manifest.json").read_text())["processes"]] == \
+        [100, 101, 102]
+    asyncio.run(run.close())
