@@ -137,6 +137,7 @@ class CongestionStage:
         self.drivers: dict[str, CongestionDriver] = {}
         self.before: dict[str, CongestionState] = {}
         self.uploads: dict[str, list[Command]] = {}
+        self.touched: set[str] = set()     # hosts where configure sent a change (marked before sending)
 
     @property
     def hosts(self) -> list[str]:
@@ -222,6 +223,8 @@ class CongestionStage:
         async def one(h: str) -> CongestionState:
             drv = self.drivers[h]
             todo = self.uploads.get(h, []) + drv.plan(self.wanted[h], self.before[h])
+            if todo or self.before[h].held_by(self.holder):
+                self.touched.add(h)     # mark first, then change: an interruption mid-load still restores it
             await run_all(self.sessions[h], todo)
             if self.dry_run:
                 return drv.expected_state(self.before[h], self.wanted[h])
@@ -242,6 +245,12 @@ class CongestionStage:
     async def restore_host(self, h: str, problems: list[str]) -> None:
         drv = self.drivers.get(h)
         if drv is None or h not in self.before:
+            return
+        if h not in self.touched:
+            # This run loaded nothing here (only the kernel's own algorithms, or what it holds
+            # already): nothing to undo, and the state read before the run is its record, as a
+            # configure with nothing to change verifies that state (no probe on the rack's path).
+            self.manifest["congestion"]["hosts"][h]["restored"] = self.before[h].to_json()
             return
         if self.dry_run:
             now = drv.expected_state(self.before[h], self.wanted[h])
