@@ -71,6 +71,7 @@ def run_ctl(duration: str, runs_dir: Path, inventory: Path, tree: Path = PROJECT
     phases = {ph["phase"]: ph["t"] for ph in m["phases"]}
     return {"record": record, "wall_process": wall,
             "overhead": (m["finished"] - m["created"]) - (tw["end"] - tw["start"]),
+            "record_start": phases["prepare"] - m["created"],
             "prepare": phases["configure"] - phases["prepare"],
             "configure": phases["measure"] - phases["configure"],
             "measure_setup": tw["start"] - phases["measure"],
@@ -178,7 +179,7 @@ def main() -> int:
         if not ps:
             continue
         print(f"{label} {fmt([p['overhead'] for p in ps])}")
-        for k in ("prepare", "configure", "measure_setup", "after_traffic"):
+        for k in ("record_start", "prepare", "configure", "measure_setup", "after_traffic"):
             print(f"     {k:<32} median {statistics.median(p[k] for p in ps):7.3f} s")
         print(f"     outside the record: start-up (interpreter, imports, lock, lease, recovery check) "
               f"median {statistics.median(p['startup'] for p in ps):.3f} s, exit "

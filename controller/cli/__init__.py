@@ -228,6 +228,16 @@ def warm_import(name: str) -> None:
     threading.Thread(target=importlib.import_module, args=(name,), name=f"import-{name}", daemon=True).start()
 
 
+def warm_commit() -> None:
+    """Ask git for the checkout's commit (the run record names it: two `git` processes, cached
+    for the process) in a daemon thread while the start-up goes on, not after the record is
+    created."""
+    import threading
+
+    from controller.version import commit
+    threading.Thread(target=commit, name="git-commit", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None and "_ARGCOMPLETE" in os.environ:
         complete()
@@ -241,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         word = command_word(args_in)
         if word == "run" and not {"-h", "--help", "--dry-run"} & set(args_in):
             warm_import("asyncssh")
+            warm_commit()
         commands.LIVE = True        # help texts name this machine's settings
         parser = build_parser(word if word in COMMANDS else None)
         if word == "run":
