@@ -6,6 +6,8 @@ Layout of a run record:
                          endpoint state before/applied/after/restored, clock offsets,
                          flows, timings, errors
     commands.jsonl       every command issued: host, argv, exit status, stdout, stderr, time
+    processes.jsonl      every remote process started, the moment its PID is known (the
+                         manifest's `processes` has the same, saved a moment later)
     raw/<host>/...       raw tool output (iperf3 JSON, ss, nstat, ip mptcp monitor, tc)
     metrics.jsonl        every telemetry point (the spool; InfluxDB gets the same points)
     metrics.influx.json  how far the spool has been pushed to InfluxDB
@@ -14,7 +16,8 @@ Layout of a run record:
 
 A newer format version is refused; older ones are migrated on read.
 
-Times in the manifest (`created`, `finished`, `phases[].t`, `errors[].t`, `traffic_window`)
+Times in the manifest (`created`, `finished`, `phases[].t`, `errors[].t`, `traffic_window`,
+`startup`: when `ctl run`'s start-up steps before the record ended)
 are Unix seconds, UTC (machine fields, for computation); metric points carry Unix
 nanoseconds in `t` (metrics.jsonl, the InfluxDB format). Everything written for a reader
 (summary.json, `--json` output, exports) has ISO 8601 UTC times instead
