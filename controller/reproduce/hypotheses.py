@@ -538,9 +538,9 @@ T1_HYPOTHESES = T1_HYPOTHESES + (
         "differ from ctl's",
         (MCUBIC_TCP_IS_CUBIC_421, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618), "dev-mcubic-competitor-t1",
         f"at link 2 = {T1_COLUMN_TEXT}, with cubic314 (3.14's tcp_cubic.c) as the single-path flows each row's Jain "
-        f"index (over the three flows) is closer to the paper's ({', '.join(f'{cc} {v:g}' for cc, v in T1_PAPER.items())}) "
-        "than with the rack kernel's cubic, and MCubic's and LIA's indices are above Cubic's (the order of both "
-        "claims)",
+        "index (over the three flows) is closer to the paper's "
+        f"({', '.join(f'{cc} {v:g}' for cc, v in T1_PAPER.items())}) than with the rack kernel's cubic, and MCubic's "
+        "and LIA's indices are above Cubic's (the order of both claims)",
         tuple(Comparison(f"{cc}: against cubic314 vs against the kernel's cubic", (cc, _T1_C314), (cc, _T1_CKERNEL),
                          toward=T1_PAPER[cc]) for cc in T1_CCS)
         + tuple(Comparison(f"{cc} above cubic, against cubic314", (cc, _T1_C314), ("cubic", _T1_C314), direction=1)

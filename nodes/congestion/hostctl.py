@@ -20,7 +20,7 @@ sibling's (the `<short>_clash` counter; None: not known).
 And `subflows_reaped`: the subflows the program itself took out of their connection because their
 socket went away without `.release` (`ctl_dead`, nodes/congestion/bpf/ctl_cc.h: the kernel frees a
 few subflows that way under churn; the program finds them when a socket starts or stops running it).
-For MCubic and its variants it reports `hystart_exits`: how often the program's own HyStart ended
+For MCubic and its variants, and cubic314, it reports `hystart_exits`: how often the program's own HyStart ended
 slow start, by detector ({"ack_train": n, "delay": n}; the kernel's TcpExtTCPHystart* counters
 count only its Cubic), and `holders_seen`: every holder the program had from its registration on
 (each entry keeps the list), i.e. whose connections those counters may count. (A holder that a
@@ -302,7 +302,7 @@ def _reaped(struct_ops_id: int) -> int | None:
 
 
 def _hystart_exits(struct_ops_id: int) -> dict | None:
-    """MCubic's own HyStart exits (mcubic.bpf.c: ctl_hystart_train, ctl_hystart_delay): how often
+    """A program's own HyStart exits (mcubic.bpf.c, cubic314.bpf.c: ctl_hystart_train, ctl_hystart_delay): how often
     its ACK-train and its delay detector ended slow start, over every socket that ran it; None for
     a program without them."""
     train, delay = _bss_var(struct_ops_id, "ctl_hystart_train"), _bss_var(struct_ops_id, "ctl_hystart_delay")
