@@ -137,6 +137,16 @@ def rack_b(tmp_path_factory: pytest.TempPathFactory, rack: TestRack) -> TestRack
 
 
 @pytest.fixture(scope="session")
+def bpf_trace_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the session's trace builds of ctl's BPF programs go (-DCTL_TRACE; nodes/congestion/build.py
+    reuses a build made there for the same kernel BTF, sources and clang target): the modules that
+    replay traces (test_bpf_cc, test_bpf_churn, test_cubic314, test_bbr3; all in lane A, one worker)
+    compile each program once per session instead of once per module. Builds of other kinds, and the
+    check that two builds are identical, keep their own directories."""
+    return tmp_path_factory.mktemp("cc-trace-build")
+
+
+@pytest.fixture(scope="session")
 def pg_server():
     """One real PostgreSQL server for the session (Debian's package, started here on a private
     Unix socket; see support/postgres.py). Tests take a fresh database each (`pg_url`)."""

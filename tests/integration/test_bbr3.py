@@ -117,8 +117,8 @@ def path(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def trace_build(tmp_path_factory):
-    return build(dest=tmp_path_factory.mktemp("bbr3-build"), trace=True, names=["bbr3"])
+def trace_build(bpf_trace_dir):
+    return build(dest=bpf_trace_dir, trace=True, names=["bbr3"])
 
 
 def _hostctl(*args: str) -> dict:

@@ -113,8 +113,8 @@ def paths():
 
 
 @pytest.fixture(scope="module")
-def objects(tmp_path_factory):
-    return build(dest=tmp_path_factory.mktemp("cc-build"), trace=True)
+def objects(bpf_trace_dir):
+    return build(dest=bpf_trace_dir, trace=True)
 
 
 def _hostctl(*args: str) -> dict:

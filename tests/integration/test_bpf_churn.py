@@ -52,9 +52,9 @@ def churn_paths():
 
 
 @pytest.fixture(scope="module")
-def objects(tmp_path_factory):
+def objects(bpf_trace_dir):
     from nodes.congestion.build import build
-    return build(dest=tmp_path_factory.mktemp("cc-build"), trace=True)
+    return build(dest=bpf_trace_dir, trace=True)
 
 
 def test_every_entry_left_after_a_churn_is_one_a_counted_subflow_holds(churn_paths, objects):

@@ -41,8 +41,8 @@ def paths():
 
 
 @pytest.fixture(scope="module")
-def objects(tmp_path_factory):
-    return build(dest=tmp_path_factory.mktemp("c3-build"), trace=True, names=["cubic314"])
+def objects(bpf_trace_dir):
+    return build(dest=bpf_trace_dir, trace=True, names=["cubic314"])
 
 
 def _available() -> list[str]:
