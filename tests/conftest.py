@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 if str(PROJECT) not in sys.path:
     sys.path.insert(0, str(PROJECT))
 
-from tests.support.lanes import LANE_A, LIGHT_NICE, lane_of, nice_of, rack_scheduling  # noqa: E402
+from tests.support.lanes import LANE_A, LIGHT_NICE, lane_of, nice_of, rack_scheduling, timeline  # noqa: E402
 from tests.support.rack import (TestRack, free_mgmt_octet, make_state_dir, rack_build_lock, release_cc_holds,  # noqa: E402
                                 sweep_stale_test_racks, write_test_inventory)
 
@@ -20,6 +21,7 @@ REQUIRED = ("ip", "tc", "sshd", "iperf3", "mptcpize", "ethtool", "ss", "nstat", 
 SUITE_WORKERS = 3
 _RACK_SCHEDULING = pytest.StashKey[bool]()
 _LIGHT_NICE = pytest.StashKey[int]()
+_ENDS = pytest.StashKey[list]()          # (worker, seconds since the start, nodeid) as each test ends
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -44,6 +46,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.dist = "loadscope"
         config.stash[_RACK_SCHEDULING] = True
         config.stash[_LIGHT_NICE] = light_nice_from_env()
+        config.stash[_ENDS] = [time.monotonic()]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -87,6 +90,25 @@ def pytest_runtest_protocol(item: pytest.Item) -> None:
             os.setpriority(os.PRIO_PROCESS, 0, want)
         except PermissionError:     # back to a higher priority needs root; the results do not depend on it
             pass
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """(the suite run's controller) When each test ended, and on which worker: the timeline below."""
+    node = getattr(report, "node", None)
+    if report.when == "teardown" and node is not None:
+        ends = node.config.stash.get(_ENDS, None)
+        if ends is not None:
+            ends.append((node.gateway.id, time.monotonic() - ends[0], report.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """The suite run ends with its critical path: per worker, its lanes and unit tests in order, with
+    when each stretch ended (lanes.timeline); the worker that ended last is the wall time."""
+    ends = config.stash.get(_ENDS, None)
+    if ends and len(ends) > 1:
+        terminalreporter.write_sep("-", "suite timeline (seconds since the start)")
+        for line in timeline(ends[1:]):
+            terminalreporter.write_line(line)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

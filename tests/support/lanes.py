@@ -154,3 +154,27 @@ def rack_scheduling(config, log):
             super()._assign_work_unit(node)
 
     return RackScheduling(config, log)
+
+
+def timeline(ends: list[tuple[str, float, str]]) -> list[str]:
+    """The suite run's critical path, one line per worker: what it ran, in order, each stretch from
+    the end of the test before it to the end of its last test (seconds since the run started), from
+    `ends`: (worker, seconds, nodeid) as each test finished. The worker that ends last is the wall
+    time; its line says which lane that was."""
+    stretches: dict[str, list[list]] = {}
+    for worker, t, nodeid in sorted(ends, key=lambda e: e[1]):
+        kind = lane_of(nodeid) or "unit tests"
+        kind = kind.split("(", 1)[1].rstrip(")") if "(" in kind else kind
+        mine = stretches.setdefault(worker, [])
+        if mine and mine[-1][0] == kind:
+            mine[-1][2], mine[-1][3] = t, mine[-1][3] + 1
+        else:
+            mine.append([kind, mine[-1][2] if mine else 0.0, t, 1])
+    last = max(stretches, key=lambda w: stretches[w][-1][2]) if stretches else None
+    lines = []
+    for worker in sorted(stretches):
+        parts = ", ".join(f"{kind} {a:.0f}-{b:.0f} s ({n} test{'s' if n != 1 else ''})"
+                          for kind, a, b, n in stretches[worker])
+        lines.append(f"{worker}: {parts}; done at {stretches[worker][-1][2]:.0f} s"
+                     + ("  <- the wall time" if worker == last else ""))
+    return lines

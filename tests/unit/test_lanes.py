@@ -11,7 +11,7 @@ import pytest
 
 from nodes.congestion.catalog import ALGORITHMS
 from tests.support.lanes import (INTEGRATION, LANE_A, LANE_B1, LANE_B2, LAST, LIGHT, LIGHT_NICE, SECOND_HALF,
-                                 lane_of, lane_order, nice_of, rack_scheduling, work_unit)
+                                 lane_of, lane_order, nice_of, rack_scheduling, timeline, work_unit)
 
 PROJECT = Path(__file__).resolve().parents[2]
 MODULES = sorted(p.name for p in (PROJECT / INTEGRATION).glob("test_*.py"))
@@ -277,3 +277,17 @@ def test_the_light_nice_comes_from_the_environment_and_a_bad_one_is_refused(monk
         monkeypatch.setenv("CTL_TEST_LIGHT_NICE", bad)
         with pytest.raises(pytest.UsageError, match="CTL_TEST_LIGHT_NICE"):
             light_nice_from_env()
+
+
+def test_the_timeline_says_what_each_worker_ran_and_which_one_ended_last():
+    ends = [("gw0", 20.0, "tests/integration/test_bpf_cc.py::test_a"),
+            ("gw1", 15.0, "tests/integration/test_field_mode.py::test_field"),
+            ("gw0", 700.5, "tests/integration/test_links.py::test_measure"),
+            ("gw1", 400.0, "tests/integration/test_install.py::test_wheel"),
+            ("gw1", 401.0, "tests/unit/test_x.py::test_y"),
+            ("gw1", 520.0, "tests/unit/test_z.py::test_w"),
+            ("gw0", 702.0, "tests/unit/test_q.py::test_r")]
+    assert timeline(ends) == [
+        "gw0: lane A: timed 0-700 s (2 tests), unit tests 700-702 s (1 test); done at 702 s  <- the wall time",
+        "gw1: lane B1: light 0-400 s (2 tests), unit tests 400-520 s (2 tests); done at 520 s"]
+    assert timeline([]) == []
