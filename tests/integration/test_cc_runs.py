@@ -133,6 +133,38 @@ def test_a_bpf_algorithm_runs_on_every_data_subflow_and_leaves_nothing(cc_rack):
     assert not cong.get("warnings"), cong["warnings"]
 
 
+def test_mcubics_own_hystart_exits_reach_the_summary_with_whose_they_are(cc_rack):
+    """A short mcubic run on the shared bottleneck (controller/results/hystart.py): the record keeps the
+    program's own HyStart counts and every holder it had (hostctl's holders_seen); the summary gives
+    them as the MPTCP sender's only when this run alone held the program, and then exactly the record's
+    numbers; with another holder (another rack's run on this kernel) no number and "kernel-wide"."""
+    p = cc_rack.ctl("run", "shared-bottleneck", "--delay", "20ms", "--cc", "mcubic", "--duration", "10s", "--json",
+                    timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout)["data"]
+    cong = json.loads((Path(out["record"]) / "manifest.json").read_text())["congestion"]
+    mptcp, = (h for h, e in out["summary"]["sender_counters"].items() if e.get("hystart_not_counted_for") == ["mcubic"])
+    own = out["summary"]["sender_counters"][mptcp]["own_hystart_exits"]["mcubic"]
+    read = {h: st for h, st in cong["hosts"].items() if "mcubic" in (st.get("hystart_exits") or {})}
+    if not read:    # another rack's run still held mcubic when this one left it: the last holder reads the counters
+        assert own["ack_train"] is None and own["attribution"].startswith("kernel-wide, shared with"), own
+        print(f"\nmcubic's own HyStart exits on {mptcp}: not this run's to read: {own}")
+        return
+    assert len(read) == 1, cong["hosts"]                  # the one host that unloaded it read the counters
+    (host, st), = read.items()
+    seen = st["holders_seen"]["mcubic"]
+    assert isinstance(seen, list) and cong["holder"] in seen, st
+    others = {h for h in seen if h != cong["holder"]}
+    if others:
+        assert own["ack_train"] is None and own["delay"] is None and own["other_holders"] >= len(others), own
+        assert own["attribution"].startswith("kernel-wide, shared with"), own
+    else:
+        want = st["hystart_exits"]["mcubic"]
+        assert (own["ack_train"], own["delay"], own["hosts"]) == (want["ack_train"], want["delay"], [mptcp]), own
+        assert own["attribution"].startswith(f"{mptcp}'s: loaded for this run"), own
+    print(f"\nmcubic's own HyStart exits on {mptcp} (read on {host}, holders seen {len(seen)}): {own}")
+
+
 # (cubic314, a variant of the kernel's cubic that couples nothing: tests/integration/test_cubic314.py)
 @pytest.mark.parametrize("variant", [n for n, a in ALGORITHMS.items() if a.variant_of and a.coupled])
 def test_every_variant_runs_and_its_record_names_its_reading(cc_rack, variant):
