@@ -228,3 +228,54 @@ def test_a_kill_9_in_an_overlap_loses_nothing(rack, moment):
     for pr in m["processes"]:
         cmd = Path(f"/proc/{pr['pid']}/cmdline")
         assert not cmd.exists() or pr["argv0"].encode() not in cmd.read_bytes(), pr
+
+
+def _entries(lines: list[str]) -> list[dict]:
+    """The complete lines of a journal (a line being written is not one yet)."""
+    out = []
+    for x in lines:
+        try:
+            out.append(json.loads(x))
+        except ValueError:
+            pass
+    return out
+
+
+def test_a_kill_9_as_the_journal_names_a_process_loses_nothing(rack):
+    """A started process is appended to the record's processes.jsonl the moment its PID is known,
+    and saved in the manifest a moment later (once per turn of the event loop): killed as soon as
+    the journal names a sampler, monitor or server, whether or not the manifest has it yet, the
+    next `ctl run` still ends every process the killed run started and restores the rack."""
+    before = _baseline(rack)
+    seen = _records(rack)
+    proc = rack.popen("run", "distinct-bottleneck", "--link2", "20M", "--duration", "2")
+    deadline = time.monotonic() + 60
+    killed = None
+    while killed is None and time.monotonic() < deadline:
+        for d in _records(rack) - seen:
+            try:
+                lines = (rack.runs_dir / d / "processes.jsonl").read_text().splitlines()
+            except OSError:
+                continue
+            if any(e.get("note", "").startswith(("sampler", "iperf3 server", "MPTCP events")) for e in _entries(lines)):
+                proc.kill()
+                proc.wait()
+                killed = rack.runs_dir / d
+                break
+        if killed is None and proc.poll() is not None:
+            raise AssertionError("the run ended before the moment came")
+        time.sleep(0.002)
+    assert killed is not None, "the moment never came"
+    journal = _entries((killed / "processes.jsonl").read_text().splitlines())
+    p = rack.ctl("run", "distinct-bottleneck", "--link2", "20M", "--duration", "2")
+    assert p.returncode == 0, p.stderr
+    assert f"recovered the rack from interrupted run {killed.name}" in p.stderr
+    m = json.loads((killed / "manifest.json").read_text())
+    assert m["status"] == "aborted" and m["recovery"]["problems"] == []
+    # every process the journal named is in the recovered record, and none of them runs any more
+    recorded = {(pr["host"], pr["pid"]) for pr in m["processes"]}
+    assert {(pr["host"], pr["pid"]) for pr in journal} <= recorded
+    assert _baseline(rack) == before
+    for pr in m["processes"]:
+        cmd = Path(f"/proc/{pr['pid']}/cmdline")
+        assert not cmd.exists() or pr["argv0"].encode() not in cmd.read_bytes(), pr
