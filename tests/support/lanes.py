@@ -32,7 +32,9 @@ both want the CPU, lane A gets it (`nice_of`; CTL_TEST_LIGHT_NICE=0 puts every w
 priority). Measured on 2026-11-26 (18d24bb): clean-clone runs 10:29-10:42 at nice 10 against
 11:05-11:41 at one priority. It was taken back (64468e4) for the one real-time property lane B then
 had, the live view's once-a-second frames on a terminal (a 6 s run drew no frame for 6 s at nice
-10); that test is lane A's now (test_live_view.py), and nothing in LIGHT asserts a cadence.
+10); that test is lane A's now (test_live_view.py), and nothing in LIGHT asserts a cadence. Checked
+on 2026-11-27 harsher than a suite run: test_field_mm and test_abort_and_safety's signal and kill -9
+tests at nice 10 beside two CPU-bound processes at nice 0 (both cores busy) passed.
 """
 from __future__ import annotations
 
