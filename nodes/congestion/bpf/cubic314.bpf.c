@@ -9,9 +9,16 @@
  * One flow at a time: on a plain TCP socket, or uncoupled on each subflow of an MPTCP connection
  * (it never publishes into the coupling map ctl_cc.h declares; that map stays empty).
  *
- * Source read: Linux 3.14's tcp_cubic.c as tcp_cubic.c of the 3.x series reads before the 3.15 /
- * 4.1 rewrites (usec HyStart in 3.15+, the per-jiffy cnt and the acked count of 4.1), the same
- * text mcubic.bpf.c's mcubic_wrap follows for bictcp_update() (3.14.40 there); what this file does:
+ * Sources: no 3.14 tree's tcp_cubic.c was at hand when this was written (the reference index held
+ * none); bictcp_update()'s arithmetic is the text mcubic.bpf.c's mcubic_wrap follows (read from
+ * 3.14.40 there), and the rest was checked against the tcp_cubic.c of github.com/Chirfen/mptcp
+ * (commit 6de2ad66a4d6, a later MPTCP tree): its struct bictcp, bictcp_reset, bictcp_clock (ms),
+ * bictcp_hystart_reset, hystart_update (ms << 3 delays, delay_min >> 4), bictcp_acked (the
+ * delayed-ACK ratio, HZ discard), recalc_ssthresh and undo_cwnd (loss_cwnd) read as below; its
+ * bictcp_update is newer than 3.14 (4.1's `acked` count, per-jiffy goto and cnt floor of 2), and what
+ * 3.14 has there instead (ack_cnt++ per ACK, cnt = (cnt << 4) / delayed_ack, at least 1, no floor of
+ * 2) is from mcubic_wrap's reading and from memory of 3.14, not re-read from a 3.14 tree here.
+ * What this file does:
  *
  *   bictcp_update(ca, cwnd), once per ACK in congestion avoidance:
  *     ack_cnt++; if last_cwnd == cwnd and (s32)(now - last_time) <= HZ/32: return (cnt kept);
