@@ -17,7 +17,11 @@
  * delayed-ACK ratio, HZ discard), recalc_ssthresh and undo_cwnd (loss_cwnd) read as below; its
  * bictcp_update is newer than 3.14 (4.1's `acked` count, per-jiffy goto and cnt floor of 2), and what
  * 3.14 has there instead (ack_cnt++ per ACK, cnt = (cnt << 4) / delayed_ack, at least 1, no floor of
- * 2) is from mcubic_wrap's reading and from memory of 3.14, not re-read from a 3.14 tree here.
+ * 2) is from mcubic_wrap's reading; afterwards checked line by line against an older tree, Linux
+ * 3.10.40's tcp_cubic.c (github.com/LineageOS/android_kernel_moto_shamu, commit 13c4bf3b7a8f):
+ * `ca->ack_cnt++;`, `ca->cnt = (ca->cnt << ACK_RATIO_SHIFT) / ca->delayed_ack; if (ca->cnt == 0)
+ * ca->cnt = 1;`, no floor of 2, and the same HyStart and bictcp_acked as above. A 3.14 tree itself
+ * was not re-read: that 3.10 and the later tree agree with this file is evidence, not proof.
  * What this file does:
  *
  *   bictcp_update(ca, cwnd), once per ACK in congestion avoidance:
