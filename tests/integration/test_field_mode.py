@@ -268,5 +268,19 @@ def test_field_run_loses_nothing_across_uplink_cut_restart_and_modem_reset(rack,
     assert pct["p5_kbps"] <= pct["p50_kbps"] <= pct["p95_kbps"]
     text = rack.ctl("field", "report", run_id, "--no-fetch")
     assert text.returncode == 0 and "Table 1" in text.stdout and "m2" in text.stdout
+
+    # ---- lines of ping and iperf3 the logger did not understand: counted each second, summed by the report, the
+    # first ones kept as the tools printed them (nodes/fieldlog/parsers.py Unread) ---------------------------------
+    assert all(isinstance(p.fields.get("ping_unparsed_lines"), int) and
+               isinstance(p.fields.get("workload_unparsed_lines"), int) for p in ticks.values())
+    unparsed = summary["refused_inputs"]["m2"]["unparsed_lines"]
+    assert set(unparsed) == {"ping", "iperf3"}, unparsed
+    for tool, key, log in (("ping", "ping_unparsed_lines", "ping.log"), ("iperf3", "workload_unparsed_lines",
+                                                                         "workload.log")):
+        assert unparsed[tool]["lines"] == sum(p.fields[key] for p in ticks.values())
+        raw_lines = {line.split(" ", 1)[1] for line in (record / "raw" / "m2" / "raw" / log).read_text().splitlines()
+                     if " " in line}
+        assert all(first in raw_lines for first in unparsed[tool]["first"]), (tool, unparsed[tool])
+    print(f"lines not understood: {unparsed}")
     print(f"field integration test took {time.monotonic() - t_test:.0f} s; "
           f"{len(ticks)} seconds, {len(points)} points, gap {sorted(missing)}")
