@@ -250,7 +250,9 @@ class CongestionStage:
             # This run loaded nothing here (only the kernel's own algorithms, or what it holds
             # already): nothing to undo, and the state read before the run is its record, as a
             # configure with nothing to change verifies that state (no probe on the rack's path).
+            # The record says that it was not read again (`read_back` false), not that it was.
             self.manifest["congestion"]["hosts"][h]["restored"] = self.before[h].to_json()
+            self.manifest["congestion"]["hosts"][h]["read_back"] = False
             return
         if self.dry_run:
             now = drv.expected_state(self.before[h], self.wanted[h])
@@ -276,6 +278,7 @@ class CongestionStage:
         if diffs:
             problems.append(f"{h}: congestion controls: " + "; ".join(diffs))
         self.manifest["congestion"]["hosts"][h]["restored"] = after.to_json()
+        self.manifest["congestion"]["hosts"][h]["read_back"] = True
 
 
     def _record_conns_left(self, h: str, left: Mapping[str, int | None],

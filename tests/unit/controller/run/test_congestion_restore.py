@@ -2,7 +2,8 @@
 
 Contract: a host where the run loaded nothing (its flows use the kernel's own algorithms) has
 nothing to undo: the restore sends it no command (no probe on the rack's path after the
-traffic) and records the state read before the run as its `restored`; a host where the run
+traffic) and records the state read before the run as its `restored`, with `read_back` false (the
+record does not claim a read it did not make); a host where the run
 loaded a BPF algorithm has it left (a real run probes the host first and reads it back after). The sessions
 are ctl's DryRunSession (they record each command and answer what a real host is assumed to
 print), as `ctl run --dry-run` lists a real run's commands.
@@ -50,7 +51,7 @@ def test_a_host_running_only_the_kernels_algorithms_gets_no_command_at_restore()
         assert asyncio.run(run()) == []
     assert _hostctl(log, "a1") == []                          # cubic: nothing loaded, nothing sent
     hosts = manifest["congestion"]["hosts"]
-    assert hosts["a1"]["restored"] == hosts["a1"]["before"]
+    assert hosts["a1"]["restored"] == hosts["a1"]["before"] and hosts["a1"]["read_back"] is False
     assert _hostctl(log, "a2") == ["unload"]     # mcubic: left (a real run probes first; a dry run
     #                                              plans from the state the load would have left)
     assert stage.touched == {"a2"}
