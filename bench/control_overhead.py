@@ -137,9 +137,9 @@ def fmt(xs: list[float]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=5, help="paired repetitions (ctl, plain ssh; default 5)")
     ap.add_argument("--duration", default="1s", help="traffic per ctl run (excluded from the overhead)")
-    ap.add_argument("--inventory", default=None)
+    ap.add_argument("--inventory", default=None, help="rack inventory file (default: ctl's, as `ctl config show` resolves it)")
     ap.add_argument("--before", type=Path, default=None, metavar="DIR",
                     help="another checkout of ctl whose `ctl run` is measured too, interleaved (C)")
     ap.add_argument("--no-ssh-baseline", action="store_true",
