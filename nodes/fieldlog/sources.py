@@ -364,15 +364,12 @@ def ping_argv(target: str, interval_s: float = 0.2) -> List[str]:
     return ["ping", "-n", "-D", "-O", "-i", "%g" % interval_s, "-W", "1", target]
 
 
-class PingSource:
-    def __init__(self, target: str, interval_s: float = 0.2, raw_path: Optional[str] = None, **kw: Any):
-        self._lock = threading.Lock()
-        self._rtts: List[float] = []
-        self._lost = 0
-        self._errors = 0
-        self._prev: Optional[float] = None
-        self.unread = Unread()
-        self.loop = ChildLoop("ping", ping_argv(target, interval_s), self._line, raw_path, on_unread=self._unread, **kw)
+class _CountsUnread:
+    """A source that counts the lines of its tool it did not understand (parsers.Unread, under the
+    source's own lock: the tool's reader thread adds, the logger's tick takes)."""
+
+    _lock: threading.Lock
+    unread: Unread
 
     def _unread(self, line: str) -> None:
         with self._lock:
@@ -382,6 +379,17 @@ class PingSource:
         """Lines not understood since the last call, and the first few of them not taken yet (parsers.Unread)."""
         with self._lock:
             return self.unread.take()
+
+
+class PingSource(_CountsUnread):
+    def __init__(self, target: str, interval_s: float = 0.2, raw_path: Optional[str] = None, **kw: Any):
+        self._lock = threading.Lock()
+        self._rtts: List[float] = []
+        self._lost = 0
+        self._errors = 0
+        self._prev: Optional[float] = None
+        self.unread = Unread()
+        self.loop = ChildLoop("ping", ping_argv(target, interval_s), self._line, raw_path, on_unread=self._unread, **kw)
 
     def _line(self, line: str) -> None:
         r = parse_ping_line(line)
@@ -526,7 +534,7 @@ def torrent_argv(w: Mapping[str, Any]) -> List[str]:
     return argv
 
 
-class WorkloadRunner:
+class WorkloadRunner(_CountsUnread):
     """The workload process and its per-tick progress."""
 
     def __init__(self, spec: Mapping[str, Any], raw_path: Optional[str], **kw: Any):
@@ -552,15 +560,6 @@ class WorkloadRunner:
     def tool(self) -> str:
         """The program whose output this source reads (the record's name for it)."""
         return {"torrent": "webtorrent"}.get(self.kind, self.kind)
-
-    def _unread(self, line: str) -> None:
-        with self._lock:
-            self.unread.add(line)
-
-    def take_unread(self) -> Tuple[int, List[Tuple[int, str]]]:
-        """Lines not understood since the last call, and the first few of them not taken yet (parsers.Unread)."""
-        with self._lock:
-            return self.unread.take()
 
     def _iperf3_line(self, line: str) -> None:
         iv = parse_iperf3_interval(line)
