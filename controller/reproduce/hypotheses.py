@@ -478,7 +478,8 @@ _T1_PREDICTION = (f"at link 2 = {T1_COLUMN_TEXT}, each row's Jain index (over th
 T1_HYPOTHESES: tuple[Hypothesis, ...] = (
     Hypothesis(
         "mcubic-t1-path-delay", "mcubic", _T1_CLAIMS,
-        "The paper's paths had a round-trip time ctl does not add (the text states none): the algorithms differ "
+        "The paper's paths had a round-trip time ctl does not add (section 4.2.1, Table 1's scenario, states none; "
+        "4.2.2 gives 100-800 ms for the other scenario): the algorithms differ "
         "most at long round trips (Cubic's growth is set by time, a Reno increase by round trips), so at the "
         "rack's own short RTT their indices and their order differ from the paper's",
         (MCUBIC_T1_SETUP,), "dev-mcubic-t1",
