@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 MAX_SUBFLOWS = 8
 U32_MAX = 0xFFFFFFFF
@@ -497,14 +497,20 @@ def replay(algorithm: str, r: TraceRecord) -> tuple[int, ...] | None:
 MCUBIC_READINGS = ("mcubic", "mcubic_wrap", "mcubic_stretch", "mcubic_nohs")
 
 
-def check_trace(algorithm: str, records: Sequence[TraceRecord]) -> tuple[int, list[tuple[TraceRecord, tuple]]]:
-    """(decisions replayed, the mismatches with what the model computes)."""
+def check_replays(records: Sequence[TraceRecord], replay_one: Callable[[TraceRecord], tuple | None]
+                  ) -> tuple[int, list[tuple[TraceRecord, tuple]]]:
+    """(decisions replayed, the mismatches with what `replay_one` computes; None: not a decision it models)."""
     replayed, bad = 0, []
     for r in records:
-        want = replay(algorithm, r)
+        want = replay_one(r)
         if want is None:
             continue
         replayed += 1
         if tuple(r.outputs[:len(want)]) != tuple(want):
             bad.append((r, want))
     return replayed, bad
+
+
+def check_trace(algorithm: str, records: Sequence[TraceRecord]) -> tuple[int, list[tuple[TraceRecord, tuple]]]:
+    """(decisions replayed, the mismatches with what the model computes)."""
+    return check_replays(records, lambda r: replay(algorithm, r))

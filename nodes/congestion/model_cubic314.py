@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from nodes.congestion.model import EV_HYSTART, EV_INCREASE, EV_SSTHRESH, U32_MAX, TraceRecord, _s32, cbrt_u64
+from nodes.congestion.model import (EV_HYSTART, EV_INCREASE, EV_SSTHRESH, U32_MAX, TraceRecord, _s32, cbrt_u64,
+                                    check_replays)
 
 U64_MAX = (1 << 64) - 1
 HZ = 1000                               # jiffies per second here (the ms of tcp_mstamp)
@@ -195,12 +196,4 @@ def replay(r: TraceRecord) -> tuple[int, ...] | None:
 
 def check_trace(records: Sequence[TraceRecord]) -> tuple[int, list[tuple[TraceRecord, tuple]]]:
     """(decisions replayed, the mismatches with what the model computes), as model.check_trace."""
-    replayed, bad = 0, []
-    for r in records:
-        want = replay(r)
-        if want is None:
-            continue
-        replayed += 1
-        if tuple(r.outputs[:len(want)]) != tuple(want):
-            bad.append((r, want))
-    return replayed, bad
+    return check_replays(records, replay)

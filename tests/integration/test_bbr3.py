@@ -37,7 +37,7 @@ from nodes.congestion.build import build
 from nodes.congestion.catalog import ALGORITHMS
 from nodes.congestion.trace_bbr3 import (EV_ACK, RECORD_SIZE, STATE, Record, check_trace, continuity_breaks,
                                          decode_record)
-from tests.support.bpfmap import BpfMap
+from tests.support.bpfmap import read_trace
 
 pytestmark = pytest.mark.integration
 
@@ -165,15 +165,7 @@ def traced_transfer(path: Path1, trace_build, *, queue_slots: int, plr: float, s
                     p.kill()
                     p.wait(timeout=10)
         assert int(received) == int(sent) > 0
-        with BpfMap(maps[f"{ALG.stem}_tidx"], 4) as idx:
-            used = int.from_bytes(idx.lookup(0) or b"\0\0\0\0", "little")
-        records = []
-        with BpfMap(maps[f"{ALG.stem}_trace"], RECORD_SIZE) as tr:
-            for i in range(min(used, 32768)):
-                raw = tr.lookup(i)
-                r = decode_record(raw) if raw else None
-                if r is not None:
-                    records.append(r)
+        used, records = read_trace(maps, ALG.stem, RECORD_SIZE, decode_record, limit=32768)
         assert used < 32768, f"the trace map filled up ({used} calls)"
     finally:
         left = _hostctl("unload", ALG.trace_name, HOLDER)

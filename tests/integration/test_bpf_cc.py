@@ -37,7 +37,7 @@ from nodes.congestion.catalog import ALGORITHMS, coupled_algorithms
 from nodes.congestion.model import (EV_HYSTART, EV_INCREASE, EV_LINK, EV_ROUND, EV_SSTHRESH, EV_UNLINK, HYSTART_ACK_TRAIN,
                                     HYSTART_DELAY, TRACE_RECORD_SIZE, WHY_CLASH, TraceRecord, check_trace,
                                     decode_trace_record, replay)
-from tests.support.bpfmap import BpfMap
+from tests.support.bpfmap import BpfMap, read_trace
 
 pytestmark = pytest.mark.integration
 
@@ -159,17 +159,7 @@ class Registered:
         return int.from_bytes(raw, "little") if raw else 0
 
     def records(self) -> list[TraceRecord]:
-        with BpfMap(self.maps[f"{self.alg.stem}_tidx"], 4) as idx:
-            raw = idx.lookup(0)
-            used = int.from_bytes(raw, "little") if raw else 0
-        out = []
-        with BpfMap(self.maps[f"{self.alg.stem}_trace"], TRACE_RECORD_SIZE) as trace:
-            for i in range(used):
-                raw = trace.lookup(i)
-                r = decode_trace_record(raw) if raw else None
-                if r is not None:
-                    out.append(r)
-        return out
+        return read_trace(self.maps, self.alg.stem, TRACE_RECORD_SIZE, decode_trace_record)[1]
 
     def unload(self) -> dict:
         if self.unloaded is None:

@@ -23,7 +23,7 @@ from nodes.congestion.catalog import ALGORITHMS
 from nodes.congestion.model import EV_HYSTART, EV_INCREASE, EV_SSTHRESH, TRACE_RECORD_SIZE, decode_trace_record
 from nodes.congestion.model_cubic314 import EV_SLOW_START, HYSTART_ACK_TRAIN, HYSTART_DELAY, check_trace
 from tests.integration.test_bpf_cc import _hostctl, bridged_paths
-from tests.support.bpfmap import BpfMap
+from tests.support.bpfmap import read_trace
 
 pytestmark = pytest.mark.integration
 
@@ -50,17 +50,7 @@ def _available() -> list[str]:
 
 
 def _records(maps: dict[str, int]) -> list:
-    with BpfMap(maps["cubic314_tidx"], 4) as idx:
-        raw = idx.lookup(0)
-        used = int.from_bytes(raw, "little") if raw else 0
-    out = []
-    with BpfMap(maps["cubic314_trace"], TRACE_RECORD_SIZE) as trace:
-        for i in range(used):
-            raw = trace.lookup(i)
-            r = decode_trace_record(raw) if raw else None
-            if r is not None:
-                out.append(r)
-    return out
+    return read_trace(maps, "cubic314", TRACE_RECORD_SIZE, decode_trace_record)[1]
 
 
 def _transfer(verb: str, port: int, seconds: float) -> int:

@@ -11,6 +11,7 @@ import ctypes
 import os
 import platform
 import struct
+from typing import Any, Callable
 
 _SYS_BPF = {"x86_64": 321, "aarch64": 280, "arm64": 280}
 BPF_MAP_LOOKUP_ELEM = 1
@@ -58,3 +59,21 @@ class BpfMap:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def read_trace(maps: dict[str, int], stem: str, record_size: int, decode: Callable[[bytes], Any],
+               limit: int | None = None) -> tuple[int, list]:
+    """A trace build's records: (how many the program wrote, as `<stem>_tidx` counts them; the
+    decoded records of `<stem>_trace`, in order, the first `limit` at most; a slot that does not
+    decode is left out)."""
+    with BpfMap(maps[f"{stem}_tidx"], 4) as idx:
+        raw = idx.lookup(0)
+        used = int.from_bytes(raw, "little") if raw else 0
+    out = []
+    with BpfMap(maps[f"{stem}_trace"], record_size) as trace:
+        for i in range(used if limit is None else min(used, limit)):
+            raw = trace.lookup(i)
+            r = decode(raw) if raw else None
+            if r is not None:
+                out.append(r)
+    return used, out
