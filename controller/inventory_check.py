@@ -18,7 +18,8 @@ exist yet (the virtual rack's are created by `ctl lab up`), a link with nothing 
 side. A secret's value is never read into a message: only whether it is there.
 
 Pure but for `secret_warnings`/`file_warnings`, which look at the environment and the files
-a reference names (never printing what they hold). Base layer: the scenarios' needs are
+a reference names (never printing what they hold), and `config_file_errors`, which reads the
+OpenSSH configs named (executing nothing). Base layer: the scenarios' needs are
 checked one layer up (controller.scenarios.roles).
 """
 from __future__ import annotations
@@ -401,6 +402,32 @@ def file_warnings(inv: Inventory) -> list[Finding]:
     return out
 
 
+def config_file_errors(inv: Inventory) -> list[Finding]:
+    """OpenSSH configs the inventory names, read and checked as a connection would read them
+    (controller.sshconfig: every line of the file and of what it includes; nothing executed), so
+    a refused directive (`Match exec`, `ProxyCommand`, ...) is an error of the check, not a
+    surprise at the first connection. A config that does not exist yet is file_warnings' case."""
+    from controller.errors import CtlError
+    from controller.sshconfig import load_openssh_config
+
+    out: list[Finding] = []
+    seen: set[str] = set()
+    for loc_base, ssh in [(("ssh",), inv.ssh)] + [(("hosts", h, "ssh"), host.ssh) for h, host in inv.hosts.items()
+                                                 if host.ssh is not None]:
+        p = ssh.config_file
+        if p is None or str(p) in seen or "config_file" not in ssh.model_fields_set and loc_base != ("ssh",):
+            continue
+        seen.add(str(p))
+        if not Path(p).exists():
+            continue
+        secrets = [ssh.key_passphrase.env] if ssh.key_passphrase is not None and ssh.key_passphrase.env else []
+        try:
+            load_openssh_config(Path(p), secrets)
+        except CtlError as exc:
+            out.append(Finding(loc_base + ("config_file",), exc.one_line()))
+    return out
+
+
 # ---- the whole check -------------------------------------------------------------------------
 
 def check_data(data: Any, lines: Mapping[tuple, int], environ: Mapping[str, str] | None = None) -> CheckReport:
@@ -426,6 +453,8 @@ def check_data(data: Any, lines: Mapping[tuple, int], environ: Mapping[str, str]
         found.append(Finding((), cross_error))   # the backstop: what the model refuses, this check never accepts
     report.errors = _placed(found, lines)
     report.warnings = _placed([f for f in semantic if f.severity == "warning"], lines)
+    if not report.errors and inv is not None:
+        report.errors = _placed(config_file_errors(inv), lines)
     if not report.errors and inv is not None:
         report.inventory = inv
         env = os.environ if environ is None else environ

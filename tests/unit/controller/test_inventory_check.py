@@ -176,6 +176,33 @@ def test_a_secret_that_does_not_resolve_here_is_a_warning_not_an_error(tmp_path)
     assert "k" * 20 not in " ".join(by_field.values())
 
 
+@pytest.mark.parametrize("config, words", [
+    ("Host *\n  Match exec \"touch {marker}\"\n", "line 2: Match exec is refused"),
+    ("Host bastion\n  ProxyCommand sh -c 'touch {marker}'\n", "line 2: ProxyCommand"),
+    ("Host *\n  LocalCommand touch {marker}\n", "line 2: LocalCommand"),
+])
+def test_a_refused_openssh_config_is_an_error_of_the_check_and_nothing_runs(tmp_path, config, words):
+    # The config is read as a connection would read it (controller.sshconfig), offline, executing
+    # nothing: a refused directive is an error on the inventory's `config_file` line, exit 2.
+    marker = tmp_path / "ran"
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(config.format(marker=marker))
+    text = replace_once(LAB.read_text(), "\nssh:\n", f"\nssh:\n  config_file: {cfg}\n")
+    path = tmp_path / "inv.yaml"
+    path.write_text(text)
+    r = check_file(path, environ={})
+    assert not r.valid and len(r.errors) == 1
+    assert r.errors[0].line == line_of(text, "config_file:")
+    shown = r.errors[0].render(str(path))
+    assert "ssh.config_file" in shown and words in shown, shown
+    p = ctl(tmp_path, "inventory", "check", str(path))
+    assert p.returncode == 2 and words in p.stdout + p.stderr, p.stdout + p.stderr
+    assert not marker.exists()
+    # the same config without the refused line is accepted
+    cfg.write_text("Host *\n  ServerAliveInterval 5\n")
+    assert check_file(path, environ={}).valid
+
+
 @pytest.mark.parametrize("old, new, field, words", [
     ("mgmt: {address: 192.168.50.22}", "mgmt: {address: 192.168.50.21}", "hosts.b2.mgmt.address",
      "management address 192.168.50.21 is also host b1's management address"),
