@@ -47,7 +47,8 @@ MCUBIC_TCP_IS_CUBIC_422 = Citation(
     "section 4.1; the TCP host's kernel is not named) and ctl's is the rack kernel's "
     "(6.18 here), which differs from it (HyStart among others): the competitor's version is a hypothesis "
     "(mcubic-competitor-version), tested with cubic314, a BPF build of 3.14's tcp_cubic.c, as the competitor at "
-    "Table 2's 100 ms and Table 1's 20 Mbit/s; at the other delays of Tables 2 and 3 it stays untested")
+    "Table 2's 100, 200 and 800 ms, Table 3's 100:300 and 100:500 ms (MCubic; LIA at 100:500 only) and Table 1's 20 Mbit/s; at the other "
+    "delays of Tables 2 and 3 it stays untested")
 MCUBIC_IMPLEMENTATION = Citation(
     "MCubic paper, section 4.1",
     "본 연구에서는 리눅스 커널 3.14.17[1]에서 지원되는 MPTCP에 MCubic을 구현하였다. 기본적으로 MCubic는 Cubic과 "
@@ -219,6 +220,20 @@ T1_RUN_LENGTH_WINDOWS = ("0s:60s", "60s:300s", "0s:300s")
 # 1's set-up at link 2 = 20 Mbit/s (dev-mcubic-t1's baseline).
 COMPETITORS = ("cubic", "cubic314")
 COMPETITOR_CCS = ("mcubic", "lia", "cubic")
+# The same comparison at the other delays (issue 22, round of 2026-11-27), in ~55 min of rack time:
+# Table 2 at the ends of its long-delay range (200 and 800 ms, each at Table 2's own run length: 60 s
+# and 120 s) with MCubic and LIA (the rows of both Table 2 claims); Table 3 at its longest path 2
+# at the ends of its range (100:300 and 100:500 ms, 90 s as dev-mcubic-eq10-t3) with MCubic, and LIA at
+# 100:500 ms (MCubic's place above it, claim mcubic-best-coupled-hetero). Table 2's 500 ms, Table 3's
+# 100:400 ms, LIA at 100:300 and any other row did not fit: they stay untested
+# (mcubic-competitor-version-other-delays).
+COMPETITOR_T2_DELAYS = ("200ms", "800ms")
+COMPETITOR_T2_COLUMNS = [c for c in T2_COLUMNS if c["delay"] in COMPETITOR_T2_DELAYS]
+COMPETITOR_T2_CCS = ("mcubic", "lia")
+COMPETITOR_T3_DELAYS2 = ("300ms", "500ms")
+COMPETITOR_T3_COLUMNS = [c for c in T3_COLUMNS if c["delay2"] in COMPETITOR_T3_DELAYS2]
+COMPETITOR_T3_CCS = ("mcubic",)
+COMPETITOR_T3_LIA_DELAY2 = "500ms"     # LIA at one column only (the budget): MCubic's place above it there
 
 EXPERIMENTS: dict[str, Experiment] = {e.key: e for e in (
     Experiment(_design("dev-mcubic-run-length", "Run length: 600 s runs at 100 ms, ratios over sub-windows",
@@ -261,6 +276,17 @@ EXPERIMENTS: dict[str, Experiment] = {e.key: e for e in (
                        {"delay": "100ms", "duration": "60s"},
                        [{"cc": cc, "tcp-cc": t} for cc in COMPETITOR_CCS for t in COMPETITORS]),
                columns=("tcp-cc",)),
+    Experiment(_design("dev-mcubic-competitor-t2-delays", "The competitor's Cubic at Table 2's 200 and 800 ms: the "
+                       "rack kernel's cubic vs cubic314 (Linux 3.14's tcp_cubic.c, BPF) as the single-path flow",
+                       {}, [{**col, "cc": cc, "tcp-cc": t} for col in COMPETITOR_T2_COLUMNS
+                            for cc in COMPETITOR_T2_CCS for t in COMPETITORS]),
+               columns=("delay", "tcp-cc")),
+    Experiment(_design("dev-mcubic-competitor-t3", "The competitor's Cubic at Table 3's 100:300 and 100:500 ms: "
+                       "the rack kernel's cubic vs cubic314 (Linux 3.14's tcp_cubic.c, BPF) as the single-path flow",
+                       {}, [{**col, "cc": cc, "tcp-cc": t} for col in COMPETITOR_T3_COLUMNS
+                            for cc in COMPETITOR_T3_CCS + (("lia",) if col["delay2"] == COMPETITOR_T3_LIA_DELAY2
+                                                           else ()) for t in COMPETITORS]),
+               columns=("delay2", "tcp-cc")),
     Experiment(_design("dev-mcubic-competitor-t1", f"Table 1 at link 2 = {T1_COLUMN_TEXT}: the rack kernel's cubic vs "
                        "cubic314 (Linux 3.14's tcp_cubic.c, BPF) as the single-path flows",
                        {"link1": "100M", "link2": T1_COLUMN, "duration": "60s", **T1_BASE},
@@ -342,7 +368,18 @@ def _t3(delay2: str) -> float:
     return TABLE3["rows"]["MCubic"][TABLE3["columns"].index(f"100:{delay2}")]
 
 
-_T2_LIA_100 = TABLE2["rows"]["LIA"][0]
+def _t2_lia(delay: str) -> float:
+    return TABLE2["rows"]["LIA"][TABLE2["columns"].index(delay)]
+
+
+_T2_LIA_100 = _t2_lia("100ms")
+
+
+def _t3_lia(delay2: str) -> float:
+    return TABLE3["rows"]["LIA"][TABLE3["columns"].index(f"100:{delay2}")]
+
+
+_T3_LIA_C314 = f"{_col('delay2', COMPETITOR_T3_LIA_DELAY2)}, {_col('tcp-cc', 'cubic314')}"
 _RL_BASE = f"window {RUN_LENGTH_WINDOWS[0]}"
 
 HYPOTHESES: tuple[Hypothesis, ...] = (
@@ -403,6 +440,42 @@ HYPOTHESES: tuple[Hypothesis, ...] = (
         tuple(Comparison(f"{cc}: against cubic314 vs against the kernel's cubic", (cc, _col("tcp-cc", "cubic314")),
                          (cc, _col("tcp-cc", "cubic")), toward=paper)
               for cc, paper in (("mcubic", _t2("100ms")), ("lia", _T2_LIA_100)))),
+    Hypothesis(
+        "mcubic-competitor-version-t2-delays", "mcubic", ("mcubic-ratio-at-least-1", "coupled-below-1-at-long-delays"),
+        "As mcubic-competitor-version, at Table 2's long delays: against Linux 3.14.17's Cubic (the paper's "
+        "kernel) instead of the rack kernel's, MCubic's and LIA's MPTCP / TCP ratios at 200 and 800 ms differ "
+        "from ctl's",
+        (MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618), "dev-mcubic-competitor-t2-delays",
+        "with cubic314 (3.14's tcp_cubic.c) as the single-path flow, MCubic's and LIA's MPTCP / TCP ratios at "
+        "200 and 800 ms are closer to the paper's ("
+        + "; ".join(f"{d}: MCubic {_t2(d):g}, LIA {_t2_lia(d):g}" for d in COMPETITOR_T2_DELAYS)
+        + ") than with the rack kernel's cubic",
+        tuple(Comparison(f"{cc}: against cubic314 vs against the kernel's cubic, delay {d}",
+                         (cc, f"{_col('delay', d)}, {_col('tcp-cc', 'cubic314')}"),
+                         (cc, f"{_col('delay', d)}, {_col('tcp-cc', 'cubic')}"),
+                         toward=_t2(d) if cc == "mcubic" else _t2_lia(d))
+              for d in COMPETITOR_T2_DELAYS for cc in COMPETITOR_T2_CCS)),
+    Hypothesis(
+        "mcubic-competitor-version-t3", "mcubic", ("hetero-ratio-below-1-and-falling", "mcubic-best-coupled-hetero"),
+        "As mcubic-competitor-version, with path 2 slower (Table 3): against Linux 3.14.17's Cubic instead of the "
+        "rack kernel's, MCubic's MPTCP / TCP ratios at 100:300 and 100:500 ms, and LIA's at 100:500 ms, differ "
+        "from ctl's",
+        (MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618), "dev-mcubic-competitor-t3",
+        "with cubic314 as the single-path flow, MCubic's MPTCP / TCP ratios at 100:300 and 100:500 ms are closer "
+        "to the paper's (" + ", ".join(f"100:{d} {_t3(d):g}" for d in COMPETITOR_T3_DELAYS2)
+        + f") and LIA's at 100:{COMPETITOR_T3_LIA_DELAY2} closer to the paper's {_t3_lia(COMPETITOR_T3_LIA_DELAY2):g} "
+        f"than with the rack kernel's cubic, and against cubic314 MCubic's ratio at 100:{COMPETITOR_T3_LIA_DELAY2} "
+        "is above LIA's (the claim's order)",
+        tuple(Comparison(f"{cc}: against cubic314 vs against the kernel's cubic, 100:{d}",
+                         (cc, f"{_col('delay2', d)}, {_col('tcp-cc', 'cubic314')}"),
+                         (cc, f"{_col('delay2', d)}, {_col('tcp-cc', 'cubic')}"),
+                         toward=_t3(d)) for d in COMPETITOR_T3_DELAYS2 for cc in COMPETITOR_T3_CCS)
+        + (Comparison(f"lia: against cubic314 vs against the kernel's cubic, 100:{COMPETITOR_T3_LIA_DELAY2}",
+                      ("lia", _T3_LIA_C314), ("lia", f"{_col('delay2', COMPETITOR_T3_LIA_DELAY2)}, "
+                                                     f"{_col('tcp-cc', 'cubic')}"),
+                      toward=_t3_lia(COMPETITOR_T3_LIA_DELAY2)),
+           Comparison(f"mcubic above lia, 100:{COMPETITOR_T3_LIA_DELAY2}, against cubic314",
+                      ("mcubic", _T3_LIA_C314), ("lia", _T3_LIA_C314), direction=1))),
     Hypothesis(
         "balia-floor", "mcubic", (),
         "BALIA's lower ratio against a Reno flow than LIA's (bench/cc_tables.py's do-no-harm table: 0.78 vs 0.88) "
@@ -576,15 +649,21 @@ _MCUBIC_CLAIMS = ("mcubic-coupled-fairer", "mcubic-fairest", "mcubic-ratio-at-le
 UNTESTED: tuple[UntestedCause, ...] = (
     UntestedCause(
         "mcubic-competitor-version-other-delays", "mcubic",
-        ("coupled-below-1-at-long-delays", "hetero-ratio-below-1-and-falling", "mcubic-best-coupled-hetero"),
+        ("mcubic-ratio-at-least-1", "coupled-below-1-at-long-delays", "hetero-ratio-below-1-and-falling",
+         "mcubic-best-coupled-hetero"),
         "The paper's competing flow most likely ran Linux 3.14.17's Cubic (MCubic was built on that kernel; the "
         "TCP host's kernel is not named); ctl's runs the rack kernel's Cubic (6.18 here), "
         "whose HyStart and window steps differ: a different competitor changes every ratio measured against it",
         (MCUBIC_TCP_IS_CUBIC_421, MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618),
-        "cubic314 (3.14's tcp_cubic.c as a BPF program) ran as the competitor only at Table 2's 100 ms "
-        "(mcubic-competitor-version) and in Table 1's set-up (mcubic-t1-competitor-version); Table 2's 200-800 ms "
-        "and Table 3's heterogeneous delays were not run with it",
-        elsewhere=("dev-mcubic-competitor-t2", "dev-mcubic-competitor-t1")),
+        "cubic314 (3.14's tcp_cubic.c as a BPF program) ran as the competitor at Table 2's 100 ms "
+        "(mcubic-competitor-version), 200 and 800 ms with MCubic and LIA (mcubic-competitor-version-t2-delays), "
+        "Table 3's 100:300 and 100:500 ms with MCubic and 100:500 ms with LIA (mcubic-competitor-version-t3) "
+        "and in Table 1's set-up (mcubic-t1-competitor-version); Table 2's 500 ms, Table 3's 100:400 ms, LIA at "
+        "100:300 ms, OLIA and wVegas at any delay, and uncoupled Cubic at any Table 3 delay were not run with it "
+        "(so MCubic's place among the coupled rows of Table 3 at 100:300 and 100:400 ms, and every row's trend over "
+        "path 2's delay but MCubic's, are untested against it)",
+        elsewhere=("dev-mcubic-competitor-t2", "dev-mcubic-competitor-t1", "dev-mcubic-competitor-t2-delays",
+                   "dev-mcubic-competitor-t3")),
 )
 
 # Claims whose deviation has no candidate cause ctl knows of: claim id -> why (an explicit entry,

@@ -133,8 +133,12 @@ def test_the_competitors_cubic_is_the_papers_algorithm_but_not_its_version():
     assert (t1d["link2"], t1d["delay"], t1d["queue"]) == (hy.T1_COLUMN, hy.T1_BASE["delay"], hy.T1_BASE["queue"])
     assert not [u for u in hy.UNTESTED if u.id == "mcubic-competitor-version"]
     rest = next(u for u in hy.UNTESTED if u.id == "mcubic-competitor-version-other-delays")
-    assert set(rest.elsewhere) == {"dev-mcubic-competitor-t2", "dev-mcubic-competitor-t1"}
-    assert not set(rest.claims) & (set(t1.claims) | set(t2.claims))
+    assert set(rest.elsewhere) == {"dev-mcubic-competitor-t2", "dev-mcubic-competitor-t1",
+                                   "dev-mcubic-competitor-t2-delays", "dev-mcubic-competitor-t3"}
+    assert not set(rest.claims) & set(t1.claims)
+    # what stays untested is named cell by cell: Table 2's 500 ms, Table 3's 100:400 ms, LIA at 100:300
+    for cell in ("Table 2's 500 ms", "Table 3's 100:400 ms", "LIA at 100:300 ms", "OLIA and wVegas at any delay"):
+        assert cell in rest.untested, cell
     # ctl's statement of how 3.14's Cubic differs is in the BPF source it cites, verbatim
     src = _squash(re.sub(r"\n \* ?", " ", (PROJECT / "nodes/congestion/bpf/mcubic.bpf.c").read_text()))
     assert _squash(hy.CUBIC_314_VS_618.quote) in src
@@ -194,3 +198,27 @@ def test_a_competitor_column_reads_either_spelling_of_tcp_cc():
     assert deviation_column(e, {"tcp-cc": "cubic314"}) == deviation_column(e, {"tcp_cc": "cubic314"}) \
         == "tcp-cc cubic314"
     assert deviation_column(e, {}) == "tcp-cc "
+
+
+def test_the_competitor_at_the_other_delays_keeps_each_tables_run_length():
+    """Issue 22's remaining cells: Table 2 at 200 and 800 ms (60 s and 120 s, Table 2's own lengths),
+    Table 3 at 100:300 and 100:500 ms (90 s, as dev-mcubic-eq10-t3), cubic314 against the kernel's
+    cubic in every column, n = 3; each comparison sets cubic314 against cubic at the same delay."""
+    t2 = hy.EXPERIMENTS["dev-mcubic-competitor-t2-delays"]
+    assert t2.design.repetitions == 3 and t2.columns == ("delay", "tcp-cc")
+    assert {(c["delay"], c["duration"], c["cc"], c["tcp-cc"]) for c in t2.design.cases} == {
+        (d, dur, cc, t) for d, dur in (("200ms", "60s"), ("800ms", "120s")) for cc in ("mcubic", "lia")
+        for t in ("cubic", "cubic314")}
+    t3 = hy.EXPERIMENTS["dev-mcubic-competitor-t3"]
+    assert t3.design.repetitions == 3 and t3.columns == ("delay2", "tcp-cc")
+    assert {(c["delay1"], c["delay2"], c["duration"], c["cc"], c["tcp-cc"]) for c in t3.design.cases} == {
+        ("100ms", d, "90s", cc, t) for d, ccs in (("300ms", ("mcubic",)), ("500ms", ("mcubic", "lia")))
+        for cc in ccs for t in ("cubic", "cubic314")}
+    for hid, e in (("mcubic-competitor-version-t2-delays", t2), ("mcubic-competitor-version-t3", t3)):
+        h = next(h for h in hy.HYPOTHESES if h.id == hid)
+        assert h.experiment == e.key and hy.MCUBIC_IMPLEMENTATION in h.basis
+        cols = {deviation_column(e, c) for c in e.design.cases}
+        for c in h.comparisons:
+            assert c.treated[1].endswith("tcp-cc cubic314") and {c.treated[1], c.baseline[1]} <= cols, c.label
+            if c.direction is None:
+                assert c.baseline[1] == c.treated[1].replace("cubic314", "cubic") and c.toward is not None
