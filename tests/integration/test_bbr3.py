@@ -272,25 +272,17 @@ def test_shallow_buffer_with_loss_startup_exits_on_loss_and_inflight_longterm_fa
 
 
 def _cc_state(rack) -> dict:
-    """The congestion-control state a run may touch: whether the kernel registers and allows bbr3,
-    the default of the initial namespace and of the run's sender and receiver, their socket buffers."""
+    """The congestion-control state a run may touch besides the kernel's lists of registered and
+    allowed algorithms (kernel-wide: tests/support/kernel_cc.py judges them by this run's hold): the
+    default of the initial namespace and of the run's sender and receiver, their socket buffers."""
     def sysctl(name: str, host: str | None = None) -> str:
         argv = ["sysctl", "-n", name]
         return (rack.netns(host, *argv) if host else sh(*argv).stdout).strip()
-    # bbr3's presence only in the kernel-wide lists: a long experiment on this kernel registers and
-    # unregisters programs of its own at any time (never bbr3).
-    out = {"available": "bbr3" in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split(),
-           "allowed": "bbr3" in sysctl("net.ipv4.tcp_allowed_congestion_control").split(),
-           "default": sysctl("net.ipv4.tcp_congestion_control")}
+    out = {"default": sysctl("net.ipv4.tcp_congestion_control")}
     for h in ("a1", "b1"):
         out[h] = tuple(sysctl(k, h) for k in ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_rmem",
                                              "net.ipv4.tcp_wmem"))
     return out
-
-
-def _bbr3_held_by_others(ours: str) -> bool:
-    holders = _hostctl("probe")["holders"]
-    return any(h != ours for h in holders.get("bbr3", {}).get("holders", []))
 
 
 def test_a_bbr3_run_killed_mid_traffic_is_recovered_by_the_next_start(rack):
@@ -299,7 +291,8 @@ def test_a_bbr3_run_killed_mid_traffic_is_recovered_by_the_next_start(rack):
     `ctl run` recovers the rack from the record first: bbr3's hold is released and the program
     unregistered (unless another rack on this kernel holds it too), and the kernel's and the
     endpoints' congestion-control state is what it was before the killed run."""
-    before = _cc_state(rack)
+    from tests.support.kernel_cc import assert_nothing_left, snapshot
+    before, registered = _cc_state(rack), snapshot()
     runs_before = set(rack.runs_dir.glob("*")) if rack.runs_dir.exists() else set()
     proc = rack.popen("run", "rtt-loss-sweep", "--cc", "bbr3", "--bw", "100M", "--rtt", "20ms", "--duration", "60s")
     deadline = time.monotonic() + 180
@@ -325,14 +318,14 @@ def test_a_bbr3_run_killed_mid_traffic_is_recovered_by_the_next_start(rack):
     assert m["status"] in ("aborted", "interrupted"), m["status"]
     assert m["recovery"]["problems"] == [], m["recovery"]
     assert not any(holder in e.get("holders", []) for e in _hostctl("probe")["holders"].values())
-    after = _cc_state(rack)
-    if _bbr3_held_by_others(holder):            # another rack's run on this shared kernel: its hold, not ours
-        after["available"], after["allowed"] = before["available"], before["allowed"]
-    assert after == before
+    # the kernel's lists: nothing this run held is left (another rack's holds on this kernel are theirs)
+    assert_nothing_left(registered, {holder})
+    assert _cc_state(rack) == before
 
 
 def test_nothing_stays_registered(path, trace_build):
-    available = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
-    assert ALG.trace_name not in available and ALG.name not in available
-    holders = _hostctl("probe")["holders"]
-    assert not [n for n, e in holders.items() if HOLDER in e.get("holders", [])]
+    from tests.support.kernel_cc import held_by_others, snapshot
+    snap = snapshot()
+    others = held_by_others(snap, {HOLDER})     # another rack's bbr3 run on this kernel: its hold
+    assert not [n for n in (ALG.trace_name, ALG.name) if n in snap.available and n not in others]
+    assert not [n for n, e in snap.holders.items() if HOLDER in e.get("holders", [])]

@@ -526,11 +526,40 @@ def test_two_racks_with_one_run_id_hold_a_program_apart(objects, tmp_path):
     assert name not in open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
 
 
+def test_a_leaked_hold_fails_the_restore_check_and_another_racks_hold_does_not(objects):
+    """tests/support/kernel_cc.py on this kernel: a program another holder registered while a test
+    ran is not the test's (the old comparison of the kernel's lists fails on it, this one does not);
+    the test's own hold left behind fails it, naming the hold and the name it kept registered."""
+    from tests.support.kernel_cc import assert_nothing_left, left_behind, snapshot
+    name, sha, obj = "olia_trace", objects.sha256_of("olia"), str(objects.object_of("olia"))
+    other = f"{HOLDER}:another-rack"
+    before = snapshot()
+    assert name not in before.available, "olia_trace is registered already: another test's leftover"
+    try:
+        assert _hostctl("load", name, sha, obj, other)["action"] == "registered"
+        during = snapshot()
+        assert not during.available <= before.available                # what the old check compared
+        assert left_behind(before, during, {HOLDER}) == []               # another rack's: not ours
+        assert _hostctl("load", name, sha, obj, HOLDER)["action"] == "shared"
+        assert _hostctl("unload", name, other)["action"] == "left"      # the other leaves; ours stays
+        problems = left_behind(before, snapshot(), {HOLDER})
+        assert f"{name} is still held by {HOLDER}" in problems, problems
+        assert f"{name} appeared in tcp_available_congestion_control and no other holder holds it" in problems
+        with pytest.raises(AssertionError, match=f"{name} is still held by {HOLDER}"):
+            assert_nothing_left(before, {HOLDER})
+    finally:
+        _hostctl("unload", name, other)
+        last = _hostctl("unload", name, HOLDER)
+    assert last["action"] == "unregistered", last
+    assert_nothing_left(before, {HOLDER, other})
+
+
 def test_nothing_stays_registered(paths, objects):
-    available = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
-    assert not [a for a in available if a.endswith("_trace")]
-    holders = _hostctl("probe")["holders"]
-    assert not [n for n, e in holders.items() if HOLDER in e.get("holders", [])]
+    from tests.support.kernel_cc import held_by_others, snapshot
+    snap = snapshot()
+    others = held_by_others(snap, {HOLDER})     # another checkout's suite on this kernel: its own trace builds
+    assert not [a for a in snap.available if a.endswith("_trace") and a not in others]
+    assert not [n for n, e in snap.holders.items() if HOLDER in e.get("holders", [])]
 
 
 def test_builds_are_reproducible(tmp_path):

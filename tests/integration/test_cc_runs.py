@@ -24,6 +24,7 @@ import pytest
 
 from nodes.congestion import hostctl
 from nodes.congestion.catalog import ALGORITHMS
+from tests.support.kernel_cc import assert_nothing_left, run_holders, snapshot
 
 pytestmark = pytest.mark.integration
 
@@ -43,19 +44,16 @@ def holders() -> dict:
 
 @pytest.fixture
 def cc_rack(rack):
-    before = available()
+    """The session rack; afterwards every hold of its runs is taken back and nothing they held is
+    left registered (tests/support/kernel_cc.py: what other racks on this kernel hold is theirs)."""
+    before = snapshot()
     yield rack
-    ours = set()
-    for d in rack.runs_dir.iterdir() if rack.runs_dir.exists() else ():
-        try:
-            ours.add(json.loads((d / "manifest.json").read_text())["congestion"]["holder"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+    ours = run_holders(rack.runs_dir)
     for name, entry in holders().items():
         for h in list(entry.get("holders", [])):
             if h in ours:                                   # ours: never another rack's
                 subprocess.run([sys.executable, hostctl.__file__, "unload", name, h], capture_output=True)
-    assert available() <= before | set(), f"left registered: {sorted(available() - before)}"
+    assert_nothing_left(before, ours)
 
 
 def assert_map_emptied(cong: dict, name: str) -> None:
@@ -104,7 +102,7 @@ def test_cc_list_names_every_algorithm_and_its_origin(cc_rack):
 
 
 def test_a_bpf_algorithm_runs_on_every_data_subflow_and_leaves_nothing(cc_rack):
-    before = available()
+    before = snapshot()
     p = cc_rack.ctl("run", "shared-bottleneck", "--delay", "20ms", "--cc", "olia", "--duration", "8s", "--json",
                     timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -119,7 +117,7 @@ def test_a_bpf_algorithm_runs_on_every_data_subflow_and_leaves_nothing(cc_rack):
     assert len(observed["mptcp"]) == 2, observed                       # both subflows ...
     assert all(names == ["olia"] for names in observed["mptcp"].values())  # ... on olia only
     assert all(names == ["cubic"] for names in observed["tcp"].values())
-    assert "olia" not in available() and available() == before
+    assert_nothing_left(before, run_holders(cc_rack.runs_dir))
     # the kernel's HyStart counters are Linux Cubic's: never shown as olia's (null, with the reason)
     senders = out["summary"]["sender_counters"]
     bpf = [e for e in senders.values() if e.get("hystart_not_counted_for") == ["olia"]]
@@ -172,6 +170,7 @@ def test_every_variant_runs_and_its_record_names_its_reading(cc_rack, variant):
     Done-when names): it completes, every data subflow ran it, and the record says what it is a
     variant of, which reading it is, the defines it was built with, and that its coupling map was
     empty at the end."""
+    before = snapshot()
     p = cc_rack.ctl("run", "shared-bottleneck", "--delay", "20ms", "--cc", variant, "--duration", "20s", "--json",
                     timeout=400)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -197,7 +196,7 @@ def test_every_variant_runs_and_its_record_names_its_reading(cc_rack, variant):
             assert all(isinstance(v, dict) and set(v) == {"ack_train", "delay"} and
                        all(isinstance(n, int) and n >= 0 for n in v.values()) for v in hs.values()), hs
         print(f"\n{variant}: its own HyStart exits per sender host: {hs}")
-    assert variant not in available()
+    assert_nothing_left(before, run_holders(cc_rack.runs_dir))
 
 
 def test_bbr3_runs_the_rtt_loss_sweep_on_every_data_flow_and_leaves_nothing(cc_rack):
@@ -205,7 +204,7 @@ def test_bbr3_runs_the_rtt_loss_sweep_on_every_data_flow_and_leaves_nothing(cc_r
     flow runs it (seen in `ss`), the record names its specification (the draft revision) and its
     differences from it, `ctl cc list` lists it as runnable with both and the kernel's bbr as v1,
     and nothing stays registered."""
-    before = available()
+    before = snapshot()
     p = cc_rack.ctl("run", "rtt-loss-sweep", "--cc", "bbr3", "--bw", "100M", "--rtt", "40ms", "--loss", "0.1%",
                     "--duration", "8s", "--json", timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -220,7 +219,7 @@ def test_bbr3_runs_the_rtt_loss_sweep_on_every_data_flow_and_leaves_nothing(cc_r
     assert cong["subflows"]["problems"] == [] and cong["subflows"]["observed"]["tcp"]
     assert all(names == ["bbr3"] for names in cong["subflows"]["observed"]["tcp"].values())
     assert "kernel_bbr" not in cong and not cong.get("warnings")
-    assert "bbr3" not in available() and available() == before
+    assert_nothing_left(before, run_holders(cc_rack.runs_dir))
     assert not any(h == cong["holder"] for e in holders().values() for h in e["holders"])
     rows = {r["name"]: r for r in json.loads(cc_rack.ctl("cc", "list", "--json").stdout)["data"]["algorithms"]}
     assert rows["bbr3"]["runnable"] and rows["bbr3"]["specification"] == "draft-ietf-ccwg-bbr-06"
@@ -228,7 +227,7 @@ def test_bbr3_runs_the_rtt_loss_sweep_on_every_data_flow_and_leaves_nothing(cc_r
 
 
 def test_a_killed_controller_leaves_the_program_until_the_next_start_recovers(cc_rack):
-    before = available()
+    before = snapshot()
     proc = cc_rack.popen("run", "shared-bottleneck", "--delay", "20ms", "--cc", "balia", "--duration", "30s")
     _wait_for_traffic(proc)
     time.sleep(2)
@@ -238,7 +237,7 @@ def test_a_killed_controller_leaves_the_program_until_the_next_start_recovers(cc
     assert "balia" in available()                         # the dead run still holds it
     p = cc_rack.ctl("run", "shared-bottleneck", "--delay", "20ms", "--cc", "cubic", "--duration", "3s", timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
-    assert "balia" not in available() and available() == before
+    assert_nothing_left(before, run_holders(cc_rack.runs_dir))
     killed = sorted(cc_rack.runs_dir.glob("*cc-balia*"))[-1]
     m = json.loads((killed / "manifest.json").read_text())
     assert m["status"] in ("aborted", "interrupted"), m["status"]
@@ -252,6 +251,7 @@ def test_the_bittorrent_step_runs_a_bpf_algorithm_as_the_hosts_default(cc_rack):
         return subprocess.run(["ip", "netns", "exec", cc_rack.ns(host), "sysctl", "-n", "net.ipv4.tcp_congestion_control"],
                               capture_output=True, text=True, check=True).stdout.strip()
     before = {h: default(h) for h in ("ns1", "ns2")}
+    registered = snapshot()
     p = cc_rack.ctl("run", "mptcp-bittorrent", "--step", "bittorrent", "--tracker", "local", "--size", "4MiB",
                     "--repetitions", "1", "--timeout", "120s", "--cc", "lia", "--json", timeout=400)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -260,7 +260,7 @@ def test_the_bittorrent_step_runs_a_bpf_algorithm_as_the_hosts_default(cc_rack):
         assert m["endpoints"][h]["applied"]["sysctls"]["net.ipv4.tcp_congestion_control"] == "lia"
         assert m["endpoints"][h]["restored"]["sysctls"]["net.ipv4.tcp_congestion_control"] == before[h]
     assert {h: default(h) for h in ("ns1", "ns2")} == before
-    assert "lia" not in available()
+    assert_nothing_left(registered, run_holders(cc_rack.runs_dir))
 
 
 class ThisMachineAsAnEndpoint:
@@ -294,7 +294,7 @@ def test_the_physical_rack_path_builds_for_the_endpoints_btf_and_ships_the_objec
 
     monkeypatch.setenv("CTL_STATE_DIR", str(tmp_path / "state"))
     objects_before = set(os.listdir(OBJECTS_ON_HOST)) if os.path.isdir(OBJECTS_ON_HOST) else set()
-    before = available()
+    before = snapshot()
     endpoint = ThisMachineAsAnEndpoint()
     manifest: dict = {}
     stage = CongestionStage("20261124T000000Z_physical-path-test", SimpleNamespace(kind="physical", name="phys"),
@@ -329,7 +329,7 @@ def test_the_physical_rack_path_builds_for_the_endpoints_btf_and_ships_the_objec
             assert "mcubic" in available()
         else:
             assert manifest["congestion"]["hosts"]["endpoint1"]["conns_left"] == {"mcubic": 0}   # checked, then left
-            assert "mcubic" not in available() and available() == before
+            assert_nothing_left(before, {stage.holder})
     finally:
         for name in ("mcubic",):
             subprocess.run([sys.executable, hostctl.__file__, "unload", name, stage.holder], capture_output=True)

@@ -222,13 +222,8 @@ def release_cc_holds(runs_dir: Path) -> list[str]:
         doc = json.loads(Path(hostctl.HOLDERS).read_text())
     except (OSError, ValueError):
         return []
-    ours = set()                      # the holder ids our runs recorded (run:<rack>/<state>/<run id>)
-    for p in runs_dir.iterdir() if runs_dir.exists() else ():
-        ours.add(f"run:{p.name}")     # records written before holder ids named the rack
-        try:
-            ours.add(json.loads((p / "manifest.json").read_text())["congestion"]["holder"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
+    from tests.support.kernel_cc import run_holders
+    ours = run_holders(runs_dir)      # the holder ids our runs recorded (run:<rack>/<state>/<run id>)
     released = []
     for name, entry in doc.items():
         for h in list(entry.get("holders", [])):
