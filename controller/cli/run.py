@@ -120,9 +120,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             outcome = asyncio.run(execute(scenario, params, given, inv, plan, runs_root=runs_dir(args.runs_dir),
                                           influx=target, progress=say, campaign=args.campaign,
-                                          live=console.live_sink, startup=startup))
+                                          live=console.live_sink, startup=startup, figures_later=True))
         finally:
             console.end()
+    # The rack is let go (lease, lock) once the record is finished; the run's figures, drawn in a
+    # thread since the summary was known, go into the record now, off the rack's time.
+    outcome.finish_figures()
     console.end()           # the lines said while the rack was let go are out before the summary
     if outcome.exit_code == 2:
         # Refused after reading the hosts, before any change (e.g. a congestion control the kernel lacks).

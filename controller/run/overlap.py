@@ -1,13 +1,11 @@
 """What a run does beside the rack's critical path (issue 28): concurrent steps that all end
-before an error is raised, the slow libraries imported while the traffic runs, the summary and
-figures computed while the hosts are restored. Pure of the rack."""
+before an error is raised, the slow libraries imported while the traffic runs (the summary and
+figures computed while the hosts are restored: controller.run.late). Pure of the rack."""
 from __future__ import annotations
 
 import asyncio
 import threading
 from typing import Any, Callable
-
-from controller.scenarios.base import RunData, Scenario
 
 
 def import_influx() -> None:
@@ -59,14 +57,3 @@ async def together(*aws: Any) -> list[Any]:
         if isinstance(r, BaseException):
             raise r
     return results
-
-
-def summarize_run(scenario: Scenario, data: RunData) -> tuple[dict, Any, BaseException | None]:
-    """The scenario's summary and figures of a completed run (pure of the rack; run in a thread
-    while the hosts are restored): (summary, figures, the exception a figure raised or None).
-    A CtlError of the summary (an invalid result) propagates."""
-    summary = scenario.summarize(data)
-    try:
-        return summary, scenario.figures(data, summary, data.record_dir), None
-    except Exception as exc:
-        return summary, None, exc

@@ -16,7 +16,6 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,7 +28,8 @@ from controller.results.hystart import attach_own_hystart
 from controller.results.summary import data_local_ports
 from controller.run.congestion import CongestionStage, congestion_problems, subflow_congestion
 from controller.run.live import LIVE_INTERVAL_S, LiveFeed, LiveSink
-from controller.run.overlap import import_influx, preload_libraries, preload_snmp, summarize_run, together
+from controller.run.late import FigureDrawing, RunOutcome, jsonable, restore_problems
+from controller.run.overlap import import_influx, preload_libraries, preload_snmp, together
 from controller.run.looplag import LoopLagMonitor
 from controller.run.looplag import warning as looplag_warning
 from controller.run.neighbours import counter_hosts, warm_neighbours
@@ -47,19 +47,6 @@ from nodes.mptcp import EndpointState, MptcpEndpointDriver, metadata_commands
 from controller.errors import CtlError, RestoreFailed, ResultInvalid, SSHError, TrafficError, VerifyError
 
 RESTORE_RECONNECT_S = 30.0
-
-
-@dataclass
-class RunOutcome:
-    run_id: str
-    record_dir: Path | None
-    status: str
-    summary: dict | None
-    exit_code: int
-    error: str | None = None
-    dry_run_log: list[CommandResult] = field(default_factory=list)
-    influx_pending: int = 0
-    error_type: str | None = None
 
 
 class Run:
@@ -608,11 +595,15 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
                   *, runs_root: Path, dry_run: bool = False, campaign: str | None = None,
                   influx: InfluxTarget | None = None, progress: Callable[[str], None] | None = None,
                   run_id: str | None = None, live: LiveSink | None = None,
-                  connections: SSHPool | None = None, startup: dict[str, float] | None = None) -> RunOutcome:
+                  connections: SSHPool | None = None, startup: dict[str, float] | None = None,
+                  figures_later: bool = False) -> RunOutcome:
     """Run `plan` on the rack and write its record. `progress` gets one line per step; `live`
     (a terminal's redrawn block) gets a LiveStatus about once a second while traffic runs,
     then None. `connections`: a pool whose open connections the run takes over and hands back.
-    `startup`: when `ctl run`'s start-up steps ended (UTC seconds), kept in the record."""
+    `startup`: when `ctl run`'s start-up steps ended (UTC seconds), kept in the record.
+    The record is finished when the rack is restored and the summary written; the figures are put
+    in after that (controller.run.late): before this returns, or with `figures_later` by the
+    caller's `outcome.finish_figures()` once it has let the rack go."""
     rid = run_id or make_run_id(scenario.name, scenario.run_id_parts(given, params))
     tmp = None
     if dry_run:
@@ -621,7 +612,7 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
     else:
         root = runs_root
     record = RunRecord(root, rid)
-    record.start(scenario=scenario.name, parameters={"values": _jsonable(params), "given": given,
+    record.start(scenario=scenario.name, parameters={"values": jsonable(params), "given": given,
                                                      "plan": plan.to_json()},
                  inventory=inv.snapshot(), inventory_file=str(source_of(inv) or ""), campaign=campaign,
                  dry_run=dry_run)
@@ -639,6 +630,12 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
     main = asyncio.current_task()
     received: list[int] = []
     late: dict[str, asyncio.Future] = {}      # work off the rack's path: the InfluxDB push, the summary
+    drawing: list[FigureDrawing] = []         # the figures, drawn in a thread once the summary is known
+
+    async def summary_then_figures(data: RunData) -> dict:
+        summary = await asyncio.to_thread(scenario.summarize, data)
+        drawing.append(FigureDrawing(scenario, data, summary, record.dir))
+        return summary
 
     def on_signal(signum: int) -> None:
         if received:
@@ -651,7 +648,7 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
 
     loop = asyncio.get_running_loop()
     # The imports and figures that run in threads beside the event loop (preload_libraries,
-    # summarize_run) hand the interpreter back every millisecond, not every 5: each round trip
+    # the summary, the figures) hand the interpreter back every millisecond, not every 5: each round trip
     # of the run waits at most that long for it.
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, 0.001))
@@ -681,15 +678,15 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
             bug = exc
         finally:
             # Everything below must run even if we were cancelled: shield it from a repeat cancel.
-            # Once the traffic and samplers have stopped, the summary and figures (pure, of what
-            # was measured) are computed in a thread and the InfluxDB push drains, while the hosts
-            # are restored: neither waits for the other. The run is only called done below, after
-            # both and the restore have ended.
+            # Once the traffic and samplers have stopped, the summary (pure, of what was measured)
+            # is computed in a thread, then the figures in another, and the InfluxDB push drains,
+            # while the hosts are restored: none waits for the others. The record is finished below,
+            # once the restore, the summary and the push have ended; the figures go in after it.
             def off_rack() -> None:
                 if not dry_run and run.writer is not None:
                     late["influx"] = asyncio.ensure_future(run.finish_influx())
                 if status == "completed" and not dry_run:
-                    late["summary"] = asyncio.ensure_future(asyncio.to_thread(summarize_run, scenario, run.run_data()))
+                    late["summary"] = asyncio.ensure_future(summary_then_figures(run.run_data()))
             cleanup = asyncio.ensure_future(_cleanup(run, off_rack))
             try:
                 problems = await asyncio.shield(cleanup)
@@ -703,18 +700,13 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
             exit_code = exit_code or 1
         if computed is not None and status != "completed":
             await asyncio.gather(computed, return_exceptions=True)     # its files are replaced below
+            if drawing:
+                await asyncio.to_thread(drawing.pop().wait)
         if status == "completed" and not dry_run:
             try:
-                if computed is not None:
-                    summary, figs, fig_error = await computed
-                else:
-                    summary, figs, fig_error = summarize_run(scenario, run.run_data())
+                summary = await (computed if computed is not None else summary_then_figures(run.run_data()))
                 attach_own_hystart(summary, record.manifest.get("congestion"))   # read by the restore's unload
                 record.write_summary(summary)
-                if fig_error is None:
-                    record.manifest["figures"] = figs
-                else:  # a plot must never lose the numbers
-                    record.manifest["errors"].append({"t": time.time(), "error": f"figure failed: {fig_error!r}"})
                 if summary.get("valid") is False:
                     status, error_type = "invalid", "ResultInvalid"
                     error = "; ".join(summary.get("invalid_reasons", [])) or "result invalid"
@@ -747,14 +739,19 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
                                                       "errors": run.writer.errors}
         record.manifest["exit_code"] = exit_code
         record.manifest["error_type"] = error_type
+        if drawing:
+            record.manifest["figures_drawn"] = None     # being drawn: put in after the record is finished
         record.finish(status, error)
         await run.close()
         if tmp is not None:
             tmp.cleanup()
     if bug is not None:
         raise bug
-    return RunOutcome(record.id, None if dry_run else record.dir, status, summary, exit_code, error,
-                      run.dry_log, pending, error_type)
+    outcome = RunOutcome(record.id, None if dry_run else record.dir, status, summary, exit_code, error,
+                         run.dry_log, pending, error_type, drawing[0] if drawing else None, record)
+    if not figures_later:
+        await asyncio.to_thread(outcome.finish_figures)
+    return outcome
 
 
 async def _cleanup(run: Run, after_stop: Callable[[], None] | None = None) -> list[str]:
@@ -772,19 +769,3 @@ async def _cleanup(run: Run, after_stop: Callable[[], None] | None = None) -> li
         if not isinstance(r.exception, CtlError):
             raise r.exception  # a bug in a restore path: the record says what was restored so far
     return restore_problems(results)
-
-
-def restore_problems(results: MultiResult[None]) -> list[str]:
-    """The run record's `restore_problems`: every problem of every host, one line each."""
-    out: list[str] = []
-    for r in results.failed.values():
-        out += r.exception.problems if isinstance(r.exception, RestoreFailed) else [r.describe()]
-    return out
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {k: _jsonable(x) for k, x in v.items()}
-    if hasattr(v, "to_json"):
-        return v.to_json()
-    return v

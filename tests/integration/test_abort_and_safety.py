@@ -201,7 +201,8 @@ def _kill_when(proc: subprocess.Popen, rack, seen_before: set[str], ready, timeo
 
 # The overlaps of a run (issue 28), each cut by a kill -9: the samplers, monitors, clock echoes and
 # iperf3 servers starting together on every host (killed after the first of them is recorded); and
-# the restore beside the summary thread and the InfluxDB push (killed as the restore begins).
+# the restore beside the summary thread and the InfluxDB push (killed as the restore begins). The
+# third overlap, the figures drawn after the record is finished, has its own test below.
 OVERLAPS = {
     "starting-together": lambda m: any(p.get("note", "").startswith(("sampler", "iperf3 server", "MPTCP events"))
                                        for p in m.get("processes", [])),
@@ -228,6 +229,35 @@ def test_a_kill_9_in_an_overlap_loses_nothing(rack, moment):
     for pr in m["processes"]:
         cmd = Path(f"/proc/{pr['pid']}/cmdline")
         assert not cmd.exists() or pr["argv0"].encode() not in cmd.read_bytes(), pr
+
+
+def _figures_being_drawn(m: dict) -> bool:
+    return m.get("status") == "completed" and "figures_drawn" in m and m["figures_drawn"] is None
+
+
+def test_a_kill_9_while_the_figures_are_drawn_loses_only_the_figures(rack, tmp_path):
+    """Issue 28: the record is finished (restore verified, summary written) and `ctl run` lets the
+    rack go before the run's figures go in (drawn in a thread since the summary was known). Killed
+    -9 then, the record is complete and says its figures were not put in (`figures_drawn: null`);
+    the next `ctl run` recovers nothing and runs; `ctl runs plot` draws the figures from the record."""
+    before = _baseline(rack)
+    seen = _records(rack)
+    proc = rack.popen("run", "distinct-bottleneck", "--link2", "20M", "--duration", "2")
+    killed = _kill_when(proc, rack, seen, _figures_being_drawn)
+    m = json.loads((killed / "manifest.json").read_text())
+    assert m["status"] == "completed" and m["restore_problems"] == [] and m["figures_drawn"] is None
+    assert "figures" not in m
+    assert json.loads((killed / "summary.json").read_text())["provenance"]["status"] == "completed"
+    assert _baseline(rack) == before
+    p = rack.ctl("run", "distinct-bottleneck", "--link2", "20M", "--duration", "2")
+    assert p.returncode == 0, p.stderr
+    assert "recovered the rack" not in p.stderr
+    m2 = json.loads((killed / "manifest.json").read_text())
+    assert m2["status"] == "completed" and "recovery" not in m2       # a finished record is left as it is
+    out = tmp_path / "figures"
+    p = rack.ctl("runs", "plot", killed.name, "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert list(out.glob("*.png"))
 
 
 def _entries(lines: list[str]) -> list[dict]:
