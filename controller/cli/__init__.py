@@ -13,12 +13,14 @@ stderr and a non-zero exit (2 for bad input, before anything on the rack is touc
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
 import select
 import sys
 import textwrap
+from typing import Iterator
 
 from controller.argutil import join_negative_values
 from controller.cli import commands
@@ -217,15 +219,59 @@ def entry() -> None:
 
 
 def warm_import(name: str) -> None:
-    """Import `name` in a daemon thread while this one goes on. For asyncssh before a run: its
-    import waits ~30 ms on subprocesses (ctypes' find_library looks for liboqs with ldconfig,
-    gcc and ld), time this thread spends parsing the inventory instead. The stdlib modules both
-    import graphs share are imported here first, so the two threads never wait on each other's
-    half-imported module."""
+    """Import `name` in a daemon thread while this one goes on (asyncssh before a run, while
+    this thread parses the inventory). The stdlib modules both import graphs share are imported
+    here first, so the two threads never wait on each other's half-imported module."""
     import asyncio  # noqa: F401
     import ssl  # noqa: F401
     import threading
-    threading.Thread(target=importlib.import_module, args=(name,), name=f"import-{name}", daemon=True).start()
+
+    def work() -> None:
+        with quick_oqs_lookup():
+            importlib.import_module(name)
+    threading.Thread(target=work, name=f"import-{name}", daemon=True).start()
+
+
+# Where a library file could be without the dynamic linker's cache knowing it (quick_oqs_lookup).
+_LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib", "/usr/local/lib64")
+
+
+@contextlib.contextmanager
+def quick_oqs_lookup() -> Iterator[None]:
+    """While asyncssh is imported: its crypto/pq.py asks `ctypes.util.find_library` for "oqs" and
+    "liboqs" (post-quantum key exchange through liboqs, when installed). Where the library is not
+    installed, as here, each question runs `ldconfig -p`, then `gcc` (with its linker) and `ld`:
+    about 20 ms and six processes at every `ctl run`. Here it asks the linker's cache first
+    (`ldconfig -p`, as find_library does first) and, when the cache does not list it and no
+    lib{name}.so* file is in the usual library directories or $LD_LIBRARY_PATH is set, answers
+    None without gcc and ld; in every other case find_library itself answers. So asyncssh gets
+    find_library's answer wherever liboqs was installed into a library directory; only a liboqs
+    reachable solely through gcc's own extra search directories would be missed (it is not there).
+    Other names go to find_library unchanged; the original is put back after the import."""
+    import ctypes.util
+    original = ctypes.util.find_library
+    cache = getattr(ctypes.util, "_findSoname_ldconfig", None)
+
+    def find_library(lib: str) -> str | None:
+        if lib not in ("oqs", "liboqs") or cache is None or os.environ.get("LD_LIBRARY_PATH"):
+            return original(lib)
+        found = cache(lib)
+        if found or _library_file(lib):
+            return found or original(lib)
+        return None
+
+    ctypes.util.find_library = find_library
+    try:
+        yield
+    finally:
+        ctypes.util.find_library = original
+
+
+def _library_file(lib: str) -> bool:
+    """A lib{lib}.so* file in a usual library directory or one level below (the multiarch ones)."""
+    import glob
+    pattern = f"lib{glob.escape(lib)}.so*"
+    return any(glob.glob(os.path.join(d, pattern)) or glob.glob(os.path.join(d, "*", pattern)) for d in _LIBRARY_DIRS)
 
 
 def warm_commit() -> None:
