@@ -13,7 +13,9 @@ from nodes.congestion import model_bbr3 as m
 from nodes.congestion import trace_bbr3 as t
 from nodes.congestion.catalog import ALGORITHMS, BBR3_DIFFERENCES, BPF_DIR, kernel_label
 
-SRC = (BPF_DIR / "bbr3.bpf.c").read_text()
+# the program and the headers it includes (bbr3_state.h, bbr3_model.h, ...), the program first
+SRC = "\n".join((BPF_DIR / name).read_text() for name in ["bbr3.bpf.c", *re.findall(
+    r'^#include "(bbr3_\w+\.h)"', (BPF_DIR / "bbr3.bpf.c").read_text(), re.M)])
 MSS = 1448
 
 
