@@ -1,7 +1,8 @@
 """The house rules of the code base, checked on every run of the suite (CONTRIBUTING.md):
 
 - no import cycles between modules of the project (function-level imports included);
-- no module over 800 lines (tests and recorded fixtures excepted);
+- no module over 800 lines (tests and recorded fixtures excepted), and no C source or header of
+  the project either (bridges/dnpipe/src, nodes/congestion/bpf; not the generated vmlinux.h);
 - the layering: a package imports only packages of its own layer or below
   (cli -> campaign, field -> run, lab, rack -> scenarios -> results, telemetry, traffic
   -> drivers (nodes, bridges) -> base);
@@ -142,6 +143,34 @@ def test_module_size(module):
     n = len(MODULES[module].read_text().splitlines())
     assert n <= MAX_LINES, f"{MODULES[module].relative_to(PROJECT)} has {n} lines, over the limit of {MAX_LINES}: " \
                            "split it by concern"
+
+
+def _c_sources() -> dict[str, Path]:
+    """The project's C sources and headers: not vendored code (npm's node_modules), not tests or
+    their fixtures, not build output, not vmlinux.h (generated from a kernel's BTF at build time)."""
+    out = {}
+    for root in ROOTS:
+        for p in sorted((PROJECT / root).rglob("*.[ch]")):
+            rel = p.relative_to(PROJECT)
+            if p.name == "vmlinux.h" or {"node_modules", "tests", "fixtures", "build"} & set(rel.parts):
+                continue
+            out[str(rel)] = p
+    return out
+
+
+C_SOURCES = _c_sources()
+
+
+def test_the_c_rule_sees_the_c_code():
+    assert {"bridges/dnpipe/src/core.c", "bridges/dnpipe/src/daemon.c", "nodes/congestion/bpf/ctl_cc.h",
+            "nodes/congestion/bpf/bbr3.bpf.c"} <= set(C_SOURCES)
+
+
+@pytest.mark.parametrize("source", sorted(C_SOURCES))
+def test_c_source_size(source):
+    n = len(C_SOURCES[source].read_text().splitlines())
+    assert n <= MAX_LINES, f"{source} has {n} lines, over the limit of {MAX_LINES}: split it by concern " \
+                           "(a header per concern, as nodes/congestion/bpf/bbr3_*.h)"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
