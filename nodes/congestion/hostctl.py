@@ -98,11 +98,22 @@ def _bpftool() -> str | None:
 def _registered() -> dict[str, int]:
     """tcp_congestion_ops struct_ops maps: map name (the object's variable) -> id. The name the
     kernel registers (`.name`) may differ; ctl keys its entries by that name and the map id."""
+    return dict(_struct_ops_maps())
+
+
+def _registered_ids() -> set[int]:
+    """The ids of every tcp_congestion_ops struct_ops map: two objects may have maps of one name (a
+    trace build and the plain build of one source: both `cubic314`), which _registered() keeps one of."""
+    return {i for _, i in _struct_ops_maps()}
+
+
+def _struct_ops_maps() -> list[tuple[str, int]]:
+    """(map name, id) of each tcp_congestion_ops struct_ops map."""
     tool = _bpftool()
     if tool is None:
-        return {}
+        return []
     p = subprocess.run([tool, "-j", "struct_ops", "show"], capture_output=True, text=True)
-    out: dict[str, int] = {}
+    out: list[tuple[str, int]] = []
     for line in p.stdout.splitlines():   # one JSON object per struct_ops map
         line = line.strip()
         if not line:
@@ -113,7 +124,7 @@ def _registered() -> dict[str, int]:
             continue
         for d in docs if isinstance(docs, list) else [docs]:
             if d.get("kernel_struct_ops") == "tcp_congestion_ops":
-                out[str(d.get("name"))] = int(d.get("id"))
+                out.append((str(d.get("name")), int(d.get("id"))))
     return out
 
 
@@ -427,7 +438,7 @@ def load(name: str, sha: str, obj: str, holder: str) -> None:
     h = _Holders()
     try:
         entry = h.doc.get(name)
-        live_ids = set(_registered().values())
+        live_ids = _registered_ids()
         if entry is not None and entry["id"] in live_ids and name in _read(AVAILABLE).split():
             if entry["sha256"] != sha:
                 _fail(f"{name} is loaded from another build (sha256 {entry['sha256'][:16]}, held by "
@@ -488,7 +499,7 @@ def unload(name: str, holder: str) -> None:
             _out({"ok": True, "action": "left", "name": name, "holders": entry["holders"]})
             return
         conns_left = refused = leftovers = reaped = hystart = None
-        if entry["id"] in set(_registered().values()):
+        if entry["id"] in _registered_ids():
             # checked before unregistering: the map goes with the program
             conns_left = _conns_left(entry.get("conns_map"), name=name)
             refused = _counter(entry.get("clash_map"))

@@ -142,5 +142,9 @@ def test_shared_bottleneck_with_cubic314_as_the_tcp_competitor(rack):
     assert (alg["variant_of"], alg["reading"]) == ("cubic", ALG.reading)
     assert alg["source"] == "nodes/congestion/bpf/cubic314.bpf.c" and len(alg["object_sha256"]) == 64
     hs = [st["hystart_exits"]["cubic314"] for st in cong["hosts"].values() if "cubic314" in st.get("hystart_exits", {})]
-    assert len(hs) == 1 and set(hs[0]) == {"ack_train", "delay"}, cong["hosts"]
+    if not hs:      # not the last holder: another rack on this kernel held cubic314 when this run left it (the
+        # restore read the kernel right after the unload), and the counters are that holder's to read
+        assert any("cubic314" in st["restored"]["available"] for st in cong["hosts"].values()), cong["hosts"]
+    else:
+        assert len(hs) == 1 and set(hs[0]) == {"ack_train", "delay"}, cong["hosts"]
     assert_nothing_left(before, run_holders(rack.runs_dir))
