@@ -1,9 +1,10 @@
 /* dnpipe daemon: the I/O shell around the pure core.
  *
  * Threads:
- *   - one data thread per direction (forward = a -> b, reverse = b -> a). Each owns a
+ *   - the data threads: one for both directions (`--threads 1`, the default), or one per
+ *     direction (`--threads 2`; forward = a -> b, reverse = b -> a). A direction owns a
  *     receive socket with a TPACKET_V2 mmap ring on its input port and a plain send
- *     socket on its output port. It drains the ring (kernel receive timestamps give each
+ *     socket on its output port. Its thread drains the ring (kernel receive timestamps give each
  *     frame its true arrival time, however late the thread looks), feeds the core, and
  *     sends everything due with one sendmmsg() per batch. It sleeps in ppoll() on the
  *     ring, a wake-up eventfd and a nanosecond timeout for the next departure, with a
