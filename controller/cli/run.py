@@ -125,7 +125,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             console.end()
     # The rack is let go (lease, lock) once the record is finished; the run's figures, drawn in a
     # thread since the summary was known, go into the record now, off the rack's time.
-    outcome.finish_figures()
+    try:
+        outcome.finish_figures()
+    except KeyboardInterrupt:       # the run and its record are complete: say so, then as usual
+        print(f"ctl: interrupted while the figures were drawn: the record is complete without them "
+              f"(`ctl runs plot {outcome.run_id}` draws them)", file=sys.stderr, flush=True)
     console.end()           # the lines said while the rack was let go are out before the summary
     if outcome.exit_code == 2:
         # Refused after reading the hosts, before any change (e.g. a congestion control the kernel lacks).
