@@ -12,12 +12,14 @@ Layout of a run record:
     metrics.jsonl        every telemetry point (the spool; InfluxDB gets the same points)
     metrics.influx.json  how far the spool has been pushed to InfluxDB
     summary.json         the scenario's summary, with its provenance and units (below)
-    *.png                figures
+    *.png                figures, put in after the record is finished (the manifest's
+                         `figures_drawn` is null while they are drawn, then when they went
+                         in; `ctl runs plot` draws them again from the record)
 
 A newer format version is refused; older ones are migrated on read.
 
 Times in the manifest (`created`, `finished`, `phases[].t`, `errors[].t`, `traffic_window`,
-`startup`: when `ctl run`'s start-up steps before the record ended)
+`startup`: when `ctl run`'s start-up steps before the record ended, `figures_drawn`)
 are Unix seconds, UTC (machine fields, for computation); metric points carry Unix
 nanoseconds in `t` (metrics.jsonl, the InfluxDB format). Everything written for a reader
 (summary.json, `--json` output, exports) has ISO 8601 UTC times instead
