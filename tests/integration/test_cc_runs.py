@@ -28,11 +28,9 @@ from tests.support.kernel_cc import assert_nothing_left, run_holders, snapshot
 
 pytestmark = pytest.mark.integration
 
-AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
-
-
 def available() -> set[str]:
-    return set(AVAILABLE.read_text().split())
+    """The kernel's registered congestion controls (tests/support/kernel_cc.py reads them)."""
+    return set(snapshot().available)
 
 
 def holders() -> dict:
@@ -243,24 +241,8 @@ def test_a_killed_controller_leaves_the_program_until_the_next_start_recovers(cc
     assert m["status"] in ("aborted", "interrupted"), m["status"]
 
 
-def test_the_bittorrent_step_runs_a_bpf_algorithm_as_the_hosts_default(cc_rack):
-    """webtorrent picks no algorithm per connection: the run makes --cc the default of the
-    seeder's and leecher's namespaces (possible for ctl's programs: registered non-restricted)
-    and gives the default back afterwards."""
-    def default(host: str) -> str:
-        return subprocess.run(["ip", "netns", "exec", cc_rack.ns(host), "sysctl", "-n", "net.ipv4.tcp_congestion_control"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    before = {h: default(h) for h in ("ns1", "ns2")}
-    registered = snapshot()
-    p = cc_rack.ctl("run", "mptcp-bittorrent", "--step", "bittorrent", "--tracker", "local", "--size", "4MiB",
-                    "--repetitions", "1", "--timeout", "120s", "--cc", "lia", "--json", timeout=400)
-    assert p.returncode == 0, p.stderr[-2000:]
-    m = json.loads((Path(json.loads(p.stdout)["data"]["record"]) / "manifest.json").read_text())
-    for h in ("ns1", "ns2"):
-        assert m["endpoints"][h]["applied"]["sysctls"]["net.ipv4.tcp_congestion_control"] == "lia"
-        assert m["endpoints"][h]["restored"]["sysctls"]["net.ipv4.tcp_congestion_control"] == before[h]
-    assert {h: default(h) for h in ("ns1", "ns2")} == before
-    assert_nothing_left(registered, run_holders(cc_rack.runs_dir))
+# The BitTorrent step with --cc lia (the hosts' default for the run, given back afterwards):
+# tests/integration/test_scenarios_more.py, test_mptcp_bittorrent_global_tracker (one run for both).
 
 
 class ThisMachineAsAnEndpoint:

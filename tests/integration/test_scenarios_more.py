@@ -4,7 +4,10 @@ paper's parameters and a short duration; after each, the bridges and hosts are b
 
 Budget: about 4 minutes of traffic on a loaded 2-core machine (the 800 ms shared-bottleneck
 case needs ~20 s for its second subflow to carry data; the global-tracker download crosses a
-5 Mbit/s access link).
+5 Mbit/s access link). The global-tracker run also asks for ctl's BPF lia (`--cc lia`): webtorrent
+picks no algorithm per connection, so the run makes it the seeder's and leecher's default and gives
+the default back afterwards -- one BitTorrent run for both (it was two runs, test_cc_runs.py had the
+other, with the local tracker: issue 28).
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.support.kernel_cc import assert_nothing_left, run_holders, snapshot
 
 pytestmark = pytest.mark.integration
 
@@ -123,11 +128,17 @@ def test_mptcp_bittorrent_iperf3_step(rack):
     restored(record, rack, {"br4": ["lp1", "lp2", "wan1", "wan2"]})
 
 
+def _default_cc(rack, host: str) -> str:
+    return subprocess.run(["ip", "netns", "exec", rack.ns(host), "sysctl", "-n", "net.ipv4.tcp_congestion_control"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 def test_mptcp_bittorrent_global_tracker(rack):
     # 4 MiB: each download still takes seconds across the 5 Mbit/s access links (TCP about 7 s), so the
     # peers meet through the NAT and the MPTCP subflow on wan2 is sampled; the size proves nothing more
+    defaults, registered = {h: _default_cc(rack, h) for h in ("ns1", "ns2")}, snapshot()
     out, record, stdout = run(rack, "mptcp-bittorrent", "--tracker", "global", "--size", "4MiB", "--repetitions", "1",
-                              "--timeout", "120s", "--json", timeout=400)
+                              "--timeout", "120s", "--cc", "lia", "--json", timeout=400)
     s = out["summary"]
     assert s["valid"], s["invalid_reasons"]
     tcp, mptcp = s["downloads"]
@@ -140,6 +151,14 @@ def test_mptcp_bittorrent_global_tracker(rack):
     assert (raw / "ns2" / "webtorrent-leecher-mptcp-1.txt").exists()
     assert (record / "bittorrent.png").exists()
     restored(record, rack, {"br4": ["lp1", "lp2", "wan1", "wan2"]})
+    # --cc lia became the seeder's and leecher's default for the run (ctl's programs register
+    # non-restricted), and the defaults are back; nothing this run held stays registered
+    m = json.loads((record / "manifest.json").read_text())
+    for h in ("ns1", "ns2"):
+        assert m["endpoints"][h]["applied"]["sysctls"]["net.ipv4.tcp_congestion_control"] == "lia"
+        assert m["endpoints"][h]["restored"]["sysctls"]["net.ipv4.tcp_congestion_control"] == defaults[h]
+    assert {h: _default_cc(rack, h) for h in ("ns1", "ns2")} == defaults
+    assert_nothing_left(registered, run_holders(rack.runs_dir))
     # nothing left behind: the work directories its mktemp made are gone, no tool runs in the hosts
     cmds = [json.loads(l) for l in (record / "commands.jsonl").read_text().splitlines()]
     made = [c["stdout"].strip() for c in cmds if c["argv"][0] == "mktemp"]
