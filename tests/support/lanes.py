@@ -2,18 +2,24 @@
 at once, each worker with its own session virtual rack (tests/conftest.py).
 
 Lane A, "timed", is the default: everything that measures throughput or timing against the rack,
-registers BPF congestion controls, sets or reads kernel-wide state (registered congestion
-controls, tcp_available_congestion_control, hostctl's holders file in /run/ctl-cc, sysctls of the
-initial namespace, BPF programs), or builds a third rack (`tc_rack`). A module that is not named
+loads BPF congestion controls of its own (a trace build, `hostctl load` under the test's own
+holder id), sets or reads kernel-wide state (tcp_available_congestion_control, sysctls of the
+initial namespace, BPF programs and maps), asks for the kernel's bbr (a module the kernel loads on
+first use and never unloads), or builds a third rack (`tc_rack`). A module that is not named
 below is in lane A: a new module is safe until someone has read it and moved it. Lane A is one
 worker's, start to end: never two of its tests at once.
 
-Lane B, "light": the modules in LIGHT, each read for it. None names a BPF algorithm or bbr, and
-their runs ask for cubic or reno (built into every kernel: ctl loads nothing, and its restore
-check compares only the holds of ctl's own BPF algorithms) or for a congestion control that does
-not exist (refused before anything changes), none reads or writes kernel-wide state, and
-none asserts a throughput or a delay that another rack's traffic could move: their rates are
-shaped far below what this machine forwards, their clocks are 1 s samples with seconds of slack.
+Lane B, "light": the modules in LIGHT, each read for it. None asserts a throughput or a delay that
+another rack's traffic could move: their rates are shaped far below what this machine forwards,
+their clocks are 1 s samples with seconds of slack. Their runs ask for cubic or reno (built into
+every kernel: ctl loads nothing) or for a congestion control that does not exist (refused before
+anything changes); none reads or writes kernel-wide state -- except the modules in BPF_RUNS,
+which run ctl's BPF congestion controls through `ctl run` (or ctl's own congestion stage) and
+nothing else: each run holds what it loads under its own holder id in hostctl's holders file
+(/run/ctl-cc/holders.json), shares a program another rack on this kernel registered from the
+same build instead of registering it twice, and its test judges the kernel's lists by its own
+holds only (tests/support/kernel_cc.py: what another rack holds meanwhile is that rack's). Lane A's
+checks are the same, so neither lane fails for the other's registrations (issue 28, 2026-11-27).
 tests/unit/test_lanes.py checks the words mechanically. Lane B runs as two halves, B1 and B2
 (SECOND_HALF), each one work unit: on two more workers at once when there are three, one after
 the other on one worker when there are two.
@@ -21,12 +27,15 @@ the other on one worker when there are two.
 Order: lane A runs the modules in LAST at its end (the others in file order before them): what
 they measure depends on this machine's timing -- path totals within the issue's ranges and the
 parallel-streams model, link measure's RTT and rate, the forwarder's own delay and rate, bbr3's
-per-ACK trace against the clock -- and by then the lane-B halves and the unit tests, which are
-shorter than lane A, are done. The unit-test modules are handed out after the lanes, to the
-workers the light lanes free (see rack_scheduling).
+per-ACK trace against the clock. Lane B runs the modules in FIRST at its start: test_cc_runs.py's
+BPF runs (20 s each on the shared bottleneck) are lane B's heaviest traffic, and they end while
+lane A runs its untimed modules. What shares the machine with LAST is lane B's light rest and the
+unit tests, at LIGHT_NICE (below). The unit-test modules are handed out after the lanes, to the
+workers the lanes free (see rack_scheduling).
 
-Priority: lane A is the suite's wall time and the others finish minutes before it, so in the suite
-run a worker runs lane A's tests at nice 0 and every other test (lane B, unit tests) at nice
+Priority: lane A holds what timing can move (until 2026-11-27 it was also the suite's wall time,
+minutes after the others; with test_cc_runs.py in lane B the lanes end about together), so in the
+suite run a worker runs lane A's tests at nice 0 and every other test (lane B, unit tests) at nice
 LIGHT_NICE, and what a test starts inherits it (a lane-B rack's sshd, forwarders, InfluxDB): when
 both want the CPU, lane A gets it (`nice_of`; CTL_TEST_LIGHT_NICE=0 puts every worker at one
 priority). Measured on 2026-11-26 (18d24bb): clean-clone runs 10:29-10:42 at nice 10 against
@@ -71,12 +80,23 @@ LIGHT: dict[str, str] = {
                                 "compared before and after; `--cc nosuchcc` is refused before anything changes",
     "test_while_it_runs.py": "an interrupted BitTorrent step, campaign status after kill -9, link reset (the "
                              "live view's once-a-second cadence is test_live_view.py, lane A)",
+    "test_cc_runs.py": "ctl's BPF congestion controls through `ctl run` only (BPF_RUNS): records, subflows seen "
+                       "running them, coupling maps emptied, nothing left registered; no rate, no clock",
 }
-# Lane B's second half (the rest is B1): about half of lane B's time each (measured on 2026-11-26,
-# three lanes at once: about 360 s and 390 s).
+# The lane-B modules that may run ctl's BPF congestion controls, through `ctl run` and ctl's congestion
+# stage only (see the module's doc): the words of holds (hostctl, its holders) are theirs to use; a trace
+# build, a `hostctl load` of the test's own, bpftool and the kernel's bbr are not.
+BPF_RUNS: dict[str, str] = {
+    "test_cc_runs.py": "each run's hold is released by the run (or the next start's recovery), and the fixture "
+                       "takes back any hold of this rack's runs; the kernel's lists are judged by these holds",
+}
+# Lane B's second half (the rest is B1): measured on 2026-11-27 (8882f51, three lanes at once) B1 425 s,
+# B2 370 s; test_cc_runs.py (about 230 s in lane A) joined B2, the lighter one.
 SECOND_HALF = frozenset({"test_while_it_runs.py", "test_shared_lab.py", "test_snmp_poller.py",
-                         "test_campaign_crash.py", "test_lab_trust_locks.py", "test_campaign_control.py"})
-# Lane A's end, in this order (see the module's doc).
+                         "test_campaign_crash.py", "test_lab_trust_locks.py", "test_campaign_control.py",
+                         "test_cc_runs.py"})
+# A lane's start (lane B2's: see the module's doc), and lane A's end, in this order.
+FIRST = ("test_cc_runs.py",)
 LAST = ("test_scenarios_more.py", "test_distinct_bottleneck.py", "test_links.py", "test_dnpipe_forwarder.py",
         "test_bbr3.py")
 
@@ -108,10 +128,13 @@ def work_unit(nodeid: str) -> str:
 
 
 def lane_order(nodeids: list[str]) -> list[str]:
-    """A lane's tests in the order they run: the modules in file order, those in LAST at the end
-    in LAST's order; each module's tests together and in file order (a stable sort)."""
+    """A lane's tests in the order they run: the modules in file order, those in FIRST at the start
+    and those in LAST at the end, each in its tuple's order; each module's tests together and in file
+    order (a stable sort)."""
     def rank(nodeid: str) -> int:
         name = module_of(nodeid).rsplit("/", 1)[-1]
+        if name in FIRST:
+            return FIRST.index(name) - len(FIRST)
         return 1 + LAST.index(name) if name in LAST else 0
     return sorted(nodeids, key=rank)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from nodes.congestion.catalog import ALGORITHMS
-from tests.support.lanes import (INTEGRATION, LANE_A, LANE_B1, LANE_B2, LAST, LIGHT, LIGHT_NICE, SECOND_HALF,
-                                 lane_of, lane_order, nice_of, rack_scheduling, timeline, work_unit)
+from tests.support.lanes import (BPF_RUNS, FIRST, INTEGRATION, LANE_A, LANE_B1, LANE_B2, LAST, LIGHT, LIGHT_NICE,
+                                 SECOND_HALF, lane_of, lane_order, nice_of, rack_scheduling, timeline, work_unit)
 
 PROJECT = Path(__file__).resolve().parents[2]
 MODULES = sorted(p.name for p in (PROJECT / INTEGRATION).glob("test_*.py"))
@@ -23,9 +23,17 @@ LIGHT_CC = {"cubic", "reno", "nosuchcc"}
 # Words of kernel-wide state and of the fixtures and helpers that change or compare it.
 KERNEL_WIDE = ("hostctl", "holders", "_congestion_control", "/proc/sys", "sysctl", "bpftool", "struct_ops",
                "nodes.congestion", "tc_rack", "release_cc_holds", "modprobe")
+# The words of holds, which a module in BPF_RUNS may use: its runs' holds (hostctl's holders file), ctl's
+# catalog of algorithms, and the per-holder check of the kernel's lists (tests/support/kernel_cc.py).
+HOLD_WORDS = ("hostctl", "holders", "nodes.congestion")
 # A word of the list above in a lane-B module that is not a use, and why.
-NOT_A_USE = {("test_abort_and_safety.py", "sysctl"): "in the changing commands a refused run must not have issued"}
+NOT_A_USE = {("test_abort_and_safety.py", "sysctl"): "in the changing commands a refused run must not have issued",
+             ("test_cc_runs.py", "struct_ops"): "in its doc: why its fixture takes back its runs' holds"}
 BPF_NAMES = sorted({n for n in ALGORITHMS} | {a.trace_name for a in ALGORITHMS.values()} | {"bbr"})
+TRACE_NAMES = sorted(a.trace_name for a in ALGORITHMS.values())
+# What loads a program outside ctl's runs: a trace build (its fixture, its build flag, test_bpf_cc's
+# Registered), hostctl called by the test itself, its `load` verb. None is for a module in BPF_RUNS.
+OWN_LOADS = ("bpf_trace_dir", "trace=True", "Registered(", "_hostctl(", '"load"')
 
 
 def source(name: str) -> str:
@@ -36,6 +44,7 @@ def test_every_lane_b_module_exists_and_each_half_has_some():
     assert set(LIGHT) <= set(MODULES), sorted(set(LIGHT) - set(MODULES))
     assert SECOND_HALF < set(LIGHT) and SECOND_HALF
     assert set(LAST) <= set(MODULES) and not set(LAST) & set(LIGHT)
+    assert set(BPF_RUNS) <= set(LIGHT) and set(FIRST) <= set(LIGHT) and not set(FIRST) & set(LAST)
 
 
 def test_a_module_not_named_is_lane_a_and_unit_tests_have_no_lane():
@@ -51,41 +60,70 @@ def test_a_module_not_named_is_lane_a_and_unit_tests_have_no_lane():
 def test_lane_order_puts_last_at_the_end_and_keeps_each_module_together_in_file_order():
     ids = ["tests/integration/test_bpf_cc.py::test_a", "tests/integration/test_bbr3.py::test_2",
            "tests/integration/test_bbr3.py::test_1", "tests/integration/test_links.py::test_p",
-           "tests/integration/test_cc_runs.py::test_b"]
+           "tests/integration/test_cubic314.py::test_b"]
     assert lane_order(ids) == [ids[0], ids[4], ids[3], ids[1], ids[2]]
+
+
+def test_lane_order_puts_first_at_the_start():
+    ids = ["tests/integration/test_campaign_crash.py::test_sweep", "tests/integration/test_cc_runs.py::test_2",
+           "tests/integration/test_shared_lab.py::test_x", "tests/integration/test_cc_runs.py::test_1"]
+    assert lane_order(ids) == [ids[1], ids[3], ids[0], ids[2]]
+
+
+def asked_for(text: str) -> set[str]:
+    """The congestion controls a module's runs ask for: `--cc x` or `--tcp-cc x` on a command line, `cc: x`,
+    `cc: [x, y]`, `{cc: x}` in a campaign file."""
+    asked = set(re.findall(r"--(?:tcp-)?cc\W+([\w-]+)", text))
+    for value in re.findall(r"\bcc:\s*(\[[^\]\n]*\]|[\w-]+)", text):
+        asked |= set(re.findall(r"[\w-]+", value))
+    return asked
+
+
+def names(alg: str, text: str) -> bool:
+    """`alg` named on its own; a file name that contains one (a shipped campaign, a source file the wheel
+    carries) is not a use."""
+    return re.search(rf"(?<![\w/.-]){re.escape(alg)}(?![\w.-])", text) is not None
 
 
 @pytest.mark.parametrize("name", sorted(LIGHT))
 def test_a_lane_b_module_touches_nothing_kernel_wide(name):
     text = source(name)
+    allowed = HOLD_WORDS if name in BPF_RUNS else ()
     for word in KERNEL_WIDE:
-        assert word not in text or (name, word) in NOT_A_USE, f"{name} names {word!r}: kernel-wide, lane A"
-    # a BPF algorithm (or bbr) named on its own; a file name that contains one (a shipped campaign,
-    # a source file the wheel carries) is not a use
+        assert word not in text or (name, word) in NOT_A_USE or word in allowed, \
+            f"{name} names {word!r}: kernel-wide, lane A"
+    if name in BPF_RUNS:
+        # ctl's own algorithms through its runs; never a trace build (a test's own load), never the kernel's bbr
+        for alg in TRACE_NAMES:
+            assert not names(alg, text), f"{name} names the trace build {alg}: lane A"
+        for word in OWN_LOADS:
+            assert word not in text, f"{name} loads a program itself ({word!r}): lane A"
+        assert not asked_for(text) & ({"bbr"} | set(TRACE_NAMES)), f"{name} runs the kernel's bbr or a trace build"
+        return
     for alg in BPF_NAMES:
-        assert not re.search(rf"(?<![\w/.-]){re.escape(alg)}(?![\w.-])", text), f"{name} names {alg}: lane A"
-    # congestion controls its runs ask for: `--cc x` on a command line, `cc: x`, `cc: [x, y]`, `{cc: x}` in a
-    # campaign file
-    asked = set(re.findall(r"--cc\W+([\w-]+)", text))
-    for value in re.findall(r"\bcc:\s*(\[[^\]\n]*\]|[\w-]+)", text):
-        asked |= set(re.findall(r"[\w-]+", value))
-    assert asked <= LIGHT_CC, f"{name} runs {sorted(asked - LIGHT_CC)}: lane A"
+        assert not names(alg, text), f"{name} names {alg}: lane A"
+    assert asked_for(text) <= LIGHT_CC, f"{name} runs {sorted(asked_for(text) - LIGHT_CC)}: lane A"
 
 
 def test_the_lane_a_modules_this_rule_keeps_out_are_caught():
-    """The check above finds what it is for, in the modules that have it."""
-    caught = set()
+    """The check above finds what it is for, in the modules that have it: the light rule catches every
+    module that names kernel-wide state or a BPF algorithm (test_cc_runs.py too, were it not in BPF_RUNS);
+    the BPF_RUNS rule still catches the modules that load trace builds or programs of their own."""
+    caught, caught_as_bpf_run = set(), set()
     for name in MODULES:
         text = source(name)
         if any(w in text and (name, w) not in NOT_A_USE for w in KERNEL_WIDE) or any(
-                re.search(rf"(?<![\w/.-]){re.escape(a)}(?![\w.-])", text) for a in BPF_NAMES):
+                names(a, text) for a in BPF_NAMES) or asked_for(text) - LIGHT_CC:
             caught.add(name)
-        asked = set(re.findall(r"--cc\W+([\w-]+)", text))
-        if asked - LIGHT_CC:
-            caught.add(name)
+        if any(w in text and (name, w) not in NOT_A_USE and w not in HOLD_WORDS for w in KERNEL_WIDE) or any(
+                names(a, text) for a in TRACE_NAMES) or any(w in text for w in OWN_LOADS) or \
+                asked_for(text) & ({"bbr"} | set(TRACE_NAMES)):
+            caught_as_bpf_run.add(name)
     assert {"test_bpf_cc.py", "test_bbr3.py", "test_cc_runs.py", "test_links.py", "test_inventory_probe.py",
             "test_reproduce.py", "test_scenarios_more.py"} <= caught
-    assert not caught & set(LIGHT)
+    assert caught & set(LIGHT) == set(BPF_RUNS)
+    assert {"test_bpf_cc.py", "test_bbr3.py", "test_cubic314.py", "test_bpf_churn.py"} <= caught_as_bpf_run
+    assert not caught_as_bpf_run & set(LIGHT)
 
 
 # ---- the scheduler ---------------------------------------------------------------------------------
@@ -126,7 +164,7 @@ COLLECTION = (
     [f"tests/unit/test_many.py::test_{i}" for i in range(40)]
     + ["tests/integration/test_bpf_cc.py::test_a", "tests/integration/test_bpf_cc.py::test_b",
        "tests/integration/test_bpf_cc.py::test_c", "tests/integration/test_campaign_crash.py::test_sweep",
-       "tests/integration/test_cc_runs.py::test_list", "tests/integration/test_cc_runs.py::test_bpf",
+       "tests/integration/test_cubic314.py::test_list", "tests/integration/test_cubic314.py::test_bpf",
        "tests/integration/test_field_mode.py::test_field", "tests/integration/test_install.py::test_wheel",
        "tests/integration/test_install.py::test_man", "tests/integration/test_links.py::test_measure",
        "tests/integration/test_while_it_runs.py::test_live", "tests/integration/test_while_it_runs.py::test_reset"]
@@ -166,8 +204,8 @@ def test_three_workers_start_the_three_lanes_first_one_on_each():
     assert [_units(sched, w) for w in (w0, w1, w2)] == [[LANE_A], [LANE_B1], [LANE_B2]]
     # lane A's modules in file order but test_links.py (LAST) at the end; each module together
     assert _names(w0.sent[0]) == ["test_bpf_cc.py::test_a", "test_bpf_cc.py::test_b",
-                                  "test_bpf_cc.py::test_c", "test_cc_runs.py::test_list",
-                                  "test_cc_runs.py::test_bpf", "test_links.py::test_measure"]
+                                  "test_bpf_cc.py::test_c", "test_cubic314.py::test_list",
+                                  "test_cubic314.py::test_bpf", "test_links.py::test_measure"]
     assert _names(w1.sent[0]) == ["test_field_mode.py::test_field", "test_install.py::test_wheel",
                                   "test_install.py::test_man"]
     assert _names(w2.sent[0]) == ["test_campaign_crash.py::test_sweep", "test_while_it_runs.py::test_live",
