@@ -38,6 +38,99 @@ class Direction(str, Enum):
 DEFAULT_QUEUE = Queue(slots=50)  # dummynet's default
 
 
+RED_SCALE = 1 << 16  # dummynet holds w_q and max_p in fixed point with 16 fractional bits
+
+
+def _frac(text: str, name: str, what: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise ParameterError(f"{what}: {name} {text!r} is not a number") from None
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ParameterError(f"{what}: {name} {text!r} is not a finite number")
+    return v
+
+
+def _slots_or_bytes(text: str, name: str, what: str) -> int:
+    if not text.isascii() or not text.isdigit():
+        raise ParameterError(f"{what}: {name} {text!r} is not a whole number (slots, or bytes for a byte queue)")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class Red:
+    """dummynet's RED on a pipe's queue, as `ipfw pipe N config ... red|gred w_q/min_th/max_th/max_p
+    [ecn]` sets it: w_q (the averaging weight) and max_p (the drop probability reached at max_th)
+    are fractions; min_th and max_th are in the queue's unit, slots or (for a byte queue) bytes.
+    gentle: GRED (above max_th the probability rises on to 1 at 2 x max_th instead of jumping to 1).
+    ecn: an ECN-capable packet is marked CE instead of dropped (with `ecn` dummynet decides so for
+    every packet once the average is above min_th). The checks are ipfw(8)'s."""
+
+    w_q: float
+    min_th: int
+    max_th: int
+    max_p: float
+    gentle: bool = False
+    ecn: bool = False
+
+    def __post_init__(self) -> None:
+        what = "gred" if self.gentle else "red"
+        if not 0.0 < self.w_q <= 1.0:
+            raise ParameterError(f"{what}: w_q {self.w_q} is outside 0 < w_q <= 1")
+        if int(self.w_q * RED_SCALE) == 0:
+            raise ParameterError(f"{what}: w_q {self.w_q} is below 1/65536 (0 in dummynet's fixed point)")
+        if not 0.0 <= self.max_p <= 1.0:
+            raise ParameterError(f"{what}: max_p {self.max_p} is outside 0 <= max_p <= 1")
+        if self.max_th <= 0:
+            raise ParameterError(f"{what}: max_th must be > 0")
+        if self.min_th < 0 or (self.min_th >= self.max_th and not self.ecn) or self.min_th > self.max_th:
+            rel = "<=" if self.ecn else "<"
+            raise ParameterError(f"{what}: min_th {self.min_th} must be {rel} max_th {self.max_th}")
+
+    @classmethod
+    def parse(cls, text: str, *, gentle: bool = False, ecn: bool = False, what: str = "--red") -> "Red":
+        """`W_Q/MIN_TH/MAX_TH/MAX_P`, e.g. `0.002/5/15/0.1` (thresholds in the queue's unit)."""
+        parts = str(text).split("/")
+        if len(parts) != 4:
+            raise ParameterError(f"{what}: {text!r} is not W_Q/MIN_TH/MAX_TH/MAX_P (e.g. 0.002/5/15/0.1)")
+        return cls(w_q=_frac(parts[0], "w_q", what), min_th=_slots_or_bytes(parts[1], "min_th", what),
+                   max_th=_slots_or_bytes(parts[2], "max_th", what), max_p=_frac(parts[3], "max_p", what),
+                   gentle=gentle, ecn=ecn)
+
+    def spec(self) -> str:
+        """The W_Q/MIN_TH/MAX_TH/MAX_P argument, fractions exact (repr round-trips a float)."""
+        return f"{self.w_q!r}/{self.min_th}/{self.max_th}/{self.max_p!r}"
+
+    def describe(self) -> str:
+        return f"{'gred' if self.gentle else 'red'} {self.spec()}" + (" ecn" if self.ecn else "")
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def to_json(self) -> dict:
+        return {"w_q": self.w_q, "min_th": self.min_th, "max_th": self.max_th, "max_p": self.max_p,
+                "gentle": self.gentle, "ecn": self.ecn}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Red":
+        return cls(w_q=float(d["w_q"]), min_th=int(d["min_th"]), max_th=int(d["max_th"]), max_p=float(d["max_p"]),
+                   gentle=bool(d.get("gentle", False)), ecn=bool(d.get("ecn", False)))
+
+
+def parse_aqm(spec: str | None) -> "Red | None | bool":
+    """`ctl link set`'s queue management: None (unchanged), False (back to drop-tail) or a Red,
+    from "droptail" or "red:W/MIN/MAX/P[:ecn]" / "gred:...[:ecn]"."""
+    if spec is None:
+        return None
+    if spec == "droptail":
+        return False
+    kind, _, rest = spec.partition(":")
+    body, _, flag = rest.partition(":")
+    if kind not in ("red", "gred") or flag not in ("", "ecn"):
+        raise ParameterError(f"queue management {spec!r} is not droptail, red:W/MIN/MAX/P[:ecn] or gred:...")
+    return Red.parse(body, gentle=kind == "gred", ecn=flag == "ecn", what=f"--{kind}")
+
+
 @dataclass(frozen=True)
 class PipeConfig:
     """Desired (or observed) state of one direction of a link."""
@@ -49,6 +142,7 @@ class PipeConfig:
     burst_bytes: int | None = None
     mask: str | None = None    # dummynet per-flow queues, e.g. "dst-ip 0xffffffff"
     sched: str | None = None   # dummynet scheduler type: fifo, wf2q+, rr, qfq, fq_codel, fq_pie
+    red: Red | None = None     # RED/GRED (optionally marking ECN) instead of plain drop-tail
 
     def __post_init__(self) -> None:
         if self.bw_bps is not None and self.bw_bps <= 0:
@@ -71,23 +165,31 @@ class PipeConfig:
             parts.append(f"mask {self.mask}")
         if self.sched:
             parts.append(f"sched {self.sched}")
+        if self.red:
+            parts.append(self.red.describe())
         return ", ".join(parts)
 
     def to_json(self) -> dict:
-        return {"bw_bps": self.bw_bps, "delay_us": self.delay_us, "plr": self.plr,
-                "queue": self.queue.to_json(), "burst_bytes": self.burst_bytes,
-                "mask": self.mask, "sched": self.sched}
+        d = {"bw_bps": self.bw_bps, "delay_us": self.delay_us, "plr": self.plr,
+             "queue": self.queue.to_json(), "burst_bytes": self.burst_bytes,
+             "mask": self.mask, "sched": self.sched}
+        if self.red is not None:  # only then: a drop-tail pipe's record is as before RED existed
+            d["red"] = self.red.to_json()
+        return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "PipeConfig":
         return cls(bw_bps=d.get("bw_bps"), delay_us=int(d.get("delay_us", 0)), plr=float(d.get("plr", 0.0)),
                    queue=Queue.from_json(d.get("queue") or DEFAULT_QUEUE.to_json()),
-                   burst_bytes=d.get("burst_bytes"), mask=d.get("mask"), sched=d.get("sched"))
+                   burst_bytes=d.get("burst_bytes"), mask=d.get("mask"), sched=d.get("sched"),
+                   red=Red.from_json(d["red"]) if d.get("red") else None)
 
     @classmethod
     def from_args(cls, bw: str | None = None, delay: str | None = None, plr: str | None = None,
-                  queue: str | None = None, base: "PipeConfig | None" = None) -> "PipeConfig":
-        """Build from user strings (`20M`, `50ms`, `0.01%`, `50` / `64KB`); unset fields keep `base`."""
+                  queue: str | None = None, base: "PipeConfig | None" = None,
+                  aqm: str | None = None) -> "PipeConfig":
+        """Build from user strings (`20M`, `50ms`, `0.01%`, `50` / `64KB`, parse_aqm's `red:...`);
+        unset fields keep `base`."""
         p = base or PipeConfig()
         changes: dict[str, Any] = {}
         if bw is not None:
@@ -98,6 +200,9 @@ class PipeConfig:
             changes["plr"] = parse_probability(plr, what="plr")
         if queue is not None:
             changes["queue"] = parse_queue(queue, what="queue")
+        red = parse_aqm(aqm)
+        if red is not None:
+            changes["red"] = red or None
         return replace(p, **changes)
 
 
@@ -129,6 +234,7 @@ class Capabilities:
     max_bw_bps: int | None = None
     max_delay_us: int | None = None
     masks: bool = False
+    red: bool = False          # RED/GRED with ECN marking on a pipe's queue
 
 
 @dataclass(frozen=True)
@@ -301,10 +407,13 @@ def check_capabilities(kind: str, caps: Capabilities, host: str,
                                      f"{format_delay(caps.max_delay_us)}")
         if (p.mask or p.sched) and not caps.masks:
             raise UnsupportedShaping(f"{where}: masks / scheduler types need a dummynet bridge")
+        if p.red and not caps.red:
+            raise UnsupportedShaping(f"{where}: {p.red.describe()} requested but ctl's {kind} driver has no "
+                                     "RED/ECN (use a dnpipe bridge)")
 
 
 def diff_pipe(want: PipeConfig | None, got: PipeConfig | None, *, label: str,
-              bw_tolerance: float = 0.0, fields: Iterable[str] = ("bw_bps", "delay_us", "plr", "queue")) -> list[str]:
+              bw_tolerance: float = 0.0, fields: Iterable[str] = ("bw_bps", "delay_us", "plr", "queue", "red")) -> list[str]:
     """Field-by-field differences of two pipe states, as human-readable strings."""
     if want is None and got is None:
         return []
@@ -320,7 +429,8 @@ def diff_pipe(want: PipeConfig | None, got: PipeConfig | None, *, label: str,
         elif f == "plr" and abs(a - b) <= 1e-9:
             continue
         if a != b:
-            show = {"bw_bps": format_rate, "delay_us": format_delay, "plr": format_probability}.get(f, str)
+            show = {"bw_bps": format_rate, "delay_us": format_delay, "plr": format_probability,
+                    "red": lambda r: r.describe() if r else "drop-tail"}.get(f, str)
             out.append(f"{label}: {f} expected {show(a)}, found {show(b)}")
     return out
 

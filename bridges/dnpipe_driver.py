@@ -7,7 +7,9 @@ through `dnpipe ctl --control SOCK ...` over SSH like any other back-end: plan (
 apply, read back (`show`, JSON), verify every field exactly, restore what it found.
 
 The forwarder starts with dummynet's defaults (unlimited, no delay, no loss, 50 slots):
-that state reads back as "unshaped".
+that state reads back as "unshaped". A pipe may run dummynet's RED/GRED, marking ECN-capable
+packets CE with `ecn` (PipeConfig.red; the forwarder's `--red/--gred/--ecn`, read back from
+`show`'s "aqm").
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from bridges.base import (
     Direction,
     PipeConfig,
     PipeKey,
+    Red,
     ShaperBase,
     ShaperState,
     check_capabilities,
@@ -69,7 +72,7 @@ class DnpipeShaper(ShaperBase):
 
     def capabilities(self) -> Capabilities:
         return Capabilities(rate=True, delay=True, loss=True, queue_slots=True, queue_bytes=True,
-                            max_bw_bps=MAX_BW, max_delay_us=MAX_DELAY_US)
+                            max_bw_bps=MAX_BW, max_delay_us=MAX_DELAY_US, red=True)
 
     def pipes(self) -> list[PipeKey]:
         return [(n, d) for n in self.links for d in Direction]
@@ -84,6 +87,11 @@ class DnpipeShaper(ShaperBase):
             if p.queue.bytes is not None and not MIN_QUEUE_BYTES <= p.queue.bytes <= MAX_QUEUE_BYTES:
                 raise UnsupportedShaping(f"{where}: queue {p.queue.bytes} bytes outside "
                                          f"{MIN_QUEUE_BYTES}..{MAX_QUEUE_BYTES}")
+            if p.red is not None:
+                limit, unit = (MAX_SLOTS, "slots") if p.queue.slots is not None else (MAX_QUEUE_BYTES, "bytes")
+                if p.red.max_th > limit:
+                    raise UnsupportedShaping(f"{where}: {p.red.describe()}: max_th {p.red.max_th} {unit} is above "
+                                             f"the forwarder's {limit} (thresholds are in the queue's unit)")
             if p.burst_bytes:
                 raise UnsupportedShaping(f"{where}: dnpipe has no burst (like dummynet's default of 0)")
         check_capabilities(self.kind, self.capabilities(), self.host, desired)
@@ -107,11 +115,17 @@ class DnpipeShaper(ShaperBase):
                 counters[(link, d)] = {k: int(v) for k, v in pipe.get("counters", {}).items()}
         return ShaperState(pipes, {" ".join(r.argv): r.stdout for r in results}, details, counters)
 
-    def set_argv(self, link: str, d: Direction | None, p: PipeConfig) -> tuple[str, ...]:
+    def set_argv(self, link: str, d: Direction | None, p: PipeConfig, clear_red: bool = False) -> tuple[str, ...]:
+        """`clear_red`: the pipe runs RED now and `p` has none (back to drop-tail)."""
         q = ("--queue-slots", str(p.queue.slots)) if p.queue.slots is not None else \
             ("--queue-bytes", str(p.queue.bytes))
+        if p.red is not None:
+            aqm: tuple[str, ...] = ("--gred" if p.red.gentle else "--red", p.red.spec()) + \
+                (("--ecn", "1") if p.red.ecn else ())
+        else:
+            aqm = ("--aqm", "droptail") if clear_red else ()
         return self.ctl(link, "set", "--dir", "both" if d is None else _dir(d), "--bw", str(p.bw_bps or 0),
-                        "--delay-us", str(p.delay_us), "--plr", repr(float(p.plr)), *q)
+                        "--delay-us", str(p.delay_us), "--plr", repr(float(p.plr)), *q, *aqm)
 
     def plan(self, desired: Mapping[PipeKey, PipeConfig], observed: ShaperState) -> list[Command]:
         out: list[Command] = []
@@ -123,10 +137,13 @@ class DnpipeShaper(ShaperBase):
                 continue
             if len(todo) == 2 and todo[Direction.FORWARD] == todo[Direction.REVERSE]:
                 p = todo[Direction.FORWARD]
-                out.append(Command(self.set_argv(link, None, p), mutates=True, note=f"{link} both: {p.describe()}"))
+                clear = any(h.red is not None for h in have.values())
+                out.append(Command(self.set_argv(link, None, p, clear_red=clear), mutates=True,
+                                   note=f"{link} both: {p.describe()}"))
                 continue
             for d, p in todo.items():
-                out.append(Command(self.set_argv(link, d, p), mutates=True, note=f"{link} {d.value}: {p.describe()}"))
+                out.append(Command(self.set_argv(link, d, p, clear_red=have[d].red is not None), mutates=True,
+                                   note=f"{link} {d.value}: {p.describe()}"))
         return out
 
     def verify(self, desired: Mapping[PipeKey, PipeConfig | None], observed: ShaperState) -> list[str]:
@@ -202,7 +219,14 @@ def config_of(c: Mapping[str, Any]) -> PipeConfig:
     queue = Queue(slots=int(c["queue_slots"])) if c.get("queue_slots") is not None else \
         Queue(bytes=int(c["queue_bytes"]))
     bw = int(c["bw_bps"])
-    return PipeConfig(bw_bps=bw or None, delay_us=int(c["delay_us"]), plr=float(c["plr"]), queue=queue)
+    a = c.get("aqm")  # absent (or null) on a drop-tail pipe and from forwarders before RED
+    red = None
+    if a:
+        if a.get("type") not in ("red", "gred"):
+            raise ParseError(f"dnpipe show: unknown aqm type {a.get('type')!r}")
+        red = Red(w_q=float(a["w_q"]), min_th=int(a["min_th"]), max_th=int(a["max_th"]), max_p=float(a["max_p"]),
+                  gentle=a["type"] == "gred", ecn=bool(a.get("ecn")))
+    return PipeConfig(bw_bps=bw or None, delay_us=int(c["delay_us"]), plr=float(c["plr"]), queue=queue, red=red)
 
 
 def _assumed_show() -> dict:

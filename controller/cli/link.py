@@ -41,14 +41,28 @@ def cmd_set(args: argparse.Namespace) -> int:
     dirs = linkops.directions(args.dir)
     if args.loss is not None:
         parse_probability(args.loss, what="--loss")     # its error names the flag the user typed
-    linkops.check_set(inv, args.link, dirs, args.bw, args.delay, args.loss, args.queue)
+    aqm = _aqm_spec(args)
+    linkops.check_set(inv, args.link, dirs, args.bw, args.delay, args.loss, args.queue, aqm)
     with _hold(inv, args, f"ctl link set {args.link}", 10.0):
-        entry = asyncio.run(linkops.link_set(inv, args.link, dirs, args.bw, args.delay, args.loss, args.queue))
+        entry = asyncio.run(linkops.link_set(inv, args.link, dirs, args.bw, args.delay, args.loss, args.queue, aqm))
     if args.json:
         print_json({k: v for k, v in entry.items() if k != "commands"})
     else:
         print(linkops.render_show({args.link: _as_show(entry)}))
     return 0
+
+
+def _aqm_spec(args: argparse.Namespace) -> str | None:
+    """--red/--gred/--ecn/--droptail as one spec for PipeConfig.from_args (bridges.base.parse_aqm)."""
+    if sum(x is not None and x is not False for x in (args.red, args.gred, args.droptail)) > 1:
+        raise UsageError("ctl link set: give one of --red, --gred and --droptail")
+    if args.ecn and not (args.red or args.gred):
+        raise UsageError("ctl link set: --ecn needs --red or --gred (dummynet marks CE only through RED)")
+    if args.droptail:
+        return "droptail"
+    if args.red or args.gred:
+        return f"{'red' if args.red else 'gred'}:{args.red or args.gred}" + (":ecn" if args.ecn else "")
+    return None
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
@@ -131,6 +145,16 @@ def register(sub) -> None:
                     "refused as ambiguous")
     sp.add_argument("--plr", dest="loss", metavar="LOSS", action=DeprecatedName, new="--loss")
     sp.add_argument("--queue", metavar="QUEUE", help="drop-tail queue: slots (50) or bytes (64KB)")
+    red_help = ("{} on the queue, as dummynet's `{}`: W_Q the averaging weight and MAX_P the drop probability "
+                "at MAX_TH (fractions in 0..1), MIN_TH/MAX_TH in the queue's unit (slots, or bytes for a byte "
+                "queue), e.g. 0.002/5/15/0.1; kept by later sets until --droptail")
+    sp.add_argument("--red", metavar="W_Q/MIN_TH/MAX_TH/MAX_P",
+                    help=red_help.format("RED (random early detection)", "red"))
+    sp.add_argument("--gred", metavar="W_Q/MIN_TH/MAX_TH/MAX_P",
+                    help=red_help.format("gentle RED (probability up to 1 at 2 x MAX_TH)", "gred"))
+    sp.add_argument("--ecn", action="store_true", help="with --red/--gred: mark ECN-capable packets CE instead "
+                    "of dropping them (dummynet's `ecn`: every packet once the average is above MIN_TH)")
+    sp.add_argument("--droptail", action="store_true", help="remove RED/GRED: back to the plain drop-tail queue")
     sp.add_argument("--dir", default="both", choices=["forward", "reverse", "both"],
                     help="forward (a->b), reverse (b->a) or both (default)")
     sp.add_argument("--json", action="store_true", help=JSON_HELP + "; the link's shaping before and after")

@@ -51,17 +51,17 @@ def _shaper(inv: Inventory, link: str):
 
 
 def check_set(inv: Inventory, link: str, dirs: list[Direction], bw: str | None, delay: str | None,
-              plr: str | None, queue: str | None) -> None:
+              plr: str | None, queue: str | None, aqm: str | None = None) -> None:
     """Everything that can be refused before connecting: values, units, what the back-end can do."""
-    if bw is None and delay is None and plr is None and queue is None:
-        raise ParameterError("link set: nothing to change (give --bw, --delay, --loss and/or --queue)")
+    if bw is None and delay is None and plr is None and queue is None and aqm is None:
+        raise ParameterError("link set: nothing to change (give --bw, --delay, --loss, --queue and/or --red)")
     _bridge, shaper = _shaper(inv, link)
-    probe = PipeConfig.from_args(bw, delay, plr, queue)
+    probe = PipeConfig.from_args(bw, delay, plr, queue, aqm=aqm)
     shaper.validate({(link, d): probe for d in dirs})
 
 
 async def link_set(inv: Inventory, link: str, dirs: list[Direction], bw: str | None, delay: str | None,
-                   plr: str | None, queue: str | None) -> dict:
+                   plr: str | None, queue: str | None, aqm: str | None = None) -> dict:
     bridge, shaper = _shaper(inv, link)
     log = CommandLog()
     pool = SSHPool(inv, log, [bridge])
@@ -71,7 +71,7 @@ async def link_set(inv: Inventory, link: str, dirs: list[Direction], bw: str | N
         desired: dict[PipeKey, PipeConfig] = {}
         for d in dirs:
             base = before.pipes.get((link, d)) or PipeConfig()
-            desired[(link, d)] = PipeConfig.from_args(bw, delay, plr, queue, base=base)
+            desired[(link, d)] = PipeConfig.from_args(bw, delay, plr, queue, base=base, aqm=aqm)
         _b, after = await apply(shaper, session, desired, before)
     finally:
         await pool.close()
@@ -202,6 +202,10 @@ def render_show(data: dict) -> str:
                          f"{format_delay(c.delay_us):>8} {format_probability(c.plr):>10} {str(c.queue):>11} "
                          f"{ctr.get('tx_pkts', '-') if ctr else '-':>10} {drops if drops is not None else '-':>7} "
                          f"{qp:>15}")
+            if c.red is not None:  # queue management on a line of its own, with what it did
+                lines.append(f"{'':<8} {d:<8} {c.red.describe()} (thresholds in {'bytes' if c.queue.bytes else 'slots'})"
+                             f": {ctr.get('marked_pkts', '-') if ctr else '-'} pkts marked CE, "
+                             f"{ctr.get('red_drop_pkts', '-') if ctr else '-'} pkts dropped by RED")
     return "\n".join(lines)
 
 

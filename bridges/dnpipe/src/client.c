@@ -222,7 +222,7 @@ int dn_ctl_main(int argc, char **argv)
 {
     const char *control = NULL, *sub = NULL;
     const char *dir = NULL, *s_bw = NULL, *s_delay = NULL, *s_plr = NULL, *s_qs = NULL, *s_qb = NULL,
-               *s_int = NULL;
+               *s_int = NULL, *s_red = NULL, *s_gred = NULL, *s_ecn = NULL, *s_aqm = NULL;
     for (int i = 0; i < argc; i++) {
         const char *k = argv[i];
         if (k[0] != '-') {
@@ -239,6 +239,10 @@ int dn_ctl_main(int argc, char **argv)
                             : !strcmp(k, "--queue-slots") ? &s_qs
                             : !strcmp(k, "--queue-bytes") ? &s_qb
                             : !strcmp(k, "--interval-ms") ? &s_int
+                            : !strcmp(k, "--red")         ? &s_red
+                            : !strcmp(k, "--gred")        ? &s_gred
+                            : !strcmp(k, "--ecn")         ? &s_ecn
+                            : !strcmp(k, "--aqm")         ? &s_aqm
                                                           : NULL;
         if (!slot)
             return bad("ctl: unknown option %s", k);
@@ -257,8 +261,8 @@ int dn_ctl_main(int argc, char **argv)
     if (!is_set && !is_reset && !is_watch && !is_show)
         return bad("ctl: unknown subcommand %s", sub);
     /* Options that do not belong to the subcommand are errors, not silently ignored. */
-    if (!is_set && (s_bw || s_delay || s_plr || s_qs || s_qb))
-        return bad("ctl: %s takes no --bw/--delay-us/--plr/--queue-* options", sub);
+    if (!is_set && (s_bw || s_delay || s_plr || s_qs || s_qb || s_red || s_gred || s_ecn || s_aqm))
+        return bad("ctl: %s takes no --bw/--delay-us/--plr/--queue-*/--red/--gred/--ecn/--aqm options", sub);
     if (!is_set && !is_reset && dir)
         return bad("ctl: %s takes no --dir", sub);
     if (!is_watch && s_int)
@@ -310,6 +314,32 @@ int dn_ctl_main(int argc, char **argv)
             if (dn_parse_u64(s_qb, &v) || v < DN_QBYTES_MIN || v > DN_QBYTES_MAX)
                 return bad("ctl: --queue-bytes %s is not an integer in 1500..67108864", s_qb);
             n += snprintf(req + n, sizeof req - (size_t)n, " queue_bytes=%s", s_qb);
+        }
+        if (!!s_red + !!s_gred + !!s_aqm > 1)
+            return bad("ctl: give one of --red, --gred and --aqm droptail");
+        const char *rv = s_red ? s_red : s_gred;
+        if (rv) {
+            dn_aqm a = {.type = s_red ? DN_AQM_RED : DN_AQM_GRED, .ecn = s_ecn && !strcmp(s_ecn, "1")};
+            const char *why = dn_parse_red(rv, &a) ? "is not W_Q/MIN_TH/MAX_TH/MAX_P" : NULL;
+            /* The unit of the thresholds is the queue's, which may be set elsewhere: the
+             * daemon checks them against it; here the checks that do not depend on it. */
+            if (!why)
+                why = dn_aqm_check(&a, true);
+            if (why)
+                return bad("ctl: --%s %s: %s", s_red ? "red" : "gred", rv, why);
+            n += snprintf(req + n, sizeof req - (size_t)n, " %s=%s", s_red ? "red" : "gred", rv);
+        }
+        if (s_aqm) {
+            if (strcmp(s_aqm, "droptail"))
+                return bad("ctl: --aqm %s is not droptail (use --red or --gred for RED)", s_aqm);
+            if (s_ecn && !strcmp(s_ecn, "1"))
+                return bad("ctl: --ecn 1 needs --red or --gred (enable red/gred for ECN)");
+            n += snprintf(req + n, sizeof req - (size_t)n, " aqm=droptail");
+        }
+        if (s_ecn) {
+            if (strcmp(s_ecn, "0") && strcmp(s_ecn, "1"))
+                return bad("ctl: --ecn %s is not 0 or 1", s_ecn);
+            n += snprintf(req + n, sizeof req - (size_t)n, " ecn=%s", s_ecn);
         }
     }
     if (n < 0 || (size_t)n + 2 > sizeof req)

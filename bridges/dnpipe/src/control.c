@@ -136,7 +136,10 @@ static void handle_request(daemon_t *D, char *line, dn_buf *out)
     }
     bool is_set = !strcmp(verb, "set");
     int mask = 3;
-    bool h_bw = false, h_delay = false, h_plr = false, h_qs = false, h_qb = false;
+    bool h_bw = false, h_delay = false, h_plr = false, h_qs = false, h_qb = false, h_red = false, h_ecn = false,
+         h_droptail = false;
+    dn_aqm red = {.type = DN_AQM_DROPTAIL};
+    uint64_t ecn = 0;
     uint64_t bw = 0, delay = 0, qs = 0, qb = 0;
     double plr = 0;
     for (char *kv; (kv = strtok_r(NULL, " ", &save));) {
@@ -160,6 +163,12 @@ static void handle_request(daemon_t *D, char *line, dn_buf *out)
             bad = dn_parse_u64(v, &qs), h_qs = true;
         else if (is_set && !strcmp(k, "queue_bytes"))
             bad = dn_parse_u64(v, &qb), h_qb = true;
+        else if (is_set && (!strcmp(k, "red") || !strcmp(k, "gred")) && !h_red)
+            red.type = k[0] == 'g' ? DN_AQM_GRED : DN_AQM_RED, bad = dn_parse_red(v, &red), h_red = true;
+        else if (is_set && !strcmp(k, "ecn"))
+            bad = dn_parse_u64(v, &ecn) || ecn > 1, h_ecn = true;
+        else if (is_set && !strcmp(k, "aqm"))
+            bad = strcmp(v, "droptail") != 0, h_droptail = true;
         else
             bad = 1;
         if (bad) {
@@ -169,6 +178,10 @@ static void handle_request(daemon_t *D, char *line, dn_buf *out)
     }
     if (h_qs && h_qb) {
         dn_buf_printf(out, "ERR give queue_slots or queue_bytes, not both");
+        return;
+    }
+    if (h_red && h_droptail) {
+        dn_buf_printf(out, "ERR give red/gred or aqm=droptail, not both");
         return;
     }
     if (h_qs && qs > UINT32_MAX) {
@@ -201,6 +214,14 @@ static void handle_request(daemon_t *D, char *line, dn_buf *out)
                 nc[i].queue_bytes = qb;
                 nc[i].queue_slots = 0;
             }
+            /* As `ipfw pipe N config`: red/gred replaces the AQM (ecn off unless given),
+             * ecn alone changes the flag of the AQM in place. */
+            if (h_red)
+                nc[i].aqm = red;
+            if (h_droptail)
+                nc[i].aqm = (dn_aqm){.type = DN_AQM_DROPTAIL};
+            if (h_ecn)
+                nc[i].aqm.ecn = ecn == 1;
             const char *why = dn_config_check(&nc[i]);
             if (why) {
                 unlock_both(D);

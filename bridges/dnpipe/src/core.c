@@ -64,7 +64,7 @@ const char *dn_config_check(const dn_config *cfg)
         return "queue slots are outside 1..100000";
     if (cfg->queue_bytes && (cfg->queue_bytes < DN_QBYTES_MIN || cfg->queue_bytes > DN_QBYTES_MAX))
         return "queue bytes are outside 1500..67108864";
-    return NULL;
+    return dn_aqm_check(&cfg->aqm, cfg->queue_bytes != 0);
 }
 
 /* ---- serialization ---------------------------------------------------------------- */
@@ -108,6 +108,7 @@ static void start_head(dn_pipe *p)
     p->head_start = h->t_arr > p->ser_free_at ? h->t_arr : p->ser_free_at;
     p->head_end = p->head_start + dn_ser_ns(h->len, p->cfg.bw_bps, &p->ser_rem);
     p->head_started = true;
+    p->last_start = p->head_start;
 }
 
 void dn_pipe_advance(dn_pipe *p, uint64_t now)
@@ -145,6 +146,11 @@ void dn_pipe_advance(dn_pipe *p, uint64_t now)
         p->adv_time = now;
 }
 
+static uint32_t red_rand(void *rng)
+{
+    return (uint32_t)(dn_rng_next(rng) >> 48); /* dummynet: random() & 0xffff */
+}
+
 dn_verdict dn_pipe_enqueue(dn_pipe *p, dn_pkt *pkt, uint64_t t_arr)
 {
     p->c.rx_pkts++;
@@ -162,6 +168,26 @@ dn_verdict dn_pipe_enqueue(dn_pipe *p, dn_pkt *pkt, uint64_t t_arr)
         t_arr = p->last_arr;
     p->last_arr = t_arr;
     dn_pipe_advance(p, t_arr);
+    bool marked = false;
+    if (p->cfg.aqm.type != DN_AQM_DROPTAIL) {
+        /* dn_enqueue(): RED after the loss, before the tail check; with `ecn` an ECT packet is
+         * marked instead of dropped. The queue as dummynet sees it: without the packet in
+         * service (after the advance, a remaining head is being serialized). */
+        bool bytes = p->cfg.queue_bytes != 0;
+        uint64_t qs = bytes ? p->q_bytes - (p->q_head ? p->q_head->len : 0) : p->q_pkts - (p->q_head ? 1 : 0);
+        uint64_t tick_ns = 1000000000ULL / DN_RED_HZ;
+        if (dn_red_drops(&p->red, &p->cfg.aqm, bytes, qs, pkt->len, t_arr / tick_ns, p->last_start / tick_ns,
+                         red_rand, &p->rng)) {
+            if (!p->cfg.aqm.ecn || !dn_ecn_mark(pkt->data, pkt->len)) {
+                p->c.drop_queue_pkts++;
+                p->c.drop_queue_bytes += pkt->len;
+                p->c.red_drop_pkts++;
+                p->c.red_drop_bytes += pkt->len;
+                return DN_DROP_RED;
+            }
+            marked = true;
+        }
+    }
     bool full = p->cfg.queue_slots ? p->q_pkts + 1 > p->cfg.queue_slots
                                    : p->q_bytes + pkt->len > p->cfg.queue_bytes;
     if (full) {
@@ -178,6 +204,8 @@ dn_verdict dn_pipe_enqueue(dn_pipe *p, dn_pkt *pkt, uint64_t t_arr)
     p->q_tail = pkt;
     p->q_pkts++;
     p->q_bytes += pkt->len;
+    if (marked)
+        p->c.marked_pkts++;
     /* With bw 0 the packet passes the serializer at once; it never occupies the queue,
      * so the peak is taken after this advance. */
     dn_pipe_advance(p, t_arr);
@@ -266,6 +294,12 @@ void dn_pipe_set_config(dn_pipe *p, const dn_config *cfg, uint64_t now)
         }
         p->ser_rem = 0;
     }
+    /* RED's constants depend on bw (config_red() via update_red() keeps the average); new RED
+     * parameters start a new average, as dummynet's reconfigured flowset starts new queues. */
+    if (!dn_aqm_equal(&cfg->aqm, &p->cfg.aqm))
+        dn_red_config(&p->red, &cfg->aqm, cfg->bw_bps, false);
+    else if (cfg->bw_bps != p->cfg.bw_bps)
+        dn_red_config(&p->red, &cfg->aqm, cfg->bw_bps, true);
     p->cfg = *cfg;
     /* A bw raised to unlimited releases the queue at once. */
     dn_pipe_advance(p, now);

@@ -6,7 +6,8 @@
  * layer stay a thin shell around it.
  *
  * A pipe, per direction, as in FreeBSD dummynet:
- *   arrival -> random loss (plr) -> drop-tail queue (slots or bytes)
+ *   arrival -> random loss (plr) -> [RED/GRED, optionally marking CE: red.h]
+ *           -> drop-tail queue (slots or bytes)
  *           -> serialization at bw -> delay line (fixed delay) -> transmit
  * The queue bound counts the packets waiting for or undergoing serialization; packets
  * in the delay line are not counted. The delay line is FIFO like dummynet's: after a
@@ -18,6 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
+
+#include "red.h"
 
 #define DN_BW_MAX_BPS        10000000000ULL   /* 10 Gbit/s */
 #define DN_DELAY_MAX_US      10000000ULL      /* 10 s */
@@ -44,6 +47,7 @@ typedef struct {
     double   plr;          /* 0..1 */
     uint32_t queue_slots;  /* exactly one of queue_slots / queue_bytes is non-zero */
     uint64_t queue_bytes;
+    dn_aqm   aqm;          /* DN_AQM_DROPTAIL (the default): no RED; thresholds in the queue's unit */
 } dn_config;
 
 typedef struct {
@@ -60,6 +64,8 @@ typedef struct {
     uint64_t queue_peak_pkts, queue_peak_bytes;
     uint64_t delay_line_pkts, delay_line_bytes;
     uint64_t tx_late_ns_sum, tx_late_ns_max; /* departure time minus due time (timer accuracy) */
+    uint64_t red_drop_pkts, red_drop_bytes;  /* RED/GRED's drops: also counted in drop_queue_* */
+    uint64_t marked_pkts;          /* accepted packets RED marked CE (or found CE) instead of dropping */
 } dn_counters;
 
 /* xoshiro256** seeded through splitmix64: fast, 256-bit state, passes BigCrush. */
@@ -68,7 +74,7 @@ void     dn_rng_seed(dn_rng *r, uint64_t seed);
 uint64_t dn_rng_next(dn_rng *r);
 double   dn_rng_double(dn_rng *r);  /* uniform in [0, 1), 53 bits */
 
-typedef enum { DN_ACCEPT = 0, DN_DROP_PLR, DN_DROP_QUEUE } dn_verdict;
+typedef enum { DN_ACCEPT = 0, DN_DROP_PLR, DN_DROP_QUEUE, DN_DROP_RED } dn_verdict;
 
 typedef struct {
     dn_config cfg;
@@ -86,6 +92,9 @@ typedef struct {
     uint64_t last_arr;      /* latest arrival time accepted into the queue */
     dn_counters c;
     dn_rng   rng;
+    dn_red   red;           /* RED's constants and state (unused with DN_AQM_DROPTAIL) */
+    uint64_t last_start;    /* serialization start of the latest packet: when the queue as
+                             * dummynet counts it (waiting packets only) last went empty */
 } dn_pipe;
 
 void dn_config_default(dn_config *cfg);

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define DNPIPE_VERSION "1.1.0"
+#define DNPIPE_VERSION "1.2.0"
 #define DNPIPE_SCHEMA_VERSION 1
 
 /* Exit codes shared by `run` and `ctl`. */

@@ -71,9 +71,20 @@ void dn_json_config(dn_buf *b, const dn_config *c)
     dn_buf_printf(b, "{\"bw_bps\":%" PRIu64 ",\"delay_us\":%" PRIu64 ",\"plr\":%.17g,", c->bw_bps,
                   c->delay_us, c->plr);
     if (c->queue_slots)
-        dn_buf_printf(b, "\"queue_slots\":%u,\"queue_bytes\":null}", c->queue_slots);
+        dn_buf_printf(b, "\"queue_slots\":%u,\"queue_bytes\":null,", c->queue_slots);
     else
-        dn_buf_printf(b, "\"queue_slots\":null,\"queue_bytes\":%" PRIu64 "}", c->queue_bytes);
+        dn_buf_printf(b, "\"queue_slots\":null,\"queue_bytes\":%" PRIu64 ",", c->queue_bytes);
+    /* "aqm" only with RED/GRED (a drop-tail pipe's config is schema 1's five fields): its
+     * parameters in ipfw's units (thresholds in the queue's unit). */
+    const dn_aqm *a = &c->aqm;
+    if (a->type == DN_AQM_DROPTAIL)
+        b->s[b->len - 1] = '}'; /* the ',' after the queue */
+    else
+        dn_buf_printf(b,
+                      "\"aqm\":{\"type\":\"%s\",\"w_q\":%.17g,\"min_th\":%" PRIu64 ",\"max_th\":%" PRIu64
+                      ",\"max_p\":%.17g,\"ecn\":%s}}",
+                      a->type == DN_AQM_GRED ? "gred" : "red", a->w_q, a->min_th, a->max_th, a->max_p,
+                      a->ecn ? "true" : "false");
 }
 
 void dn_json_counters(dn_buf *b, const dn_counters *c)
@@ -86,11 +97,12 @@ void dn_json_counters(dn_buf *b, const dn_counters *c)
                   F(queue_peak_bytes) "," F(delay_line_pkts) ","
                   /* extensions beyond the documented schema, see README.md */
                   F(delay_line_bytes) "," F(drop_nomem_pkts) "," F(rx_kernel_drops) "," F(csum_partial_pkts) ","
-                  F(tx_late_ns_sum) "," F(tx_late_ns_max) "}",
+                  F(tx_late_ns_sum) "," F(tx_late_ns_max) "," F(red_drop_pkts) "," F(red_drop_bytes) ","
+                  F(marked_pkts) "}",
                   c->rx_pkts, c->rx_bytes, c->tx_pkts, c->tx_bytes, c->drop_plr_pkts, c->drop_plr_bytes,
                   c->drop_queue_pkts, c->drop_queue_bytes, c->tx_error_pkts, c->oversize_pkts, c->queue_pkts,
                   c->queue_bytes, c->queue_peak_pkts, c->queue_peak_bytes, c->delay_line_pkts,
                   c->delay_line_bytes, c->drop_nomem_pkts, c->rx_kernel_drops, c->csum_partial_pkts,
-                  c->tx_late_ns_sum, c->tx_late_ns_max);
+                  c->tx_late_ns_sum, c->tx_late_ns_max, c->red_drop_pkts, c->red_drop_bytes, c->marked_pkts);
 #undef F
 }

@@ -59,6 +59,8 @@ static void usage(FILE *f)
           "       dnpipe ctl --control SOCKPATH show\n"
           "       dnpipe ctl --control SOCKPATH set --dir forward|reverse|both [--bw BPS] [--delay-us N]\n"
           "                  [--plr P] [--queue-slots N | --queue-bytes N]\n"
+          "                  [--red W_Q/MIN_TH/MAX_TH/MAX_P | --gred W_Q/MIN_TH/MAX_TH/MAX_P | --aqm droptail]\n"
+          "                  [--ecn 0|1]   (RED thresholds in the queue's unit: slots or bytes)\n"
           "       dnpipe ctl --control SOCKPATH reset-peak [--dir forward|reverse|both]\n"
           "       dnpipe ctl --control SOCKPATH watch --interval-ms N\n"
           "       dnpipe --version\n",
