@@ -14,7 +14,7 @@ plateau, then Drain, the ProbeBW cycle DOWN -> CRUISE -> REFILL -> UP -> DOWN, a
 about every 5 s of the busy flow with cwnd at most max(0.5 BDP, 4 packets) for at least 200 ms;
 with a shallow buffer and 3 % random loss, Startup ends on loss, and after a round above the
 2 % loss threshold while probing, inflight_longterm is set at or below the in-flight that saw the
-loss. (The ECN branch is not exercised: the forwarder never marks CE.) Nothing may stay
+loss. (The ECN branch, CE marks from the forwarder's RED, is tests/integration/test_bbr3_ecn.py's.) Nothing may stay
 registered. And through ctl on the session's virtual rack: a bbr3 run killed with SIGKILL mid-traffic
 is recovered by the next start (hold released, program unregistered, the congestion-control state
 as before).

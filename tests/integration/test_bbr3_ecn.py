@@ -1,0 +1,216 @@
+"""bbr3's ECN branch on this kernel (issue 24): CE marks from the forwarder's RED, counted by the
+trace build and replayed against the model.
+
+Topology as tests/integration/test_bbr3.py's (a -- r -- b, dnpipe in r at 20 Mbit/s and 40 ms RTT),
+with its own namespaces (prefix `ec`). The data direction runs dummynet's RED with `ecn`
+(`red 0.002/35/140/0.1 ecn` on a 280-slot queue: min_th half a BDP, max_th two, the queue four, so
+a mark comes long before the queue is full); the endpoints negotiate ECN (net.ipv4.tcp_ecn=1 in
+the sender's namespace, the receiver's default 2 accepts; both namespaces are the test's and go
+with it). A bulk bbr3_trace transfer then runs; afterwards:
+
+- the forwarder marked packets CE and dropped none (its `marked_pkts` > 0, every drop counter 0);
+- every recorded call agrees with nodes/congestion/model_bbr3.py field for field;
+- the trace counts CE-marked deliveries (tp->delivered_ce grows; ACKs carry newly marked data
+  with no new loss, which the model counts with losses);
+- what ended Startup, as the trace shows it (see the test's docstring).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nodes.congestion import hostctl
+from nodes.congestion import model_bbr3 as m
+from nodes.congestion.build import build
+from nodes.congestion.catalog import ALGORITHMS
+from nodes.congestion.trace_bbr3 import EV_ACK, RECORD_SIZE, check_trace, continuity_breaks, decode_record
+from tests.support.bpfmap import read_trace
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSTCTL = [sys.executable, hostctl.__file__]
+BULK = str(ROOT / "tests" / "support" / "mptcp_bulk.py")
+# The tree's build: RED needs dnpipe >= 1.2.0 (the installed .state/bin/dnpipe may be older).
+DNPIPE = ROOT / "bridges" / "dnpipe" / "build" / "dnpipe"
+PFX = f"ec{os.getpid() % 100000}"
+A, R, B = f"{PFX}a", f"{PFX}r", f"{PFX}b"
+HOLDER = f"test:{os.getpid()}"
+ALG = ALGORITHMS["bbr3"]
+RATE_BPS = 20_000_000
+ONE_WAY_US = 20_000                      # 40 ms RTT
+BDP_PACKETS = 70                         # 20 Mbit/s x 40 ms / 1448 bytes
+QUEUE_SLOTS = 4 * BDP_PACKETS
+RED = f"0.002/{BDP_PACKETS // 2}/{2 * BDP_PACKETS}/0.1"
+
+
+def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    p = subprocess.run(list(argv), capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{argv}: {p.stderr or p.stdout}")
+    return p
+
+
+def ns(name: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    return sh("ip", "netns", "exec", name, *argv, check=check)
+
+
+def _hostctl(*args: str) -> dict:
+    p = subprocess.run(HOSTCTL + list(args), capture_output=True, text=True)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+class EcnPath:
+    """a -- r -- b, dnpipe in r: forward (a -> b) with RED marking CE, reverse (ACKs) deep drop-tail."""
+
+    def __init__(self, tmp: Path):
+        self.sock = tmp / "p.sock"
+        self.made: list[str] = []
+        for n in (A, R, B):
+            sh("ip", "netns", "add", n)
+            self.made.append(n)
+            ns(n, "ip", "link", "set", "lo", "up")
+        sh("ip", "link", "add", "va", "netns", A, "type", "veth", "peer", "name", "ra", "netns", R)
+        sh("ip", "link", "add", "vb", "netns", B, "type", "veth", "peer", "name", "rb", "netns", R)
+        ns(A, "ip", "addr", "add", "10.96.1.1/24", "dev", "va")
+        ns(B, "ip", "addr", "add", "10.96.1.2/24", "dev", "vb")
+        for n, dev in ((A, "va"), (B, "vb"), (R, "ra"), (R, "rb")):
+            ns(n, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off", check=False)
+            ns(n, "ip", "link", "set", dev, "up")
+        # The sender requests ECN (per namespace: this one is the test's own and goes with it).
+        ns(A, "sysctl", "-qw", "net.ipv4.tcp_ecn=1")
+        assert ns(B, "sysctl", "-n", "net.ipv4.tcp_ecn").stdout.strip() in ("1", "2")   # the receiver accepts
+        self.proc = subprocess.Popen(["ip", "netns", "exec", R, str(DNPIPE), "run", "--a", "ra", "--b", "rb",
+                                      "--control", str(self.sock), "--seed", "24"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not self.sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def ctl(self, *args: str) -> dict:
+        return json.loads(sh(str(DNPIPE), "ctl", "--control", str(self.sock), *args).stdout)
+
+    def shape(self) -> dict:
+        common = ["--bw", str(RATE_BPS), "--delay-us", str(ONE_WAY_US)]
+        self.ctl("set", "--dir", "reverse", *common, "--queue-slots", "500")
+        return self.ctl("set", "--dir", "forward", *common, "--queue-slots", str(QUEUE_SLOTS), "--red", RED,
+                        "--ecn", "1")
+
+    def close(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        for n in self.made:
+            sh("ip", "netns", "del", n, check=False)
+
+
+@pytest.fixture(scope="module")
+def path(tmp_path_factory):
+    if not DNPIPE.exists():
+        pytest.fail(f"{DNPIPE} is not built: make -C bridges/dnpipe")
+    version = sh(str(DNPIPE), "--version").stdout.split()[1]
+    if tuple(int(x) for x in version.split(".")) < (1, 2, 0):
+        pytest.fail(f"{DNPIPE} is dnpipe {version}: RED/ECN needs 1.2.0 (make -C bridges/dnpipe)")
+    p = EcnPath(tmp_path_factory.mktemp("bbr3-ecn-path"))
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+@pytest.fixture(scope="module")
+def trace_build(bpf_trace_dir):
+    return build(dest=bpf_trace_dir, trace=True, names=["bbr3"])
+
+
+def traced_ecn_transfer(path: EcnPath, trace_build, seconds: float, port: int) -> tuple[list, dict, dict]:
+    """(the decoded trace, the forward pipe's config, its counters over the transfer)."""
+    shown = path.shape()
+    config = shown["pipes"]["forward"]["config"]
+    c0 = shown["pipes"]["forward"]["counters"]
+    loaded = _hostctl("load", ALG.trace_name, trace_build.sha256_of("bbr3"), str(trace_build.object_of("bbr3")), HOLDER)
+    assert loaded["ok"] and loaded["action"] == "registered", loaded
+    try:
+        maps = hostctl._maps_of(loaded["id"])
+        srv = subprocess.Popen(["ip", "netns", "exec", B, sys.executable, BULK, "recv-tcp", str(port)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert srv.stdout is not None and srv.stdout.readline().strip() == "listening", srv.stderr
+            sender = subprocess.Popen(["ip", "netns", "exec", A, sys.executable, BULK, "send-tcp", "10.96.1.2",
+                                       str(port), ALG.trace_name, str(seconds)], stdout=subprocess.PIPE, text=True)
+            try:
+                sent, _ = sender.communicate(timeout=seconds + 120)
+                received, err = srv.communicate(timeout=120)
+            finally:
+                for p in (sender, srv):
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait(timeout=10)
+            assert srv.returncode == 0 and sender.returncode == 0, err
+        finally:
+            if srv.poll() is None:
+                srv.kill()
+                srv.wait(timeout=10)
+        assert int(received) == int(sent) > 0
+        used, records = read_trace(maps, ALG.stem, RECORD_SIZE, decode_record, limit=32768)
+        assert used < 32768, f"the trace map filled up ({used} calls)"
+    finally:
+        left = _hostctl("unload", ALG.trace_name, HOLDER)
+    assert left["ok"] and left["action"] == "unregistered", left
+    c1 = path.ctl("show")["pipes"]["forward"]["counters"]
+    return records, config, {k: c1[k] - c0.get(k, 0) for k in c1 if k.endswith(("_pkts", "_bytes"))}
+
+
+def test_red_marks_ce_bbr3_counts_it_and_the_trace_replays(path, trace_build, record_property):
+    """What ended Startup is asserted as the model says it must be: the draft's
+    CheckStartupHighLoss() (5.3.1.3) needs the connection in fast recovery, and CE marks alone put
+    the sender in CWR (ca_state 2), never in recovery (3); so with marks and no loss Startup ends
+    on the bandwidth plateau even where CE-marked deliveries were counted in it. The replay
+    checks that rule on every ACK; this test states it on the one that left Startup."""
+    records, config, delta = traced_ecn_transfer(path, trace_build, seconds=8, port=5611)
+    assert config["aqm"] == {"type": "red", "w_q": 0.002, "min_th": BDP_PACKETS // 2,
+                             "max_th": 2 * BDP_PACKETS, "max_p": 0.1, "ecn": True}, config
+    # the forwarder marked and did not drop (RED's thresholds are far below the queue)
+    assert delta["marked_pkts"] > 0, delta
+    assert delta["drop_queue_pkts"] == 0 and delta["red_drop_pkts"] == 0 and delta["drop_plr_pkts"] == 0, delta
+    # every call agrees with the model; each socket's state is continuous
+    n, bad = check_trace(records)
+    assert n == len(records) and n >= 1000, f"only {n} calls recorded"
+    assert bad == [], f"{len(bad)} of {n} calls differ from the model; first: {bad[0]}"
+    assert continuity_breaks(records) == []
+    acks = [r for r in records if r.event == EV_ACK]
+    assert len({r.sk for r in acks}) == 1
+    # CE-marked deliveries counted: tp->delivered_ce grows, and ACKs with no new loss carry newly
+    # marked data (the model counts CE with losses)
+    assert acks[-1].inputs.delivered_ce > acks[0].inputs.delivered_ce
+    ce_only = [r for r in acks if r.outputs.newly_marked and r.inputs.lost == acks[0].inputs.lost]
+    assert ce_only, "no ACK carried CE-marked data without loss"
+    assert any(r.inputs.ca_state == m.CA_CWR for r in acks), "the sender never reacted to ECE (CWR)"
+    assert all(r.inputs.ca_state != m.CA_RECOVERY for r in acks)     # no loss, so never fast recovery
+    # Startup's end, as the model's rule has it with CE and no loss: the bandwidth plateau
+    moves = [(r, r.before.state, r.after.state) for r in acks if r.before.state != r.after.state]
+    first = moves[0]
+    assert (first[1], first[2]) == (m.STARTUP, m.DRAIN)
+    assert first[0].outputs.too_high != 2 and first[0].after.full_bw_count >= m.FULL_BW_ROUNDS
+    # what the trace shows, for the report (pytest --junitxml keeps these)
+    record_property("ce_acks_in_startup", sum(1 for r in acks if r.after.state == m.STARTUP and r.outputs.newly_marked))
+    record_property("ce_acks_without_loss", len(ce_only))
+    record_property("startup_exit_ms", (first[0].inputs.now - acks[0].inputs.now) // 1000)
+    record_property("marked_pkts", delta["marked_pkts"])
+
+
+def test_nothing_stays_registered(path, trace_build):
+    from tests.support.kernel_cc import held_by_others, snapshot
+    snap = snapshot()
+    others = held_by_others(snap, {HOLDER})
+    assert not [n for n in (ALG.trace_name, ALG.name) if n in snap.available and n not in others]
