@@ -409,7 +409,7 @@ def check_capabilities(kind: str, caps: Capabilities, host: str,
             raise UnsupportedShaping(f"{where}: masks / scheduler types need a dummynet bridge")
         if p.red and not caps.red:
             raise UnsupportedShaping(f"{where}: {p.red.describe()} requested but ctl's {kind} driver has no "
-                                     "RED/ECN (use a dnpipe bridge)")
+                                     "RED/ECN (use a dnpipe or dummynet bridge)")
 
 
 def diff_pipe(want: PipeConfig | None, got: PipeConfig | None, *, label: str,

@@ -88,6 +88,7 @@ from bridges.dummynet.values import (
     printed_bw,
     printed_plr,
     printed_queue,
+    red_args, red_of, restore_red_args, listed_red,
 )
 from bridges.ipfw_host import IpfwRule, parse_freebsd_version, parse_ipfw_list, parse_sysctl
 from bridges.dummynet.listing import MODERN, HostSnapshot, read_pipes
@@ -196,7 +197,7 @@ class DummynetShaper(ShaperBase):
         # max_bw_bps is dummynet's best case (UINT_MAX bit/s); plan() applies the limit of the
         # release it reads from the host (2^31-1 before FreeBSD 13).
         return Capabilities(rate=True, delay=True, loss=True, queue_slots=True, queue_bytes=True,
-                            max_bw_bps=BW_MAX_UINT, max_delay_us=DELAY_MAX_MS * 1000, masks=False)
+                            max_bw_bps=BW_MAX_UINT, max_delay_us=DELAY_MAX_MS * 1000, masks=False, red=True)
 
     def validate(self, desired: Mapping[PipeKey, PipeConfig]) -> None:
         """Refuse, before anything is read or sent, what dummynet cannot do exactly.
@@ -354,7 +355,7 @@ class DummynetShaper(ShaperBase):
             raise ParseError(f"pipe {link.number}: listing has no flowset line (queue and plr unknown)")
         queue = Queue(slots=fs.queue_slots) if fs.queue_slots is not None else Queue(bytes=fs.queue_bytes)
         return PipeConfig(bw_bps=link.bw_bps, delay_us=link.delay_ms * 1000, plr=fs.plr, queue=queue,
-                          burst_bytes=link.burst_bytes or None)
+                          burst_bytes=link.burst_bytes or None, red=red_of(fs.red))
 
     def _observed_config(self, st: _KeyState) -> PipeConfig | None:
         # Shaped means: our rule sends the direction's frames to an existing pipe.
@@ -369,7 +370,7 @@ class DummynetShaper(ShaperBase):
         fs, link = obj.flowset, obj.link
         if fs is None:
             return ["no flowset line"]
-        if fs.qm != "droptail":
+        if fs.qm not in ("droptail", "RED", "GRED"):
             out.append(f"queue management {fs.qm}")
         if obj.profile is not None:
             out.append(f"delay profile {obj.profile.name!r}")
@@ -503,10 +504,8 @@ class DummynetShaper(ShaperBase):
         """`config ...` arguments for a PipeConfig: every parameter explicit (a `pipe N config`
         resets the ones it does not name)."""
         args: tuple[str, ...] = ("config", "bw", format_bw_arg(p.bw_bps), "delay", format_delay_arg(p.delay_us),
-                "plr", format_plr_arg(p.plr), "queue", format_queue_arg(p.queue))
-        if p.burst_bytes:
-            args += ("burst", str(p.burst_bytes))
-        return args
+                "plr", format_plr_arg(p.plr), "queue", format_queue_arg(p.queue), *red_args(p.red))
+        return args + (("burst", str(p.burst_bytes)) if p.burst_bytes else ())
 
     def _printed_diffs(self, want: PipeConfig, obj: DnObject, label: str, gbit: bool) -> list[str]:
         """Field differences between a planned config and a listed pipe, compared as printed."""
@@ -525,6 +524,8 @@ class DummynetShaper(ShaperBase):
                        f"found {fs.plr_text or '0 (not printed)'}")
         if printed_queue(want.queue) != fs.queue_text:
             out.append(f"{label}: queue expected {printed_queue(want.queue)}, found {fs.queue_text}")
+        if (listed_red(want.red).render() if want.red else None) != (fs.red.render() if fs.red else None):
+            out.append(f"{label}: red expected {want.red or 'drop-tail'}, found {fs.red.render().strip() if fs.red else fs.qm}")
         if (want.burst_bytes or 0) != link.burst_bytes or not link.burst_exact:
             out.append(f"{label}: burst expected {want.burst_bytes or 0}, found {link.burst_text}")
         for extra in self._extras(obj):
@@ -720,10 +721,8 @@ class DummynetShaper(ShaperBase):
         else:
             q = format_queue_arg(Queue(bytes=fs.queue_bytes))
         args: tuple[str, ...] = ("config", "bw", format_bw_arg(link.bw_bps), "delay", f"{link.delay_ms}ms",
-                "plr", fs.plr_text or "0", "queue", q)
-        if link.burst_bytes:
-            args += ("burst", str(link.burst_bytes))
-        return args
+                "plr", fs.plr_text or "0", "queue", q, *restore_red_args(fs.red))
+        return args + (("burst", str(link.burst_bytes)) if link.burst_bytes else ())
 
     # ---- run-time reading ---------------------------------------------------------------------
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Iterable, Mapping
 
-from bridges.base import PipeConfig
+from bridges.base import RED_SCALE, PipeConfig, Red
+from bridges.ipfw_records import RedParams
 from controller.errors import ParameterError
 from controller.units import Conversion, Queue, format_delay, format_percent
 
@@ -216,6 +217,39 @@ def printed_queue(q: Queue) -> str:
     return f"{q.bytes // 1024} KB" if q.bytes >= KB_PRINT_FROM else f"{q.bytes} B"
 
 
+def red_args(red: Red | None) -> tuple[str, ...]:
+    """`red|gred W_Q/MIN_TH/MAX_TH/MAX_P [ecn]` of `pipe N config` (nothing: drop-tail, which a
+    `pipe N config` without them sets)."""
+    if red is None:
+        return ()
+    return ("gred" if red.gentle else "red", red.spec()) + (("ecn",) if red.ecn else ())
+
+
+def listed_red(red: Red) -> RedParams:
+    """RED as the kernel holds it and `pipe show` prints it (ipfw's dummynet.c: "%cRED w_q %f
+    min_th %d max_th %d max_p %f" [" (ecn)"], w_q and max_p being (int)(x * 65536) / 65536)."""
+    w, p = int(red.w_q * RED_SCALE) / RED_SCALE, int(red.max_p * RED_SCALE) / RED_SCALE
+    return RedParams(gentle=red.gentle, w_q_text=f"{w:f}", w_q=w, min_th=red.min_th, max_th=red.max_th,
+                     max_p_text=f"{p:f}", max_p=p, ecn=red.ecn)
+
+
+def red_of(listed: RedParams | None) -> Red | None:
+    """The Red a listing shows (w_q and max_p as printed, 6 decimals)."""
+    if listed is None:
+        return None
+    return Red(w_q=listed.w_q, min_th=listed.min_th, max_th=listed.max_th, max_p=listed.max_p,
+               gentle=listed.gentle, ecn=listed.ecn)
+
+
+def restore_red_args(listed: RedParams | None) -> tuple[str, ...]:
+    """`red|gred ...` that sets again what a listing shows (its printed decimals parse back to the
+    same fixed-point values: 6 decimals are finer than 1/65536)."""
+    if listed is None:
+        return ()
+    return (("gred" if listed.gentle else "red"),
+            f"{listed.w_q_text}/{listed.min_th}/{listed.max_th}/{listed.max_p_text}") + (("ecn",) if listed.ecn else ())
+
+
 def pipe_show_block(num: int, p: PipeConfig) -> list[str]:
     """`pipe N show` of a freshly configured pipe (dummynet.c format strings; see the fixture)."""
     plr = printed_plr(p.plr)
@@ -224,5 +258,5 @@ def pipe_show_block(num: int, p: PipeConfig) -> list[str]:
     bw = f"{bw.split()[0]:>7} {bw.split()[1]}" if bw != "unlimited" else "unlimited     "
     return [f"{num:05d}: {bw} {p.delay_us // 1000:4d} ms burst {p.burst_bytes or 0}",
             f"q{num + 2 * DN_MAX_ID:05d} {queue}{'plr ' + plr if plr else ''} 0 flows (1 buckets) "
-            f"sched {num + DN_MAX_ID} weight 0 lmax 0 pri 0 droptail",
+            f"sched {num + DN_MAX_ID} weight 0 lmax 0 pri 0 " + (f"\n{listed_red(p.red).render()}" if p.red else "droptail"),
             f" sched {num + DN_MAX_ID} type FIFO flags 0x0 0 buckets 0 active"]

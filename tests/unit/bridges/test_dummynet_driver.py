@@ -274,12 +274,12 @@ def test_rule_outside_range_using_our_pipe_is_refused(inv):
 
 def test_existing_pipe_with_unrestorable_features_is_refused(inv):
     shaper = DummynetShaper(inv, "dn2")
-    red = ("10201:  20.000 Mbit/s    0 ms burst 0\n"
-           "q141273  50 sl. 0 flows (1 buckets) sched 75737 weight 0 lmax 0 pri 0 \n"
-           "\t  RED w_q 0.002000 min_th 30 max_th 80 max_p 0.100000\n"
-           " sched 75737 type FIFO flags 0x0 0 buckets 0 active\n")
-    with pytest.raises(UnsupportedShaping, match="queue management RED"):
-        shaper.plan(both("path2", PipeConfig(bw_bps=10**7)), state_from(shaper, pipes=red))
+    codel = ("10201:  20.000 Mbit/s    0 ms burst 0\n"
+             "q141273  50 sl. 0 flows (1 buckets) sched 75737 weight 0 lmax 0 pri 0  AQM CoDel target 5ms "
+             "interval 100ms NoECN\n"
+             " sched 75737 type FIFO flags 0x0 0 buckets 0 active\n")
+    with pytest.raises(UnsupportedShaping, match="queue management CoDel"):
+        shaper.plan(both("path2", PipeConfig(bw_bps=10**7)), state_from(shaper, pipes=codel))
 
 
 # ---- verification by field ----------------------------------------------------------------------

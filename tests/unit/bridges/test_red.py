@@ -117,3 +117,48 @@ def test_link_set_bad_red_is_one_line_exit_2_nothing_written(tmp_path, args, fra
     assert p.returncode == 2, p.stderr
     assert p.stdout == "" and len(p.stderr.strip().splitlines()) == 1 and fragment in p.stderr, p.stderr
     assert not (tmp_path / "s").exists() and not (tmp_path / "r").exists()
+
+
+# ---- ctl's dummynet driver: the same parameters, rendered for ipfw and read back as printed -------
+
+def _dn_listing(num: int, red_line: str | None) -> str:
+    tail = "\n" + red_line if red_line else "droptail"
+    return (f"{num:05d}:  20.000 Mbit/s    0 ms burst 0\n"
+            f"q{num + 2 * 65536:05d}  50 sl. 0 flows (1 buckets) sched {num + 65536} weight 0 lmax 0 pri 0 {tail}\n"
+            f" sched {num + 65536} type FIFO flags 0x0 0 buckets 0 active\n")
+
+
+def test_dummynet_renders_reads_verifies_and_restores_red():
+    from bridges.dummynet.shaper import DummynetShaper
+    from tests.unit.bridges.test_dummynet_driver import LAB, state_from
+    shaper = DummynetShaper(load_inventory(LAB), "dn2")
+    key = ("path2", F)
+    num = shaper.pipe_of[key]
+    want = PipeConfig(bw_bps=20_000_000, queue=Queue(slots=50), red=Red(0.002, 30, 80, 0.1, ecn=True))
+    cmds = shaper.plan({key: want}, state_from(shaper))
+    (cfg,) = [c.argv for c in cmds if "config" in c.argv]
+    assert cfg[-3:] == ("red", "0.002/30/80/0.1", "ecn")
+    # as the kernel prints it: w_q and max_p in its fixed point, "%f"
+    printed = "\t  RED w_q 0.001999 min_th 30 max_th 80 max_p 0.099991 (ecn)"
+    st = state_from(shaper, pipes=_dn_listing(num, printed))
+    assert shaper._config_of(shaper.snapshot(st).pipes[num]).red == Red(0.001999, 30, 80, 0.099991, ecn=True)
+    assert not [d for d in shaper.verify({key: want}, st) if "red" in d]
+    no_ecn = PipeConfig(bw_bps=20_000_000, queue=Queue(slots=50), red=Red(0.002, 30, 80, 0.1))
+    assert [d for d in shaper.verify({key: no_ecn}, st) if "red expected red 0.002/30/80/0.1, found" in d]
+    plain = PipeConfig(bw_bps=20_000_000, queue=Queue(slots=50))
+    assert [d for d in shaper.verify({key: plain}, st) if "red expected drop-tail" in d]
+    # an existing RED pipe is no longer "unrestorable": restore sets its printed parameters again
+    now = state_from(shaper, pipes=_dn_listing(num, None))
+    restore = [c.argv for c in shaper.plan_restore(st, now) if "config" in c.argv]
+    assert restore and restore[0][-3:] == ("red", "0.001999/30/80/0.099991", "ecn"), restore
+
+
+def test_dummynet_dry_run_expects_red_as_printed():
+    from bridges.dummynet.shaper import DummynetShaper
+    from tests.unit.bridges.test_dummynet_driver import LAB, state_from
+    shaper = DummynetShaper(load_inventory(LAB), "dn2")
+    key = ("path2", F)
+    want = PipeConfig(bw_bps=20_000_000, queue=Queue(slots=50), red=Red(0.002, 30, 80, 0.1, gentle=True, ecn=True))
+    exp = shaper.expected_state(state_from(shaper), {key: want})
+    assert exp.pipes[key].red == Red(0.001999, 30, 80, 0.099991, gentle=True, ecn=True)
+    assert shaper.verify({key: want}, exp) == []
