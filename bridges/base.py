@@ -497,7 +497,8 @@ def shaper_fidelity(before: dict, after: dict) -> dict:
         b = before.get(key, {})
         d = {k: a[k] - b.get(k, 0) for k in a if isinstance(a[k], int) and not k.startswith(("queue_", "delay_line"))}
         entry = {k: v for k, v in d.items() if k in ("tx_pkts", "drop_plr_pkts", "drop_queue_pkts",
-                                                     "drop_nomem_pkts", "oversize_pkts", "rx_kernel_drops")}
+                                                     "drop_nomem_pkts", "oversize_pkts", "rx_kernel_drops",
+                                                     "red_drop_pkts", "marked_pkts")}
         if "tx_late_ns_sum" in d and d.get("tx_pkts"):
             entry["mean_late_us"] = round(d["tx_late_ns_sum"] / d["tx_pkts"] / 1000, 3)
         if "tx_late_ns_max" in a:

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from bridges.base import Direction, PipeConfig, Red, ShaperState, check_capabilities, Capabilities, parse_aqm
+from bridges.base import (Capabilities, Direction, PipeConfig, Red, ShaperState, check_capabilities, parse_aqm,
+                          shaper_fidelity)
 from bridges.dnpipe_driver import DEFAULT, DnpipeShaper, config_of
 from controller.commands import CommandResult
 from controller.errors import ParameterError, UnsupportedShaping
@@ -162,3 +163,10 @@ def test_dummynet_dry_run_expects_red_as_printed():
     exp = shaper.expected_state(state_from(shaper), {key: want})
     assert exp.pipes[key].red == Red(0.001999, 30, 80, 0.099991, gentle=True, ecn=True)
     assert shaper.verify({key: want}, exp) == []
+
+
+def test_the_run_record_counts_marks_and_red_drops():
+    before = {("path1", F): {"tx_pkts": 10, "marked_pkts": 1, "red_drop_pkts": 0, "drop_queue_pkts": 0}}
+    after = {("path1", F): {"tx_pkts": 110, "marked_pkts": 41, "red_drop_pkts": 2, "drop_queue_pkts": 2}}
+    assert shaper_fidelity(before, after)["path1.forward"] == {"tx_pkts": 100, "marked_pkts": 40, "red_drop_pkts": 2,
+                                                               "drop_queue_pkts": 2}
