@@ -170,3 +170,15 @@ def test_the_run_record_counts_marks_and_red_drops():
     after = {("path1", F): {"tx_pkts": 110, "marked_pkts": 41, "red_drop_pkts": 2, "drop_queue_pkts": 2}}
     assert shaper_fidelity(before, after)["path1.forward"] == {"tx_pkts": 100, "marked_pkts": 40, "red_drop_pkts": 2,
                                                                "drop_queue_pkts": 2}
+
+
+def test_link_show_prints_red_and_what_it_did():
+    from controller.rack.links import render_show
+    p = PipeConfig(bw_bps=20_000_000, queue=Queue(slots=280), red=Red(0.002, 35, 140, 0.1, ecn=True))
+    text = render_show({"path1": {"bridge": "r1", "kind": "dnpipe", "directions": {
+        "forward": {"shaped": True, "config": p.to_json(), "counters": {"marked_pkts": 265, "red_drop_pkts": 0}},
+        "reverse": {"shaped": False, "config": PipeConfig().to_json(), "counters": {}}}}})
+    lines = text.splitlines()
+    assert len(lines) == 4   # header, forward, its RED line, reverse
+    assert lines[2].split() == ["forward", "red", "0.002/35/140/0.1", "ecn", "(thresholds", "in", "slots):", "265",
+                                "pkts", "marked", "CE,", "0", "pkts", "dropped", "by", "RED"]
