@@ -3,6 +3,7 @@ Linux tc bridges."""
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -51,6 +52,46 @@ def test_set_show_measure_path2(rack):
     assert not any(d["shaped"] for l in show.values() for d in l["directions"].values())
     reset = check_json(rack.ctl("link", "reset", "path2", "--json"), "link reset")     # no baseline: unshaped
     assert [e["link"] for e in reset] == ["path2"] and not any(reset[0]["after"].values())
+
+
+def test_red_with_ecn_through_ctl_is_read_back_marks_ect_traffic_and_is_removed(rack):
+    """`ctl link set --red ... --ecn` on a dnpipe bridge (issue 24): applied, read back and shown;
+    ECN-capable traffic through it is marked CE (the forwarder's `marked` counter, which
+    `link show` prints), a later set keeps it, `--droptail` removes it."""
+    try:
+        p = rack.ctl("link", "set", "path2", "--bw", "20M", "--delay", "20ms", "--queue", "100",
+                     "--red", "0.002/5/30/0.1", "--ecn", "--dir", "forward", "--json")
+        after = check_json(p, "link set")["after"]
+        assert after["path2.forward"]["red"] == {"w_q": 0.002, "min_th": 5, "max_th": 30, "max_p": 0.1,
+                                                 "gentle": False, "ecn": True}, after["path2.forward"]
+        assert (after["path2.reverse"] or {}).get("red") is None   # only the direction asked
+        # ECN-capable bulk traffic (the sender asks for ECN) queues above min_th: marked, not dropped by RED
+        # (the measuring client is a host on path2's a side; each sets its own namespace's sysctl)
+        old = {h: subprocess.run(["ip", "netns", "exec", rack.ns(h), "sysctl", "-n", "net.ipv4.tcp_ecn"],
+                                 capture_output=True, text=True, check=True).stdout.strip() for h in ("a1", "a2")}
+        try:
+            for h in old:
+                subprocess.run(["ip", "netns", "exec", rack.ns(h), "sysctl", "-qw", "net.ipv4.tcp_ecn=1"], check=True)
+            m = rack.ctl("link", "measure", "path2", "--json")
+            assert m.returncode == 0, m.stderr
+        finally:
+            for h, v in old.items():
+                subprocess.run(["ip", "netns", "exec", rack.ns(h), "sysctl", "-qw", f"net.ipv4.tcp_ecn={v}"], check=True)
+        fwd = check_json(rack.ctl("link", "show", "path2", "--json"), "link show")["path2"]["directions"]["forward"]
+        assert fwd["config"]["red"]["ecn"] is True
+        assert fwd["counters"]["marked_pkts"] > 0, fwd["counters"]
+        text = rack.ctl("link", "show", "path2")
+        assert text.returncode == 0 and "red 0.002/5/30/0.1 ecn" in text.stdout, text.stdout
+        # a later set of another field keeps RED; --droptail removes it
+        after = check_json(rack.ctl("link", "set", "path2", "--delay", "30ms", "--dir", "forward", "--json"),
+                           "link set")["after"]
+        assert after["path2.forward"]["red"]["max_th"] == 30 and after["path2.forward"]["delay_us"] == 30_000
+        after = check_json(rack.ctl("link", "set", "path2", "--droptail", "--dir", "forward", "--json"),
+                           "link set")["after"]
+        assert "red" not in after["path2.forward"]
+    finally:
+        p = rack.ctl("link", "set", "path2", "--bw", "0", "--delay", "0", "--plr", "0", "--queue", "50", "--droptail")
+        assert p.returncode == 0, p.stderr
 
 
 def check_json(p, command: str):
