@@ -24,30 +24,24 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from nodes.congestion import hostctl
 from nodes.congestion import model_bbr3 as m
 from nodes.congestion.build import build
 from nodes.congestion.catalog import ALGORITHMS
 from nodes.congestion.trace_bbr3 import (EV_ACK, RECORD_SIZE, STATE, Record, check_trace, continuity_breaks,
                                          decode_record)
-from tests.support.bpfmap import read_trace
+from tests.support.tracepath import ROOT, TracePath, hostctl_call, sh
+from tests.support.tracepath import traced_transfer as traced_transfer_on
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-HOSTCTL = [sys.executable, hostctl.__file__]
-BULK = str(ROOT / "tests" / "support" / "mptcp_bulk.py")
 DNPIPE = next((p for p in (ROOT / ".state" / "bin" / "dnpipe", ROOT / "bridges" / "dnpipe" / "build" / "dnpipe")
                if p.exists()), None)
 PFX = f"b3{os.getpid() % 100000}"
-A, R, B = f"{PFX}a", f"{PFX}r", f"{PFX}b"
 HOLDER = f"test:{os.getpid()}"
 ALG = ALGORITHMS["bbr3"]
 RATE_BPS = 20_000_000
@@ -55,61 +49,18 @@ ONE_WAY_US = 20_000                      # 40 ms RTT
 BDP_PACKETS = 70                         # 20 Mbit/s x 40 ms / 1448 bytes
 
 
-def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run(list(argv), capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise AssertionError(f"{argv}: {p.stderr or p.stdout}")
-    return p
-
-
-def ns(name: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
-    return sh("ip", "netns", "exec", name, *argv, check=check)
-
-
-class Path1:
-    """a -- r -- b over one veth pair each side, forwarded in r by dnpipe (reconfigured per test)."""
-
-    def __init__(self, tmp: Path):
-        self.sock = tmp / "p.sock"
-        for n in (A, R, B):
-            sh("ip", "netns", "add", n)
-            ns(n, "ip", "link", "set", "lo", "up")
-        sh("ip", "link", "add", "va", "netns", A, "type", "veth", "peer", "name", "ra", "netns", R)
-        sh("ip", "link", "add", "vb", "netns", B, "type", "veth", "peer", "name", "rb", "netns", R)
-        ns(A, "ip", "addr", "add", "10.95.1.1/24", "dev", "va")
-        ns(B, "ip", "addr", "add", "10.95.1.2/24", "dev", "vb")
-        for n, dev in ((A, "va"), (B, "vb"), (R, "ra"), (R, "rb")):
-            ns(n, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off", check=False)
-            ns(n, "ip", "link", "set", dev, "up")
-        self.proc = subprocess.Popen(["ip", "netns", "exec", R, str(DNPIPE), "run", "--a", "ra", "--b", "rb",
-                                      "--control", str(self.sock), "--seed", "24"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while not self.sock.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-
-    def shape(self, queue_slots: int, plr: float) -> None:
-        """The data direction (a -> b, "forward") with its queue and random loss; ACKs get a deep queue."""
-        common = ["--bw", str(RATE_BPS), "--delay-us", str(ONE_WAY_US)]
-        sh(str(DNPIPE), "ctl", "--control", str(self.sock), "set", "--dir", "reverse", *common, "--queue-slots", "500")
-        sh(str(DNPIPE), "ctl", "--control", str(self.sock), "set", "--dir", "forward", *common,
-           "--queue-slots", str(queue_slots), "--plr", str(plr))
-
-    def close(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        for n in (A, R, B):
-            sh("ip", "netns", "del", n, check=False)
+def shape(path: TracePath, queue_slots: int, plr: float) -> None:
+    """The data direction (a -> b, "forward") with its queue and random loss; ACKs get a deep queue."""
+    common = ["--bw", str(RATE_BPS), "--delay-us", str(ONE_WAY_US)]
+    path.ctl("set", "--dir", "reverse", *common, "--queue-slots", "500")
+    path.ctl("set", "--dir", "forward", *common, "--queue-slots", str(queue_slots), "--plr", str(plr))
 
 
 @pytest.fixture(scope="module")
 def path(tmp_path_factory):
     if DNPIPE is None:
         pytest.fail("dnpipe is not built: scripts/setup.sh builds it into .state/bin/dnpipe")
-    p = Path1(tmp_path_factory.mktemp("bbr3-path"))
+    p = TracePath(tmp_path_factory.mktemp("bbr3-path"), PFX, "10.95.1", DNPIPE)
     try:
         yield p
     finally:
@@ -121,56 +72,13 @@ def trace_build(bpf_trace_dir):
     return build(dest=bpf_trace_dir, trace=True, names=["bbr3"])
 
 
-def _hostctl(*args: str) -> dict:
-    p = subprocess.run(HOSTCTL + list(args), capture_output=True, text=True)
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
-def _server(port: int) -> subprocess.Popen:
-    srv = subprocess.Popen(["ip", "netns", "exec", B, sys.executable, BULK, "recv-tcp", str(port)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert srv.stdout is not None and srv.stdout.readline().strip() == "listening", srv.stderr
-    return srv
-
-
-def traced_transfer(path: Path1, trace_build, *, queue_slots: int, plr: float, seconds: float, port: int,
+def traced_transfer(path: TracePath, trace_build, *, queue_slots: int, plr: float, seconds: float, port: int,
                     cubic_after: float | None = None) -> tuple[list[Record], int]:
     """One TCP bulk transfer a -> b under bbr3_trace, and a Cubic flow over the same bottleneck
     from `cubic_after` seconds on; (the decoded trace, bytes bbr3 delivered)."""
-    path.shape(queue_slots, plr)
-    loaded = _hostctl("load", ALG.trace_name, trace_build.sha256_of("bbr3"), str(trace_build.object_of("bbr3")), HOLDER)
-    assert loaded["ok"] and loaded["action"] == "registered", loaded
-    try:
-        maps = hostctl._maps_of(loaded["id"])
-        assert set(ALG.trace_maps) <= set(maps), maps
-        procs = [_server(port)]
-        try:
-            sender = subprocess.Popen(["ip", "netns", "exec", A, sys.executable, BULK, "send-tcp", "10.95.1.2",
-                                       str(port), ALG.trace_name, str(seconds)], stdout=subprocess.PIPE, text=True)
-            procs.append(sender)
-            if cubic_after is not None:
-                procs.append(_server(port + 1))
-                time.sleep(cubic_after)
-                procs.append(subprocess.Popen(["ip", "netns", "exec", A, sys.executable, BULK, "send-tcp", "10.95.1.2",
-                                               str(port + 1), "cubic", str(seconds - cubic_after)],
-                                              stdout=subprocess.DEVNULL))
-            sent, _ = sender.communicate(timeout=seconds + 120)
-            received, err = procs[0].communicate(timeout=120)
-            assert procs[0].returncode == 0 and sender.returncode == 0, err
-            for p in procs[2:]:
-                p.wait(timeout=120)
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait(timeout=10)
-        assert int(received) == int(sent) > 0
-        used, records = read_trace(maps, ALG.stem, RECORD_SIZE, decode_record, limit=32768)
-        assert used < 32768, f"the trace map filled up ({used} calls)"
-    finally:
-        left = _hostctl("unload", ALG.trace_name, HOLDER)
-    assert left["ok"] and left["action"] == "unregistered", left
-    return records, int(received)
+    shape(path, queue_slots, plr)
+    return traced_transfer_on(path, trace_build, ALG, HOLDER, decode_record, RECORD_SIZE, seconds=seconds, port=port,
+                              cubic_after=cubic_after)
 
 
 def replays(records: list[Record]) -> list[Record]:
@@ -305,10 +213,10 @@ def test_a_bbr3_run_killed_mid_traffic_is_recovered_by_the_next_start(rack):
     (killed,) = [d for d in rack.runs_dir.glob("*cc-bbr3*") if d not in runs_before]
     holder = json.loads((killed / "manifest.json").read_text())["congestion"]["holder"]
     assert "bbr3" in set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
-    assert holder in _hostctl("probe")["holders"]["bbr3"]["holders"]       # loaded for the run, held by it
+    assert holder in hostctl_call("probe")["holders"]["bbr3"]["holders"]       # loaded for the run, held by it
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    assert holder in _hostctl("probe")["holders"]["bbr3"]["holders"]       # the dead run still holds it
+    assert holder in hostctl_call("probe")["holders"]["bbr3"]["holders"]       # the dead run still holds it
 
     p = rack.ctl("run", "rtt-loss-sweep", "--cc", "cubic", "--bw", "100M", "--rtt", "20ms", "--duration", "3s",
                  timeout=300)
@@ -317,7 +225,7 @@ def test_a_bbr3_run_killed_mid_traffic_is_recovered_by_the_next_start(rack):
     m = json.loads((killed / "manifest.json").read_text())
     assert m["status"] in ("aborted", "interrupted"), m["status"]
     assert m["recovery"]["problems"] == [], m["recovery"]
-    assert not any(holder in e.get("holders", []) for e in _hostctl("probe")["holders"].values())
+    assert not any(holder in e.get("holders", []) for e in hostctl_call("probe")["holders"].values())
     # the kernel's lists: nothing this run held is left (another rack's holds on this kernel are theirs)
     assert_nothing_left(registered, {holder})
     assert _cc_state(rack) == before

@@ -16,32 +16,21 @@ with it). A bulk bbr3_trace transfer then runs; afterwards:
 """
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
-from nodes.congestion import hostctl
 from nodes.congestion import model_bbr3 as m
 from nodes.congestion.build import build
 from nodes.congestion.catalog import ALGORITHMS
 from nodes.congestion.trace_bbr3 import EV_ACK, RECORD_SIZE, check_trace, continuity_breaks, decode_record
-from tests.support.bpfmap import read_trace
+from tests.support.tracepath import ROOT, TracePath, sh, traced_transfer
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-HOSTCTL = [sys.executable, hostctl.__file__]
-BULK = str(ROOT / "tests" / "support" / "mptcp_bulk.py")
 # The tree's build: RED needs dnpipe >= 1.2.0 (the installed .state/bin/dnpipe may be older).
 DNPIPE = ROOT / "bridges" / "dnpipe" / "build" / "dnpipe"
 PFX = f"ec{os.getpid() % 100000}"
-A, R, B = f"{PFX}a", f"{PFX}r", f"{PFX}b"
 HOLDER = f"test:{os.getpid()}"
 ALG = ALGORITHMS["bbr3"]
 RATE_BPS = 20_000_000
@@ -51,69 +40,6 @@ QUEUE_SLOTS = 4 * BDP_PACKETS
 RED = f"0.002/{BDP_PACKETS // 2}/{2 * BDP_PACKETS}/0.1"
 
 
-def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run(list(argv), capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise AssertionError(f"{argv}: {p.stderr or p.stdout}")
-    return p
-
-
-def ns(name: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
-    return sh("ip", "netns", "exec", name, *argv, check=check)
-
-
-def _hostctl(*args: str) -> dict:
-    p = subprocess.run(HOSTCTL + list(args), capture_output=True, text=True)
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
-class EcnPath:
-    """a -- r -- b, dnpipe in r: forward (a -> b) with RED marking CE, reverse (ACKs) deep drop-tail."""
-
-    def __init__(self, tmp: Path):
-        self.sock = tmp / "p.sock"
-        self.made: list[str] = []
-        for n in (A, R, B):
-            sh("ip", "netns", "add", n)
-            self.made.append(n)
-            ns(n, "ip", "link", "set", "lo", "up")
-        sh("ip", "link", "add", "va", "netns", A, "type", "veth", "peer", "name", "ra", "netns", R)
-        sh("ip", "link", "add", "vb", "netns", B, "type", "veth", "peer", "name", "rb", "netns", R)
-        ns(A, "ip", "addr", "add", "10.96.1.1/24", "dev", "va")
-        ns(B, "ip", "addr", "add", "10.96.1.2/24", "dev", "vb")
-        for n, dev in ((A, "va"), (B, "vb"), (R, "ra"), (R, "rb")):
-            ns(n, "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off", check=False)
-            ns(n, "ip", "link", "set", dev, "up")
-        # The sender requests ECN (per namespace: this one is the test's own and goes with it).
-        ns(A, "sysctl", "-qw", "net.ipv4.tcp_ecn=1")
-        assert ns(B, "sysctl", "-n", "net.ipv4.tcp_ecn").stdout.strip() in ("1", "2")   # the receiver accepts
-        self.proc = subprocess.Popen(["ip", "netns", "exec", R, str(DNPIPE), "run", "--a", "ra", "--b", "rb",
-                                      "--control", str(self.sock), "--seed", "24"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while not self.sock.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-
-    def ctl(self, *args: str) -> dict:
-        return json.loads(sh(str(DNPIPE), "ctl", "--control", str(self.sock), *args).stdout)
-
-    def shape(self) -> dict:
-        common = ["--bw", str(RATE_BPS), "--delay-us", str(ONE_WAY_US)]
-        self.ctl("set", "--dir", "reverse", *common, "--queue-slots", "500")
-        return self.ctl("set", "--dir", "forward", *common, "--queue-slots", str(QUEUE_SLOTS), "--red", RED,
-                        "--ecn", "1")
-
-    def close(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-        for n in self.made:
-            sh("ip", "netns", "del", n, check=False)
-
-
 @pytest.fixture(scope="module")
 def path(tmp_path_factory):
     if not DNPIPE.exists():
@@ -121,7 +47,7 @@ def path(tmp_path_factory):
     version = sh(str(DNPIPE), "--version").stdout.split()[1]
     if tuple(int(x) for x in version.split(".")) < (1, 2, 0):
         pytest.fail(f"{DNPIPE} is dnpipe {version}: RED/ECN needs 1.2.0 (make -C bridges/dnpipe)")
-    p = EcnPath(tmp_path_factory.mktemp("bbr3-ecn-path"))
+    p = TracePath(tmp_path_factory.mktemp("bbr3-ecn-path"), PFX, "10.96.1", DNPIPE, sender_ecn=True)
     try:
         yield p
     finally:
@@ -133,40 +59,19 @@ def trace_build(bpf_trace_dir):
     return build(dest=bpf_trace_dir, trace=True, names=["bbr3"])
 
 
-def traced_ecn_transfer(path: EcnPath, trace_build, seconds: float, port: int) -> tuple[list, dict, dict]:
+def shape(path: TracePath) -> dict:
+    """Forward (a -> b, the data) with RED marking CE; reverse (ACKs) a deep drop-tail queue."""
+    common = ["--bw", str(RATE_BPS), "--delay-us", str(ONE_WAY_US)]
+    path.ctl("set", "--dir", "reverse", *common, "--queue-slots", "500")
+    return path.ctl("set", "--dir", "forward", *common, "--queue-slots", str(QUEUE_SLOTS), "--red", RED, "--ecn", "1")
+
+
+def traced_ecn_transfer(path: TracePath, trace_build, seconds: float, port: int) -> tuple[list, dict, dict]:
     """(the decoded trace, the forward pipe's config, its counters over the transfer)."""
-    shown = path.shape()
+    shown = shape(path)
     config = shown["pipes"]["forward"]["config"]
     c0 = shown["pipes"]["forward"]["counters"]
-    loaded = _hostctl("load", ALG.trace_name, trace_build.sha256_of("bbr3"), str(trace_build.object_of("bbr3")), HOLDER)
-    assert loaded["ok"] and loaded["action"] == "registered", loaded
-    try:
-        maps = hostctl._maps_of(loaded["id"])
-        srv = subprocess.Popen(["ip", "netns", "exec", B, sys.executable, BULK, "recv-tcp", str(port)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            assert srv.stdout is not None and srv.stdout.readline().strip() == "listening", srv.stderr
-            sender = subprocess.Popen(["ip", "netns", "exec", A, sys.executable, BULK, "send-tcp", "10.96.1.2",
-                                       str(port), ALG.trace_name, str(seconds)], stdout=subprocess.PIPE, text=True)
-            try:
-                sent, _ = sender.communicate(timeout=seconds + 120)
-                received, err = srv.communicate(timeout=120)
-            finally:
-                for p in (sender, srv):
-                    if p.poll() is None:
-                        p.kill()
-                        p.wait(timeout=10)
-            assert srv.returncode == 0 and sender.returncode == 0, err
-        finally:
-            if srv.poll() is None:
-                srv.kill()
-                srv.wait(timeout=10)
-        assert int(received) == int(sent) > 0
-        used, records = read_trace(maps, ALG.stem, RECORD_SIZE, decode_record, limit=32768)
-        assert used < 32768, f"the trace map filled up ({used} calls)"
-    finally:
-        left = _hostctl("unload", ALG.trace_name, HOLDER)
-    assert left["ok"] and left["action"] == "unregistered", left
+    records, _ = traced_transfer(path, trace_build, ALG, HOLDER, decode_record, RECORD_SIZE, seconds=seconds, port=port)
     c1 = path.ctl("show")["pipes"]["forward"]["counters"]
     return records, config, {k: c1[k] - c0.get(k, 0) for k in c1 if k.endswith(("_pkts", "_bytes"))}
 
