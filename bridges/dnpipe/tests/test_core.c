@@ -8,41 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int g_pass, g_fail;
-static const char *g_test;
-
-#define CHECK(cond)                                                                                  \
-    do {                                                                                             \
-        if (!(cond)) {                                                                               \
-            fprintf(stderr, "FAIL %s:%d [%s]: %s\n", __FILE__, __LINE__, g_test, #cond);             \
-            g_ok = 0;                                                                                \
-        }                                                                                            \
-    } while (0)
-#define CHECK_EQ(a, b)                                                                               \
-    do {                                                                                             \
-        unsigned long long _a = (unsigned long long)(a), _b = (unsigned long long)(b);               \
-        if (_a != _b) {                                                                              \
-            fprintf(stderr, "FAIL %s:%d [%s]: %s == %llu, expected %s == %llu\n", __FILE__, __LINE__, \
-                    g_test, #a, _a, #b, _b);                                                         \
-            g_ok = 0;                                                                                \
-        }                                                                                            \
-    } while (0)
-
-static int g_ok;
-#define TEST(name) static void name(void)
-#define RUN(name)                                                                                    \
-    do {                                                                                             \
-        g_test = #name;                                                                              \
-        g_ok = 1;                                                                                    \
-        name();                                                                                      \
-        if (g_ok) {                                                                                  \
-            g_pass++;                                                                                \
-            printf("ok   %s\n", #name);                                                          \
-        } else {                                                                                     \
-            g_fail++;                                                                                \
-            printf("FAIL %s\n", #name);                                                          \
-        }                                                                                            \
-    } while (0)
+#include "check.h"
 
 #define MS 1000000ULL
 #define US 1000ULL
@@ -677,6 +643,5 @@ int main(void)
     RUN(fuzz_invariants);
     RUN(json_rendering);
     RUN(pool_memory_cap);
-    printf("%d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    return CHECK_SUMMARY();
 }

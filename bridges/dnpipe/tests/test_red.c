@@ -9,39 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int g_pass, g_fail, g_ok;
-static const char *g_test;
-
-#define CHECK(cond)                                                                                  \
-    do {                                                                                             \
-        if (!(cond)) {                                                                               \
-            fprintf(stderr, "FAIL %s:%d [%s]: %s\n", __FILE__, __LINE__, g_test, #cond);             \
-            g_ok = 0;                                                                                \
-        }                                                                                            \
-    } while (0)
-#define CHECK_EQ(a, b)                                                                               \
-    do {                                                                                             \
-        long long _a = (long long)(a), _b = (long long)(b);                                          \
-        if (_a != _b) {                                                                              \
-            fprintf(stderr, "FAIL %s:%d [%s]: %s == %lld, expected %lld\n", __FILE__, __LINE__,     \
-                    g_test, #a, _a, _b);                                                             \
-            g_ok = 0;                                                                                \
-        }                                                                                            \
-    } while (0)
-#define TEST(name) static void name(void)
-#define RUN(name)                                                                                    \
-    do {                                                                                             \
-        g_test = #name;                                                                              \
-        g_ok = 1;                                                                                    \
-        name();                                                                                      \
-        if (g_ok) {                                                                                  \
-            g_pass++;                                                                                \
-            printf("ok   %s\n", #name);                                                              \
-        } else {                                                                                     \
-            g_fail++;                                                                                \
-            printf("FAIL %s\n", #name);                                                              \
-        }                                                                                            \
-    } while (0)
+#include "check.h"
 
 /* A scripted random source: returns the values in order. */
 typedef struct { const uint32_t *v; int n, i; } script;
@@ -434,6 +402,5 @@ int main(void)
     RUN(mark_ipv6);
     RUN(pipe_marks_instead_of_dropping);
     RUN(pipe_red_without_ecn_drops);
-    printf("%d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    return CHECK_SUMMARY();
 }
