@@ -179,6 +179,19 @@ COLUMNS: dict[tuple[str, str], Entry | dict[str, Entry]] = {
     ("refused_inputs", "radio_samples_flagged"): ("count", "radio samples with at least one value out of range"),
     # ---- runs: numbers about a run as a whole
     ("runs", "invalid_reasons"): (None, "why the scenario judged the run invalid (empty: valid)"),
+    # foreign traffic: connections not of the run acknowledged in its window (results/foreign.py)
+    ("runs", "foreign_traffic.bytes"): ("bytes", "bytes acknowledged inside the window by senders' connections "
+                                                 "that are not the run's (a previous run's still draining, or "
+                                                 "not one of its data connections)"),
+    ("runs", "foreign_traffic.own_bytes"): ("bytes", "bytes the run's own sender sockets had acknowledged inside "
+                                                     "the window (the share's denominator)"),
+    ("runs", "foreign_traffic.share_pct"): ("%", "foreign_traffic.bytes / foreign_traffic.own_bytes x 100 "
+                                                 "(empty: the run had no bytes of its own)"),
+    ("runs", "foreign_traffic.threshold_pct"): ("%", "share above which the foreign traffic made the run invalid"),
+    ("runs", "foreign_traffic.invalid"): (None, "whether the foreign traffic made the run invalid"),
+    ("runs", "foreign_traffic.connections"): (None, "the foreign connections: host, socket, why, bytes, first "
+                                                    "sample and last growth (s from the window's start)"),
+    ("runs", "foreign_traffic.warning"): (None, "foreign traffic below the limit (the run stays valid)"),
     ("runs", "retransmits"): ("segments", "segments the sender retransmitted (iperf3 end.sum_sent.retransmits; "
                                           "windowed: retrans_total growth of its sockets)"),
     ("runs", "congestion"): (None, "the sender's congestion control as iperf3 reports it"),

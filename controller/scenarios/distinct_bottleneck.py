@@ -24,6 +24,7 @@ from typing import Any, Mapping
 from bridges.base import Direction, PipeConfig
 from controller import plots
 from controller.inventory import Inventory, Role
+from controller.results.foreign import check as foreign_check, render_line as foreign_line
 from controller.results import series
 from controller.results.summary import (
     SENDER_COUNTERS_DEFINITION,
@@ -210,7 +211,7 @@ def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
     }
     if span.window is not None:
         out["window"] = span.to_json()
-    return out
+    return foreign_check(out, data, span.bounds)
 
 
 def render(s: dict) -> str:
@@ -233,6 +234,8 @@ def render(s: dict) -> str:
                + ", ".join(f"{k} {v}" for k, v in m["subflows_established_per_link"].items()))
     if s.get("sender_counters"):
         out.append(sender_counters_line(s["sender_counters"]))
+    if foreign_line(s):
+        out.append(foreign_line(s))
     if not s["valid"]:
         out.append("RESULT INVALID: " + "; ".join(s["invalid_reasons"]))
     return "\n\n".join(out)

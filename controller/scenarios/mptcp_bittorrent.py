@@ -41,6 +41,7 @@ from controller import palette, plots
 from controller.errors import ParameterError, ParseError
 from controller.inventory import Inventory, Role
 from controller.parsers import webtorrent
+from controller.results.foreign import check as foreign_check, render_line as foreign_line
 from controller.results.summary import (
     data_local_ports,
     flow_throughput,
@@ -378,14 +379,14 @@ def summarize_iperf3(data: Any) -> dict:
     table = paper_table("Fig. 2: iperf3 throughput (Mbit/s, median over repetitions) per initial path",
                         ["initial path", "TCP", "MPTCP", "MPTCP/TCP"],
                         [[r["initial"], r["tcp"]["median"], r["mptcp"]["median"], r["mptcp_over_tcp"]] for r in rows])
-    return {"scenario": "mptcp-bittorrent", "step": "iperf3", "parameters": {**_par(p), "duration_s": p["duration"]},
+    return foreign_check({"scenario": "mptcp-bittorrent", "step": "iperf3", "parameters": {**_par(p), "duration_s": p["duration"]},
             "paths": rows, "tests": tests, "paper_table": table,
             "mptcp_better_on_every_path": all((r["mptcp_over_tcp"] or 0) > 1 for r in rows) if rows else None,
             "valid": not reasons, "invalid_reasons": reasons,
             "definitions": {"receiver_mbps": "iperf3 receiver goodput of one test (ns2 -> ns1)",
                             "initial": "the path of the first subflow: a local link, or global (to the router's "
                                        "outside address, forwarded to the seeder)",
-                            "mptcp_subflows_per_link": "subflows of the last MPTCP test seen at the client (ss)"}}
+                            "mptcp_subflows_per_link": "subflows of the last MPTCP test seen at the client (ss)"}}, data)
 
 
 def summarize_bittorrent(data: Any) -> dict:
@@ -447,7 +448,7 @@ def summarize_bittorrent(data: Any) -> dict:
                         [[proto.upper(), per_proto[proto]["throughput_mbps"]["mean"],
                           per_proto[proto]["download_s"]["mean"], per_proto[proto]["complete"]]
                          for proto in ("tcp", "mptcp")])
-    return {"scenario": "mptcp-bittorrent", "step": "bittorrent", "paper_table": table,
+    return foreign_check({"scenario": "mptcp-bittorrent", "step": "bittorrent", "paper_table": table,
             "parameters": {**_par(p), "tracker": p["tracker"], "size_bytes": p["size"], "size": format_size(p["size"]),
                            "host_default_cc": host_default_cc(data)},
             "protocols": per_proto, "downloads": rows,
@@ -461,7 +462,7 @@ def summarize_bittorrent(data: Any) -> dict:
                                           "connections to itself left out",
                             "received_mbps_per_link": "bytes_received of the leecher's sockets to the seeder "
                                                       "port (ss, 10 Hz) per link, over the download",
-                            "complete": "leecher exit 0 and the file's SHA-256 equals the payload's"}}
+                            "complete": "leecher exit 0 and the file's SHA-256 equals the payload's"}}, data)
 
 
 def render(s: dict) -> str:
@@ -504,6 +505,8 @@ def render(s: dict) -> str:
                                  "received Mbit/s per path", ""], drows))
         out.append(f"MPTCP / TCP (mean throughput): {s['mptcp_over_tcp']}   paper: MPTCP faster with the tracker "
                    "local; with it global both slow (the first subflow takes the global path)")
+    if foreign_line(s):
+        out.append(foreign_line(s))
     if not s["valid"]:
         out.append("RESULT INVALID: " + "; ".join(s["invalid_reasons"]))
     return "\n\n".join(out)

@@ -41,6 +41,7 @@ from controller import palette, plots
 from controller.errors import CtlError, ParameterError
 from controller.inventory import Inventory, Role
 from controller.parsers import iperf3
+from controller.results.foreign import check as foreign_check, render_line as foreign_line
 from controller.results.summary import flow_throughput, format_table
 from controller.scenarios.base import (
     Param,
@@ -277,7 +278,7 @@ def summarize(data: Any) -> dict:
     alive_model = predict(bw, alive["x1"], alive["m0"]) if alive["x1"] + alive["m0"] > 0 else None
     x_if = iface_on(data.inventory, p["x1"], link, "x1")
     direction = "forward" if x_if.side == "a" else "reverse"
-    return {
+    return foreign_check({
         "scenario": "parallel-streams",
         "parameters": {"base_streams": p["base_streams"], "streams": p["streams"], "bottleneck_mbps": bw / 1e6,
                        "delay_ms": p["delay"] / 1000, "queue": str(p["queue"]), "cc": p["cc"],
@@ -325,7 +326,7 @@ def summarize(data: Any) -> dict:
             "bottleneck": "the bottleneck pipe's data direction over the overlap: packets arrived, dropped by "
                           "the full queue, peak occupancy",
             "share_timeline": "each host's share of B in 2 s steps from m0's first data"},
-    }
+    }, data)
 
 
 def render(s: dict) -> str:
@@ -342,6 +343,8 @@ def render(s: dict) -> str:
     out.append(f"prediction error: x1 {s['x1_error_pp']} pp, m0 {s['m0_error_pp']} pp; measured total "
                f"{s['measured_total_mbps']} Mbit/s")
     out.append(diagnostics_text(s))
+    if foreign_line(s):
+        out.append(foreign_line(s))
     if not s["valid"]:
         out.append("RESULT INVALID: " + "; ".join(s["invalid_reasons"]))
     return "\n\n".join(out)

@@ -34,6 +34,7 @@ from bridges.base import Direction, PipeConfig
 from controller import palette, plots
 from controller.errors import ParameterError
 from controller.inventory import Inventory, Role
+from controller.results.foreign import check as foreign_check, render_line as foreign_line
 from controller.results import series
 from controller.results.figures import CaseData, heatmap_figures
 from controller.results.stats import mean_ci
@@ -235,7 +236,7 @@ def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
     }
     if span.window is not None:
         out["window"] = span.to_json()
-    return out
+    return foreign_check(out, data, span.bounds)
 
 
 def render(s: dict) -> str:
@@ -250,6 +251,8 @@ def render(s: dict) -> str:
                         rows, title=title),
            "paper (Fig. 1-2): BBRv3 keeps >= 70 % of the bottleneck in every case; Cubic collapses except at low "
            "loss or low RTT.  Heatmap over many runs: ctl report rtt-loss RUN_OR_DIR..."]
+    if foreign_line(s):
+        out.append(foreign_line(s))
     if not s["valid"]:
         out.append("RESULT INVALID: " + "; ".join(s["invalid_reasons"]))
     return "\n\n".join(out)
