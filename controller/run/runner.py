@@ -32,6 +32,7 @@ from controller.run.late import FigureDrawing, RunOutcome, jsonable, restore_pro
 from controller.run.overlap import import_influx, preload_libraries, preload_snmp, together
 from controller.run.looplag import LoopLagMonitor
 from controller.run.looplag import warning as looplag_warning
+from controller.run.drain import wait_for_leftovers
 from controller.run.neighbours import counter_hosts, warm_neighbours
 from controller.run.partial import partial_summary, traffic_window
 from controller.run.recovery import ProcessJournal, process_record
@@ -260,6 +261,12 @@ class Run:
         servers = [self.traffic.start_servers()] if self.plan.traffic_factory is None else []
         self._servers_started = bool(servers)
         async def warm_then_count() -> None:
+            # A previous run's connection still sending would share this run's paths: wait (bounded)
+            # until its endpoints have none left (controller/run/drain.py).
+            if not self.dry_run:
+                drained = await wait_for_leftovers(self.inv, self.plan, self.sessions, self.progress)
+                if drained is not None:
+                    self.record.manifest["leftover_wait"] = drained
             warmed = await warm_neighbours(self.inv, self.plan, self.sessions)
             if warmed is not None:
                 self.record.manifest["neighbour_warmup"] = warmed
