@@ -39,10 +39,11 @@ LIVE = frozenset({"ESTAB", "SYN-SENT", "SYN-RECV", "FIN-WAIT-1", "CLOSE-WAIT", "
 
 
 def plan_hosts(inv: Inventory, plan: RunPlan) -> dict[str, frozenset[str]]:
-    """Each endpoint of the plan's flows (clients and servers) -> its data addresses."""
+    """Each Linux endpoint of the plan's flows (clients and servers) -> its data addresses (the
+    `ss` filter is iproute2's; other systems are not waited for)."""
     hosts = {f.client for f in plan.flows} | {f.server for f in plan.flows}
     return {h: frozenset(i.ip for i in inv.hosts[h].interfaces if i.address) for h in sorted(hosts)
-            if h in inv.hosts}
+            if h in inv.hosts and inv.hosts[h].os == "linux"}
 
 
 def plan_limit_s(plan: RunPlan) -> float:

@@ -260,14 +260,16 @@ class Run:
         # traffic, and iperf3's servers start together, on every host at once.
         servers = [self.traffic.start_servers()] if self.plan.traffic_factory is None else []
         self._servers_started = bool(servers)
-        async def warm_then_count() -> None:
+        async def drain() -> None:
             # A previous run's connection still sending would share this run's paths: wait (bounded)
-            # until its endpoints have none left (controller/run/drain.py).
+            # until its endpoints have none left (controller/run/drain.py), beside the warm-up.
             if not self.dry_run:
                 drained = await wait_for_leftovers(self.inv, self.plan, self.sessions, self.progress)
                 if drained is not None:
                     self.record.manifest["leftover_wait"] = drained
-            warmed = await warm_neighbours(self.inv, self.plan, self.sessions)
+
+        async def warm_then_count() -> None:
+            warmed = (await together(warm_neighbours(self.inv, self.plan, self.sessions), drain()))[0]
             if warmed is not None:
                 self.record.manifest["neighbour_warmup"] = warmed
             await self._nstat("before")
