@@ -77,8 +77,9 @@ def test_every_argument_and_subcommand_has_help():
 
 
 def test_usage_lines_show_no_argparse_internals():
-    """Every value's placeholder is an upper-case word (FILE, TIME, DURATION), never a dest with a
-    trailing underscore (`--from FROM_`) or a lower-case name (`a b`)."""
+    """Every value's placeholder is an upper-case word (FILE, TIME, DURATION) or upper-case words
+    joined by `/` for a value of several parts (`--red W_Q/MIN_TH/MAX_TH/MAX_P`, as ipfw writes
+    it), never a dest with a trailing underscore (`--from FROM_`) or a lower-case name (`a b`)."""
     bad = []
     for kind, words, _h, a in _walk(build_parser("*")):
         if kind != "argument" or a.nargs == 0 or a.help == argparse.SUPPRESS:
@@ -88,7 +89,7 @@ def test_usage_lines_show_no_argparse_internals():
             shown = a.dest.upper()
         if shown is None and a.choices:
             continue                            # {up,down,...}
-        if shown is None or not re.fullmatch(r"[A-Z][A-Z0-9_:.=@\[\]-]*", shown) or shown.endswith("_"):
+        if shown is None or not re.fullmatch(r"[A-Z][A-Z0-9_:.=@\[\]-]*(/[A-Z][A-Z0-9_]*)*", shown) or shown.endswith("_"):
             bad.append(f"ctl {' '.join(words)} {'/'.join(a.option_strings) or a.dest}: {shown!r}")
     assert bad == []
     usage = build_parser("rack")._subparsers._group_actions[0].choices["rack"]._subparsers._group_actions[0] \
