@@ -39,6 +39,7 @@ A copied summary.json thus says which run, when, with which ctl and on which rac
 from __future__ import annotations
 
 import calendar
+import contextlib
 import json
 import os
 import platform
@@ -106,6 +107,11 @@ class RunRecord:
             raise RecordError(f"{path} is not a run record (no manifest.json)")
         rec = cls(path.parent, path.name, create=False)
         rec.manifest = load_manifest(path)
+        # an existing summary is rewritten with the record's final status by finish() (recovery)
+        with contextlib.suppress(OSError, ValueError):
+            doc = json.loads((path / "summary.json").read_text())
+            if isinstance(doc, dict):
+                rec._summary = doc
         return rec
 
     def start(self, *, scenario: str, parameters: dict, inventory: dict, inventory_file: str,
@@ -172,13 +178,17 @@ class RunRecord:
         return self.write_json("summary.json", summary_document(summary, self.manifest))
 
     def finish(self, status: str, error: str | None = None) -> None:
+        """The final status and end time: summary.json first, then the manifest, so that whenever
+        the manifest says a final status (what recovery and every reader go by) summary.json's
+        provenance says it too; a kill between the two leaves the manifest `running`, and the next
+        start's recovery finishes both alike."""
         self.manifest["status"] = status
         self.manifest["finished"] = time.time()
         if error:
             self.manifest["errors"].append({"t": time.time(), "error": error})
-        self.save()
         if self._summary is not None:
             self.write_summary(self._summary)
+        self.save()
 
 
 def _json_default(o: Any) -> Any:

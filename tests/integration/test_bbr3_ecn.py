@@ -8,7 +8,8 @@ a mark comes long before the queue is full); the endpoints negotiate ECN (net.ip
 the sender's namespace, the receiver's default 2 accepts; both namespaces are the test's and go
 with it). A bulk bbr3_trace transfer then runs; afterwards:
 
-- the forwarder marked packets CE and dropped none (its `marked_pkts` > 0, every drop counter 0);
+- the forwarder marked packets CE (`marked_pkts` > 0), lost none at random or at a full queue, and
+  RED dropped at most a few packets ECN cannot mark (sent without ECT);
 - every recorded call agrees with nodes/congestion/model_bbr3.py field for field;
 - the trace counts CE-marked deliveries (tp->delivered_ce grows; ACKs carry newly marked data
   with no new loss, which the model counts with losses);
@@ -85,9 +86,13 @@ def test_red_marks_ce_bbr3_counts_it_and_the_trace_replays(path, trace_build, re
     records, config, delta = traced_ecn_transfer(path, trace_build, seconds=8, port=5611)
     assert config["aqm"] == {"type": "red", "w_q": 0.002, "min_th": BDP_PACKETS // 2,
                              "max_th": 2 * BDP_PACKETS, "max_p": 0.1, "ecn": True}, config
-    # the forwarder marked and did not drop (RED's thresholds are far below the queue)
+    # the forwarder marked; it never filled its queue (RED's thresholds are far below it) and lost
+    # nothing at random. RED may drop what ECN cannot mark: packets sent without ECT (RFC 3168:
+    # a data-less FIN, retransmissions) that arrive while the average is above min_th -- a few at
+    # most (RED's drops are counted in drop_queue_pkts too, so any tail drop shows as a difference)
     assert delta["marked_pkts"] > 0, delta
-    assert delta["drop_queue_pkts"] == 0 and delta["red_drop_pkts"] == 0 and delta["drop_plr_pkts"] == 0, delta
+    assert delta["drop_plr_pkts"] == 0 and delta["drop_queue_pkts"] == delta["red_drop_pkts"], delta
+    assert delta["red_drop_pkts"] <= 3 < delta["marked_pkts"], delta
     # every call agrees with the model; each socket's state is continuous
     n, bad = check_trace(records)
     assert n == len(records) and n >= 1000, f"only {n} calls recorded"
