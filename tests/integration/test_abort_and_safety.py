@@ -125,7 +125,10 @@ def test_lost_ssh_connection_mid_run_aborts_and_restores(rack):
 
 
 def test_one_run_per_rack(rack):
-    first = rack.popen("run", "distinct-bottleneck", "--link2", "20M", "--duration", "8")
+    # 20 s of traffic: the three refused commands below must all meet the run while it holds the
+    # rack; a run lets the rack go before its figures (issue 28), so under a loaded suite 8 s was
+    # not always enough (the `lab down` once came after the run had let the rack go)
+    first = rack.popen("run", "distinct-bottleneck", "--link2", "20M", "--duration", "20")
     _wait_for_traffic(first)
     second = rack.ctl("run", "distinct-bottleneck", "--link2", "30M", "--duration", "3")
     assert second.returncode == 3
