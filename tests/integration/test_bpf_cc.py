@@ -38,6 +38,7 @@ from nodes.congestion.model import (EV_HYSTART, EV_INCREASE, EV_LINK, EV_ROUND, 
                                     HYSTART_DELAY, TRACE_RECORD_SIZE, WHY_CLASH, TraceRecord, check_trace,
                                     decode_trace_record, replay)
 from tests.support.bpfmap import BpfMap, read_trace
+from tests.support.tracepath import ns, sh
 
 pytestmark = pytest.mark.integration
 
@@ -50,17 +51,6 @@ HOLDER = f"test:{os.getpid()}"
 SUBFLOWS = 2                                    # what every connection here has at most
 MCUBIC_HYSTART = ("mcubic", "mcubic_wrap", "mcubic_stretch")
 TRACE_CAPACITY = 32768      # CTL_TRACE_LEN of ctl_cc.h: the records a trace build keeps
-
-
-def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run(list(argv), capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise AssertionError(f"{argv}: {p.stderr or p.stdout}")
-    return p
-
-
-def ns(name: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
-    return sh("ip", "netns", "exec", name, *argv, check=check)
 
 
 def _two_paths(a: str, r: str, b: str, net: int, shape) -> None:
