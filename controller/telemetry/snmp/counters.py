@@ -126,6 +126,10 @@ class CounterSample:
     recv_ns: local wall-clock receive time (ns since the epoch): the point's timestamp.
     mono_ns: local monotonic receive time (ns), for elapsed-time checks (default: recv_ns).
     discontinuity_cs: ifCounterDiscontinuityTime of the row, if the agent provides it.
+    sent_mono_ns: local monotonic time (ns) the request was sent (default: mono_ns). The agent
+      read its values somewhere between sending and receipt; on a loaded controller the reply
+      can wait seconds in the event loop before it is taken in (3.7 s measured), so the receipt
+      time alone overstates the time that passed at the agent.
     """
 
     value: int
@@ -133,10 +137,28 @@ class CounterSample:
     recv_ns: int
     mono_ns: int | None = None
     discontinuity_cs: int | None = None
+    sent_mono_ns: int | None = None
 
     @property
     def mono(self) -> int:
         return self.recv_ns if self.mono_ns is None else self.mono_ns
+
+    @property
+    def sent_mono(self) -> int:
+        return self.mono if self.sent_mono_ns is None else min(self.sent_mono_ns, self.mono)
+
+
+def least_elapsed_cs(sent_mono_ns: int, prev_recv_mono_ns: int) -> float:
+    """The least real time (cs) between an agent's answers to two requests: from the receipt of
+    the earlier answer to the sending of the later request (each answer was made in its
+    request's [sent, received] window). Never less than 0."""
+    return max(0.0, (sent_mono_ns - prev_recv_mono_ns) / 1e7)
+
+
+def restart_suspected(advanced_cs: float, least_cs: float) -> bool:
+    """sysUpTime advanced clearly less than the least real time that passed: the agent restarted
+    (or its clock stopped) in between. Slack: 2 s or 5 %, for clock rate and tick rounding."""
+    return least_cs - advanced_cs > max(200.0, 0.05 * least_cs)
 
 
 @dataclass(frozen=True)
@@ -248,17 +270,18 @@ class CounterTracker:
         # 1. Same counter epoch? (agent restart, counter reset)
         if (s.uptime_cs is None) != (last.uptime_cs is None):
             return self._discontinuity(s, "sysUpTime appeared or disappeared: time base changed")
-        local_cs = (s.mono - last.mono) / 1e7
         if s.uptime_cs is not None and last.uptime_cs is not None:
             if s.uptime_cs < last.uptime_cs:
                 return self._discontinuity(
                     s, f"agent restart: sysUpTime went back from {last.uptime_cs} to {s.uptime_cs} cs")
             advanced = s.uptime_cs - last.uptime_cs
-            # Both clocks measure the same real interval (+- network latency and clock rate).
-            if local_cs - advanced > max(200.0, 0.05 * local_cs):
+            # Compared with the least real time that passed between the two readings, not with
+            # the gap between receipts: a reply that waited in a busy controller is not a restart.
+            least = least_elapsed_cs(s.sent_mono, last.mono)
+            if restart_suspected(advanced, least):
                 return self._discontinuity(
-                    s, f"agent restart suspected: sysUpTime advanced {advanced / 100:.2f} s "
-                       f"in {local_cs / 100:.2f} s of local time")
+                    s, f"agent restart suspected: sysUpTime advanced {advanced / 100:.2f} s while at least "
+                       f"{least / 100:.2f} s passed here")
         if (s.discontinuity_cs is not None and last.discontinuity_cs is not None
                 and s.discontinuity_cs != last.discontinuity_cs):
             return self._discontinuity(

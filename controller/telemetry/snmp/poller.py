@@ -11,10 +11,10 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from controller.errors import ParameterError
-from controller.telemetry.snmp.counters import COUNTERS, CounterSample, CounterTracker, Event, EventKind, IF_COUNTER_DISCONTINUITY, IF_HC_IN_OCTETS, IF_HIGH_SPEED, IF_NAME, MEASUREMENT, NET_SNMP, Output, Point, RATE_FIELDS, RefreshModel, SYS_UPTIME, Sink
+from controller.telemetry.snmp.counters import COUNTERS, CounterSample, CounterTracker, Event, EventKind, IF_COUNTER_DISCONTINUITY, IF_HC_IN_OCTETS, IF_HIGH_SPEED, IF_NAME, MEASUREMENT, NET_SNMP, least_elapsed_cs, restart_suspected, Output, Point, RATE_FIELDS, RefreshModel, SYS_UPTIME, Sink
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,14 @@ class AgentConfig:
     address: str
     snmp: Any
     refresh: RefreshModel = NET_SNMP
+
+
+class Reply(NamedTuple):
+    """One GET's answer: {oid: pysnmp value}, receipt wall and monotonic ns, sending monotonic ns."""
+    values: dict[str, Any]
+    recv_ns: int
+    mono_ns: int
+    sent_mono_ns: int
 
 
 class SnmpAgentError(Exception):
@@ -381,9 +389,10 @@ class SnmpPoller:
 
     # -- SNMP operations ------------------------------------------------------------------
 
-    async def _get(self, st: _AgentState, oids: Sequence[str]) -> tuple[dict[str, Any], int, int]:
-        """GET `oids` in one request -> ({oid: pysnmp value}, recv wall ns, recv mono ns)."""
+    async def _get(self, st: _AgentState, oids: Sequence[str]) -> Reply:
+        """GET `oids` in one request -> Reply (values, receipt and sending times)."""
         from pysnmp.hlapi.v3arch import asyncio as h
+        sent_mono = time.monotonic_ns()
         objtypes = []
         for o in oids:
             ot = self._objtypes.get(o)
@@ -400,7 +409,7 @@ class SnmpPoller:
             raise SnmpAgentError(f"agent answered tooBig for {len(oids)} varbinds: "
                                  f"requests reduced to {st.max_varbinds} varbinds")
         self._check(err_ind, err_status, err_index, oids)
-        return {str(name): val for name, val in vbs}, recv_ns, mono_ns
+        return Reply({str(name): val for name, val in vbs}, recv_ns, mono_ns, sent_mono)
 
     @staticmethod
     def _check(err_ind: Any, err_status: Any, err_index: Any, oids: Sequence[str]) -> None:
@@ -533,7 +542,7 @@ class SnmpPoller:
 
         restart = self._restart_reason(st, replies)
         if restart is not None:
-            now = replies[0][1]
+            now = replies[0].recv_ns
             out.append(Event("agent_restart", st.cfg.host, now, restart))
             for r in st.rows:
                 out.append(Event("discontinuity", st.cfg.host, now, f"{restart}: new baseline, no rate",
@@ -549,14 +558,14 @@ class SnmpPoller:
             batches = self._batches(st)
             replies = await asyncio.gather(*(self._get(st, oids) for _, oids in batches))
 
-        st.last_uptime_cs = max((_uptime(v) for v, _, _ in replies if _uptime(v) is not None), default=None)
-        st.last_mono_ns = max(m for _, _, m in replies)
+        st.last_uptime_cs = max((u for u in (_uptime(r.values) for r in replies) if u is not None), default=None)
+        st.last_mono_ns = max(r.mono_ns for r in replies)
         rediscover = False
-        for (rows, oids), (values, recv_ns, mono_ns) in zip(batches, replies):
-            refreshed = self._refresh_evidence(st, rows, oids, values, mono_ns)
-            uptime = _uptime(values)
+        for (rows, oids), reply in zip(batches, replies):
+            refreshed = self._refresh_evidence(st, rows, oids, reply.values, reply.mono_ns)
+            uptime = _uptime(reply.values)
             for r in rows:
-                point, events, gone = self._row(st, r, values, uptime, recv_ns, mono_ns, refreshed)
+                point, events, gone = self._row(st, r, reply, uptime, refreshed)
                 out += events
                 if point is not None:
                     out.append(point)
@@ -564,20 +573,27 @@ class SnmpPoller:
         if rediscover:
             st.discovered = False   # next round re-walks ifName
 
-    def _restart_reason(self, st: _AgentState, replies: list[tuple[dict[str, Any], int, int]]) -> str | None:
+    def _restart_reason(self, st: _AgentState, replies: Sequence[Reply]) -> str | None:
+        """sysUpTime went back, or advanced clearly less than the least real time that passed.
+
+        The least real time runs from the latest receipt of the previous round to the earliest
+        sending of this one: the agent answered each request somewhere in its [sent, received]
+        window. Receipt times alone are not enough: on a loaded controller a reply waited
+        3.7 s in the event loop (measured under CPU load, 2026-11-27), which read as "sysUpTime
+        advanced 1.18 s in 4.6 s" and dropped every agent's rates for the run."""
         if st.last_uptime_cs is None or st.last_mono_ns is None:
             return None
-        ups = [u for u in (_uptime(v) for v, _, _ in replies) if u is not None]
+        ups = [u for u in (_uptime(r.values) for r in replies) if u is not None]
         if not ups:
             return None
         now_up = min(ups)
         if now_up < st.last_uptime_cs:
             return f"agent restart: sysUpTime went back from {st.last_uptime_cs} to {now_up} cs"
-        local_cs = (min(m for _, _, m in replies) - st.last_mono_ns) / 1e7
+        least = least_elapsed_cs(min(r.sent_mono_ns for r in replies), st.last_mono_ns)
         advanced = now_up - st.last_uptime_cs
-        if local_cs - advanced > max(200.0, 0.05 * local_cs):
-            return (f"agent restart suspected: sysUpTime advanced {advanced / 100:.2f} s in "
-                    f"{local_cs / 100:.2f} s of local time")
+        if restart_suspected(advanced, least):
+            return (f"agent restart suspected: sysUpTime advanced {advanced / 100:.2f} s while at least "
+                    f"{least / 100:.2f} s passed here")
         return None
 
     @staticmethod
@@ -603,10 +619,11 @@ class SnmpPoller:
             st.prev_values[(slot, oid)] = iv
         return True if changed else (None if not seen else False)
 
-    def _row(self, st: _AgentState, r: _Row, values: dict[str, Any], uptime: int | None,
-             recv_ns: int, mono_ns: int, refreshed: bool | None) -> tuple[Point | None, list[Event], bool]:
+    def _row(self, st: _AgentState, r: _Row, reply: Reply, uptime: int | None,
+             refreshed: bool | None) -> tuple[Point | None, list[Event], bool]:
         from pysnmp.proto.rfc1902 import Counter32, Counter64, Gauge32, TimeTicks
         from pysnmp.proto.rfc1905 import NoSuchInstance, NoSuchObject
+        values, recv_ns = reply.values, reply.recv_ns
         host, events = st.cfg.host, []
         fields: dict[str, int | float] = {}
         speed_v = values.get(f"{IF_HIGH_SPEED}.{r.ifindex}")
@@ -635,7 +652,7 @@ class SnmpPoller:
                 tr = CounterTracker(actual_bits, kind, st.refresh or st.cfg.refresh,
                                     name=f"{host}/{r.ifname}/{fname}")
                 st.trackers[(r.ifindex, fname)] = tr
-            upd = tr.update(CounterSample(int(v), uptime, recv_ns, mono_ns, disc),
+            upd = tr.update(CounterSample(int(v), uptime, recv_ns, reply.mono_ns, disc, reply.sent_mono_ns),
                             refreshed=refreshed, speed_mbps=speed)
             fields[fname] = int(v)
             for ev in upd.events:

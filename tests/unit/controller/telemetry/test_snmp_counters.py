@@ -159,6 +159,30 @@ def test_restart_suspected_when_uptime_advances_less_than_local_time():
     assert "restart suspected" in u.events[0].reason
 
 
+def test_a_reply_that_waited_in_a_busy_controller_is_not_a_restart():
+    """Measured 2026-11-27 with 4 CPU hogs beside a run: a GET sent 1.18 s after the previous one
+    was answered at once (sysUpTime +1.18 s) but taken in 3.7 s later. Judged by receipt times it
+    read as a restart and the run had no SNMP rates. The agent answered inside [sent, received]."""
+    t = CounterTracker(64, refresh=LIVE)
+    t.update(CounterSample(10_000, 3_000, recv_ns=30 * 10**9, mono_ns=30 * 10**9))
+    sent, got = 31_180 * 10**6, 34_910 * 10**6                       # sent +1.18 s, taken in +4.91 s
+    u = t.update(CounterSample(11_180, 3_118, recv_ns=got, mono_ns=got, sent_mono_ns=sent))
+    assert not u.events and u.rate == pytest.approx(1_000.0)
+    # the same receipt times without the sending time: what the old check saw
+    t2 = CounterTracker(64, refresh=LIVE)
+    t2.update(CounterSample(10_000, 3_000, recv_ns=30 * 10**9, mono_ns=30 * 10**9))
+    u2 = t2.update(CounterSample(11_180, 3_118, recv_ns=got, mono_ns=got))
+    assert u2.rate is None and "restart suspected" in u2.events[0].reason
+
+
+def test_restart_suspected_still_seen_when_the_reply_is_late():
+    # restarted agent: 90 s passed before the request was even sent, its uptime says 10 s
+    t = CounterTracker(64, refresh=LIVE)
+    t.update(sample(10_000, 3_000, local_cs=0))
+    u = t.update(CounterSample(99_000, 4_000, recv_ns=95 * 10**9, mono_ns=95 * 10**9, sent_mono_ns=90 * 10**9))
+    assert u.rate is None and "restart suspected" in u.events[0].reason and "at least 90.00 s" in u.events[0].reason
+
+
 def test_counter_discontinuity_time_change_gives_discontinuity():
     t = CounterTracker(64, refresh=LIVE)
     t.update(sample(10, 100, disc=0))
@@ -361,6 +385,7 @@ class FakeAgent:
         self.base = {i: 0.0 for i in names}
         self.reachable = True
         self.live = False        # True: no cache, counters read on every request (like FreeBSD bsnmpd)
+        self.reply_delay_cs = 0.0   # the answer reaches the poller this late (a busy controller)
 
     def uptime(self) -> int:
         return int(self.now_cs - self.boot_mono_cs)
@@ -417,8 +442,10 @@ class FakePoller(SnmpPoller):
         if not fake.reachable:
             from controller.telemetry.snmp.poller import SnmpAgentError
             raise SnmpAgentError("No SNMP response received before timeout", timeout=True)
+        from controller.telemetry.snmp.poller import Reply
         ns = int(fake.now_cs * NS_PER_CS)
-        return fake.get(oids), ns, ns
+        late = ns + int(fake.reply_delay_cs * NS_PER_CS)
+        return Reply(fake.get(oids), late, late, ns)
 
     async def _walk(self, st, column, max_rows=10_000):
         from pysnmp.proto.rfc1902 import OctetString
@@ -482,6 +509,29 @@ def test_poller_unreachable_agent_gives_event_not_zero(monkeypatch):
                 or (isinstance(o, Point) and o.tags["host"] == "dead")]
     assert dead_out and all(isinstance(o, Event) and o.kind == "agent_unreachable" for o in dead_out)
     assert any(isinstance(o, Point) and o.tags["host"] == "good" for o in out)
+
+
+def test_poller_late_reply_is_not_an_agent_restart(monkeypatch):
+    """A round whose answers wait 4 s in the controller (made at the agent at once): no
+    agent_restart, no new baseline, and the rates go on (the CI failure of 2026-11-27)."""
+    monkeypatch.setenv("CTL_TEST_COMM", "x")
+    fake = FakeAgent({1: "lo", 2: "eth0"}, start_mono_cs=0.0)
+    fake.live = True
+
+    async def go():
+        p = FakePoller({"sw1": fake}, refresh=LIVE)
+        await p.start()
+        out = []
+        for i in range(10):
+            fake.now_cs += 100
+            fake.reply_delay_cs = 400.0 if i == 5 else 0.0
+            out += await p.poll_once()
+        return out
+
+    out = _run(go())
+    assert not [o for o in out if isinstance(o, Event) and o.kind in ("agent_restart", "discontinuity")]
+    rated = [o for o in out if isinstance(o, Point) and o.tags["ifname"] == "eth0" and "in_bps" in o.fields]
+    assert len(rated) >= 8 and all(o.fields["in_bps"] == pytest.approx(800_000.0, rel=0.03) for o in rated)
 
 
 def test_poller_agent_restart_event_rediscovery_and_no_bogus_rate(monkeypatch):
