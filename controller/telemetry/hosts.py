@@ -147,6 +147,7 @@ class SubflowTracker:
         self.host = host
         self.flow_ports = flow_ports
         self.prev: dict[str, tuple[int, int | None, int | None]] = {}
+        self._links: dict[tuple[str, str], str] = {}    # (local, peer) -> link: the inventory is frozen
 
     def __call__(self, text: str, t: int) -> list[Point]:
         out = []
@@ -162,7 +163,10 @@ class SubflowTracker:
                 continue
             local, peer = sock.local.normalized_host, sock.peer.normalized_host
             sub = f"{local}:{lp}-{peer}:{pp}"
-            link = self.inv.link_of_address(local) or self.inv.link_of_address(peer) or ""
+            link = self._links.get((local, peer))
+            if link is None:
+                link = self._links[(local, peer)] = (self.inv.link_of_address(local)
+                                                     or self.inv.link_of_address(peer) or "")
             ti = sock.tcp
             fields: dict[str, Any] = {}
             for src, dst in (("cwnd", "cwnd_pkts"), ("rtt_ms", "rtt_ms"), ("rttvar_ms", "rttvar_ms"),
