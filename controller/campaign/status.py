@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controller.campaign.scheduler import SchedulerLock
+from controller.campaign.attempts import SchedulerLock
 from controller.lock import pid_alive
 
 RESUME_PURPOSE = "ctl campaign resume #"     # a foreground scheduler serving one campaign (cli/campaign.py)

@@ -15,7 +15,8 @@ from controller.campaign.boundary import UntrustedRow
 from controller.campaign.plan import draw_seed, order_runs, rack_inventories, validate_cases
 from controller.campaign.progress import QueueEntry, progress_of, queue_entries, queue_schedule
 from controller.campaign.report import export_records, write_report
-from controller.campaign.scheduler import Scheduler, SchedulerLock, SchedulerOptions, scheduler_owner, settle_for_cancel
+from controller.campaign.attempts import SchedulerLock, scheduler_owner, settle_for_cancel
+from controller.campaign.scheduler import Scheduler, SchedulerOptions
 from controller.campaign.spec import CampaignError, CampaignFileError, load_campaign
 from controller.campaign.status import SchedulerView, interruption, scheduler_view
 from controller.campaign.store import campaign_dir

@@ -14,7 +14,8 @@ from typing import Any
 from controller import plots
 from controller.campaign.backends import open_store, store_exists
 from controller.campaign.progress import progress_of
-from controller.campaign.scheduler import Scheduler, SchedulerLock, SchedulerOptions, scheduler_owner
+from controller.campaign.attempts import SchedulerLock, scheduler_owner
+from controller.campaign.scheduler import Scheduler, SchedulerOptions
 from controller.campaign.timing import format_span, parse_at, parse_window, progress_bar
 from controller.cli import figure_options
 from controller.cli.campaign import Console, progress_line

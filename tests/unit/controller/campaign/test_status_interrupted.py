@@ -42,7 +42,7 @@ def test_a_foreground_resume_serves_only_its_campaign():
 
 KILLED = textwrap.dedent("""
     import os, signal
-    from controller.campaign.scheduler import SchedulerLock
+    from controller.campaign.attempts import SchedulerLock
     assert SchedulerLock("ctl campaign daemon").try_acquire()
     print(os.getpid(), flush=True)
     os.kill(os.getpid(), signal.SIGKILL)

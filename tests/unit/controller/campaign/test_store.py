@@ -15,7 +15,7 @@ import pytest
 from controller.campaign.plan import expand_cases, order_runs
 from controller.campaign.policy import Decision, classify, decide
 from controller.campaign.progress import progress_of
-from controller.campaign.scheduler import reconcile
+from controller.campaign.attempts import reconcile
 from controller.campaign.spec import CampaignError, load_campaign
 from controller.campaign.sqlite_store import SQLiteStore
 from controller.results.records import RunRecord
