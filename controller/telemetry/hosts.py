@@ -20,6 +20,7 @@ from controller.parsers import ip_mptcp, iperf3, nstat, ss
 from controller.telemetry.points import Point
 from controller.telemetry.snmp.counters import Event
 from controller.telemetry.snmp.poller import SnmpPoller
+from controller.telemetry.snmp.threaded import ThreadedPoller
 from controller.telemetry.spool import Spool
 
 SAMPLER_SOURCE = (Path(__file__).resolve().parents[2] / "nodes" / "agent" / "sampler.py").read_text()
@@ -257,7 +258,6 @@ class TelemetryHub:
         self.snmp: Any = None
         self.snmp_events: list[dict] = []
         self.snmp_late_datagrams = 0
-        self._restore_loop_handler: Any = None
         self._sessions: Mapping[str, Any] = {}
         self._lost_event = asyncio.Event()
 
@@ -361,36 +361,32 @@ class TelemetryHub:
         if not hosts:
             return
 
-        def sink(item: Any) -> None:
+        def deliver(item: Any) -> None:        # on this loop, in the poller's order
             if isinstance(item, Event):
                 self.snmp_events.append(item.to_dict())
                 item = item.to_point()
             self.emit([Point(item.measurement, item.tags, item.fields, item.time_ns)])
-        loop = asyncio.get_running_loop()
-        previous = loop.get_exception_handler()
 
-        def on_loop_error(lp: asyncio.AbstractEventLoop, context: dict) -> None:
+        def on_loop_error(context: dict) -> bool:
             exc = context.get("exception")
             if exc is not None and type(exc).__name__ == "CarrierError" and "Unregistered transport" in str(exc):
                 # A reply that arrived after the poller closed its socket (a timed-out agent
                 # answering late): harmless, counted, not a traceback on the terminal.
                 self.snmp_late_datagrams += 1
-                return
-            if previous is not None:
-                previous(lp, context)
-            else:
-                lp.default_exception_handler(context)
-        loop.set_exception_handler(on_loop_error)
-        self._restore_loop_handler = lambda: loop.set_exception_handler(previous)
-        self.snmp = SnmpPoller.from_inventory(self.inv, sink, hosts=sorted(hosts), interval_s=1.0)
+                return True
+            return False
+
+        # The poller runs on a loop and thread of its own (controller/telemetry/snmp/threaded.py:
+        # a busy sampler loop delayed its replies by seconds).
+        self.snmp = ThreadedPoller(
+            lambda sink: SnmpPoller.from_inventory(self.inv, sink, hosts=sorted(hosts), interval_s=1.0),
+            deliver, on_loop_error)
         try:
             await self.snmp.start()
         except CtlError as exc:  # no SNMP is a gap in the record, not a reason to stop the run
             self.snmp_events.append({"kind": "poller_failed", "message": exc.one_line()})
             self.snmp = None
             return
-        self._snmp_stop = asyncio.Event()
-        self._snmp_task = asyncio.ensure_future(self.snmp.run(self._snmp_stop))
 
     def monitor_text(self, host: str) -> str:
         return "\n".join(self.monitor_lines.get(host, []))
@@ -435,15 +431,10 @@ class TelemetryHub:
     async def stop(self) -> None:
         await asyncio.gather(*(s.stop() for s in self.streams.values()), return_exceptions=True)
         if self.snmp is not None:
-            self._snmp_stop.set()
-            try:
-                await asyncio.wait_for(self._snmp_task, 10)
-            except (asyncio.TimeoutError, Exception) as exc:
-                self.snmp_events.append({"kind": "poller_stopped", "message": repr(exc)[:200]})
-            await self.snmp.close()
+            problem = await self.snmp.stop(10)
+            if problem is not None:
+                self.snmp_events.append({"kind": "poller_stopped", "message": problem})
             self.snmp = None
-        if self._restore_loop_handler is not None:
-            self._restore_loop_handler()
         self.spool.close()
         self.record.manifest["telemetry"].update({
             "points": len(self.points),

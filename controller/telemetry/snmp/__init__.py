@@ -49,7 +49,8 @@ Counter semantics
   unknown or implausible (the recorded Siemens switch reports ifHighSpeed in bit/s), it is a
   discontinuity: new baseline, no rate. A 32-bit counter whose interval is long enough for two
   wraps at line rate is a discontinuity too (more than one wrap cannot be seen).
-* sysUpTime going back, or advancing much less than local time, means the agent restarted
+* sysUpTime going back, or advancing much less than the least local time that can have passed
+  (from the previous answer's receipt to this request's sending), means the agent restarted
   (or its counters may have been reset): discontinuity. (sysUpTime itself wraps after 497
   days; that is treated as a restart, conservatively.)
 * A change of ifCounterDiscontinuityTime is a discontinuity.
@@ -73,5 +74,6 @@ batched per agent (sysUpTime + 8 columns x up to 4 interfaces + 4 canaries), all
 concurrently, each under its own deadline.
 
 Modules: `counters` (the pure tracker and the output records), `poller` (the asyncio
-poller over pysnmp). May import the base only; the run's telemetry hub consumes it.
+poller over pysnmp), `threaded` (a poller on a loop and thread of its own, as a run uses it:
+the run's busy sampler loop must not delay its replies). May import the base only; the run's telemetry hub consumes it.
 """
