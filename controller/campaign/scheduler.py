@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from controller.campaign.attempts import r_label, read_outcome, reconcile, scheduler_id, upload_record
+from controller.campaign.figures import LateFigures
 from controller.campaign.boundary import (UntrustedRow, inventory_roots, is_under, record_roots,
                                           trusted_path)
 from controller.campaign.health import health_check, plan_hosts
@@ -108,6 +109,7 @@ class Scheduler:
         self._said: set[str] = set()
         self._books: dict[str, tuple[float, Any, list[Any], str]] = {}   # rack: (read at, book, rows, error)
         self._pools: dict[str, tuple[list[Any], SSHPool]] = {}   # rack: (its hosts' targets, pool kept between runs)
+        self.figures = LateFigures(log)     # finished runs' figures going into their records
 
     # ---- signals -------------------------------------------------------------------------------
 
@@ -130,6 +132,12 @@ class Scheduler:
     # ---- the outer loop ------------------------------------------------------------------------
 
     async def serve(self) -> int:
+        try:
+            return await self._serve()
+        finally:     # a run's figures go into its record while the next run goes on: all in before the end
+            await self.figures.wait()
+
+    async def _serve(self) -> int:
         self._install_signals()
         while not self.stopping:
             self._take_back_expired()
@@ -561,7 +569,7 @@ class Scheduler:
         progress = (lambda m: self.log(prefix + m)) if self.opts.verbose else None
         task = asyncio.ensure_future(execute(scenario, params, given, inv, plan, runs_root=runs_root,
                                              campaign=c.id, influx=target, progress=progress, run_id=rid,
-                                             connections=lender))
+                                             connections=lender, figures_later=True))
         user_abort, lost = await self._watch(c.num, seq, task)
         try:
             outcome = await task
@@ -596,6 +604,11 @@ class Scheduler:
         a = next((x for x in self.store.attempts(c.num) if x.seq == seq and x.attempt == attempt), None)
         if a is not None:
             upload_record(self.store, a, self.log, self._record_roots())
+        # The record is finished (restored, verified, summarized) and the attempt closed: the run is
+        # done. Its figures go into the record while the next run starts (controller/campaign/figures.py);
+        # a shared store gets the record again once they are in.
+        self.figures.add(outcome, (lambda: upload_record(self.store, a, self.log, self._record_roots()))
+                         if a is not None and self.store.shared else lambda: None)
         if not closed:
             self.log(f"campaign #{c.num}: {what}: {outcome.status}, but the run was taken back meanwhile "
                      "(this scheduler's claim ran out): the result is kept in its record, not counted")

@@ -2,8 +2,12 @@
 run's endpoints on their data addresses (a previous run's sender that exited with a full send
 buffer: the kernel keeps sending it, seconds to a minute on a long path).
 
-Read with `ss -Htn state connected` on every client and server of the plan (one round trip each,
-all hosts at once, once a second), parsed by controller.parsers.ss (linear, validated). A socket
+Read with `ss -Htn state connected` on every client and server of the plan (all hosts at once,
+once a second), parsed by controller.parsers.ss (linear, validated). The first look rides in a
+round trip the run makes anyway (issue 28): the runner sends `ss` and then the counters before
+traffic (`nstat`) to each endpoint as one batch and hands the `ss` results in as
+`first_results`; only when something is left does the wait poll on its own, and the runner then
+reads the counters again (they must be taken after the wait, just before the traffic). A socket
 counts when its local address is one of the host's data addresses (never the management address
 ctl's own SSH uses) and its state may still carry data (ESTAB, SYN-*, FIN-WAIT-1, CLOSE-WAIT,
 CLOSING, LAST-ACK; not TIME-WAIT or FIN-WAIT-2, which have nothing left to send). The run's own
@@ -21,7 +25,7 @@ import asyncio
 import time
 from typing import Any, Awaitable, Callable, Mapping
 
-from controller.commands import Command
+from controller.commands import Command, CommandResult
 from controller.errors import ParseError
 from controller.inventory import Inventory
 from controller.parsers import ss
@@ -44,6 +48,11 @@ def plan_hosts(inv: Inventory, plan: RunPlan) -> dict[str, frozenset[str]]:
     hosts = {f.client for f in plan.flows} | {f.server for f in plan.flows}
     return {h: frozenset(i.ip for i in inv.hosts[h].interfaces if i.address) for h in sorted(hosts)
             if h in inv.hosts and inv.hosts[h].os == "linux"}
+
+
+def poll_command() -> Command:
+    """One look at a host's connections (a failure is recorded, never fatal)."""
+    return Command(ARGV, timeout=10, check=False, note="connections left from before the run (waits until none)")
 
 
 def plan_limit_s(plan: RunPlan) -> float:
@@ -77,6 +86,7 @@ def describe(found: Mapping[str, list[dict]]) -> str:
 
 async def wait_for_leftovers(inv: Inventory, plan: RunPlan, sessions: Mapping[str, Any],
                              progress: Callable[[str], None] = lambda m: None, *,
+                             first_results: Mapping[str, CommandResult] | None = None, started: float | None = None,
                              clock: Callable[[], float] = time.monotonic,
                              sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> dict | None:
     """Polls the plan's endpoints until none has a connection left (see the module), at most
@@ -84,24 +94,30 @@ async def wait_for_leftovers(inv: Inventory, plan: RunPlan, sessions: Mapping[st
     hosts = plan_hosts(inv, plan)
     if not hosts:
         return None
-    return await wait_until_drained(hosts, plan_limit_s(plan), sessions, progress, clock=clock, sleep=sleep)
+    return await wait_until_drained(hosts, plan_limit_s(plan), sessions, progress, first_results=first_results,
+                                    started=started, clock=clock, sleep=sleep)
 
 
 async def wait_until_drained(hosts: Mapping[str, frozenset[str]], limit: float, sessions: Mapping[str, Any],
                              progress: Callable[[str], None] = lambda m: None, *,
+                             first_results: Mapping[str, CommandResult] | None = None, started: float | None = None,
                              clock: Callable[[], float] = time.monotonic,
                              sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> dict:
     """Polls `hosts` (host -> its data addresses) once a second until none has a connection left,
-    at most `limit` seconds. The record's `leftover_wait`: {limit_s, waited_s, polls, first (what
-    was found at the first poll, by host), left (at the end), outcome, errors (hosts whose ss
-    could not be read: not waited for)}."""
+    at most `limit` seconds. `first_results`: results of `poll_command()` the caller already has (read in
+    a round trip of its own, at `started` on `clock`): the first poll uses them instead of asking
+    those hosts again. The record's `leftover_wait`: {limit_s, waited_s, polls, first (what was
+    found at the first poll, by host), left (at the end), outcome, errors (hosts whose ss could
+    not be read: not waited for)}."""
     errors: dict[str, str] = {}
+    given = dict(first_results or {})
 
     async def poll(h: str) -> list[dict]:
         if h in errors:
             return []
-        r = await sessions[h].run(Command(ARGV, timeout=10, check=False,
-                                          note="connections left from before the run (waits until none)"))
+        r = given.pop(h, None)
+        if r is None:
+            r = await sessions[h].run(poll_command())
         try:
             if r.exit_status != 0:
                 raise ParseError(f"ss exited {r.exit_status}")
@@ -110,7 +126,7 @@ async def wait_until_drained(hosts: Mapping[str, frozenset[str]], limit: float, 
             errors[h] = exc.one_line()[:200]
             return []
 
-    t0 = clock()
+    t0 = clock() if started is None else started
     polls = 0
     first: dict[str, list[dict]] | None = None
     while True:

@@ -24,6 +24,11 @@ from controller.perhost import MultiResult
 from controller.results.records import RunRecord
 from controller.scenarios.base import RunData, Scenario
 
+# One run's figures at a time in a process: matplotlib's pyplot (which the scenarios' figures use)
+# is not thread-safe, and in a campaign the next run's figures may be drawn while the previous
+# run's are still going in (controller/campaign/figures.py); partial.py's figures take it too.
+FIGURES_LOCK = threading.Lock()
+
 
 class FigureDrawing:
     """A completed run's figures, drawn in a daemon thread from `data` and a copy of `summary`
@@ -40,7 +45,8 @@ class FigureDrawing:
 
     def _draw(self) -> None:
         try:
-            self.figures = self._scenario.figures(*self._args)
+            with FIGURES_LOCK:
+                self.figures = self._scenario.figures(*self._args)
         except Exception as exc:    # a plot must never lose the numbers: said in the record
             self.error = exc
 

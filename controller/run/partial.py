@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.results.summary import link_throughput
+from controller.run.late import FIGURES_LOCK
 from controller.scenarios.base import RunData, Scenario
 
 
@@ -59,7 +60,8 @@ def partial_summary(scenario: Scenario, data: RunData, status: str, error: str |
             out = {**s, **base, "valid": False, "invalid_reasons": reasons}
             if out_dir is not None:
                 try:
-                    figures = scenario.figures(dataclasses.replace(data, flows=ended), out, out_dir)
+                    with FIGURES_LOCK:    # a previous run's may still be drawn (campaign)
+                        figures = scenario.figures(dataclasses.replace(data, flows=ended), out, out_dir)
                 except Exception as exc:  # a plot must never lose the numbers
                     part["figure_error"] = f"{type(exc).__name__}: {exc}"[:300]
             return out, figures

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from bridges.base import (PipeConfig, PipeKey, Shaper, ShaperState, apply, read_state, restore, shaper_class,
                           shaper_fidelity)
@@ -32,7 +32,7 @@ from controller.run.late import FigureDrawing, RunOutcome, jsonable, restore_pro
 from controller.run.overlap import import_influx, preload_libraries, preload_snmp, together
 from controller.run.looplag import LoopLagMonitor
 from controller.run.looplag import warning as looplag_warning
-from controller.run.drain import wait_for_leftovers
+from controller.run.drain import plan_hosts as drain_hosts, poll_command, wait_for_leftovers
 from controller.run.neighbours import counter_hosts, warm_neighbours
 from controller.run.partial import partial_summary, traffic_window
 from controller.run.recovery import ProcessJournal, process_record
@@ -260,19 +260,21 @@ class Run:
         # traffic, and iperf3's servers start together, on every host at once.
         servers = [self.traffic.start_servers()] if self.plan.traffic_factory is None else []
         self._servers_started = bool(servers)
-        async def drain() -> None:
-            # A previous run's connection still sending would share this run's paths: wait (bounded)
-            # until its endpoints have none left (controller/run/drain.py), beside the warm-up.
-            if not self.dry_run:
-                drained = await wait_for_leftovers(self.inv, self.plan, self.sessions, self.progress)
-                if drained is not None:
-                    self.record.manifest["leftover_wait"] = drained
-
         async def warm_then_count() -> None:
-            warmed = (await together(warm_neighbours(self.inv, self.plan, self.sessions), drain()))[0]
+            warmed = await warm_neighbours(self.inv, self.plan, self.sessions)
             if warmed is not None:
                 self.record.manifest["neighbour_warmup"] = warmed
-            await self._nstat("before")
+            # A previous run's connection still sending would share this run's paths: wait (bounded)
+            # until its endpoints have none left (controller/run/drain.py). The first look (`ss`) goes
+            # in the counters' round trip; after a wait the counters are read again.
+            polled = [] if self.dry_run else sorted(drain_hosts(self.inv, self.plan))
+            t, first = time.monotonic(), await self._nstat("before", polled)
+            if polled:
+                drained = await wait_for_leftovers(self.inv, self.plan, self.sessions, self.progress,
+                                                   first_results=first, started=t)
+                self.record.manifest["leftover_wait"] = drained
+                if drained and drained["first"]:
+                    await self._nstat("before")
         await together(self.telemetry.start(self.sessions), self.telemetry.start_snmp(),
                        *(self.telemetry.start_monitor(self.sessions[h], h) for h in self.plan.mptcp_hosts),
                        warm_then_count(), *servers)
@@ -413,24 +415,35 @@ class Run:
         if problems:
             raise ResultInvalid("congestion control not as asked: " + "; ".join(problems[:5]))
 
-    async def _nstat(self, when: str) -> None:
+    async def _nstat(self, when: str, polled: Sequence[str] = ()) -> dict[str, CommandResult]:
         """Kernel counters (`nstat -asz`) of the MPTCP hosts and of every Linux client and server
         of the flows, all at once (one round trip for the run, not one per host). The MPTCP hosts'
         are required (the MPTCP verdict reads them); a sender's or receiver's that cannot be read
-        is left out of the record (its summary then says "not recorded")."""
+        is left out of the record (its summary then says "not recorded"). On the `polled` hosts the
+        look for leftover connections goes first in the same round trip: its results, by host.
+        Read "before" again, a host's earlier "before" is replaced."""
         required = set(self.plan.mptcp_hosts)
         hosts = sorted(h for h in counter_hosts(self.plan) if h in self.sessions
                        and (h in required or self.inv.hosts[h].os == "linux"))
+        looked: dict[str, CommandResult] = {}
 
         async def one(h: str) -> None:
-            r = await self.sessions[h].run(Command(("nstat", "-asz"), timeout=10, check=h in required,
-                                                   note=f"counters {when} traffic"))
+            c = Command(("nstat", "-asz"), timeout=10, check=h in required, note=f"counters {when} traffic")
+            if h in polled:
+                got = await self.sessions[h].run_batch([poll_command(), c])
+                looked[h] = got[0]
+                r = got[-1] if len(got) == 2 else await self.sessions[h].run(c)
+            else:
+                r = await self.sessions[h].run(c)
+            if when == "before":
+                self.nstat.pop(h, None)
             if r.exit_status != 0 and h not in required:
                 return
             self.nstat.setdefault(h, []).append(r.stdout)
             if not self.dry_run:
                 self.record.write_raw(h, f"nstat-{when}.txt", r.stdout)
         await asyncio.gather(*(one(h) for h in hosts))
+        return looked
 
     async def reconnect(self) -> set[str]:
         """Hosts reachable for clean-up: lost connections are retried for RESTORE_RECONNECT_S."""

@@ -260,6 +260,94 @@ def test_sweep_survives_two_sigkills_and_reports(rack, tmp_path):
     assert all(i["complete"] and i["naturalWidth"] > 300 for i in images), images
 
 
+
+FIGURES_CAMPAIGN = """
+version: 1
+name: figures-kill
+scenario: distinct-bottleneck
+fixed: {duration: 2s, link2: 20M}
+repetitions: 3
+order: sequential
+pause: 0s
+overhead: 10s
+"""
+
+
+def test_a_kill_9_while_a_done_runs_figures_go_in_loses_only_the_figures(rack, tmp_path):
+    """Issue 28: a campaign calls a run done (its attempt closed) once its record is finished
+    (restored, verified, summarized), and puts the run's figures into the record while the next
+    run starts. Killed -9 in that moment: the done run's record is complete and says
+    `figures_drawn: null`, its attempt stays completed (never repeated, never recovered); a new
+    daemon finishes the campaign (re-running the next run if it had begun) and `ctl runs plot`
+    draws the missing figures from the record."""
+    before = baseline(rack)
+    f = tmp_path / "figures-kill.yaml"
+    f.write_text(FIGURES_CAMPAIGN)
+    p = rack.ctl("campaign", "submit", str(f), "--json")
+    assert p.returncode == 0, p.stderr
+    num = json.loads(p.stdout)["data"]["num"]
+    log = tmp_path / "daemon1.log"
+    d1 = start_daemon(rack, log)
+    killed = None
+    try:
+        deadline = time.monotonic() + 120
+        seen_done: set[str] = set()
+        while killed is None and time.monotonic() < deadline and d1.poll() is None:
+            text = log.read_text()
+            ids = dict(re.findall(r"run (\d+)/3 \([^)]*\), attempt \d+: (\S+)", text))
+            for seq in re.findall(r"run (\d+)/3 \([^)]*\): completed", text):
+                if seq in seen_done or seq not in ids:
+                    continue
+                seen_done.add(seq)
+                m = json.loads((rack.runs_dir / ids[seq] / "manifest.json").read_text())
+                if m["status"] == "completed" and m.get("figures_drawn", 0) is None:
+                    d1.send_signal(signal.SIGKILL)
+                    d1.wait(10)
+                    killed = rack.runs_dir / ids[seq]
+                    break
+            time.sleep(0.002)
+    finally:
+        if d1.poll() is None:
+            d1.kill()
+            d1.wait(10)
+    assert killed is not None, "the moment never came (every run's figures were in before it was seen done):\n" + \
+        log.read_text()[-2000:]
+    m = json.loads((killed / "manifest.json").read_text())
+    assert m["status"] == "completed" and m["restore_problems"] == [] and m["figures_drawn"] is None
+    assert "figures" not in m
+    assert json.loads((killed / "summary.json").read_text())["provenance"]["status"] == "completed"
+    st = status(rack, num)
+    mine = next(r for r in st["runs"] if any(a["record"] == str(killed) for a in r["attempts"]))
+    assert mine["state"] == "done" and [a["status"] for a in mine["attempts"]] == ["completed"], mine
+
+    log2 = tmp_path / "daemon2.log"
+    fh = open(log2, "w")
+    try:
+        d2 = subprocess.run([sys.executable, "-m", "controller", "campaign", "daemon", "--exit-when-idle"],
+                            cwd=PROJECT, env=rack.env(), stdout=fh, stderr=subprocess.STDOUT, text=True, timeout=300)
+    finally:
+        fh.close()
+    assert d2.returncode == 0, log2.read_text()[-3000:]
+    st = status(rack, num)
+    assert st["state"] == "done" and st["progress"]["done"] == 3, st
+    for r in st["runs"]:
+        done = [a for a in r["attempts"] if a["status"] == "completed"]
+        assert len(done) == 1 and all(a["status"] in ("completed", "aborted") for a in r["attempts"]), r
+    m2 = json.loads((killed / "manifest.json").read_text())
+    assert m2["status"] == "completed" and m2["figures_drawn"] is None and "recovery" not in m2
+    assert f"interrupted run {killed.name}" not in log2.read_text()
+    # the runs the second daemon did have their figures in
+    for r in st["runs"]:
+        for a in r["attempts"]:
+            if a["status"] == "completed" and a["record"] != str(killed):
+                ma = json.loads((Path(a["record"]) / "manifest.json").read_text())
+                assert ma["figures"] and ma["figures_drawn"] >= ma["finished"], a["record"]
+    out = tmp_path / "figures"
+    p = rack.ctl("runs", "plot", killed.name, "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert list(out.glob("*.png"))
+    assert baseline(rack) == before
+
 # ---- headless Chromium over the DevTools protocol (pipe transport) -------------------------------
 
 class DevTools:

@@ -71,6 +71,14 @@ def test_a_run_waits_for_a_previous_connection_still_sending(rack):
         assert mine and mine[0]["peer"] == f"10.1.0.21:{PORT}" and mine[0]["send_q_bytes"] > 0, w["first"]
         assert "connections left from before the run" in p.stderr + p.stdout
         assert took >= w["waited_s"]
+        # The first look rode in the counters' round trip (ss, then nstat, one batch); after the wait
+        # a1's counters before traffic were read again, after its last look.
+        a1 = [c for c in map(json.loads, (record / "commands.jsonl").read_text().splitlines())
+              if c["host"] == "a1" and c["argv"][:1] in (["ss"], ["nstat"])]
+        looks = [c for c in a1 if c["argv"][0] == "ss"]
+        counters = [c for c in a1 if c["argv"][0] == "nstat" and c["note"].startswith("counters before traffic")]
+        assert looks[0]["note"].endswith("[batch 1/2]") and counters[0]["note"].endswith("[batch 2/2]"), a1
+        assert len(looks) == w["polls"] and len(counters) == 2 and counters[-1]["started"] > looks[-1]["started"]
         s = json.loads((record / "summary.json").read_text())
         assert s["valid"] and s["foreign_traffic"]["bytes"] == 0 and s["foreign_traffic"]["own_bytes"] > 0
         reader.wait(timeout=30)

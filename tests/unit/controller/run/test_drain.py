@@ -138,3 +138,51 @@ def test_at_the_limit_it_goes_on_and_says_what_is_left():
 def test_nothing_left_is_one_poll():
     res = asyncio.run(wait_until_drained({"h": frozenset({"127.0.0.78"})}, 60.0, {"h": LocalSession()}))
     assert (res["outcome"], res["polls"], res["first"]) == ("none", 1, {}) and res["waited_s"] < 5
+
+
+class Counting(LocalSession):
+    def __init__(self):
+        self.calls = 0
+
+    async def run(self, cmd):
+        self.calls += 1
+        return await super().run(cmd)
+
+
+def _looked(text: str) -> CommandResult:
+    from controller.run.drain import poll_command
+    return CommandResult("h", poll_command().argv, 0, text, "")
+
+
+def test_a_first_look_already_read_is_not_asked_again():
+    """Issue 28: the runner reads the first `ss` in the counters' round trip and hands it in: with
+    nothing left, the wait asks no host at all; the hosts it was not given are polled as before."""
+    h, other = Counting(), Counting()
+    res = asyncio.run(wait_until_drained({"h": frozenset({"10.11.0.11"}), "o": frozenset({"127.0.0.78"})}, 60.0,
+                                         {"h": h, "o": other}, first_results={"h": _looked("")}))
+    assert (res["outcome"], res["polls"], res["first"]) == ("none", 1, {})
+    assert (h.calls, other.calls) == (0, 1)
+
+
+def test_a_leftover_in_the_first_look_is_waited_for_from_when_it_was_read():
+    """The first look found a connection: the wait polls the host itself from then on (here it is
+    gone at the second poll), and the time waited counts from when the first look was read."""
+    h = Counting()
+    now = [100.0]
+    slept: list[float] = []
+
+    async def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += s
+    res = asyncio.run(wait_until_drained({"h": frozenset({"10.11.0.11"})}, 60.0, {"h": h},
+                                         first_results={"h": _looked(SS)}, started=99.5,
+                                         clock=lambda: now[0], sleep=sleep))
+    assert res["outcome"] == "drained" and res["polls"] == 2 and h.calls == 1 and slept == [1.0]
+    assert [c["local"] for c in res["first"]["h"]] == ["10.11.0.11:59741", "10.11.0.11:59742", "10.11.0.11:5201"]
+    assert res["waited_s"] == 1.5
+
+
+def test_a_first_look_that_failed_is_an_error_not_a_wait():
+    res = asyncio.run(wait_until_drained({"h": frozenset({"10.11.0.11"})}, 60.0, {"h": Counting()},
+                                         first_results={"h": CommandResult("h", ("ss",), 1, "", "no ss")}))
+    assert res["outcome"] == "none" and res["errors"] == {"h": "ss exited 1"} and res["polls"] == 1

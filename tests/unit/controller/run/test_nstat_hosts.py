@@ -81,3 +81,53 @@ def test_a_sender_without_nstat_is_left_out(run):
     run.sessions = {h: Session(h, gate, calls, fail=(h == "sa2")) for h in run.sessions}
     asyncio.run(run._nstat("before"))
     assert set(run.nstat) == {"sa1", "sb1", "sb2"}
+
+
+class BatchSession(Session):
+    """A session that also runs a batch (one round trip for several commands, as controller.ssh)."""
+
+    def __init__(self, host: str, gate: AllAtOnce, calls: list, texts: list[str] | None = None):
+        super().__init__(host, gate, calls)
+        self.texts = texts
+
+    async def run(self, command):
+        r = await super().run(command)
+        if self.texts:
+            r.stdout = self.texts.pop(0)
+        return r
+
+    async def run_batch(self, commands):
+        self.calls.append((self.host, "batch", tuple(c.argv for c in commands)))
+        await self.gate.wait()
+        return [CommandResult(self.host, c.argv, 0, "" if c.argv[0] == "ss" else NSTAT, "") for c in commands]
+
+
+def test_the_look_for_leftovers_rides_in_the_counters_round_trip(run):
+    """Issue 28: on the hosts the leftover wait polls, `ss` goes first in the batch that reads the
+    counters before traffic (no round trip of its own); its results come back by host."""
+    from controller.run.drain import ARGV
+    calls: list = []
+    gate = AllAtOnce(4)
+    run.sessions = {h: BatchSession(h, gate, calls) for h in run.sessions}
+    looked = asyncio.run(run._nstat("before", ["sa1", "sb1"]))
+    assert {h: r.argv for h, r in looked.items()} == {"sa1": ARGV, "sb1": ARGV}
+    assert sorted(calls) == sorted([(h, "batch", (ARGV, ("nstat", "-asz"))) for h in ("sa1", "sb1")]
+                                   + [(h, ("nstat", "-asz"), False) for h in ("sa2", "sb2")])
+    assert run.nstat == {h: [NSTAT] for h in ("sa1", "sa2", "sb1", "sb2")}
+
+
+def test_counters_read_again_before_traffic_replace_the_earlier_ones(run):
+    """After a wait for leftover connections the counters before traffic are read again: the run's
+    counter deltas are from the second reading, not from before the wait."""
+    calls: list = []
+    texts = {h: [f"first {h}", f"second {h}", f"after {h}"] for h in run.sessions}
+    gate = AllAtOnce(4)
+    run.sessions = {h: BatchSession(h, gate, calls, texts[h]) for h in run.sessions}
+
+    async def three():
+        for when in ("before", "before", "after"):
+            gate.waiting, gate.released = 0, asyncio.Event()
+            await run._nstat(when)
+    asyncio.run(three())
+    assert run.nstat == {h: [f"second {h}", f"after {h}"] for h in ("sa1", "sa2", "sb1", "sb2")}
+    assert run.run_data().nstat["sa1"] == ("second sa1", "after sa1")
