@@ -187,7 +187,15 @@ COLUMNS: dict[tuple[str, str], Entry | dict[str, Entry]] = {
                                                      "the window (the share's denominator)"),
     ("runs", "foreign_traffic.share_pct"): ("%", "foreign_traffic.bytes / foreign_traffic.own_bytes x 100 "
                                                  "(empty: the run had no bytes of its own)"),
-    ("runs", "foreign_traffic.threshold_pct"): ("%", "share above which the foreign traffic made the run invalid"),
+    ("runs", "foreign_traffic.threshold_pct"): ("%", "share above which the foreign traffic made the run invalid "
+                                                     "(foreign_traffic.limit_bytes / foreign_traffic.own_bytes x 100)"),
+    ("runs", "foreign_traffic.limit_bytes"): ("bytes", "foreign bytes above which the run is invalid: the most that "
+                                                       "can move a ratio of its flows or their Jain's index by a tenth "
+                                                       "of the smallest recorded run-to-run CV (results/foreign.py)"),
+    ("runs", "foreign_traffic.limit_basis"): (None, "which bound set limit_bytes: ratio (0.1 x 0.0215 x the smallest "
+                                                    "flow's bytes) or jain (0.1 x 0.0031 / Jain's sensitivity)"),
+    ("runs", "foreign_traffic.unseen"): (None, "what the check could not see: senders without socket samples, other "
+                                               "ports and hosts on the same links, connections shorter than 0.1 s, UDP"),
     ("runs", "foreign_traffic.invalid"): (None, "whether the foreign traffic made the run invalid"),
     ("runs", "foreign_traffic.connections"): (None, "the foreign connections: host, socket, why, bytes, first "
                                                     "sample and last growth (s from the window's start)"),
@@ -273,6 +281,8 @@ NESTED: dict[tuple[str, str], Entry | dict[str, Entry]] = {
     ("runs", "paper_shares_pct"): ("%", "the paper's measured share of {key} for this case (Fig. 8)"),
     ("runs", "mptcp.subflows_established_per_link"): ("count", "subflows of the MPTCP connection established on "
                                                                "link {key} (`ip mptcp monitor`)"),
+    ("runs", "foreign_traffic.own_bytes_per_flow"): ("bytes", "bytes flow {key}'s own sender sockets had "
+                                                             "acknowledged inside the window (the limit's x_i)"),
     ("runs", "mptcp.bytes_per_link"): ("bytes", "bytes the MPTCP connection's subflows on link {key} carried "
                                                 "(sum of subflows.bytes)"),
     ("runs", "diagnostics.connections_alive"): ("count", "{key}'s connections that did not starve"),

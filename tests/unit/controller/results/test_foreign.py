@@ -2,8 +2,10 @@
 
 Contract: a sender socket first sampled before the traffic began, or (where the run's data
 connections are known) none of them and above iperf3's control size, whose bytes_acked grows in
-the window is foreign; above 0.1 % of the run's own bytes the run is invalid with a reason that
-names the host, the connection and until when; below it a warning, the run stays valid. Checked on
+the window is foreign; above the run's limit (the bytes that can move a ratio of its flows or their
+Jain's index by a tenth of the smallest recorded run-to-run CV) the run is invalid with a reason
+that names the host, the connection and until when; below it a warning, the run stays valid. The
+limit is checked against exact ratios and Jain's indices of displaced bytes. Checked on
 hand-built samples and on real records of campaign t2-delays (2026-11-27): two runs with a previous
 run's LIA connection still draining (found on a rack, not made up) and a clean one.
 """
@@ -18,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller import scenarios
-from controller.results.foreign import (CONTROL_BYTES, check, foreign_traffic, reason, render_line)
+from controller.results.foreign import (CONTROL_BYTES, JAIN_CV, RATIO_CV, SPREAD_FRACTION, UNSEEN, check,
+                                        foreign_traffic, limit_bytes, reason, render_line)
 from controller.run.replay import summarize_record
 from controller.telemetry.points import Point
 
@@ -65,11 +68,14 @@ def test_below_the_limit_is_a_warning_and_the_run_stays_valid():
 
 
 def test_above_the_limit_makes_the_summary_invalid():
-    pts = sock(OWN, [(WS + 0.1, 0), (WS + 29, 10**8)]) + sock(OLD, [(WS - 2, 0), (WS + 0.5, 0), (WS + 2, 200_000)])
+    # one flow of 10^8 bytes: limit 0.1 x 0.0215 x 10^8 = 215,000 bytes (0.215 %)
+    pts = sock(OWN, [(WS + 0.1, 0), (WS + 29, 10**8)]) + sock(OLD, [(WS - 2, 0), (WS + 0.5, 0), (WS + 2, 300_000)])
     s = check({"valid": True, "invalid_reasons": ["x: other"]}, SimpleNamespace(points=pts, window=(WS, WE),
                                                                                  flows=[]))
     assert not s["valid"] and s["invalid_reasons"][0] == "x: other"
-    assert s["invalid_reasons"][1].startswith("foreign traffic: 0.20 MB") and render_line(s) is None
+    assert s["foreign_traffic"]["limit_bytes"] == 215_000 and s["foreign_traffic"]["threshold_pct"] == 0.215
+    assert s["invalid_reasons"][1].startswith("foreign traffic: 0.30 MB") and render_line(s) is None
+    assert "limit 0.215 MB = 0.215 %" in s["invalid_reasons"][1]
 
 
 def test_a_connection_not_of_the_run_counts_only_above_the_control_size_and_where_ports_are_known():
@@ -117,7 +123,8 @@ def test_bytes_are_never_negative_and_the_verdict_follows_the_share(samples):
     ft = foreign_traffic(pts, (WS, WE), {"a1": {40000}})
     assert ft["bytes"] >= 0 and ft["own_bytes"] >= 0
     assert ft["bytes"] == sum(c["bytes"] for c in ft["connections"])
-    assert ft["invalid"] == (ft["bytes"] > 0 and (ft["own_bytes"] == 0 or ft["bytes"] > 0.001 * ft["own_bytes"]))
+    assert ft["invalid"] == (ft["bytes"] > 0 and (ft["own_bytes"] == 0 or ft["bytes"] > ft["limit_bytes"]))
+    assert sum(ft["own_bytes_per_flow"].values()) == ft["own_bytes"]
 
 
 def _fixture(name: str):
@@ -155,5 +162,53 @@ def test_a_real_clean_record():
 def test_every_scenarios_summary_carries_it(record):
     s = summarize_record(FIX / "runs" / record)
     ft = s["foreign_traffic"]
-    assert ft["bytes"] == 0 and ft["threshold_pct"] == 0.1 and "foreign_traffic" in s["definitions"]
+    assert ft["bytes"] == 0 and "foreign_traffic" in s["definitions"]
+    if ft["own_bytes"]:
+        assert ft["limit_basis"] in ("ratio", "jain") and 0 < ft["limit_bytes"] < 0.01 * ft["own_bytes"]
+        assert ft["threshold_pct"] == round(ft["limit_bytes"] / ft["own_bytes"] * 100, 4)
+    assert ft["unseen"][-len(UNSEEN):] == list(UNSEEN)
     assert scenarios.get(s["scenario"]).render(s)
+
+
+# ---- the limit (derivation: controller/results/foreign.py's docstring) ---------------------------------
+
+def _jain(xs):
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+def test_the_limit_of_one_flow_two_equal_flows_and_a_run_without_bytes():
+    assert limit_bytes([10**8]) == (pytest.approx(SPREAD_FRACTION * RATIO_CV * 10**8), "ratio")
+    lim, basis = limit_bytes([5 * 10**7, 5 * 10**7])           # Jain is flat at equal flows
+    assert basis == "ratio" and lim / 10**8 == pytest.approx(0.001075)
+    assert limit_bytes([]) == (0.0, "no own bytes") and limit_bytes([0, 0]) == (0.0, "no own bytes")
+    # the 3-flow distinct-bottleneck runs of 2026-11-27 (MPTCP, TCP on path 1, TCP on path 2)
+    lim, basis = limit_bytes([41_603_029, 85_973_744, 14_443_801])
+    assert basis == "jain" and lim / 142_020_574 == pytest.approx(0.000199, abs=1e-6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(10**5, 10**10), min_size=1, max_size=6), st.data())
+def test_the_limits_bytes_displaced_move_no_ratio_or_jain_by_more_than_the_fraction_of_its_cv(xs, data):
+    """Exact, not first order: the limit's bytes taken from or given to any one flow move every ratio
+    of two flows by at most q CV_ratio and Jain's index by at most q CV_jain (relative), within 1 %."""
+    lim, _ = limit_bytes(xs)
+    i = data.draw(st.integers(0, len(xs) - 1))
+    for sign in (-1, 1):
+        ys = list(xs)
+        ys[i] += sign * lim
+        for a in range(len(xs)):
+            for b in range(len(xs)):
+                if a != b:
+                    moved = abs(ys[a] / ys[b] - xs[a] / xs[b]) / (xs[a] / xs[b])
+                    assert moved <= SPREAD_FRACTION * RATIO_CV * 1.01
+        if len(xs) > 1:
+            assert abs(_jain(ys) - _jain(xs)) / _jain(xs) <= SPREAD_FRACTION * JAIN_CV * 1.01
+
+
+def test_the_summary_says_what_the_check_could_not_see():
+    own = sock(OWN, [(WS + 0.1, 0), (WS + 29, 10**8)])
+    plan = SimpleNamespace(flows=[SimpleNamespace(client="a1"), SimpleNamespace(client="a2")])
+    s = check({"valid": True, "invalid_reasons": []}, SimpleNamespace(points=own, window=(WS, WE), flows=[],
+                                                                       plan=plan))
+    assert s["foreign_traffic"]["unseen"] == ["a2: no socket sampled, none of its connections judged", *UNSEEN]
+    assert s["valid"]
