@@ -16,12 +16,11 @@ iperf3 servers only listen at this point; its clients have not started.
 If some remain at the limit the run goes on: the summary measures exactly how much foreign
 traffic reached its window (controller/results/foreign.py) and makes it invalid above the run's
 limit (the bytes that could move a ratio of its flows or their Jain's index by a tenth of the
-recorded run-to-run spread: from 0.02 % of its own bytes (a small flow among large ones) to
-0.2 % (one flow); derived there).
-A connection on another port than the run's servers' is not sampled and so not judged there: this
-wait's record (`leftover_wait.left`) is what tells of it. Refusing instead would lose runs that a
-tail of a few kilobytes does not disturb,
-and sockets are never killed (ctl cannot prove a socket on a host is one of its own).
+recorded run-to-run spread, derived there: 0.2 % of its own bytes with one flow, less the smaller
+its smallest flow's share; 0.02-0.04 % on the records so far). A connection on another port than
+the run's servers' is not sampled and so not judged there: this wait's record
+(`leftover_wait.left`) is what tells of it. Refusing instead would lose runs that a tail of a few
+kilobytes does not disturb, and sockets are never killed (ctl cannot prove a socket on a host is one of its own).
 `plan_*`/`leftovers` are pure; `wait_for_leftovers` is the I/O.
 """
 from __future__ import annotations
