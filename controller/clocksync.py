@@ -4,13 +4,64 @@ channels where a host has no python3. Used by runs, campaign health checks, fiel
 inventory probe to align every host's samples on the controller's clock."""
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, AsyncIterator, Iterator
 
 from controller.commands import Command
 from controller.errors import SSHError
 from controller.ssh import SSHSession
+
+
+class QuietGate:
+    """Keeps this process's clock exchanges and its figure drawing apart (issue 28). An exchange
+    times each round trip on the event loop; a figure drawn in a thread of the same process
+    (matplotlib holds the interpreter lock for milliseconds at a time) would delay the loop's
+    reading of the answers and widen every round trip, i.e. the offset's uncertainty, and with it
+    a campaign's health check could end "unclear". Exchanges run together; a drawing waits until
+    none runs, and no exchange starts while one is drawn (the loop is never blocked: it polls)."""
+
+    POLL_S = 0.005
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.exchanges = 0
+        self.drawings = 0
+
+    @contextlib.contextmanager
+    def drawing(self) -> Iterator[None]:
+        """In a drawing thread (never on the event loop: it blocks)."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.exchanges == 0)
+            self.drawings += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.drawings -= 1
+                self._cond.notify_all()
+
+    @contextlib.asynccontextmanager
+    async def exchange(self) -> AsyncIterator[None]:
+        """On the event loop, around the round trips of a clock measurement."""
+        while True:
+            with self._cond:
+                if self.drawings == 0:
+                    self.exchanges += 1
+                    break
+            await asyncio.sleep(self.POLL_S)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.exchanges -= 1
+                self._cond.notify_all()
+
+
+QUIET = QuietGate()
 
 
 @dataclass
@@ -75,11 +126,13 @@ class ClockEcho:
 
     async def offset(self, samples: int = 9) -> ClockOffset:
         await self.open()
-        best = await self._exchange(samples)
+        async with QUIET.exchange():
+            best = await self._exchange(samples)
         if best is None and self.reused:              # the kept echo is gone: a fresh one, once
             self.reused, self._tried = False, False
             await self.open()
-            best = await self._exchange(samples)
+            async with QUIET.exchange():
+                best = await self._exchange(samples)
         if best is None:
             return await _offset_by_date(self.session)
         return _offset_from(self.session, best, "python3 echo over a persistent channel")

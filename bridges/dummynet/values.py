@@ -5,12 +5,14 @@ what a dry run assumes a bridge holds.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from bridges.base import RED_SCALE, PipeConfig, Red
-from bridges.ipfw_records import RedParams
 from controller.errors import ParameterError
 from controller.units import Conversion, Queue, format_delay, format_percent
+
+if TYPE_CHECKING:
+    from bridges.ipfw_records import RedParams
 
 DN_MAX_ID = 65536                 # pipe N's FIFO scheduler is N+DN_MAX_ID, its flowset N+2*DN_MAX_ID
 
@@ -228,6 +230,10 @@ def red_args(red: Red | None) -> tuple[str, ...]:
 def listed_red(red: Red) -> RedParams:
     """RED as the kernel holds it and `pipe show` prints it (ipfw's dummynet.c: "%cRED w_q %f
     min_th %d max_th %d max_p %f" [" (ecn)"], w_q and max_p being (int)(x * 65536) / 65536)."""
+    # Imported here, not at the top: every scenario imports this module (queue sizing), and the
+    # listing's 16 frozen dataclasses cost ~8 ms of every `ctl run`'s start-up (issue 28) where no
+    # dummynet bridge is shaped (dnpipe, tc); a dummynet bridge's driver imports them anyway.
+    from bridges.ipfw_records import RedParams
     w, p = int(red.w_q * RED_SCALE) / RED_SCALE, int(red.max_p * RED_SCALE) / RED_SCALE
     return RedParams(gentle=red.gentle, w_q_text=f"{w:f}", w_q=w, min_th=red.min_th, max_th=red.max_th,
                      max_p_text=f"{p:f}", max_p=p, ecn=red.ecn)

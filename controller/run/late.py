@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.clocksync import QUIET
 from controller.commands import CommandResult
 from controller.errors import RestoreFailed
 from controller.perhost import MultiResult
@@ -45,7 +46,7 @@ class FigureDrawing:
 
     def _draw(self) -> None:
         try:
-            with FIGURES_LOCK:
+            with QUIET.drawing(), FIGURES_LOCK:     # never while a clock offset is measured
                 self.figures = self._scenario.figures(*self._args)
         except Exception as exc:    # a plot must never lose the numbers: said in the record
             self.error = exc
