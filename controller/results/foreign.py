@@ -206,7 +206,10 @@ def reason(ft: Mapping[str, Any]) -> str | None:
     if not ft.get("bytes"):
         return None
     worst = max(ft["connections"], key=lambda c: c["bytes"])
-    share = f"{ft['share_pct']:.2f} % of the run's own" if ft.get("share_pct") is not None else "the run had none"
+    pct = ft.get("share_pct")
+    # two decimals, or one significant digit below 0.01 % (a few KB in a long run is not "0.00 %")
+    share = (f"{pct:.2f}" if pct >= 0.01 else f"{pct:.1g}") + " % of the run's own" if pct is not None \
+        else "the run had none"
     limit = f"{ft['limit_bytes'] / 1e6:.3f} MB = " if isinstance(ft.get("limit_bytes"), (int, float)) else ""
     return (f"foreign traffic: {ft['bytes'] / 1e6:.2f} MB acknowledged in the traffic window ({share}, limit "
             f"{limit}{ft['threshold_pct']:g} %) by {len(ft['connections'])} connection(s) not of this run, largest "

@@ -63,6 +63,9 @@ def test_below_the_limit_is_a_warning_and_the_run_stays_valid():
     s = check({"valid": True, "invalid_reasons": []}, data)
     assert s["valid"] and s["invalid_reasons"] == []
     assert s["foreign_traffic"]["share_pct"] == 0.05
+    tiny = check({"valid": True, "invalid_reasons": []}, SimpleNamespace(
+        points=pts[:2] + sock(OLD, [(WS - 2, 0), (WS + 1, 0), (WS + 2, 4_000)]), window=(WS, WE), flows=[]))
+    assert "(0.004 % of the run's own" in tiny["foreign_traffic"]["warning"]
     assert render_line(s).startswith("WARNING: foreign traffic: 0.05 MB") and "stays valid" in render_line(s)
     assert "foreign_traffic" in s["definitions"]
 
