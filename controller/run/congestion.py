@@ -266,6 +266,7 @@ class CongestionStage:
         self._record_conns_left(h, left, drv.conns_leftovers(answers))
         self._record_refused(h, drv.coupling_refused(answers))
         self._record_reaped(h, drv.subflows_reaped(answers))
+        self._record_unload_waits(h, drv.unload_waits(answers))
         hystart = drv.hystart_exits(answers)
         if hystart:
             # MCubic's own HyStart exits (the kernel's TcpExtTCPHystart* count only its Cubic)
@@ -298,6 +299,10 @@ class CongestionStage:
         kept = {n: v for n, v in (leftovers or {}).items() if n in left}
         if kept:
             self.manifest["congestion"]["hosts"][h]["conns_leftovers"] = kept
+
+    def _record_unload_waits(self, h: str, waits: Mapping[str, dict]) -> None:
+        for msg in record_unload_waits(self.manifest["congestion"], h, waits):
+            self.progress("warning: " + msg)
 
     def _record_reaped(self, h: str, reaped: Mapping[str, int | None]) -> None:
         """Subflows a coupled program took out of their connection itself because the kernel freed
@@ -335,6 +340,20 @@ def record_counts(cong: dict, h: str, key: str, counts: Mapping[str, int | None]
     if new:
         cong.setdefault("warnings", []).extend(new)
     return kept, new
+
+
+def record_unload_waits(cong: dict, h: str, waits: Mapping[str, dict]) -> list[str]:
+    """How long the last holder's unload on host `h` waited for sockets still running each program,
+    and what still ran it at the limit (hostctl then unregisters anyway and says so), recorded per
+    program as cong["hosts"][h]["unload"]; each program's warning (something still ran it, or the
+    kernel kept the program) is appended to cong["warnings"] as the run's. Returns the new warnings."""
+    if not waits:
+        return []
+    cong["hosts"][h]["unload"] = dict(waits)
+    new = [f"{h}: {name}: {w['warning']}" for name, w in sorted(waits.items()) if w.get("warning")]
+    if new:
+        cong.setdefault("warnings", []).extend(new)
+    return new
 
 
 def _build_or_refuse(host: str, btf: Path, dest: Path, arch: str | None) -> Build:

@@ -234,6 +234,23 @@ class CongestionDriver:  # implements nodes.base.EndpointDriver[frozenset[str], 
                 out[str(d.get("name"))] = [str(x) for x in seen] if ok else None
         return out
 
+    def unload_waits(self, results: list[CommandResult]) -> dict[str, dict]:
+        """From the unload commands' answers: for each program this run was the last to leave, how
+        long hostctl waited for the sockets still running it (`waited_s`), what still ran it at its
+        limit (`in_use`: namespace -> TCP state -> sockets, or "default"), whether the kernel still
+        kept the program after unregistering it (`lingering`) and its `warning` if any (an older
+        hostctl answers none of these: left out)."""
+        out = {}
+        for d in self._unregistered(results):
+            if "waited_s" not in d:
+                continue
+            entry = {"waited_s": d.get("waited_s"), "in_use": d.get("in_use") if isinstance(d.get("in_use"), dict)
+                     else None, "lingering": bool(d.get("lingering"))}
+            if isinstance(d.get("warning"), str):
+                entry["warning"] = d["warning"]
+            out[str(d.get("name"))] = entry
+        return out
+
     def conns_leftovers(self, results: list[CommandResult]) -> dict[str, dict]:
         """From the unload commands' answers: for each program whose coupling map was not empty,
         what hostctl saw of the entries left (`leftovers`: the entries' tokens, counts and slots,

@@ -33,16 +33,34 @@ algorithm, by TCP state, and which of the entries' tokens an MPTCP socket of thi
 of a named network namespace of this kernel (a virtual rack's other hosts), still has (`ss`): a
 connection still closing, not a phantom.
 
+The last holder unregisters a program only once no socket runs it. The kernel lets a struct_ops
+map be unregistered while sockets still run it: the name goes at once, and the program stays in
+the kernel (`bpftool struct_ops show`) until the last of those sockets is released, which for a
+socket that never is (a subflow freed without `.release`) is until a reboot; a second unregister
+of it fails (EINPROGRESS). Sockets run it after their holder left (a rack's connections still
+closing, another host of the same run on one kernel whose own unload said `not-held`), and a
+namespace whose default congestion control it is gives it to every new socket there. So the last
+holder, without the lock (another rack may load meanwhile), waits up to USERS_WAIT_S until no
+socket of this namespace or of a named one (/run/netns) runs it and no such namespace has it as
+its default; then, under the lock, it unregisters unless someone joined meanwhile (then it only
+leaves). At the limit it unregisters anyway (nothing new can select it; keeping the hold would
+leave it registered with nobody to take it back) and says what still holds it (`in_use`,
+`warning`). Afterwards it waits up to FREE_WAIT_S for the kernel to free the program; one still
+there is `lingering` (sockets ss cannot see: another unnamed namespace, or a leak), also in the
+warning. The answer says how long it waited (`waited_s`).
+
     probe                          kernel, BTF, bpftool, available/allowed, what ctl holds, which BBR
                                    the kernel's `bbr` is (/sys/module/tcp_bbr/version: "3" in
                                    Google's BBRv3 tree, absent upstream, where it is v1)
     load NAME SHA256 OBJECT HOLDER register or share NAME (OBJECT must have that sha256)
-    unload NAME HOLDER             leave NAME; unregister when no holder is left
+    unload NAME HOLDER [WAIT_S]    leave NAME; unregister when no holder is left, once no socket runs it
+                                   (waits up to WAIT_S, default USERS_WAIT_S; see below)
     put SHA256 PATH                store a base64 object read from stdin at PATH (checked)
 """
 from __future__ import annotations
 
 import base64
+import ctypes
 import fcntl
 import hashlib
 import json
@@ -57,6 +75,15 @@ import time
 
 DIR = "/run/ctl-cc"
 CONNS_WAIT_S = 15.0    # a closed connection drains its send buffer first (seconds on a slow, long path)
+# The last holder's wait for sockets still running a program: a previous run's sender drains its
+# buffer for up to a minute at 800 ms (controller/run/drain.py); this is within the driver's 60 s
+# command timeout together with CONNS_WAIT_S and FREE_WAIT_S, and a run's own sockets are closed
+# before its restore, so it normally waits for a peer's few closing sockets, not a whole buffer.
+USERS_WAIT_S = 30.0
+FREE_WAIT_S = 10.0     # after unregistering: the kernel frees the map once the last socket lets go
+EXTRA_WAIT_S = 15.0    # the coupling map's and the kernel's waits together, after the sockets' (30 + 15 < 60)
+POLL_S = 0.5
+CLONE_NEWNET = 0x40000000     # <sched.h>
 HOLDERS = DIR + "/holders.json"
 ALLOWED = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
@@ -369,6 +396,135 @@ def _sockets_here(name: str) -> dict[str, int] | None:
     return sockets_on(p.stdout, name) if p.returncode == 0 else None
 
 
+def _named_netns() -> list[tuple[str, str]]:
+    """(label, path) of each named network namespace of this kernel that is not this one
+    (/run/netns: a virtual rack's hosts)."""
+    try:
+        here = os.stat("/proc/self/ns/net")
+        names = sorted(n for n in os.listdir("/run/netns") if re.fullmatch(r"[\w.-]{1,64}", n))[:256]
+    except OSError:
+        return []
+    out = []
+    for n in names:
+        try:
+            st = os.stat("/run/netns/" + n)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) != (here.st_dev, here.st_ino):
+            out.append((f"netns {n}", "/run/netns/" + n))
+    return out
+
+
+def _users_here(name: str) -> dict[str, int]:
+    """Sockets of the current network namespace running NAME, by state, and {"default": 1} when it
+    is the namespace's default congestion control (ss failing: sockets not counted)."""
+    found: dict[str, int] = dict(_sockets_here(name) or {})
+    if _read("/proc/sys/net/ipv4/tcp_congestion_control") == name:
+        found["default"] = 1
+    return found
+
+
+def _users(name: str) -> dict[str, dict[str, int]]:
+    """Who still runs NAME, where ss can see: label -> {TCP state: sockets, "default": 1}, for this
+    namespace and each named one (entered with setns(2) through ctypes, and left again: `ip netns
+    exec` costs a mount namespace and 60 ms per namespace, this a few)."""
+    out: dict[str, dict[str, int]] = {}
+    here_users = _users_here(name)
+    if here_users:
+        out["this namespace"] = here_users
+    named = _named_netns()
+    if not named:
+        return out
+    libc = ctypes.CDLL(None, use_errno=True)
+    here = os.open("/proc/self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        for label, path in named:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if libc.setns(fd, CLONE_NEWNET) != 0:
+                    continue
+                try:
+                    found = _users_here(name)
+                finally:
+                    if libc.setns(here, CLONE_NEWNET) != 0:
+                        _fail(f"could not return to this network namespace from {label}")
+            finally:
+                os.close(fd)
+            if found:
+                out[label] = found
+    finally:
+        os.close(here)
+    return out
+
+
+def users_text(name: str, users: dict[str, dict[str, int]]) -> str:
+    """One line naming what still runs NAME (pure): '3 sockets and 1 namespace default: netns a1:
+    FIN-WAIT-1 2, ESTAB 1; netns b2: default congestion control'."""
+    socks = sum(n for u in users.values() for k, n in u.items() if k != "default")
+    defaults = sum(1 for u in users.values() if u.get("default"))
+    parts = []
+    for label in sorted(users):
+        u = users[label]
+        bits = [f"{k} {n}" for k, n in sorted(u.items()) if k != "default"]
+        if u.get("default"):
+            bits.append("default congestion control")
+        parts.append(f"{label}: {', '.join(bits)}")
+    counts = [f"{socks} socket{'' if socks == 1 else 's'}"] if socks else []
+    if defaults:
+        counts.append(f"{defaults} namespace default{'' if defaults == 1 else 's'}")
+    return f"{name} is still run by {' and '.join(counts) or 'nothing ss can see'}: {'; '.join(parts)}"
+
+
+def _others_joined(name: str, holder: str) -> bool:
+    """Whether a holder other than HOLDER holds NAME now (holders.json is replaced whole: readable unlocked)."""
+    try:
+        with open(HOLDERS) as f:
+            entry = json.load(f).get(name) or {}
+    except (OSError, ValueError, AttributeError):
+        return False
+    return bool(set(entry.get("holders") or ()) - {holder})
+
+
+def _wait_unused(name: str, holder: str, wait_s: float) -> tuple[dict[str, dict[str, int]], float]:
+    """Wait up to wait_s until nothing ss can see runs NAME (or another holder joined: it is then
+    not ours to unregister). Returns (what still ran it at the end, seconds waited)."""
+    t0 = time.monotonic()
+    while True:
+        users = _users(name)
+        waited = time.monotonic() - t0
+        if not users or waited >= wait_s or _others_joined(name, holder):
+            return users, round(waited, 1)
+        time.sleep(POLL_S)
+
+
+def _wait_freed(struct_ops_id: int, wait_s: float) -> bool:
+    """Wait up to wait_s until the kernel has freed struct_ops map STRUCT_OPS_ID (its last socket
+    let go of it); whether it has."""
+    deadline = time.monotonic() + wait_s
+    while struct_ops_id in _registered_ids():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _left(deadline: float, at_most: float) -> float:
+    """Seconds a wait may take: at most `at_most`, and none past `deadline` (monotonic)."""
+    return max(0.0, min(at_most, deadline - time.monotonic()))
+
+
+def wait_arg(text: str | None) -> float:
+    """unload's optional WAIT_S (seconds, 0..600); the default USERS_WAIT_S when absent (pure)."""
+    if text is None:
+        return USERS_WAIT_S
+    if not re.fullmatch(r"\d{1,3}(\.\d{1,3})?", text) or float(text) > 600:
+        _fail(f"unload: WAIT_S must be seconds between 0 and 600, not {text[:20]!r}", 2)
+    return float(text)
+
+
 def _sha256(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -485,7 +641,10 @@ def _seen(entry: dict) -> None:
         seen.extend(x for x in entry["holders"] if x not in seen)
 
 
-def unload(name: str, holder: str) -> None:
+def unload(name: str, holder: str, wait: str | None = None) -> None:
+    wait_s = wait_arg(wait)
+    # every wait of this unload ends by then: within the driver's 60 s command timeout by default
+    deadline = time.monotonic() + wait_s + EXTRA_WAIT_S
     h = _Holders()
     try:
         entry = h.doc.get(name)
@@ -493,55 +652,98 @@ def unload(name: str, holder: str) -> None:
             _out({"ok": True, "action": "not-held", "name": name})
             return
         _seen(entry)
-        entry["holders"].remove(holder)
-        if entry["holders"]:
+        if len(entry["holders"]) > 1:        # not the last: never unregisters
+            entry["holders"].remove(holder)
             h.save()
             _out({"ok": True, "action": "left", "name": name, "holders": entry["holders"]})
             return
-        conns_left = refused = leftovers = reaped = hystart = None
-        if entry["id"] in _registered_ids():
-            # checked before unregistering: the map goes with the program
-            conns_left = _conns_left(entry.get("conns_map"), name=name)
-            refused = _counter(entry.get("clash_map"))
-            reaped = _reaped(entry["id"]) if entry.get("conns_map") is not None else None
-            hystart = _hystart_exits(entry["id"])
-            if conns_left:
-                # which case a phantom is: its slots (accounting, a subflow that never left) and
-                # whether a socket still has its connection (one still closing)
-                entries = _entries(entry.get("conns_map"))
-                leftovers = {"entries": entries, "linked_subflows": _linked(entry["id"]),
-                             "sockets_here": _sockets_here(name), "tokens_alive_here": _alive_here(entries),
-                             "tokens_alive_in_netns": _alive_in_named_namespaces(entries)}
-            tool = _bpftool()
-            p = subprocess.run([tool or "bpftool", "struct_ops", "unregister", "id", str(entry["id"])],
-                               capture_output=True, text=True)
-            if p.returncode != 0:
+    finally:
+        h.close()
+    # The last holder: wait, unlocked, for the sockets still running it (see the module's docstring).
+    users, waited = _wait_unused(name, holder, wait_s)
+    h = _Holders()
+    try:
+        entry = h.doc.get(name)
+        if entry is None or holder not in entry["holders"]:     # the same holder's other host did it meanwhile
+            _out({"ok": True, "action": "not-held", "name": name, "waited_s": waited})
+            return
+        _seen(entry)
+        entry["holders"].remove(holder)
+        if entry["holders"]:
+            h.save()
+            _out({"ok": True, "action": "left", "name": name, "holders": entry["holders"], "waited_s": waited})
+            return
+        _unregister(h, name, holder, entry, users, waited, deadline)
+    finally:
+        h.close()
+
+
+def _unregister(h: _Holders, name: str, holder: str, entry: dict, users: dict, waited: float,
+                deadline: float) -> None:
+    """The last holder's unregistration, under the lock (`entry` no longer lists `holder`)."""
+    conns_left = refused = leftovers = reaped = hystart = None
+    notes = []
+    lingering = False
+    if entry["id"] in _registered_ids():
+        # checked before unregistering: the map goes with the program
+        # (sockets still on it at the limit: their entries stay, no use waiting for them again)
+        conns_left = _conns_left(entry.get("conns_map"), 0 if users else _left(deadline, CONNS_WAIT_S), name=name)
+        refused = _counter(entry.get("clash_map"))
+        reaped = _reaped(entry["id"]) if entry.get("conns_map") is not None else None
+        hystart = _hystart_exits(entry["id"])
+        if conns_left:
+            # which case a phantom is: its slots (accounting, a subflow that never left) and
+            # whether a socket still has its connection (one still closing)
+            entries = _entries(entry.get("conns_map"))
+            leftovers = {"entries": entries, "linked_subflows": _linked(entry["id"]),
+                         "sockets_here": _sockets_here(name), "tokens_alive_here": _alive_here(entries),
+                         "tokens_alive_in_netns": _alive_in_named_namespaces(entries)}
+        tool = _bpftool()
+        p = subprocess.run([tool or "bpftool", "struct_ops", "unregister", "id", str(entry["id"])],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            if name in _read(AVAILABLE).split():
                 entry["holders"].append(holder)
                 h.save()
                 _fail(f"unregister {name} id {entry['id']} failed: {' '.join((p.stderr or p.stdout).split())[-300:]}")
-        if name in _read(AVAILABLE).split():
-            entry["holders"].append(holder)
-            h.save()
-            _fail(f"{name} is still a congestion control after unregistering id {entry['id']}")
-        if entry.get("added_allowed"):
-            try:
-                _set_allowed([n for n in _read(ALLOWED).split() if n != name])
-            except OSError as exc:
-                _fail(f"unregistered {name} but could not take it off the allowed list: {exc.strerror}")
-        del h.doc[name]
+            # unregistered before (a hostctl ended between unregistering and saving): the kernel
+            # keeps it for its sockets and refuses a second unregister (EINPROGRESS)
+            notes.append(f"id {entry['id']} was unregistered already")
+        lingering = not _wait_freed(entry["id"], 0 if users else _left(deadline, FREE_WAIT_S))
+    if name in _read(AVAILABLE).split():
+        entry["holders"].append(holder)
         h.save()
-        doc = {"ok": True, "action": "unregistered", "name": name, "id": entry["id"], "conns_left": conns_left,
-               "coupling_refused": refused, "subflows_reaped": reaped}
-        if hystart is not None:
-            doc["hystart_exits"] = hystart
-            # every holder the program had while loaded (whose connections its counters count);
-            # null: registered by an older hostctl, not known
-            doc["holders_seen"] = entry.get("holders_seen")
-        if leftovers is not None:
-            doc["leftovers"] = leftovers
-        _out(doc)
-    finally:
-        h.close()
+        _fail(f"{name} is still a congestion control after unregistering id {entry['id']}")
+    if entry.get("added_allowed"):
+        try:
+            _set_allowed([n for n in _read(ALLOWED).split() if n != name])
+        except OSError as exc:
+            _fail(f"unregistered {name} but could not take it off the allowed list: {exc.strerror}")
+    del h.doc[name]
+    h.save()
+    doc = {"ok": True, "action": "unregistered", "name": name, "id": entry["id"], "conns_left": conns_left,
+           "coupling_refused": refused, "subflows_reaped": reaped, "waited_s": waited, "in_use": users,
+           "lingering": lingering}
+    if users or lingering:
+        why = [f"{users_text(name, users)} after {waited:g} s: unregistered anyway (no new socket can select it)"
+               if users else ""]
+        if lingering and users:
+            why.append(f"the kernel keeps program id {entry['id']} for them until the last is released")
+        elif lingering:
+            why.append(f"the kernel still keeps program id {entry['id']} after unregistering it and waiting "
+                       "(sockets ss does not see: an unnamed namespace, or one never released); it is freed with "
+                       "its last socket")
+        doc["warning"] = "; ".join(w for w in why + notes if w)
+    elif notes:
+        doc["note"] = "; ".join(notes)
+    if hystart is not None:
+        doc["hystart_exits"] = hystart
+        # every holder the program had while loaded (whose connections its counters count);
+        # null: registered by an older hostctl, not known
+        doc["holders_seen"] = entry.get("holders_seen")
+    if leftovers is not None:
+        doc["leftovers"] = leftovers
+    _out(doc)
 
 
 def put(sha: str, path: str) -> None:
@@ -565,9 +767,9 @@ def put(sha: str, path: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    verbs = {"probe": (probe, 0), "load": (load, 4), "unload": (unload, 2), "put": (put, 2)}
-    if not argv or argv[0] not in verbs or len(argv) - 1 != verbs[argv[0]][1]:
-        _fail("usage: probe | load NAME SHA256 OBJECT HOLDER | unload NAME HOLDER | put SHA256 PATH", 2)
+    verbs = {"probe": (probe, (0,)), "load": (load, (4,)), "unload": (unload, (2, 3)), "put": (put, (2,))}
+    if not argv or argv[0] not in verbs or len(argv) - 1 not in verbs[argv[0]][1]:
+        _fail("usage: probe | load NAME SHA256 OBJECT HOLDER | unload NAME HOLDER [WAIT_S] | put SHA256 PATH", 2)
     fn, _n = verbs[argv[0]]
     fn(*argv[1:])
 
