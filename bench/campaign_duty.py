@@ -6,7 +6,9 @@ seconds (`pause: 0`) is submitted to the rack's queue and run by `ctl campaign d
 --exit-when-idle`, exactly as an overnight sweep is. Wall-clock: from the daemon's start to its
 exit (its start-up, settling and health check before each run, the runs, their records).
 Traffic: the sum of the runs' traffic windows, from their records. Duty = traffic / wall-clock;
-the gap per run = (wall-clock - traffic) / N.
+the gap per run = (wall-clock - traffic) / N. Since issue 28's second round a run is done once its
+record is finished and its figures go in while the next run starts: the benchmark also prints when
+the figures went in after a record's end, and in how many runs after the next record was created.
 
 Baseline (optional, `--before DIR`): the same campaign with another checkout of ctl (e.g.
 `git archive <commit> | tar -x -C DIR`), on the same rack, right after each measurement.
@@ -71,7 +73,7 @@ def one_campaign(tree: Path, env: dict, tmp: Path, duration: str, runs: int, tag
     wall = time.time() - t0
     if p.returncode != 0:
         raise SystemExit(f"ctl campaign daemon failed ({p.returncode}): {p.stderr.strip()[-600:]}")
-    traffic, n, gaps = 0.0, 0, []
+    traffic, n, gaps, tails, overlapped = 0.0, 0, [], [], 0
     records = []
     for d in sorted(Path(env["CTL_RUNS_DIR"]).iterdir()):
         try:
@@ -90,10 +92,15 @@ def one_campaign(tree: Path, env: dict, tmp: Path, duration: str, runs: int, tag
         n += 1
         if prev is not None:   # from one run's traffic end to the next one's start
             gaps.append(tw["start"] - prev["traffic_window"]["end"])
+            # the previous run's figures went into its record after this run's record was created
+            overlapped += (prev.get("figures_drawn") or 0) > m["created"]
+        if m.get("figures_drawn"):
+            tails.append(m["figures_drawn"] - m["finished"])
     if n != runs:
         raise SystemExit(f"{name}: {n} completed runs found, {runs} expected")
     return {"wall": wall, "traffic": traffic, "duty": traffic / wall, "per_run_gap": (wall - traffic) / runs,
-            "between_runs": sorted(gaps)[len(gaps) // 2] if gaps else None}
+            "between_runs": sorted(gaps)[len(gaps) // 2] if gaps else None,
+            "figures_tail": sorted(tails)[len(tails) // 2] if tails else None, "overlapped": overlapped}
 
 
 def main() -> int:
@@ -127,6 +134,9 @@ def main() -> int:
             print(f"{tag:<7} {runs} runs of {duration}: {r['traffic']:.1f} s of traffic in {r['wall']:.1f} s: "
                   f"duty {100 * r['duty']:.1f} %; (wall - traffic) per run {r['per_run_gap']:.2f} s; "
                   f"traffic end to next start (median) {between}; load {os.getloadavg()[0]:.1f}", flush=True)
+            if r["figures_tail"] is not None:
+                print(f"        figures put in {r['figures_tail']:.2f} s after a record's end (median); in "
+                      f"{r['overlapped']} of {runs - 1} runs after the next run's record was created", flush=True)
     return 0
 
 
