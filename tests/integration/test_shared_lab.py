@@ -151,7 +151,11 @@ def test_one_campaign_on_two_racks_survives_a_killed_daemon(rack, rack_b, pg_url
 
     # ---- every run done exactly once, on both racks; the killed one re-done ----------------------
     st = status(env_b, num)
-    assert st["state"] == "done" and st["progress"]["done"] == 12 and st["racks"] == ["vtest", "vtestb"], st
+    assert st["state"] == "done" and st["progress"]["done"] == 12 and st["racks"] == ["vtest", "vtestb"], (
+        # said in full: a pause under load (2026-11-27's clean clone) left only "paused" to read
+        {k: st.get(k) for k in ("state", "reason", "progress", "racks")},
+        [f"{n}: ...{(tmp_path / n).read_text()[-1500:]}" for n in ("daemon-a.log", "daemon-b.log", "daemon-a2.log")
+         if (tmp_path / n).exists()])
     racks_used = set()
     for r in st["runs"]:
         done = [a for a in r["attempts"] if a["status"] == "completed"]
