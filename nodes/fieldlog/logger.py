@@ -282,6 +282,12 @@ class FieldLogger:
                         first = False
                         if resumed:
                             self._restart_event(k, now, last_seq, spool, start_info)
+                        elif k > 0:
+                            # A fresh run whose start took longer than the first slot's grace (a loaded
+                            # host): its first seconds were never measured; said, as any late slot is.
+                            spool.append_lines([P.dumps(P.event_record(
+                                "late", now, self.base, seq=k, from_seq=0, to_seq=k - 1, missing=k,
+                                detail="logger started late; seconds not measured"))])
                     self.tick(k, now, sources, spool, raw)
                 except Exception:
                     # One bad tick (a bug, a full disk) must not end a field run that may go on for

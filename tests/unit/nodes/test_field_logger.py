@@ -610,3 +610,17 @@ def test_values_the_daemon_keeps_while_the_modem_is_silent_are_marked_as_its_rep
     assert same[20] == 0 and same[10] == 0                         # the cell change and the dip: new values
     raw = [json.loads(line) for line in Path(paths.radio_raw).read_text().splitlines()]
     assert all(r["provenance"] == {"read_from": "daemon", "daemon_recent": True} for r in raw)
+
+
+def test_a_fresh_run_that_starts_late_says_which_seconds_it_never_measured(tmp_path):
+    """A loaded host started the logger 3.6 s after the run's start (the clean-clone suite of
+    2026-11-27 lost seq 0 silently): the first ticks are not invented, and a `late` event names them."""
+    paths = rundir.Paths(str(tmp_path), "r1")
+    os.makedirs(paths.runs, exist_ok=True)
+    rundir.create(paths, _config(duration_s=10), now_ns=T0)
+    clock = FakeClock(T0 + 3 * NS + 600_000_000)
+    assert _run_logger(paths, clock, T0 + 100 * NS) == "completed"
+    assert field_seqs(Path(paths.spool)) == list(range(4, 10))
+    events = [p for p in read_points(Path(paths.spool))[0] if p.measurement == "field_event"]
+    late = [e for e in events if e.tags["event"] == "late"]
+    assert [(e.fields["from_seq"], e.fields["to_seq"], e.fields["missing"]) for e in late] == [(0, 3, 4)]
