@@ -13,166 +13,70 @@ them after the papers' own designs; the same files are shipped in campaigns/devi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping
 
-from controller.reproduce.campaign_design import CampaignDesign
+# every citation, type and competitor name is re-exported here (the names stay where they were)
+from controller.reproduce.citations import (  # noqa: F401
+    BBR_KERNEL,
+    BBR_LOSS_THRESH,
+    BBR_SHAPING,
+    BT_KERNEL,
+    CITATIONS,
+    CUBIC_314_VS_618,
+    MCUBIC_DUMMYNET,
+    MCUBIC_IMPLEMENTATION,
+    MCUBIC_NO_FRIENDLINESS,
+    MCUBIC_SLOW_START,
+    MCUBIC_START_STOP,
+    MCUBIC_T1_EQ12,
+    MCUBIC_T1_JAIN,
+    MCUBIC_T1_LENGTH,
+    MCUBIC_T1_SETUP,
+    MCUBIC_T1_USERS,
+    MCUBIC_TCP_IS_CUBIC_421,
+    MCUBIC_TCP_IS_CUBIC_422,
+    TCP_CUBIC_U32,
+    Citation,
+)
 from controller.reproduce.entities import ENTITY_METRICS
-from controller.reproduce.papers import MCUBIC_ROWS, TABLE1
+from controller.reproduce.hypotheses_competitor import (  # noqa: F401
+    COMPETITOR_CCS,
+    COMPETITOR_EXPERIMENTS,
+    COMPETITOR_HYPOTHESES,
+    COMPETITOR_T2_CCS,
+    COMPETITOR_T2_COLUMNS,
+    COMPETITOR_T2_DELAYS,
+    COMPETITOR_T3_CCS,
+    COMPETITOR_T3_COLUMNS,
+    COMPETITOR_T3_DELAYS2,
+    COMPETITOR_T3_LIA_DELAY2,
+    COMPETITOR_UNTESTED,
+    COMPETITORS,
+    OTHER_T2,
+    OTHER_T3,
+    OTHER_T3_CUBIC,
+)
+from controller.reproduce.hypothesis_types import (  # noqa: F401
+    T2_COLUMNS,
+    T2_LIA_100 as _T2_LIA_100,
+    T3_COLUMNS,
+    Comparison,
+    Experiment,
+    Hypothesis,
+    UntestedCause,
+    cases as _cases,
+    column as _col,
+    design as _design,
+    deviation_column,
+    t2_mcubic as _t2,
+    t3_mcubic as _t3,
+)
+from controller.reproduce.papers import TABLE1
 from controller.scenarios.shared_bottleneck import TABLE2, TABLE3
 
-# ---- citations -----------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Citation:
-    source: str          # where: the paper and section, or the source file
-    quote: str           # verbatim
-    says: str            # what follows from it (English)
-
-    def to_json(self) -> dict:
-        return {"source": self.source, "quote": self.quote, "says": self.says}
-
-
-# The MCubic paper's single-path flow is TCP Cubic, in both scenarios (a test pins these quotes to
-# the seed's text).
-MCUBIC_TCP_IS_CUBIC_421 = Citation(
-    "MCubic paper, section 4.2.1 (distinct bottlenecks, Table 1)",
-    "플로우 A1-B1과 A2-B2 플로우 서로 분리된 병목 링크를 갖고, 단일 경로 TCP Cubic과 링크를 공유한다",
-    "each bottleneck is shared with a single-path TCP Cubic flow")
-MCUBIC_TCP_IS_CUBIC_422 = Citation(
-    "MCubic paper, section 4.2.2 (shared bottleneck, Tables 2 and 3)",
-    "MPTCP와 단일 경로 TCP Cubic 간에 병목 링크를 공유하는 구성을 하였다",
-    "the single-path flow of Tables 2 and 3 is TCP Cubic, and ctl's scenarios run it as Cubic too "
-    "(`tcp-cc: cubic`); but the paper's Cubic is most likely Linux 3.14.17's (MCubic was built on that kernel, "
-    "section 4.1; the TCP host's kernel is not named) and ctl's is the rack kernel's "
-    "(6.18 here), which differs from it (HyStart among others): the competitor's version is a hypothesis "
-    "(mcubic-competitor-version), tested with cubic314, a BPF build of 3.14's tcp_cubic.c, as the competitor at "
-    "every delay of Tables 2 and 3 (MCubic and LIA; OLIA and wVegas at 100 ms, uncoupled Cubic at 100:400 ms) and "
-    "Table 1's 20 Mbit/s; OLIA's and wVegas's other cells and uncoupled Cubic's at 100:300/100:500 stay untested")
-MCUBIC_IMPLEMENTATION = Citation(
-    "MCubic paper, section 4.1",
-    "본 연구에서는 리눅스 커널 3.14.17[1]에서 지원되는 MPTCP에 MCubic을 구현하였다. 기본적으로 MCubic는 Cubic과 "
-    "유사하며, 본 연구에서 제안된 알고리즘은 Cubic 증가 함수에서의 K 변수에 적용되었다.",
-    "the authors changed the K of Linux 3.14's Cubic growth function; their code is not published, so how "
-    "eq. 10 was evaluated below the origin is not known (see the eq.-10 hypothesis)")
-MCUBIC_SLOW_START = Citation(
-    "MCubic paper, section 4.1",
-    "패킷 손실이 발생했을 때 느린 시작과 승수 감소(Multiplicative Decrease) 방식은 TCP Cubic과 동일하다.",
-    "slow start and the multiplicative decrease are TCP Cubic's (Linux Cubic's slow start includes HyStart, "
-    "on by default); ctl's mcubic has HyStart since issue 22")
-MCUBIC_NO_FRIENDLINESS = Citation(
-    "MCubic paper, section 4.1",
-    "따라서 다중 경로 TCP에서 Cubic TCP의 친화 함수(Friendliness Function)은 불필요하다.",
-    "MCubic leaves out Cubic's TCP-friendly region; so does ctl's mcubic")
-MCUBIC_START_STOP = Citation(
-    "MCubic paper, section 4.2.2",
-    "분리된 병목 시나리오와 동일하게 단일 경로 TCP 플로우와 MPTCP 플로우는 동시에 시작되고 종료된다.",
-    "flows start and stop together; the run length is not stated (nor in 4.2.1): see the run-length hypothesis")
-MCUBIC_DUMMYNET = Citation(
-    "MCubic paper, section 4.2.1",
-    "링크의 용량을 수월하게 제어하기 위해서 각 경로에 dummysnet bridge를 사용하여 링크의 용량을 원하는 대로 설정하였다.",
-    "the bridges are dummynet; the queue size is not stated (dummynet's default is 50 slots, which ctl uses): "
-    "see the queue hypothesis")
-MCUBIC_T1_SETUP = Citation(
-    "MCubic paper, section 4.2.1",
-    "A1-B1은 100Mbps, 그리고 두 번째 링크 A2-B2는 다양한 조건에서 측정하기 위해 10, 20, 30 그리고 50Mbps 용량으로 변화를 "
-    "주었다.",
-    "Table 1's set-up is given by its capacities only (the text names 30 Mbit/s where Table 1's column says 40): "
-    "no delay of the paths is stated; ctl's distinct-bottleneck adds none (the rack's own RTT)")
-MCUBIC_T1_LENGTH = Citation(
-    "MCubic paper, section 4.2.1",
-    "단일 경로 TCP와 MPTCP의 플로우의 동일하게 시작하고 종료하였으며, 시간 동안 각 링크의 처리율(Mb/s)을 측정하였다.",
-    "the flows start and stop together; the measuring time is missing from the sentence (\"... 시간 동안\": "
-    "\"for ... time\"), so Table 1's run length is not known")
-MCUBIC_T1_JAIN = Citation(
-    "MCubic paper, section 4.2.1, eq. 12",
-    "식 (12)에서 T_i 은 i_{th} 속의 처리율이고, n개의 개체가 경쟁을 한다.",
-    "T_i is the throughput of the i-th competing entity; which entities enter the index (the three flows, as "
-    "ctl computes it, or per-link shares, or subflows) is not spelled out beyond \"사용자 평균 처리율에 대한 "
-    "공정성\" (fairness of the users' mean throughputs)")
-MCUBIC_T1_EQ12 = Citation(
-    "MCubic paper, section 4.2.1, eq. 12",
-    r"$$Fairness(throughput) = \frac{\left\{ \sum_{i=1}^n T_i \right\}^2}{n * \left\{ \sum_{i=1}^n T_i^2 \right\}} "
-    r"\quad (12)$$",
-    "Jain's index over n throughputs T_i; the equation does not say what the n entities are")
-MCUBIC_T1_USERS = Citation(
-    "MCubic paper, section 4.2.1",
-    "이 시나리오에서는 TCP 플로우와 MPTCP 접속이 병목 링크를 공유하기 위해서는 공정성이 필요하다. 사용자 평균 처리율에 대한 "
-    "공정성을 계산하기 위해서 식 (12)와 같이 Jain's Fairness Index[13]가 사용되었다.",
-    "the text names the TCP flows and the MPTCP connection (접속) and the users' mean throughput, which fits ctl's "
-    "reading (the connection is one entity); it does not say whether the index was taken over both bottlenecks "
-    "at once or per bottleneck (a subflow and a TCP flow), which the hypothesis mcubic-t1-jain-entities tests")
-CUBIC_314_VS_618 = Citation(
-    "nodes/congestion/bpf/mcubic.bpf.c, header (ctl's reading of Linux 3.14.40's and 6.18's tcp_cubic.c)",
-    "(3.14's HyStart differs: ms clock, ack delta 2 ms, no ack_delay, delay threshold clamp(delay_min / 16, 4, 16) "
-    "ms, the round reset in cong_avoid.)",
-    "Linux 3.14's Cubic (the paper's) and 6.18's (the rack's) differ at least in HyStart's detection and in how "
-    "cnt is applied (3.14 divides it by a delayed-ACK ratio and steps once per ACK; mcubic.bpf.c's mcubic_wrap "
-    "reproduces that for MCubic; cubic314.bpf.c, for the competing Cubic flow)")
-TCP_CUBIC_U32 = Citation(
-    "Linux net/ipv4/tcp_cubic.c, bictcp_update() (3.x, the paper's base)",
-    "u32 delta, t, bic_target, max_cnt; ... if (t < ca->bic_K) bic_target = ca->bic_origin_point - delta;",
-    "the target below the origin is computed in unsigned 32-bit arithmetic without a guard: with a K larger "
-    "than Cubic's own (K_mptcp), delta exceeds the origin and the target wraps to a huge value")
-BT_KERNEL = Citation(
-    "MPTCP + BitTorrent paper, section II",
-    "가상 머신 상의 운영체제는 Ubuntu Desktop 24.04 LTS(리눅스 커널 6.8.0-31)을 설치하였다.",
-    "the paper ran upstream Linux MPTCP (v1, kernel 6.8) under Mininet, as ctl does (upstream MPTCP, its "
-    "in-kernel path manager); the paper does not state its path-manager settings (endpoints, limits)")
-BBR_KERNEL = Citation(
-    "BBRv3 paper, section 2 (본론)",
-    "22.04 버전의 Ubuntu, 6.4.0+v3+7542cc7c41c0+GCE 버전의 BBRv3 커널 버전 및 Mininet(ver.2.3.0)이 적용된다.",
-    "the paper ran Google's BBRv3 kernel; upstream Linux's `bbr` (net/ipv4/tcp_bbr.c) is BBRv1, so on a stock "
-    "kernel the `bbr` rows here are BBRv1, not the algorithm the paper is about")
-BBR_LOSS_THRESH = Citation(
-    "draft-cardwell-iccrg-bbr-congestion-control-02, section 2.8",
-    "The maximum tolerated per-round-trip packet loss rate when probing for bandwidth (the default is 2%).",
-    "BBRv2 (this revision) and BBRv3 (BBRLossThresh of draft-ietf-ccwg-bbr-06, which ctl's bbr3 follows) bound "
-    "their in-flight data when a round's loss rate exceeds 2 %; BBRv1 has no such loss response, so v1 and v3 can "
-    "differ exactly where the paper adds random loss")
-BBR_SHAPING = Citation(
-    "BBRv3 paper, section 2 (본론)",
-    "송신측 스위치의 오른쪽 인터페이스에 TBF(Token Bucket Filter)를 이용하여 1Gbps의 병목 지점을 생성하고 network "
-    "buffer는 1BDP(Bandwidth Delay Product)로 설정한다. 추가적으로 NetEm을 이용하여 RTT, 패킷 손실률의 변화를 설정한다.",
-    "the paper shaped with tbf and netem in the kernel; the virtual rack shapes with the dnpipe forwarder in user "
-    "space, whose forwarded rate each run records (bridge_forward_mbps)")
-
-CITATIONS: dict[str, tuple[Citation, ...]] = {
-    "mcubic": (MCUBIC_TCP_IS_CUBIC_421, MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, MCUBIC_SLOW_START,
-               MCUBIC_NO_FRIENDLINESS, MCUBIC_START_STOP, MCUBIC_DUMMYNET),
-    "bbrv3": (BBR_KERNEL, BBR_LOSS_THRESH, BBR_SHAPING),
-    "mptcp-bt": (BT_KERNEL,),
-}
 
 # ---- experiments ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """A deviation experiment: one campaign, and how its runs become cells. A cell's row is the value
-    of `row` (the congestion control, usually), its column the values of `columns` (and the window,
-    when the runs are read over several windows)."""
-    design: CampaignDesign
-    columns: tuple[str, ...]
-    row: str = "cc"
-    metric: str = "ratio"
-    windows: tuple[str, ...] = ()          # START:END of the traffic; () = the whole run
-    row_labels: Mapping[str, str] = field(default_factory=dict)   # a case's row value -> its label
-    # the value of a run where it is not a top-level number of its summary (`metric` names it then)
-    value_of: Callable[[Mapping[str, Any]], float | None] | None = None
-    # further numbers each run is read as (metric name -> its value), each in cells of its own: the
-    # same runs over another definition (Table 1's index over other entities)
-    extra_metrics: Mapping[str, Callable[[Mapping[str, Any]], float | None]] = field(default_factory=dict)
-
-    @property
-    def key(self) -> str:
-        return self.design.key
-
-
-def _design(key: str, title: str, fixed: dict[str, str], cases: list[dict[str, str]], reps: int = 3,
-            scenario: str = "shared-bottleneck", paper: str = "mcubic") -> CampaignDesign:
-    return CampaignDesign(paper, key, title, scenario, fixed, cases=cases, repetitions=reps, pause="5s",
-                          overhead="10s")
 
 
 def m0_model_error_pp(summary: Mapping[str, Any]) -> float | None:
@@ -184,13 +88,7 @@ def m0_model_error_pp(summary: Mapping[str, Any]) -> float | None:
     return None
 
 
-def _cases(ccs: tuple[str, ...], columns: list[dict[str, str]]) -> list[dict[str, str]]:
-    return [{**col, "cc": cc} for col in columns for cc in ccs]
-
-
 MCUBIC_READINGS = ("mcubic", "mcubic_wrap", "mcubic_stretch")
-T2_COLUMNS = [{"delay": d, "duration": "60s" if d in ("100ms", "200ms") else "120s"} for d in TABLE2["columns"]]
-T3_COLUMNS = [{"delay1": "100ms", "delay2": c.split(":")[1], "duration": "90s"} for c in TABLE3["columns"]]
 RUN_LENGTH_WINDOWS = ("0s:45s", "45s:600s", "300s:600s")
 QUEUES = ("50", "500", "1667")       # dummynet's default; 10x; 1 BDP of 100 Mbit/s x 200 ms in 1500 B slots
 
@@ -212,40 +110,6 @@ T1_CCS = ("mcubic", "lia", "cubic")
 # Table 1's run length: 300 s runs of ctl's set-up at the same column, each read over its first 60 s
 # (ctl's Table 1 length), the rest, and the whole (paired per run: the same runs, other windows).
 T1_RUN_LENGTH_WINDOWS = ("0s:60s", "60s:300s", "0s:300s")
-
-# The competitor's Cubic (issue 22): the rack kernel's own cubic (6.18 here) vs cubic314, Linux 3.14's
-# tcp_cubic.c as a BPF program (nodes/congestion/bpf/cubic314.bpf.c; the MCubic paper's kernel was
-# 3.14.17), as the single-path flow, each against the same MPTCP algorithms: at Table 2's 100 ms column
-# (both paths 100 ms, where the paper's MCubic 1.95 and LIA 1.86 are farthest from ctl's) and in Table
-# 1's set-up at link 2 = 20 Mbit/s (dev-mcubic-t1's baseline).
-COMPETITORS = ("cubic", "cubic314")
-COMPETITOR_CCS = ("mcubic", "lia", "cubic")
-# The same comparison at the other delays (issue 22, round of 2026-11-27), in ~55 min of rack time:
-# Table 2 at the ends of its long-delay range (200 and 800 ms, each at Table 2's own run length: 60 s
-# and 120 s) with MCubic and LIA (the rows of both Table 2 claims); Table 3 at its longest path 2
-# at the ends of its range (100:300 and 100:500 ms, 90 s as dev-mcubic-eq10-t3) with MCubic, and LIA at
-# 100:500 ms (MCubic's place above it, claim mcubic-best-coupled-hetero). Table 2's 500 ms, Table 3's
-# 100:400 ms, LIA at 100:300 and any other row did not fit: they stay untested
-# (mcubic-competitor-version-other-delays).
-COMPETITOR_T2_DELAYS = ("200ms", "800ms")
-COMPETITOR_T2_COLUMNS = [c for c in T2_COLUMNS if c["delay"] in COMPETITOR_T2_DELAYS]
-COMPETITOR_T2_CCS = ("mcubic", "lia")
-COMPETITOR_T3_DELAYS2 = ("300ms", "500ms")
-COMPETITOR_T3_COLUMNS = [c for c in T3_COLUMNS if c["delay2"] in COMPETITOR_T3_DELAYS2]
-COMPETITOR_T3_CCS = ("mcubic",)
-COMPETITOR_T3_LIA_DELAY2 = "500ms"     # LIA at one column only (the budget): MCubic's place above it there
-# The cells still untested after that, in ~85 min of rack time (issue 22, 2026-11-27 round 7; 48 runs
-# at 15 s each beside the traffic, 84 min): Table 2's 500 ms (120 s) with MCubic and LIA, and OLIA and
-# wVegas at its 100 ms (60 s); Table 3's 100:400 ms (90 s) with MCubic and LIA, and LIA at 100:300 ms;
-# uncoupled Cubic at 100:400 ms last (its own campaign). OLIA and wVegas at 800 ms (27 min more) and
-# uncoupled Cubic at 100:300/100:500 ms did not fit.
-OTHER_T2 = [{**c, "cc": cc} for c in T2_COLUMNS for d, ccs in (("500ms", ("mcubic", "lia")),
-                                                               ("100ms", ("olia", "wvegas"))) if c["delay"] == d
-            for cc in ccs]
-OTHER_T3 = [{**c, "cc": cc} for c in T3_COLUMNS for d, ccs in (("400ms", ("mcubic", "lia")), ("300ms", ("lia",)))
-            if c["delay2"] == d for cc in ccs]
-OTHER_T3_CUBIC = [{**c, "cc": "cubic"} for c in T3_COLUMNS if c["delay2"] == "400ms"]
-_C314 = "(Linux 3.14's tcp_cubic.c, BPF) as the single-path flow"
 
 EXPERIMENTS: dict[str, Experiment] = {e.key: e for e in (
     Experiment(_design("dev-mcubic-run-length", "Run length: 600 s runs at 100 ms, ratios over sub-windows",
@@ -283,32 +147,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.key: e for e in (
                        {"link1": "100M", "link2": T1_COLUMN, "tcp-cc": "cubic", "duration": "300s", **T1_BASE},
                        _cases(T1_CCS, [{}]), scenario="distinct-bottleneck"),
                columns=(), windows=T1_RUN_LENGTH_WINDOWS, metric="jain_index"),
-    Experiment(_design("dev-mcubic-competitor-t2", "The competitor's Cubic: the rack kernel's cubic vs cubic314 "
-                       "(Linux 3.14's tcp_cubic.c, BPF) as the single-path flow at 100 ms",
-                       {"delay": "100ms", "duration": "60s"},
-                       [{"cc": cc, "tcp-cc": t} for cc in COMPETITOR_CCS for t in COMPETITORS]),
-               columns=("tcp-cc",)),
-    Experiment(_design("dev-mcubic-competitor-t2-delays", "The competitor's Cubic at Table 2's 200 and 800 ms: the "
-                       "rack kernel's cubic vs cubic314 (Linux 3.14's tcp_cubic.c, BPF) as the single-path flow",
-                       {}, [{**col, "cc": cc, "tcp-cc": t} for col in COMPETITOR_T2_COLUMNS
-                            for cc in COMPETITOR_T2_CCS for t in COMPETITORS]),
-               columns=("delay", "tcp-cc")),
-    Experiment(_design("dev-mcubic-competitor-t3", "The competitor's Cubic at Table 3's 100:300 and 100:500 ms: "
-                       "the rack kernel's cubic vs cubic314 (Linux 3.14's tcp_cubic.c, BPF) as the single-path flow",
-                       {}, [{**col, "cc": cc, "tcp-cc": t} for col in COMPETITOR_T3_COLUMNS
-                            for cc in COMPETITOR_T3_CCS + (("lia",) if col["delay2"] == COMPETITOR_T3_LIA_DELAY2
-                                                           else ()) for t in COMPETITORS]),
-               columns=("delay2", "tcp-cc")),
-    Experiment(_design("dev-mcubic-competitor-t2-other", "The competitor's Cubic at Table 2's 500 ms (MCubic, LIA) and "
-                       f"100 ms (OLIA, wVegas): the rack kernel's cubic vs cubic314 {_C314}",
-                       {}, [{**c, "tcp-cc": t} for c in OTHER_T2 for t in COMPETITORS]), columns=("delay", "tcp-cc")),
-    Experiment(_design("dev-mcubic-competitor-t3-other", "The competitor's Cubic at Table 3's 100:400 ms (MCubic, LIA) "
-                       f"and 100:300 ms (LIA): the rack kernel's cubic vs cubic314 {_C314}",
-                       {}, [{**c, "tcp-cc": t} for c in OTHER_T3 for t in COMPETITORS]), columns=("delay2", "tcp-cc")),
-    Experiment(_design("dev-mcubic-competitor-t3-cubic", "The competitor's Cubic at Table 3's 100:400 ms, uncoupled "
-                       f"Cubic as the MPTCP side: the rack kernel's cubic vs cubic314 {_C314}",
-                       {}, [{**c, "tcp-cc": t} for c in OTHER_T3_CUBIC for t in COMPETITORS]),
-               columns=("delay2", "tcp-cc")),
+    *COMPETITOR_EXPERIMENTS,
     Experiment(_design("dev-mcubic-competitor-t1", f"Table 1 at link 2 = {T1_COLUMN_TEXT}: the rack kernel's cubic vs "
                        "cubic314 (Linux 3.14's tcp_cubic.c, BPF) as the single-path flows",
                        {"link1": "100M", "link2": T1_COLUMN, "duration": "60s", **T1_BASE},
@@ -323,107 +162,9 @@ EXPERIMENTS: dict[str, Experiment] = {e.key: e for e in (
                row_labels={"100": "queue 100", "1000": "queue 1000"}),
 )}
 
-
-def _value(varied: Mapping[str, str], key: str) -> str:
-    """A case's value of `key` in either spelling (`tcp-cc` in a design, `tcp_cc` once a campaign
-    normalised it)."""
-    for k in (key, key.replace("-", "_"), key.replace("_", "-")):
-        if k in varied:
-            return varied[k]
-    return ""
-
-
-def deviation_column(e: Experiment, varied: Mapping[str, str], window: str | None = None) -> str:
-    """The column a run of a deviation experiment fills: `delay 100ms`, `queue 500`, `window 0s:45s`."""
-    parts = [f"{k} {_value(varied, k)}" for k in e.columns]
-    if window is not None:
-        parts.append(f"window {window}")
-    return ", ".join(parts)
-
-
 # ---- hypotheses ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """treated - baseline, two cells (row, column) of one experiment. `toward`: the paper's value
-    the treated condition would have to approach (the prediction is the direction of the gap from
-    the baseline's mean); or `toward_cell`: a measured cell of the same experiment; or `direction`."""
-    label: str
-    treated: tuple[str, str]
-    baseline: tuple[str, str]
-    paired: bool = False
-    toward: float | None = None
-    toward_cell: tuple[str, str] | None = None
-    direction: int | None = None
-    metric: str | None = None             # the cells' metric (None: the experiment's own)
-    baseline_metric: str | None = None    # the baseline cell's, where it differs (the same runs read otherwise)
-
-    def to_json(self) -> dict:
-        return {"label": self.label, "treated": list(self.treated), "baseline": list(self.baseline),
-                "paired": self.paired, "toward": self.toward,
-                "toward_cell": list(self.toward_cell) if self.toward_cell else None, "direction": self.direction,
-                "metric": self.metric, "baseline_metric": self.baseline_metric}
-
-
-@dataclass(frozen=True)
-class Hypothesis:
-    id: str
-    paper: str
-    claims: tuple[str, ...]        # the claims (verdicts.CLAIMS ids) whose deviation it could explain
-    statement: str                 # the candidate cause, as a hypothesis
-    basis: tuple[Citation, ...]    # why it is a candidate
-    experiment: str                # EXPERIMENTS key
-    prediction: str                # what the experiment shows if it holds (fixed before any run)
-    comparisons: tuple[Comparison, ...]
-
-
-def _col(k: str, v: str) -> str:
-    return f"{k} {v}"
-
-
-def _t2(delay: str) -> float:
-    return TABLE2["rows"]["MCubic"][TABLE2["columns"].index(delay)]
-
-
-def _t3(delay2: str) -> float:
-    return TABLE3["rows"]["MCubic"][TABLE3["columns"].index(f"100:{delay2}")]
-
-
-def _t2_lia(delay: str) -> float:
-    return TABLE2["rows"]["LIA"][TABLE2["columns"].index(delay)]
-
-
-_T2_LIA_100 = _t2_lia("100ms")
-
-
-def _t3_lia(delay2: str) -> float:
-    return TABLE3["rows"]["LIA"][TABLE3["columns"].index(f"100:{delay2}")]
-
-
-_T3_LIA_C314 = f"{_col('delay2', COMPETITOR_T3_LIA_DELAY2)}, {_col('tcp-cc', 'cubic314')}"
-
-
-def _paper(cc: str, column: str) -> float:
-    """The paper's ratio of `cc` (ctl's name) at a Table 2 delay ("500ms") or Table 3 column ("100:400ms")."""
-    table = TABLE3 if ":" in column else TABLE2
-    label = next(k for k, v in MCUBIC_ROWS.items() if v == cc)
-    return table["rows"][label][table["columns"].index(column)]
-
-
-def _vs_cubic(cases: list[dict[str, str]], key: str) -> tuple[Comparison, ...]:
-    """Per case: its ratio against cubic314 vs against the kernel's cubic, toward the paper's value."""
-    out = []
-    for c in cases:
-        col = c[key] if key == "delay" else f"{c['delay1'].removesuffix('ms')}:{c[key]}"
-        out.append(Comparison(f"{c['cc']}: against cubic314 vs against the kernel's cubic, {col}",
-                              (c["cc"], f"{_col(key, c[key])}, {_col('tcp-cc', 'cubic314')}"),
-                              (c["cc"], f"{_col(key, c[key])}, {_col('tcp-cc', 'cubic')}"), toward=_paper(c["cc"], col)))
-    return tuple(out)
-
-
-def _c314(key: str, value: str) -> str:
-    return f"{_col(key, value)}, {_col('tcp-cc', 'cubic314')}"
 _RL_BASE = f"window {RUN_LENGTH_WINDOWS[0]}"
 
 HYPOTHESES: tuple[Hypothesis, ...] = (
@@ -472,87 +213,7 @@ HYPOTHESES: tuple[Hypothesis, ...] = (
         "mcubic (with HyStart) has a higher ratio than mcubic_nohs, towards the paper's value",
         tuple(Comparison(f"mcubic vs mcubic_nohs, delay {d}", ("mcubic", _col("delay", d)),
                          ("mcubic_nohs", _col("delay", d)), toward=_t2(d)) for d in ("100ms", "200ms"))),
-    Hypothesis(
-        "mcubic-competitor-version", "mcubic", ("mcubic-ratio-at-least-1",),
-        "The paper's competing flow most likely ran Linux 3.14.17's Cubic (MCubic was built on that kernel; the "
-        "TCP host's kernel is not named); ctl's runs the rack kernel's Cubic (6.18 here), whose HyStart and "
-        "window steps differ: against 3.14's Cubic the MPTCP / TCP ratios at 100 ms differ from ctl's",
-        (MCUBIC_TCP_IS_CUBIC_421, MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618),
-        "dev-mcubic-competitor-t2",
-        "with cubic314 (3.14's tcp_cubic.c) as the single-path flow, MCubic's and LIA's MPTCP / TCP ratios at "
-        f"100 ms are closer to the paper's ({_t2('100ms'):g} and {_T2_LIA_100:g}) than with the rack kernel's cubic",
-        tuple(Comparison(f"{cc}: against cubic314 vs against the kernel's cubic", (cc, _col("tcp-cc", "cubic314")),
-                         (cc, _col("tcp-cc", "cubic")), toward=paper)
-              for cc, paper in (("mcubic", _t2("100ms")), ("lia", _T2_LIA_100)))),
-    Hypothesis(
-        "mcubic-competitor-version-t2-delays", "mcubic", ("mcubic-ratio-at-least-1", "coupled-below-1-at-long-delays"),
-        "As mcubic-competitor-version, at Table 2's long delays: against Linux 3.14.17's Cubic (the paper's "
-        "kernel) instead of the rack kernel's, MCubic's and LIA's MPTCP / TCP ratios at 200 and 800 ms differ "
-        "from ctl's",
-        (MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618), "dev-mcubic-competitor-t2-delays",
-        "with cubic314 (3.14's tcp_cubic.c) as the single-path flow, MCubic's and LIA's MPTCP / TCP ratios at "
-        "200 and 800 ms are closer to the paper's ("
-        + "; ".join(f"{d}: MCubic {_t2(d):g}, LIA {_t2_lia(d):g}" for d in COMPETITOR_T2_DELAYS)
-        + ") than with the rack kernel's cubic",
-        tuple(Comparison(f"{cc}: against cubic314 vs against the kernel's cubic, delay {d}",
-                         (cc, f"{_col('delay', d)}, {_col('tcp-cc', 'cubic314')}"),
-                         (cc, f"{_col('delay', d)}, {_col('tcp-cc', 'cubic')}"),
-                         toward=_t2(d) if cc == "mcubic" else _t2_lia(d))
-              for d in COMPETITOR_T2_DELAYS for cc in COMPETITOR_T2_CCS)),
-    Hypothesis(
-        "mcubic-competitor-version-t3", "mcubic", ("hetero-ratio-below-1-and-falling", "mcubic-best-coupled-hetero"),
-        "As mcubic-competitor-version, with path 2 slower (Table 3): against Linux 3.14.17's Cubic instead of the "
-        "rack kernel's, MCubic's MPTCP / TCP ratios at 100:300 and 100:500 ms, and LIA's at 100:500 ms, differ "
-        "from ctl's",
-        (MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618), "dev-mcubic-competitor-t3",
-        "with cubic314 as the single-path flow, MCubic's MPTCP / TCP ratios at 100:300 and 100:500 ms are closer "
-        "to the paper's (" + ", ".join(f"100:{d} {_t3(d):g}" for d in COMPETITOR_T3_DELAYS2)
-        + f") and LIA's at 100:{COMPETITOR_T3_LIA_DELAY2} closer to the paper's {_t3_lia(COMPETITOR_T3_LIA_DELAY2):g} "
-        f"than with the rack kernel's cubic, and against cubic314 MCubic's ratio at 100:{COMPETITOR_T3_LIA_DELAY2} "
-        "is above LIA's (the claim's order)",
-        tuple(Comparison(f"{cc}: against cubic314 vs against the kernel's cubic, 100:{d}",
-                         (cc, f"{_col('delay2', d)}, {_col('tcp-cc', 'cubic314')}"),
-                         (cc, f"{_col('delay2', d)}, {_col('tcp-cc', 'cubic')}"),
-                         toward=_t3(d)) for d in COMPETITOR_T3_DELAYS2 for cc in COMPETITOR_T3_CCS)
-        + (Comparison(f"lia: against cubic314 vs against the kernel's cubic, 100:{COMPETITOR_T3_LIA_DELAY2}",
-                      ("lia", _T3_LIA_C314), ("lia", f"{_col('delay2', COMPETITOR_T3_LIA_DELAY2)}, "
-                                                     f"{_col('tcp-cc', 'cubic')}"),
-                      toward=_t3_lia(COMPETITOR_T3_LIA_DELAY2)),
-           Comparison(f"mcubic above lia, 100:{COMPETITOR_T3_LIA_DELAY2}, against cubic314",
-                      ("mcubic", _T3_LIA_C314), ("lia", _T3_LIA_C314), direction=1))),
-    Hypothesis(
-        "mcubic-competitor-version-t2-other", "mcubic", ("mcubic-ratio-at-least-1", "coupled-below-1-at-long-delays"),
-        "As mcubic-competitor-version, at Table 2's cells not yet run with it: against Linux 3.14.17's Cubic instead "
-        "of the rack kernel's, MCubic's and LIA's MPTCP / TCP ratios at 500 ms, and OLIA's and wVegas's at 100 ms, "
-        "differ from ctl's",
-        (MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618), "dev-mcubic-competitor-t2-other",
-        "with cubic314 as the single-path flow, each ratio is closer to the paper's ("
-        + ", ".join(f"{c['cc']} at {c['delay']} {_paper(c['cc'], c['delay']):g}" for c in OTHER_T2)
-        + ") than with the rack kernel's cubic",
-        _vs_cubic(OTHER_T2, "delay")),
-    Hypothesis(
-        "mcubic-competitor-version-t3-other", "mcubic", ("hetero-ratio-below-1-and-falling", "mcubic-best-coupled-hetero"),
-        "As mcubic-competitor-version, at Table 3's cells not yet run with it: against Linux 3.14.17's Cubic instead "
-        "of the rack kernel's, MCubic's and LIA's MPTCP / TCP ratios at 100:400 ms, and LIA's at 100:300 ms, differ "
-        "from ctl's",
-        (MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618), "dev-mcubic-competitor-t3-other",
-        "with cubic314 as the single-path flow, each ratio is closer to the paper's ("
-        + ", ".join(f"{c['cc']} at 100:{c['delay2']} {_paper(c['cc'], '100:' + c['delay2']):g}" for c in OTHER_T3)
-        + ") than with the rack kernel's cubic; against cubic314 MCubic's ratio at 100:400 ms is above LIA's (the "
-        "claim's order) and LIA's at 100:300 ms above its own at 100:400 ms (the claim's fall with path 2's delay)",
-        _vs_cubic(OTHER_T3, "delay2")
-        + (Comparison("mcubic above lia, 100:400ms, against cubic314", ("mcubic", _c314("delay2", "400ms")),
-                      ("lia", _c314("delay2", "400ms")), direction=1),
-           Comparison("lia: 100:300ms above 100:400ms, against cubic314", ("lia", _c314("delay2", "300ms")),
-                      ("lia", _c314("delay2", "400ms")), direction=1))),
-    Hypothesis(
-        "mcubic-competitor-version-t3-cubic", "mcubic", ("hetero-ratio-below-1-and-falling",),
-        "As mcubic-competitor-version, for Table 3's uncoupled Cubic row: against Linux 3.14.17's Cubic instead of "
-        "the rack kernel's, uncoupled Cubic's MPTCP / TCP ratio at 100:400 ms differs from ctl's",
-        (MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618), "dev-mcubic-competitor-t3-cubic",
-        f"with cubic314 as the single-path flow, uncoupled Cubic's ratio at 100:400 ms is closer to the paper's "
-        f"{_paper('cubic', '100:400ms'):g} than with the rack kernel's cubic",
-        _vs_cubic(OTHER_T3_CUBIC, "delay2")),
+    *COMPETITOR_HYPOTHESES,
     Hypothesis(
         "balia-floor", "mcubic", (),
         "BALIA's lower ratio against a Reno flow than LIA's (bench/cc_tables.py's do-no-harm table: 0.78 vs 0.88) "
@@ -700,48 +361,11 @@ T1_HYPOTHESES = T1_HYPOTHESES + (
 HYPOTHESES = HYPOTHESES + T1_HYPOTHESES
 
 
-@dataclass(frozen=True)
-class UntestedCause:
-    """A candidate cause of a deviation that no experiment of ctl tests in the claim's configuration:
-    listed under the claim as an open, untested hypothesis (never omitted, never called a cause).
-    `elsewhere`: experiments that test the same cause in another configuration, whose data do not
-    carry over to this claim (named, not reused)."""
-    id: str
-    paper: str
-    claims: tuple[str, ...]
-    statement: str
-    basis: tuple[Citation, ...]
-    untested: str                  # why no experiment tests it (what one would need)
-    elsewhere: tuple[str, ...] = ()
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "paper": self.paper, "claims": list(self.claims), "statement": self.statement,
-                "basis": [c.to_json() for c in self.basis], "status": "untested", "untested": self.untested,
-                "elsewhere": list(self.elsewhere)}
-
-
 _MCUBIC_CLAIMS = ("mcubic-coupled-fairer", "mcubic-fairest", "mcubic-ratio-at-least-1",
                   "coupled-below-1-at-long-delays", "hetero-ratio-below-1-and-falling", "mcubic-best-coupled-hetero")
 
 UNTESTED: tuple[UntestedCause, ...] = (
-    UntestedCause(
-        "mcubic-competitor-version-other-delays", "mcubic",
-        ("coupled-below-1-at-long-delays", "hetero-ratio-below-1-and-falling", "mcubic-best-coupled-hetero"),
-        "The paper's competing flow most likely ran Linux 3.14.17's Cubic (MCubic was built on that kernel; the "
-        "TCP host's kernel is not named); ctl's runs the rack kernel's Cubic (6.18 here), "
-        "whose HyStart and window steps differ: a different competitor changes every ratio measured against it",
-        (MCUBIC_TCP_IS_CUBIC_421, MCUBIC_TCP_IS_CUBIC_422, MCUBIC_IMPLEMENTATION, CUBIC_314_VS_618),
-        "cubic314 (3.14's tcp_cubic.c as a BPF program) ran as the competitor with MCubic and LIA at every delay of "
-        "Tables 2 and 3 (mcubic-competitor-version, -t2-delays, -t3, -t2-other, -t3-other), with OLIA and wVegas at "
-        "Table 2's 100 ms (-t2-other), with uncoupled Cubic at Table 3's 100:400 ms (-t3-cubic) and in Table 1's "
-        "set-up (mcubic-t1-competitor-version); not run with it: OLIA at Table 2's 200, 500 and 800 ms, wVegas at "
-        "Table 2's 200, 500 and 800 ms, OLIA and wVegas at Table 3's 100:300, 100:400 and 100:500 ms, uncoupled "
-        "Cubic at Table 3's 100:300 and 100:500 ms (so OLIA's and wVegas's fall below 1 at long delays, MCubic's "
-        "place above OLIA and wVegas in Table 3, and their and uncoupled Cubic's trend over path 2's delay are "
-        "untested against it)",
-        elsewhere=("dev-mcubic-competitor-t2", "dev-mcubic-competitor-t1", "dev-mcubic-competitor-t2-delays",
-                   "dev-mcubic-competitor-t3", "dev-mcubic-competitor-t2-other", "dev-mcubic-competitor-t3-other",
-                   "dev-mcubic-competitor-t3-cubic")),
+    *COMPETITOR_UNTESTED,
 )
 
 # Claims whose deviation has no candidate cause ctl knows of: claim id -> why (an explicit entry,
