@@ -53,6 +53,8 @@ from controller.reproduce.hypotheses_competitor import (  # noqa: F401
     COMPETITOR_T3_LIA_DELAY2,
     COMPETITOR_UNTESTED,
     COMPETITORS,
+    LAST_T3,
+    LAST_T3_CUBIC,
     OTHER_T2,
     OTHER_T3,
     OTHER_T3_CUBIC,
