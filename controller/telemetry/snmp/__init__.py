@@ -23,7 +23,10 @@ each agent's `RefreshModel` comes from its inventory `snmp` section (`refresh_s`
 Therefore:
 1. The time base is the agent's sysUpTime (centiseconds), not our poll interval and not
    our clock: the agent's clock is the one its counters run on. Without sysUpTime we fall
-   back to the local monotonic clock and say so (`time_base: "local"`).
+   back to the local monotonic clock and say so (`time_base: "local"`); the agent then read
+   its value somewhere in the request's round trip (sent, received], so that round trip widens
+   the value's bracket (point 2): a reply that waited seconds in a busy controller gives no
+   rate ("time base uncertain") instead of a rate over the wrong interval.
 2. A sample is *fresh* only if it shows a reload: the value changed since the previous poll,
    or another counter read in the SAME request changed (`refreshed=True`; one request sees
    one cache state), or the value has stood still longer than the refresh period (so a

@@ -223,13 +223,21 @@ class CounterTracker:
 
     @staticmethod
     def _t(s: CounterSample) -> float:
-        """Agent time of a sample in centiseconds (sysUpTime, else local monotonic)."""
+        """Agent time of a sample in centiseconds (sysUpTime, else local monotonic receipt)."""
         return float(s.uptime_cs) if s.uptime_cs is not None else s.mono / 1e7
+
+    @staticmethod
+    def _reply_cs(s: CounterSample) -> float:
+        """How much earlier than `_t(s)` the agent may have read the value (cs). On the agent's
+        own clock (sysUpTime read in the same request) nothing; on the local clock the value was
+        read somewhere between the request's sending and the reply's receipt, so the whole round
+        trip (seconds when the reply waited in a busy controller) is uncertainty of its time."""
+        return 0.0 if s.uptime_cs is not None else (s.mono - s.sent_mono) / 1e7
 
     def _baseline(self, s: CounterSample, reason: str, events: tuple[TrackerEvent, ...] = ()) -> CounterUpdate:
         # The age of a first value is unknown: it may have been loaded a whole period ago.
         self._last = s
-        self._anchor = _Anchor(s.value, self._t(s), float(self.refresh.period_cs), s.recv_ns)
+        self._anchor = _Anchor(s.value, self._t(s), float(self.refresh.period_cs) + self._reply_cs(s), s.recv_ns)
         self._pending = 0
         self._change = None
         self._rated = False
@@ -288,9 +296,11 @@ class CounterTracker:
                 s, f"ifCounterDiscontinuityTime changed from {last.discontinuity_cs} to {s.discontinuity_cs}")
 
         t_s, t_last = self._t(s), self._t(last)
+        # On the local clock a value was read up to a round trip before its receipt (_reply_cs).
+        r_s, r_last = self._reply_cs(s), self._reply_cs(last)
         period = float(self.refresh.period_cs)
         # Longest real time the step can span: since the previous value was loaded.
-        span_s = max(t_s - t_last, 0.0) / 100 + period / 100
+        span_s = max(t_s - t_last, 0.0) / 100 + (period + r_last) / 100
         max_rate = self.max_rate(speed_mbps)
         speed_note = (f"ifHighSpeed {speed_mbps} Mbit/s is implausible"
                       if speed_mbps and speed_mbps > MAX_PLAUSIBLE_SPEED_MBPS else "interface speed unknown")
@@ -333,19 +343,20 @@ class CounterTracker:
                         f"{period / 100:g} s periodic counter cache: rates now timed without the period grid "
                         f"(right but coarser); the rate just before this may be wrong. Declare the agent's "
                         f"`refresh_s` in the inventory"),)
-            self._change = (t_s, max(t_s - t_last, 0.0))
+            # The gap before this change, at its widest: the previous read may precede its receipt.
+            self._change = (t_s, max(t_s - t_last, 0.0) + r_last)
 
         # 3. Fresh? (see module doc, point 2)
         anchor = self._anchor
         if self.refresh.period_cs == 0:
-            w_new = 0.0
+            w_new = r_s           # read when asked: somewhere in the request's round trip
         elif step != 0 or refreshed:
-            # Loaded after the previous poll read its values, and at most a period ago.
-            w_new = t_s - max(t_last, t_s - period)
-        elif t_s - anchor.t_cs >= period + self.refresh.jitter_cs:
+            # Loaded after the previous poll read its values, and at most a period before this read.
+            w_new = t_s - max(t_last - r_last, t_s - r_s - period)
+        elif (t_s - r_s) - anchor.t_cs >= period + self.refresh.jitter_cs:
             # Unchanged for longer than a refresh period: a reload happened with the same
             # value, somewhere in the last period. A genuine standstill.
-            w_new = period
+            w_new = period + r_s
         else:
             self._last = s
             return CounterUpdate(
