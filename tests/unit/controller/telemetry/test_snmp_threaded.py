@@ -59,8 +59,9 @@ def test_items_arrive_on_the_callers_loop_in_order_and_all_before_stop_returns()
         tp = ThreadedPoller(lambda sink: pollers.append(RoundPoller(sink)) or pollers[-1], deliver)
         await tp.start()
         t0 = time.monotonic()
-        # the caller's loop is blocked (a busy sampler): the poller's rounds go on regardless
-        while time.monotonic() - t0 < 0.2:
+        # The caller's loop is blocked (a busy sampler) until the poller has done 3 rounds: they
+        # go on regardless. (A bound, not a timing: on a loaded machine the rounds take longer.)
+        while pollers[0].n < 3 and time.monotonic() - t0 < 120:
             pass
         rounds_while_blocked = pollers[0].n
         problem = await tp.stop()
