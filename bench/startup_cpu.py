@@ -12,8 +12,10 @@ the lab and recovery, the runner). Min and median over --runs; with `--before DI
 checkout of ctl) interleaved with it, and the paired ratio of the totals.
 
 `--costs` also prints where the CPU of those imports goes by kind: dataclass creation (each
-@dataclass compiles its methods), regular expressions compiled at import, and pydantic models
-built at import (by module, the largest first).
+@dataclass compiles its methods), regular expressions compiled at import, pydantic models built
+at import or at their first use (defer_build), and the garbage collector's passes (by module, the
+largest first). Like `ctl` (controller.cli.gcpause), the steps pause the collector from
+`controller.cli`'s import until the imports of a run are done, in a checkout that has it.
 
 Usage: .venv/bin/python bench/startup_cpu.py [--runs 15] [--before DIR] [--costs]
 """
@@ -38,6 +40,12 @@ from controller.settings import export_state_dir
 export_state_dir()
 import controller.cli as cli
 from controller.cli import commands
+try:
+    from controller.cli import gcpause      # the collector paused as `ctl`'s entry() does
+except ImportError:                         # a checkout from before it
+    gcpause = None
+else:
+    gcpause.pause()
 marks.append(("controller.cli", c()))
 commands.LIVE = True
 parser = cli.build_parser("run")
@@ -64,6 +72,8 @@ from controller.cli.console import Console  # noqa: F401
 marks.append(("lab, reservations, recovery", c()))
 from controller.run.runner import execute  # noqa: F401
 from controller.telemetry.influx import influx_target  # noqa: F401
+if gcpause is not None:
+    gcpause.resume()                        # where `ctl run` resumes it
 marks.append(("runner", c()))
 print(json.dumps([(n, t - p) for (n, t), (_, p) in zip(marks, [("", 0.0)] + marks[:-1])]))
 '''
@@ -85,12 +95,33 @@ def compile_(*a, **k):
     return r
 re._compile = compile_
 import pydantic._internal._model_construction as mc
-_new = mc.ModelMetaclass.__new__
+_new, _complete, in_new = mc.ModelMetaclass.__new__, mc.complete_model_class, []
 def new(mcs, name, bases, ns, *a, **k):
-    t = c(); r = _new(mcs, name, bases, ns, *a, **k); d = c() - t
+    in_new.append(1)
+    try:
+        t = c(); r = _new(mcs, name, bases, ns, *a, **k); d = c() - t
+    finally:
+        in_new.pop()
     acc["pydantic model"] += d; cnt["pydantic model"] += 1; per["pydantic models of " + ns.get("__module__", "?")] += d
     return r
 mc.ModelMetaclass.__new__ = new
+def complete(cls, *a, **k):   # a deferred model's validator, built at its first use (defer_build)
+    if in_new:
+        return _complete(cls, *a, **k)
+    t = c(); r = _complete(cls, *a, **k); d = c() - t
+    acc["pydantic model built at first use"] += d; cnt["pydantic model built at first use"] += 1
+    per["pydantic models of " + cls.__module__ + " built at first use"] += d
+    return r
+mc.complete_model_class = complete
+import gc
+started = []
+def collected(phase, info):   # the cyclic garbage collector's passes (ctl's entry() pauses it)
+    if phase == "start":
+        started.append(c())
+    elif started:
+        d = c() - started.pop(); g = f"garbage collection (generation {info['generation']})"
+        acc[g] += d; cnt[g] += 1
+gc.callbacks.append(collected)
 t0 = c()
 exec(compile(open(sys.argv[1]).read(), "steps", "exec"), {"__name__": "steps"})
 total = c() - t0

@@ -32,7 +32,8 @@ _NAME = "^" + NAME_PATTERNS["name"] + "$"
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # validators built at first use: Inventory's once, not each nested model's too (issue 28)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -23,7 +23,7 @@ import textwrap
 from typing import Iterator
 
 from controller.argutil import join_negative_values
-from controller.cli import commands
+from controller.cli import commands, gcpause
 from controller.cli.output import WriterHandler
 from controller.cli.commands import (COMMANDS, INVENTORY_HELP, QUIET_HELP, DeprecatedName, Parser, setting_default,
                                      suggest)
@@ -206,8 +206,10 @@ def entry() -> None:
     """The `ctl` program (the console script and `python -m controller`): `main()`, then the
     process ends without the interpreter tearing down every module one by one (about 0.3 s of
     CPU after a run has loaded matplotlib, influxdb-client and asyncssh). Everything ctl writes
-    is closed by then; the exit handlers still run and the standard streams are flushed."""
+    is closed by then; the exit handlers still run and the standard streams are flushed. The
+    garbage collector is paused while the command starts (controller.cli.gcpause)."""
     import atexit
+    gcpause.pause()
     code = main()
     try:
         atexit._run_exitfuncs()     # logging's flush, weakref finalizers (temporary directories)
@@ -319,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
             raise unrecognized(parser, args, extra)
         from controller.cli.common import command_words, set_command   # loaded by the command already
         set_command(command_words(parser, args))    # named in the --json envelope
+        if word != "run":
+            gcpause.resume()        # the start-up ends here (`ctl run`'s once its imports are done)
         return args.func(args)
     except CtlError as exc:
         print(f"ctl: error: {exc.one_line()}", file=sys.stderr)
@@ -331,4 +335,5 @@ def main(argv: list[str] | None = None) -> int:
             return closed_pipe()
         raise
     finally:
+        gcpause.resume()
         commands.LIVE = False       # a caller in the same process builds the generic texts again

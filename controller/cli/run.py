@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from controller import scenarios
+from controller.cli import gcpause
 from controller.cli.commands import JSON_HELP, add_command, known, setting_default, suggest
 from controller.errors import CtlError, UsageError
 from controller.run.prepare import dry_run_assumptions, prepare_run
@@ -77,6 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             if isinstance(lease, HostLease):
                 lease.release()             # closes the early connection
         raise
+    gcpause.resume()        # the start-up's objects are made; before any wait for the rack
     # A value that reaches the rack changed (rounded, capped, converted) is never silent: one
     # warning line each, --quiet or not (the manifest records them too).
     for c in plan.conversions:

@@ -1,0 +1,103 @@
+"""The `ctl` program pauses the garbage collector while a command starts (controller.cli.gcpause)
+and turns it on again before the command's handler runs (`ctl run`: once its imports are done,
+before it waits for the rack), with the start-up's objects frozen; the inventory's models are
+built when an inventory is first read (defer_build), and a bad one is still refused with its
+file and line before anything is touched."""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from controller.cli import gcpause
+
+ROOT = Path(__file__).resolve().parents[4]
+
+
+@pytest.fixture
+def collector():
+    """The test process's collector as it was, afterwards (enabled, nothing left frozen)."""
+    was_on, frozen = gc.isenabled(), gc.get_freeze_count()
+    yield
+    gcpause._paused = False
+    if frozen == 0:
+        gc.unfreeze()
+    (gc.enable if was_on else gc.disable)()
+
+
+def test_pause_then_resume_freezes_and_collects_again(collector):
+    gc.enable()
+    gcpause.pause()
+    assert not gc.isenabled() and gcpause.paused()
+    gcpause.resume()
+    assert gc.isenabled() and not gcpause.paused()
+    assert gc.get_freeze_count() > 0
+    gcpause.resume()                    # every end of a start-up calls it: a second time is nothing
+    assert gc.isenabled()
+
+
+def test_a_collector_the_caller_turned_off_stays_off(collector):
+    gc.disable()
+    gcpause.pause()
+    assert not gcpause.paused()
+    gcpause.resume()
+    assert not gc.isenabled()
+
+
+def _ctl(code: str, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
+    """`code` then `ctl ARGV` through entry() (the program, which pauses the collector), in a
+    fresh interpreter, with this checkout and a state directory of its own."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CTL_STATE_DIR=str(tmp_path / "state"),
+               CTL_RUNS_DIR=str(tmp_path / "runs"))
+    env.pop("CTL_INVENTORY", None)
+    script = code + "\nimport sys\nfrom controller.cli import entry\nsys.argv = ['ctl', *sys.argv[1:]]\nentry()\n"
+    return subprocess.run([sys.executable, "-c", script, *argv], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+PROBE = textwrap.dedent("""
+    import gc, json
+    from controller.cli import gcpause
+    from controller.cli.commands import COMMANDS
+
+    def register(sub):
+        p = sub.add_parser("gc-probe", help="what the collector is doing when a handler runs")
+        p.set_defaults(func=lambda args: print(json.dumps(
+            {"enabled": gc.isenabled(), "paused": gcpause.paused(), "frozen": gc.get_freeze_count()})) or 0)
+
+    COMMANDS.add("gc-probe", register, "test probe")
+""")
+
+
+def test_a_handler_runs_with_the_collector_on_and_the_start_ups_objects_frozen(tmp_path):
+    p = _ctl(PROBE, tmp_path, "gc-probe")
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    assert got["enabled"] is True and got["paused"] is False
+    assert got["frozen"] > 1000         # the modules, classes and functions imported to get here
+
+
+def test_run_refuses_a_bad_value_before_the_rack_with_the_collector_paused(tmp_path):
+    p = _ctl("", tmp_path, "run", "distinct-bottleneck", "--link2", "20 parsecs")
+    assert p.returncode == 2
+    assert p.stderr.startswith("ctl: error: ") and len(p.stderr.strip().splitlines()) == 1
+    assert "--link2" in p.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_bad_inventory_is_refused_with_its_file_and_line_when_its_models_are_built_late(tmp_path):
+    shipped = (ROOT / "inventory" / "virtual.yaml").read_text()
+    assert "\nssh:\n  user: root\n" in shipped
+    bad = tmp_path / "inventory.yaml"
+    bad.write_text(shipped.replace("\nssh:\n  user: root\n", "\nssh:\n  user: root\n  usre: root\n", 1))
+    line = bad.read_text().splitlines().index("  usre: root") + 1
+    p = _ctl("", tmp_path, "run", "distinct-bottleneck", "-i", str(bad), "--duration", "1")
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith(f"ctl: error: {bad}:{line}: ssh.usre")
+    assert not (tmp_path / "runs").exists()
