@@ -7,8 +7,11 @@ seconds (`pause: 0`) is submitted to the rack's queue and run by `ctl campaign d
 exit (its start-up, settling and health check before each run, the runs, their records).
 Traffic: the sum of the runs' traffic windows, from their records. Duty = traffic / wall-clock;
 the gap per run = (wall-clock - traffic) / N. Since issue 28's second round a run is done once its
-record is finished and its figures go in while the next run starts: the benchmark also prints when
-the figures went in after a record's end, and in how many runs after the next record was created.
+record is finished and its figures go in while the next run starts (since its third round drawn by
+the daemon's figure worker process, controller/run/figworker.py): the benchmark also prints when
+the figures went in after a record's end (median and largest), in how many runs after the next
+record was created and after the next run's traffic had started, and how long after the last
+record's end the daemon exited (it waits for the last figures; counted in the wall-clock).
 
 Baseline (optional, `--before DIR`): the same campaign with another checkout of ctl (e.g.
 `git archive <commit> | tar -x -C DIR`), on the same rack, right after each measurement.
@@ -70,10 +73,11 @@ def one_campaign(tree: Path, env: dict, tmp: Path, duration: str, runs: int, tag
     t0 = time.time()
     p = ctl(tree, env, "campaign", "daemon", "--exit-when-idle", "--quiet",
             timeout=runs * (parse_duration(duration) + 120) + 300)
-    wall = time.time() - t0
+    t_end = time.time()
+    wall = t_end - t0
     if p.returncode != 0:
         raise SystemExit(f"ctl campaign daemon failed ({p.returncode}): {p.stderr.strip()[-600:]}")
-    traffic, n, gaps, tails, overlapped = 0.0, 0, [], [], 0
+    traffic, n, gaps, tails, overlapped, in_traffic = 0.0, 0, [], [], 0, 0
     records = []
     for d in sorted(Path(env["CTL_RUNS_DIR"]).iterdir()):
         try:
@@ -94,13 +98,16 @@ def one_campaign(tree: Path, env: dict, tmp: Path, duration: str, runs: int, tag
             gaps.append(tw["start"] - prev["traffic_window"]["end"])
             # the previous run's figures went into its record after this run's record was created
             overlapped += (prev.get("figures_drawn") or 0) > m["created"]
+            in_traffic += (prev.get("figures_drawn") or 0) > tw["start"]
         if m.get("figures_drawn"):
             tails.append(m["figures_drawn"] - m["finished"])
     if n != runs:
         raise SystemExit(f"{name}: {n} completed runs found, {runs} expected")
     return {"wall": wall, "traffic": traffic, "duty": traffic / wall, "per_run_gap": (wall - traffic) / runs,
             "between_runs": sorted(gaps)[len(gaps) // 2] if gaps else None,
-            "figures_tail": sorted(tails)[len(tails) // 2] if tails else None, "overlapped": overlapped}
+            "figures_tail": sorted(tails)[len(tails) // 2] if tails else None, "overlapped": overlapped,
+            "figures_tail_max": max(tails) if tails else None, "in_traffic": in_traffic,
+            "exit_after_last": t_end - records[-1]["finished"]}
 
 
 def main() -> int:
@@ -135,8 +142,10 @@ def main() -> int:
                   f"duty {100 * r['duty']:.1f} %; (wall - traffic) per run {r['per_run_gap']:.2f} s; "
                   f"traffic end to next start (median) {between}; load {os.getloadavg()[0]:.1f}", flush=True)
             if r["figures_tail"] is not None:
-                print(f"        figures put in {r['figures_tail']:.2f} s after a record's end (median); in "
-                      f"{r['overlapped']} of {runs - 1} runs after the next run's record was created", flush=True)
+                print(f"        figures put in {r['figures_tail']:.2f} s after a record's end (median; largest "
+                      f"{r['figures_tail_max']:.2f} s); in {r['overlapped']} of {runs - 1} runs after the next run's "
+                      f"record was created, in {r['in_traffic']} after its traffic started; the daemon exited "
+                      f"{r['exit_after_last']:.2f} s after the last record's end", flush=True)
     return 0
 
 

@@ -22,7 +22,11 @@ class QuietGate:
     (matplotlib holds the interpreter lock for milliseconds at a time) would delay the loop's
     reading of the answers and widen every round trip, i.e. the offset's uncertainty, and with it
     a campaign's health check could end "unclear". Exchanges run together; a drawing waits until
-    none runs, and no exchange starts while one is drawn (the loop is never blocked: it polls)."""
+    none runs, and no exchange starts while one is drawn (the loop is never blocked: it polls).
+    Where it still applies: a campaign draws its runs' figures in a worker process
+    (controller/run/figworker.py), which holds no lock of the daemon's, and passes this gate only
+    when no worker could be started (controller/campaign/figures.py draws in a thread then); `ctl
+    run` alone draws after its run's last exchange, so the gate never waits there."""
 
     POLL_S = 0.005
 

@@ -569,7 +569,7 @@ class Scheduler:
         progress = (lambda m: self.log(prefix + m)) if self.opts.verbose else None
         task = asyncio.ensure_future(execute(scenario, params, given, inv, plan, runs_root=runs_root,
                                              campaign=c.id, influx=target, progress=progress, run_id=rid,
-                                             connections=lender, figures_later=True))
+                                             connections=lender, figures_later=True, figures_from_record=True))
         user_abort, lost = await self._watch(c.num, seq, task)
         try:
             outcome = await task

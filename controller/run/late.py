@@ -8,6 +8,14 @@ record after it is finished: the manifest says `figures_drawn: null` while they 
 the time they were put in (UTC seconds). A `kill -9` while they are drawn loses the figures only
 (the record is complete and says `figures_drawn: null`); `ctl runs plot RUN` draws them again
 from the record. Pure of the rack.
+
+A campaign draws them in a worker process instead (`execute(..., figures_from_record=True)`
+returns a `RecordFigures`; controller/campaign/figures.py hands the finished record to
+controller/run/figworker.py), so the daemon's next run never shares its interpreter lock with a
+drawing. Where a drawing stays in a process that measures clocks, `QUIET` keeps the two apart
+(controller.clocksync.QuietGate): it waits only when a campaign draws in its own process because
+no worker could be started; in `ctl run` alone the figures start after the run's last clock
+exchange, so the gate never waits there.
 """
 from __future__ import annotations
 
@@ -57,12 +65,41 @@ class FigureDrawing:
     def put_in_record(self, record: RunRecord) -> None:
         """Wait for the figures and save them in the (finished) record, with the time it happened."""
         self.wait()
-        if self.error is None:
-            record.manifest["figures"] = self.figures
-        else:
-            record.manifest["errors"].append({"t": time.time(), "error": f"figure failed: {self.error!r}"})
-        record.manifest["figures_drawn"] = time.time()
-        record.save()
+        put_figures(record, self.figures, None if self.error is None else repr(self.error))
+
+
+class RecordFigures:
+    """A completed run's figures to be drawn from its finished record rather than from the run's
+    data in this process: a campaign's figure worker draws them (controller/campaign/figures.py).
+    `put_in_record()` draws them here instead, the same way (controller.run.figworker.draw_record)."""
+
+    def __init__(self, record_dir: Path):
+        self.record_dir = Path(record_dir)
+
+    def wait(self) -> None:
+        """Nothing is being drawn for it yet."""
+
+    def put_in_record(self, record: RunRecord) -> None:
+        # Imported here: the record's loader (controller.run.replay) is not needed by `ctl run`'s
+        # start-up (~30 ms), only where figures are drawn from a record.
+        from controller.run.figworker import draw_record
+        try:
+            with QUIET.drawing(), FIGURES_LOCK:     # never while a clock offset is measured
+                figures, error = draw_record(record.dir), None
+        except Exception as exc:    # a plot must never lose the numbers: said in the record
+            figures, error = None, repr(exc)
+        put_figures(record, figures, error)
+
+
+def put_figures(record: RunRecord, figures: list[str] | None, error: str | None) -> None:
+    """A finished record's figures (or `error`, the drawing's exception) saved in it with the
+    time they were put in (`figures_drawn`)."""
+    if error is None:
+        record.manifest["figures"] = figures
+    else:
+        record.manifest["errors"].append({"t": time.time(), "error": f"figure failed: {error}"})
+    record.manifest["figures_drawn"] = time.time()
+    record.save()
 
 
 @dataclass
@@ -77,8 +114,8 @@ class RunOutcome:
     influx_pending: int = 0
     error_type: str | None = None
     # The figures still being drawn when execute(..., figures_later=True) returned: the caller
-    # lets the rack go, then calls `finish_figures()`.
-    figures: FigureDrawing | None = None
+    # lets the rack go, then calls `finish_figures()` (or, for RecordFigures, has them drawn).
+    figures: FigureDrawing | RecordFigures | None = None
     record: RunRecord | None = None
 
     def finish_figures(self) -> None:

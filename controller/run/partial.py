@@ -60,7 +60,10 @@ def partial_summary(scenario: Scenario, data: RunData, status: str, error: str |
             out = {**s, **base, "valid": False, "invalid_reasons": reasons}
             if out_dir is not None:
                 try:
-                    with FIGURES_LOCK:    # a previous run's may still be drawn (campaign)
+                    # Not behind the clock gate (QUIET): this runs on the event loop after the run's
+                    # last clock exchange, and in a campaign before the next health check. The lock:
+                    # a campaign without a figure worker may still draw a previous run's in a thread.
+                    with FIGURES_LOCK:
                         figures = scenario.figures(dataclasses.replace(data, flows=ended), out, out_dir)
                 except Exception as exc:  # a plot must never lose the numbers
                     part["figure_error"] = f"{type(exc).__name__}: {exc}"[:300]

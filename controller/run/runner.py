@@ -28,7 +28,7 @@ from controller.results.hystart import attach_own_hystart
 from controller.results.summary import data_local_ports
 from controller.run.congestion import CongestionStage, congestion_problems, subflow_congestion
 from controller.run.live import LIVE_INTERVAL_S, LiveFeed, LiveSink
-from controller.run.late import FigureDrawing, RunOutcome, jsonable, restore_problems
+from controller.run.late import FigureDrawing, RecordFigures, RunOutcome, jsonable, restore_problems
 from controller.run.overlap import import_influx, preload_libraries, preload_snmp, together
 from controller.run.looplag import LoopLagMonitor
 from controller.run.looplag import warning as looplag_warning
@@ -618,14 +618,16 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
                   influx: InfluxTarget | None = None, progress: Callable[[str], None] | None = None,
                   run_id: str | None = None, live: LiveSink | None = None,
                   connections: SSHPool | None = None, startup: dict[str, float] | None = None,
-                  figures_later: bool = False) -> RunOutcome:
+                  figures_later: bool = False, figures_from_record: bool = False) -> RunOutcome:
     """Run `plan` on the rack and write its record. `progress` gets one line per step; `live`
     (a terminal's redrawn block) gets a LiveStatus about once a second while traffic runs,
     then None. `connections`: a pool whose open connections the run takes over and hands back.
     `startup`: when `ctl run`'s start-up steps ended (UTC seconds), kept in the record.
     The record is finished when the rack is restored and the summary written; the figures are put
     in after that (controller.run.late): before this returns, or with `figures_later` by the
-    caller's `outcome.finish_figures()` once it has let the rack go."""
+    caller's `outcome.finish_figures()` once it has let the rack go. `figures_from_record`: none
+    are drawn in this process; the outcome's `figures` (a RecordFigures) is drawn from the finished
+    record by the caller (a campaign's figure worker, controller/campaign/figures.py)."""
     rid = run_id or make_run_id(scenario.name, scenario.run_id_parts(given, params))
     tmp = None
     if dry_run:
@@ -652,11 +654,12 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
     main = asyncio.current_task()
     received: list[int] = []
     late: dict[str, asyncio.Future] = {}      # work off the rack's path: the InfluxDB push, the summary
-    drawing: list[FigureDrawing] = []         # the figures, drawn in a thread once the summary is known
+    drawing: list[FigureDrawing | RecordFigures] = []   # the figures, drawn in a thread once the summary is known
 
     async def summary_then_figures(data: RunData) -> dict:
         summary = await asyncio.to_thread(scenario.summarize, data)
-        drawing.append(FigureDrawing(scenario, data, summary, record.dir))
+        drawing.append(RecordFigures(record.dir) if figures_from_record else
+                       FigureDrawing(scenario, data, summary, record.dir))
         return summary
 
     def on_signal(signum: int) -> None:

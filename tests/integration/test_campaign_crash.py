@@ -348,6 +348,98 @@ def test_a_kill_9_while_a_done_runs_figures_go_in_loses_only_the_figures(rack, t
     assert list(out.glob("*.png"))
     assert baseline(rack) == before
 
+WORKER_CAMPAIGN = """
+version: 1
+name: worker-kill
+scenario: distinct-bottleneck
+fixed: {duration: 2s, link2: 20M}
+repetitions: 1
+order: sequential
+pause: 0s
+overhead: 10s
+"""
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if int((p / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(p.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def gone(pid: int) -> bool:
+    """Exited (a zombie nobody reaped counts as exited)."""
+    try:
+        return (Path(f"/proc/{pid}") / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_a_kill_9_while_the_figure_worker_draws_leaves_no_orphan_and_loses_only_the_figures(rack, tmp_path):
+    """Issue 28: a campaign daemon has a done run's figures drawn from its record by a worker
+    process (controller/run/figworker.py). The daemon killed -9 while that worker draws: the
+    worker ends with the daemon (no orphan drawing into the record), the record is complete and
+    says `figures_drawn: null`, the attempt stays completed, and `ctl runs plot` draws the figures."""
+    before = baseline(rack)
+    f = tmp_path / "worker-kill.yaml"
+    f.write_text(WORKER_CAMPAIGN)
+    p = rack.ctl("campaign", "submit", str(f), "--json")
+    assert p.returncode == 0, p.stderr
+    num = json.loads(p.stdout)["data"]["num"]
+    log = tmp_path / "daemon.log"
+    d = start_daemon(rack, log)      # not --exit-when-idle: once the run is done it idles while its figures are drawn
+    worker = record = None
+    try:
+        deadline = time.monotonic() + 120
+        while worker is None and time.monotonic() < deadline and d.poll() is None:
+            ids = re.findall(r"run 1/1 \([^)]*\), attempt \d+: (\S+)", log.read_text())
+            if ids:
+                try:
+                    m = json.loads((rack.runs_dir / ids[0] / "manifest.json").read_text())
+                except (OSError, ValueError):
+                    m = {}
+                drawing = [c for c in children(d.pid) if b"controller.run.figworker" in cmdline(c)] \
+                    if m.get("status") == "completed" else []
+                if drawing and m.get("figures_drawn", 0) is None:
+                    worker, record = drawing[0], rack.runs_dir / ids[0]
+                    d.send_signal(signal.SIGKILL)
+                    d.wait(10)
+                    break
+            time.sleep(0.005)
+    finally:
+        if d.poll() is None:
+            d.kill()
+            d.wait(10)
+    assert worker is not None, "the worker was never seen drawing a done run's figures:\n" + log.read_text()[-2000:]
+    deadline = time.monotonic() + 30
+    while not gone(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(worker), f"figure worker {worker} outlived the daemon killed -9"
+    m = json.loads((record / "manifest.json").read_text())
+    assert m["status"] == "completed" and m["restore_problems"] == [] and m["figures_drawn"] is None
+    assert "figures" not in m
+    st = status(rack, num)
+    assert st["state"] == "done" and [a["status"] for r in st["runs"] for a in r["attempts"]] == ["completed"], st
+    out = tmp_path / "figures"
+    p = rack.ctl("runs", "plot", record.name, "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert [x.name for x in out.glob("*.png")] == ["throughput.png"]
+    assert baseline(rack) == before
+
+
 # ---- headless Chromium over the DevTools protocol (pipe transport) -------------------------------
 
 class DevTools:

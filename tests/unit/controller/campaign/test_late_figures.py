@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import threading
 
 from controller.campaign.figures import LateFigures
 from controller.results.records import RunRecord
-from controller.run.late import FigureDrawing, RunOutcome
+from controller.run.figworker import WorkerLost
+from controller.run.late import FigureDrawing, RecordFigures, RunOutcome
+from tests.support.shipped import no_state_dir, recorded_runs
 
 
 class _Scenario:
@@ -105,3 +108,86 @@ def test_two_runs_figures_are_never_drawn_at_once(tmp_path):
     b.finish_figures()
     assert first.most == 1 and second.most == 1
     assert _manifest(a)["figures"] == _manifest(b)["figures"] == ["run.png"]
+
+
+# ---- figures drawn from the finished record by the daemon's worker process (figworker) ---------
+
+class _Worker:
+    """A FigureWorker's interface: what it was asked, and what it answers."""
+
+    def __init__(self, answer=(["throughput.png"], None), raises: Exception | None = None):
+        self.answer, self.raises, self.asked, self.closed = answer, raises, [], False
+
+    async def draw(self, record_dir):
+        self.asked.append(record_dir)
+        if self.raises is not None:
+            raise self.raises
+        return self.answer
+
+    async def close(self):
+        self.closed = True
+
+
+def _from_record(tmp_path, rid: str) -> RunOutcome:
+    rec = RunRecord(tmp_path, rid)
+    rec.manifest = {"status": "running", "errors": [], "finished": None, "figures_drawn": None}
+    rec.finish("completed")
+    return RunOutcome(rid, rec.dir, "completed", {}, 0, figures=RecordFigures(rec.dir), record=rec)
+
+
+def _late(worker: _Worker, outcome: RunOutcome) -> tuple[list[str], list[str]]:
+    log: list[str] = []
+    after: list[str] = []
+
+    async def main():
+        late = LateFigures(log.append, worker=lambda: worker)
+        late.add(outcome, lambda: after.append(json.dumps(_manifest(outcome).get("figures"))))
+        assert outcome.figures is None          # handed over: never drawn a second time
+        await late.wait()
+        assert late.pending == 0 and late.worker is None
+    asyncio.run(main())
+    return log, after
+
+
+def test_the_worker_draws_from_the_finished_record_and_the_daemon_puts_them_in(tmp_path):
+    outcome = _from_record(tmp_path, "w1")
+    worker = _Worker()
+    log, after = _late(worker, outcome)
+    m = _manifest(outcome)
+    assert worker.asked == [outcome.record.dir] and worker.closed     # let go at the scheduler's end
+    assert m["figures"] == ["throughput.png"] and m["figures_drawn"] >= m["finished"] and m["errors"] == []
+    assert after == ['["throughput.png"]'] and log == []
+
+
+def test_a_figure_the_worker_could_not_draw_is_said_as_in_the_runs_process(tmp_path):
+    outcome = _from_record(tmp_path, "w2")
+    log, after = _late(_Worker(answer=(None, "ValueError('no axes')")), outcome)
+    m = _manifest(outcome)
+    assert "figures" not in m and m["figures_drawn"] is not None
+    assert m["errors"][-1]["error"] == "figure failed: ValueError('no axes')" and log == [] and after == ["null"]
+
+
+def test_a_lost_worker_leaves_the_record_complete_saying_how_to_draw_them(tmp_path):
+    outcome = _from_record(tmp_path, "w3")
+    lost = WorkerLost("the figure worker (pid 42) was ended by SIGKILL while drawing them")
+    log, after = _late(_Worker(raises=lost), outcome)
+    m = _manifest(outcome)
+    assert m["status"] == "completed" and m["figures_drawn"] is None and "figures" not in m
+    line = m["errors"][-1]["error"]
+    assert line == ("figures not drawn: the figure worker (pid 42) was ended by SIGKILL while drawing them; "
+                    "`ctl runs plot w3` draws them")
+    assert log == [f"run w3: {line}"] and after == ["null"]      # the record changed: a shared store gets it again
+
+
+def test_without_a_worker_process_the_figures_are_drawn_from_the_record_in_the_daemon(tmp_path):
+    run_dir = sorted(recorded_runs())[0]
+    d = tmp_path / run_dir.name
+    shutil.copytree(run_dir, d)
+    rec = RunRecord.open(d)
+    rec.manifest["figures_drawn"] = None
+    outcome = RunOutcome(rec.id, d, "completed", {}, 0, figures=RecordFigures(d), record=rec)
+    with no_state_dir():
+        log, after = _late(_Worker(raises=OSError("fork: Resource temporarily unavailable")), outcome)
+    m = _manifest(outcome)
+    assert m["figures"] and all((d / f).read_bytes().startswith(b"\x89PNG") for f in m["figures"])
+    assert m["figures_drawn"] is not None and len(log) == 1 and "drawn in the daemon's process" in log[0]
