@@ -19,7 +19,6 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from controller.errors import ParseError, ResultInvalid
 from controller.inventory import Inventory
-from controller.parsers import ip_mptcp, iperf3, nstat
 from controller.results.hystart import OWN_HYSTART_DEFINITION, own_hystart_text
 from controller.results.window import Span
 from controller.telemetry.points import Point
@@ -70,6 +69,7 @@ def flow_throughput(run: Any) -> FlowThroughput:
     cc = None
     intervals: list[tuple[float, float, float]] = []
     if run.client_json:
+        from controller.parsers import iperf3   # the parsers when a run is summarized, not at start-up
         try:
             res = iperf3.parse(run.client_json)
         except ParseError as exc:
@@ -138,6 +138,7 @@ def data_local_ports(run: Any) -> set[int]:
     connection, which goes to the same server port and, under mptcpize, is MPTCP too)."""
     if not run.client_json:
         return set()
+    from controller.parsers import iperf3
     try:
         res = iperf3.parse(run.client_json)
     except ParseError:
@@ -250,6 +251,7 @@ def mptcp_verdict(inv: Inventory, flow: str, client: str, server: str, nstat_tex
                   min_bytes: int = 64 * 1024) -> dict:
     """Was MPTCP really used, how many subflows per link, and did each expected link carry data
     (at least `min_bytes`: callers scale it to the link's capacity and the run's duration)."""
+    from controller.parsers import ip_mptcp, nstat
     reasons: list[str] = []
     out: dict[str, Any] = {"flow": flow}
     if client in nstat_texts:
@@ -355,6 +357,7 @@ def sender_counters(nstat_texts: Mapping[str, tuple[str, str]], hosts: Sequence[
     HyStart among them) gets them as None (not counted) with `hystart_not_counted` saying so,
     never a 0 that reads as "slow start ended by loss"; a host that runs cubic and another
     algorithm says which of its algorithms they leave out."""
+    from controller.parsers import nstat
     out: dict[str, dict] = {}
     for h in hosts:
         if h not in nstat_texts:

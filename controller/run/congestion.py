@@ -22,16 +22,18 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from controller.commands import Command, run_all
 from controller.errors import CtlError, ParameterError, VerifyError
 from controller.inventory import Inventory
 from controller.settings import state_dir
-from nodes.congestion.build import ARCHES, Build, BuildError, build
 from nodes.congestion import hostctl
 from nodes.congestion.catalog import ALGORITHMS, kernel_label
 from nodes.congestion.driver import CongestionDriver, CongestionState, LoadObject, hostctl_command
+
+if TYPE_CHECKING:   # the builder (and its BTF check) is imported only where a run builds: not at every start-up
+    from nodes.congestion.build import Build
 
 OBJECTS_ON_HOST = "/run/ctl-cc/objects"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -217,6 +219,7 @@ class CongestionStage:
         if not btf.exists():
             btf.write_bytes(data)
         uname = await self.sessions[host].run(Command(("uname", "-m"), timeout=10, assume="x86_64"))
+        from nodes.congestion.build import ARCHES
         return await asyncio.to_thread(_build_or_refuse, host, btf, dest, ARCHES.get(uname.stdout.strip(), "x86"))
 
     async def configure(self) -> dict[str, CongestionState]:
@@ -357,6 +360,7 @@ def record_unload_waits(cong: dict, h: str, waits: Mapping[str, dict]) -> list[s
 
 
 def _build_or_refuse(host: str, btf: Path, dest: Path, arch: str | None) -> Build:
+    from nodes.congestion.build import BuildError, build
     try:
         return build(btf, dest, arch=arch)
     except BuildError as exc:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Callable, Literal, Sequence
 
 from controller.commands import Command
 from controller.errors import SSHError, TrafficError
-from controller.parsers import iperf3 as iperf3_parser
 from controller.traffic.progress import TrafficProgress, Unit, format_seconds, timed_progress
 if TYPE_CHECKING:  # asyncssh is heavy to import; bad-input paths never need it
     from controller.ssh import SSHPool, SSHRemoteProcess
@@ -300,6 +299,8 @@ async def _collect(proc: SSHRemoteProcess, into: list[str]) -> None:
 
 
 def _receiver_rate_text(text: str) -> str:
+    # imported when a flow ends, not with the scenarios' FlowSpec at every start-up (issue 28)
+    from controller.parsers import iperf3 as iperf3_parser
     try:
         bps = iperf3_parser.receiver_throughput_bps(iperf3_parser.parse(text))
     except Exception:  # a progress line must never fail the run
