@@ -40,8 +40,12 @@ Choices made here, and why:
 - **No orphan**: the worker reads its requests on a thread of its own; end of file on its stdin
   (the daemon exited, or was killed -9: the kernel closes the pipe) ends it at once with
   `os._exit`, mid-figure if need be (a figure file is replaced whole, controller.safefs, so a
-  record never holds half a figure). The daemon's exit first waits for the figures handed over
-  (LateFigures.wait), then closes the pipe.
+  record never holds half a figure). Not PR_SET_PDEATHSIG: it fires when the thread that
+  started the child ends, not the process, and is Linux's own. The daemon's exit first waits for
+  the figures handed over (LateFigures.wait), then closes the pipe. The worker runs in a session
+  of its own (a Ctrl-C at the daemon's terminal never reaches it) and ignores SIGINT, SIGTERM
+  and SIGHUP (a service manager's stop signals every process of the service): the daemon then
+  still waits for its figures, and the pipe ends the worker.
 
 Pure of the rack; only the worker's side (`draw_record`, `serve`) draws.
 """
@@ -153,6 +157,8 @@ def _read_requests(stream: IO[bytes], requests: "queue.Queue[tuple[int, str]]") 
 
 def serve(draw_ref: str = DRAW, preload: bool = True) -> None:
     """The worker: answer each request with `draw_ref`'s figures, one at a time, until stdin ends."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):     # ended by its pipe (see the docstring)
+        signal.signal(sig, signal.SIG_IGN)
     replies = os.fdopen(os.dup(1), "w", buffering=1)    # the replies on the pipe stdout was
     os.dup2(2, 1)                                         # a stray print goes to stderr, never into a reply
     with contextlib.suppress(OSError):
@@ -199,7 +205,8 @@ class FigureWorker:
         if not self.preload:
             argv.append("--no-preload")
         proc = await asyncio.create_subprocess_exec(*argv, stdin=asyncio.subprocess.PIPE,
-                                                    stdout=asyncio.subprocess.PIPE, env=env, cwd=_ROOT)
+                                                    stdout=asyncio.subprocess.PIPE, env=env, cwd=_ROOT,
+                                                    start_new_session=True)
         self.started += 1
         return proc
 

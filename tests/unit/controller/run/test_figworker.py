@@ -163,6 +163,22 @@ def test_the_worker_answers_in_turn_at_a_lower_priority_and_says_a_failed_figure
     assert _gone(int(first[0][1].removeprefix("pid=")))     # let go by close()
 
 
+def test_a_ctrl_c_or_a_stop_of_the_daemons_group_leaves_the_worker_drawing(tmp_path):
+    """SIGINT, SIGTERM and SIGHUP reach a process group; the daemon then still waits for its figures."""
+    async def main():
+        w = FigureWorker(draw=FAKE, preload=False)
+        try:
+            await w.draw(_record(tmp_path, "r1", "ok"))
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                os.kill(w.pid, sig)
+            figures, error = await w.draw(_record(tmp_path, "r2", "ok"))
+            return figures, error, w.started
+        finally:
+            await w.close()
+    figures, error, started = asyncio.run(main())
+    assert error is None and figures[0].startswith("nice=") and started == 1
+
+
 def test_a_worker_that_dies_is_reported_and_the_next_figures_get_a_new_one(tmp_path):
     async def main():
         w = FigureWorker(draw=FAKE, preload=False)
