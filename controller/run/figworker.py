@@ -229,6 +229,10 @@ class FigureWorker:
                 raise WorkerLost(f"the figure worker (pid {proc.pid}) {exc} and was ended") from None
             except (OSError, ConnectionError):     # the pipe broke: the worker is gone
                 line = b""
+            except ValueError as exc:               # a line over the stream's limit: not a reply
+                await self._end(proc, kill=True)
+                raise WorkerLost(f"the figure worker (pid {proc.pid}) answered no reply ({exc}) and was "
+                                 "ended") from None
             if not line:
                 code = await self._end(proc, kill=False)
                 raise WorkerLost(f"the figure worker (pid {proc.pid}) {_how(code)} while drawing them")

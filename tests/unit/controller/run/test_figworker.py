@@ -42,6 +42,8 @@ def fake_draw(record: str) -> list[str]:
     if how == "hang":
         (Path(record) / "started").write_text(str(os.getpid()))
         time.sleep(600)
+    if how == "huge":
+        return ["x" * 100_000]
     if how == "spin":
         while True:
             pass
@@ -161,6 +163,20 @@ def test_the_worker_answers_in_turn_at_a_lower_priority_and_says_a_failed_figure
     assert failed == (None, "ValueError('no axes')")
     assert again[0] == first[0] and started == 1          # one worker for them all
     assert _gone(int(first[0][1].removeprefix("pid=")))     # let go by close()
+
+
+def test_an_answer_over_the_streams_limit_is_no_reply_and_ends_the_worker(tmp_path):
+    async def main():
+        w = FigureWorker(draw=FAKE, preload=False)
+        try:
+            with pytest.raises(WorkerLost, match=r"answered no reply .* and was ended"):
+                await w.draw(_record(tmp_path, "r1", "huge"))
+            assert w.pid is None
+            return await w.draw(_record(tmp_path, "r2", "ok")), w.started
+        finally:
+            await w.close()
+    (figures, error), started = asyncio.run(main())
+    assert error is None and figures[0].startswith("nice=") and started == 2
 
 
 def test_a_ctrl_c_or_a_stop_of_the_daemons_group_leaves_the_worker_drawing(tmp_path):
