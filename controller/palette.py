@@ -13,8 +13,9 @@ by a checksum of its name: the same in every figure and every process.
 
 `label` turns the identifiers of summaries and parameters into what a reader of a paper
 expects: `share_pct` -> "share of the bottleneck (%)", `cc = bbr` -> "congestion control: BBR
-(the kernel's; upstream Linux: v1)". Kernel `bbr` is never called BBRv3: ctl's `bbr` is the
-endpoints' own kernel's BBR, which upstream is BBRv1.
+(kernel)". Kernel `bbr` is never called BBRv3: ctl's `bbr` is the endpoints' own kernel's BBR,
+which upstream is BBRv1; "BBRv3" is ctl's `bbr3` (its BPF program after the IETF draft), and a
+figure's caption says both (`algorithm_note`).
 """
 from __future__ import annotations
 
@@ -204,7 +205,13 @@ def value_label(key: str, value: str) -> str:
 
 
 def algorithm_note(names: list[str] | tuple[str, ...] | set[str]) -> str | None:
-    """What a caption must say when the kernel's BBR is in a figure (it is not BBRv3)."""
-    if any(algorithm_key(n) == "bbr" for n in names):
-        return "BBR (kernel) is the endpoints' own kernel's BBR: upstream Linux ships BBRv1, not BBRv3"
-    return None
+    """What a caption must say when a BBR is in a figure: the kernel's BBR is not BBRv3, and the
+    figure's "BBRv3" is ctl's bbr3, not Google's Linux BBRv3."""
+    keys = {algorithm_key(n) for n in names}
+    notes = []
+    if "bbr" in keys:
+        notes.append("BBR (kernel) is the endpoints' own kernel's BBR: upstream Linux ships BBRv1, not BBRv3")
+    if "bbr3" in keys:
+        notes.append("BBRv3 is ctl's bbr3, a BPF program after the IETF CCWG's BBR draft, not Google's Linux BBRv3 "
+                     "(the draft's revision and how bbr3 differs from it: `ctl cc list`)")
+    return "; ".join(notes) or None
