@@ -223,10 +223,11 @@ def render(s: dict) -> str:
                               + window_title(s))]
     srows = [[x["subflow"], x["link"], x["mbps"], x["bytes"], "initial" if x.get("initial") else "joined"]
              for x in s["subflows"]]
-    out.append(format_table(["MPTCP subflow", "link", "Mbit/s", "bytes", ""], srows))
+    out.append(format_table(["MPTCP subflow", "link", "Mbit/s", "bytes", "kind"], srows))
     lrows = [[l, v["capacity_mbps"], v["mptcp_subflow_mbps"], v["tcp_mbps"], v["flows_total_mbps"],
               v["bridge_forward_mbps"]] for l, v in s["links"].items()]
-    out.append(format_table(["link", "capacity", "MPTCP sub", "TCP", "flows total", "at bridge"], lrows))
+    out.append(format_table(["link", "capacity Mbit/s", "MPTCP sub Mbit/s", "TCP Mbit/s", "flows total Mbit/s",
+                             "at bridge Mbit/s"], lrows))
     m = s["mptcp"]
     out.append(f"Jain's fairness index over {', '.join(s['jain_over'])}: "
                f"{s['jain_index'] if s['jain_index'] is not None else '-'}")

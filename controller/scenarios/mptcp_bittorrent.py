@@ -493,8 +493,8 @@ def render(s: dict) -> str:
             rows.append([proto, th["mean"], th["median"], f"{th['min']}-{th['max']}" if th["n"] else "-",
                          dl["mean"], f"{x['complete']}/{x['downloads']}", ", ".join(x["first_path"]) or "-",
                          ", ".join(f"{k} {v}" for k, v in x["subflows_per_link"].items()) or "-"])
-        out.append(format_table(["protocol", "mean Mbit/s", "median", "range", "mean download s", "complete",
-                                 "first path", "MPTCP subflows"], rows,
+        out.append(format_table(["protocol", "mean Mbit/s", "median Mbit/s", "range Mbit/s", "mean download s",
+                                 "complete", "first path", "MPTCP subflows"], rows,
                                 title=f"mptcp-bittorrent step 2 (webtorrent, Fig. 3{'a' if par['tracker'] == 'local' else 'b'}"
                                       f": tracker {par['tracker']}), {par['size']} x {par['repetitions']}; {paths}"))
         drows = [[d["name"], d["download_s"], d["throughput_mbps"], d["cli_seconds"], ", ".join(d["first_path"]),
@@ -502,7 +502,7 @@ def render(s: dict) -> str:
                   ", ".join(f"{k} {v}" for k, v in d["received_mbps_per_link"].items()) or "-",
                   "ok" if d["complete"] else (d["error"] or "incomplete")] for d in s["downloads"]]
         out.append(format_table(["download", "seconds", "Mbit/s", "CLI s", "first path", "peer",
-                                 "received Mbit/s per path", ""], drows))
+                                 "received Mbit/s per path", "status"], drows))
         out.append(f"MPTCP / TCP (mean throughput): {s['mptcp_over_tcp']}   paper: MPTCP faster with the tracker "
                    "local; with it global both slow (the first subflow takes the global path)")
     if foreign_line(s):

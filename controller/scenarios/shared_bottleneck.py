@@ -298,7 +298,7 @@ def render(s: dict) -> str:
                         rows, title=title)]
     srows = [[x["subflow"], x["link"], x["mbps"], x["bytes"], "initial" if x.get("initial") else "joined"]
              for x in s["subflows"]]
-    out.append(format_table(["MPTCP subflow (sender)", "path", "Mbit/s", "bytes acked", ""], srows))
+    out.append(format_table(["MPTCP subflow (sender)", "path", "Mbit/s", "bytes acked", "kind"], srows))
     # The paper's table, this run's cell next to the paper's values of the same column.
     out.append(format_table([f"{s['table']}: MPTCP / TCP", s["column"]], s["paper_table"]["rows"]))
     m = s["mptcp"]
