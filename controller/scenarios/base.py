@@ -92,10 +92,15 @@ class Param:
         else:  # pragma: no cover - a programming error in a scenario definition
             raise AssertionError(t)
         if self.min is not None and v < self._bound(self.min):
-            raise ParameterError(f"{what}: {raw} is below the minimum {self.min}")
+            raise ParameterError(f"{what}: {raw} is below the minimum {self._bound_text(self.min)}")
         if self.max is not None and v > self._bound(self.max):
-            raise ParameterError(f"{what}: {raw} is above the maximum {self.max}")
+            raise ParameterError(f"{what}: {raw} is above the maximum {self._bound_text(self.max)}")
         return v
+
+    def _bound_text(self, b: Any) -> str:
+        """A bound in an error: as written when it is text (`5s`, `10G`: it carries its unit), a count
+        bare, a number with the parameter's unit (`86400 s`, not `86400`)."""
+        return b if isinstance(b, str) or self.type == "int" else self.display(b)
 
     def _bound(self, b: Any) -> Any:
         """A bound written like a value (`1G`, `10s`) in the parameter's base unit."""
