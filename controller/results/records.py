@@ -61,12 +61,14 @@ _MIGRATIONS: dict[int, Callable[[dict], dict]] = {}  # from version N to N+1
 
 
 def make_run_id(scenario: str, varied: dict[str, str], now: float | None = None) -> str:
-    """Readable and unique: UTC time, scenario, the parameters that were set."""
+    """Readable and unique: UTC time, scenario, the parameters that were set. A percentage keeps its
+    unit as `pct` (`loss-0.1pct`, not `loss-0.1-`); other characters outside a file name's safe set
+    become `-`."""
     t = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now if now is not None else time.time()))
     parts = [t, scenario]
     for k, v in varied.items():
         parts.append(f"{k}-{v}")
-    rid = "_".join(parts)
+    rid = "_".join(parts).replace("%", "pct")
     rid = re.sub(r"[^A-Za-z0-9._+-]+", "-", rid)
     return rid[:180]
 

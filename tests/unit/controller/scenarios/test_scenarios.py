@@ -260,6 +260,9 @@ def test_make_run_id_readable():
     assert make_run_id("distinct-bottleneck", {"link2": "20M"}, now=NOV22) == \
         "20261122T031819Z_distinct-bottleneck_link2-20M"        # the README's example
     assert make_run_id("distinct-bottleneck", {}, now=NOV22) == "20261122T031819Z_distinct-bottleneck"
+    # a percentage keeps its unit (it was `loss-0.1-_cc-bbr3`)
+    assert make_run_id("rtt-loss-sweep", {"rtt": "40ms", "loss": "0.1%", "cc": "bbr3"}, now=NOV22) == \
+        "20261122T031819Z_rtt-loss-sweep_rtt-40ms_loss-0.1pct_cc-bbr3"
 
 
 def test_make_run_id_is_a_safe_directory_name():
