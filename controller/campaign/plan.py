@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,7 +88,25 @@ class ValidatedCase:
     duration_s: float
 
 
-def case_line(spec: CampaignSpec, lines: Mapping[tuple, int], case: Case) -> int | None:
+_FLAG = re.compile(r"--([a-z0-9][a-z0-9-]*):")
+
+
+def case_line(spec: CampaignSpec, lines: Mapping[tuple, int], case: Case, message: str = "") -> int | None:
+    """The line a case's error belongs to: the value of the parameter the message names
+    (`--rtt: ...`) where this case takes it from (its `cases` entry, the sweep's list item,
+    `fixed`), else the case as a whole."""
+    m = _FLAG.match(message)
+    if m:
+        name = _norm(m.group(1))
+        places = [(("cases", case.index), spec.cases[case.index])] if spec.cases is not None else []
+        places += [(("sweep",), spec.sweep or {}), (("fixed",), spec.fixed)]
+        for where, keys in places:
+            for k, v in keys.items():
+                if _norm(k) != name or where + (k,) not in lines:
+                    continue
+                if where == ("sweep",) and isinstance(v, list) and case.varied.get(name) in v:
+                    return lines.get(where + (k, v.index(case.varied[name])), lines[where + (k,)])
+                return lines[where + (k,)]
     if spec.cases is not None:
         return lines.get(("cases", case.index))
     if spec.sweep:
@@ -126,8 +145,8 @@ def validate_cases(spec: CampaignSpec, path: Path, lines: Mapping[tuple, int], i
         try:
             _scenario, params, given, _plan = prepare_run(spec.scenario, case.argv(), inv)
         except CtlError as exc:
-            raise CampaignFileError(f"{path}:{case_line(spec, lines, case) or '?'}: case {case.index + 1} "
-                                    f"({case.label()}): {exc.one_line()}") from None
+            raise CampaignFileError(f"{path}:{case_line(spec, lines, case, exc.one_line()) or '?'}: case "
+                                    f"{case.index + 1} ({case.label()}): {exc.one_line()}") from None
         duration = float(params.get("duration") or 0.0)
         if window is not None and duration + spec.overhead_s > window.length_s:
             raise CampaignFileError(f"{path}:{lines.get(('window',), '?')}: window: a run of case {case.index + 1} "
