@@ -74,11 +74,12 @@ class Settings:
     ctzu: int = 0
     cpol_format: int = 2
     cpls: int = 0
+    contexts: dict[int, tuple[str, str]] = field(default_factory=dict)    # +CGDCONT: cid -> (PDP type, APN)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def power_up(cls, profile: Profile) -> "Settings":
-        return cls(cscs=profile.default_charset)
+        return cls(cscs=profile.default_charset, contexts={1: ("IPV4V6", profile.apn)})
 
 
 def error(settings: Settings, code: int) -> Reply:
@@ -272,6 +273,31 @@ def _set_int(st: Settings, name: str, value: str, allowed: range) -> Reply:
     return OK
 
 
+# +CGDCONT (27.007 10.1.1): the read command lists the contexts defined, each with the PDP address it has
+# (none yet: zeros in the type's form); "+CGDCONT=<cid>" alone makes context <cid> undefined; an omitted or
+# empty APN asks the network for the subscribed one. Contexts the TE defined are forgotten at a reset and
+# by AT&F/ATZ (power-up: context 1 of the SIM profile) -- whether a real module keeps them in non-volatile
+# memory is the vendor's choice, not read in any manual here. The PDP types are those +CGDCONT=? lists.
+PDP_ADDR_UNSET = {"IP": "0.0.0.0", "PPP": "0.0.0.0", "IPV6": "0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0",
+                  "IPV4V6": "0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0"}
+_CGDCONT = re.compile(r'\+CGDCONT=(\d{1,3})(?:,"([A-Za-z0-9]*)"(?:,"([^"]*)"(?:,(?:"[^"]*"|\d*))*)?)?',
+                      re.IGNORECASE)
+
+
+def _cgdcont(cmd: str, st: Settings, p: Profile) -> Reply:
+    m = _CGDCONT.fullmatch(cmd)
+    if m is None or not 1 <= int(m.group(1)) <= p.cgdcont_max_cid:
+        return error(st, 50)
+    cid, pdp_type, apn = int(m.group(1)), m.group(2), m.group(3)
+    if pdp_type is None:
+        st.contexts.pop(cid, None)
+        return OK
+    if pdp_type.upper() not in PDP_ADDR_UNSET:
+        return error(st, 50)
+    st.contexts[cid] = (pdp_type.upper(), apn or "")
+    return OK
+
+
 def _cclk(_st: Settings) -> Reply:
     return [time.strftime('+CCLK: "%y/%m/%d,%H:%M:%S+00"', time.gmtime())], "OK"
 
@@ -421,9 +447,10 @@ def answer(cmd: str, st: Settings, p: Profile, s: Any) -> Optional[Reply]:
         n = p.cgdcont_max_cid
         return [f'+CGDCONT: (1-{n}),"{t}",,,(0-2),(0-4),(0,1),(0,1)' for t in ("IP", "PPP", "IPV6", "IPV4V6")], "OK"
     if u == "+CGDCONT?":
-        return [f'+CGDCONT: 1,"IPV4V6","{p.apn}","0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0",0,0,0,0'], "OK"
-    if re.fullmatch(r"\+CGDCONT=\d+(?:,.*)?", u):
-        return OK
+        return [f'+CGDCONT: {cid},"{t}","{apn}","{PDP_ADDR_UNSET[t]}",0,0,0,0'
+                for cid, (t, apn) in sorted(st.contexts.items())], "OK"
+    if u.startswith("+CGDCONT="):
+        return _cgdcont(cmd.strip(), st, p)
     if u == "+CGATT?":
         return [f"+CGATT: {1 if registered(s, st) else 0}"], "OK"
     if u == "+CGACT?":
