@@ -2,6 +2,7 @@
 the inventory exactly as `ctl run` would check it."""
 from __future__ import annotations
 
+import difflib
 import itertools
 import random
 import re
@@ -128,8 +129,10 @@ def validate_cases(spec: CampaignSpec, path: Path, lines: Mapping[tuple, int], i
             if _norm(k) not in known:
                 line = lines.get(where + (k,), lines.get(where, "?"))
                 field_ = ".".join(str(x) for x in where + (k,))
-                raise CampaignFileError(f"{path}:{line}: {field_}: {spec.scenario} has no parameter {k!r} "
-                                        f"(known: {', '.join(sorted(known))})")
+                close = difflib.get_close_matches(_norm(k), sorted(known), n=1, cutoff=0.6)
+                raise CampaignFileError(f"{path}:{line}: {field_}: {spec.scenario} has no parameter {k!r} ("
+                                        + (f"did you mean {close[0]}? " if close else "")
+                                        + f"known: {', '.join(sorted(known))})")
     out = []
     window = spec.window_obj()
     cases = expand_cases(spec)

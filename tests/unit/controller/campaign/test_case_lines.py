@@ -3,7 +3,8 @@
 A case refused by its scenario (`--rtt: unknown unit ...`) used to point at the `sweep:` key (or
 the case as a whole) even when the bad value was a `fixed` parameter or one item of a sweep list.
 Now the line is that value's: its sweep list item (or the key of a flow-style list), its `fixed`
-key, its key in the `cases` entry; an error that names no parameter still points at the case."""
+key, its key in the `cases` entry; an error that names no parameter still points at the case.
+A misspelt parameter gets the close one, as `ctl run` suggests a close option."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -65,3 +66,12 @@ def test_a_sweep_case_names_the_line_of_its_bad_value(tmp_path, tmp_state_dir, v
 
 def test_a_listed_case_names_the_line_of_its_bad_value(tmp_path, tmp_state_dir):
     assert refusal(tmp_path, CASES.format(cc="'cu bic'")).startswith("9: case 2 (rtt=40ms cc=cu bic): --cc:")
+
+
+@pytest.mark.parametrize("key, says", [
+    ("rt", "sweep.rt: rtt-loss-sweep has no parameter 'rt' (did you mean rtt? known: bw, cc, "),
+    ("zzz", "sweep.zzz: rtt-loss-sweep has no parameter 'zzz' (known: bw, cc, "),
+])
+def test_a_misspelt_parameter_gets_the_close_one(tmp_path, tmp_state_dir, key, says):
+    text = SWEEP_BLOCK.format(duration="5s", rtt="40ms", cc="cubic").replace("  rtt:", f"  {key}:")
+    assert refusal(tmp_path, text).startswith(f"8: {says}")
