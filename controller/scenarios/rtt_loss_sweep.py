@@ -247,10 +247,13 @@ def render(s: dict) -> str:
              + window_title(s))
     rows = [[c["cc"], c["rtt"], c["loss"], s["throughput_mbps"], s["share_pct"], s["sender_mbps"], s["retransmits"],
              s["bridge_forward_mbps"]]]
-    out = [format_table(["cc", "RTT", "loss", "Mbit/s", "% of bottleneck", "sender Mbit/s", "retrans", "at bridge"],
-                        rows, title=title),
+    out = [format_table(["cc", "RTT", "loss", "Mbit/s", "% of bottleneck", "sender Mbit/s", "retrans",
+                         "at bridge Mbit/s"], rows, title=title),
            "paper (Fig. 1-2): BBRv3 keeps >= 70 % of the bottleneck in every case; Cubic collapses except at low "
            "loss or low RTT.  Heatmap over many runs: ctl report rtt-loss RUN_OR_DIR..."]
+    note = palette.algorithm_note([c["cc"]])        # which BBR this row is: never the kernel's v1 as "BBRv3"
+    if note:
+        out.append(note)
     if foreign_line(s):
         out.append(foreign_line(s))
     if not s["valid"]:

@@ -67,3 +67,16 @@ def test_distinct_bottleneck_tables_have_headers_and_units():
     assert all(all(t) for t in tables), tables
     assert tables[1][-1] == "kind"
     assert all(h.endswith("Mbit/s") for h in tables[2][1:]), tables[2]
+
+
+def test_an_rtt_loss_sweep_row_of_bbr_says_which_bbr_it_is():
+    run = RECORDED_RUNS / "rtt-loss-sweep" / "rtt-40ms_loss-0.01pct_bbr"
+    sc = scenarios.get("rtt-loss-sweep")
+    _data, s = summarized(sc, run)
+    text = sc.render(s)
+    assert "paper (Fig. 1-2): BBRv3 keeps >= 70 %" in text
+    assert "BBR (kernel) is the endpoints' own kernel's BBR: upstream Linux ships BBRv1, not BBRv3" in text
+    assert headers(text)[0][-1] == "at bridge Mbit/s"
+    ours = sc.render({**s, "case": {**s["case"], "cc": "bbr3"}})
+    assert "BBRv3 is ctl's bbr3" in ours and "BBRv1" not in ours
+    assert "BBR" not in sc.render({**s, "case": {**s["case"], "cc": "cubic"}}).split("RUN_OR_DIR...")[1]
