@@ -81,6 +81,14 @@ def int_up_to(n: int) -> str:
     return "0*(?:" + "|".join(_range_alternatives(0, n)) + ")"
 
 
+def int_between(lo: int, hi: int) -> str:
+    """A regular expression (anchored, blanks around allowed as units.parse_int allows them) of the
+    whole numbers lo..hi written in digits, leading zeros allowed; lo at least 1 (no sign)."""
+    if not 1 <= lo <= hi:
+        raise ValueError((lo, hi))
+    return r"^\s*0*(?:" + "|".join(_range_alternatives(lo, hi)) + r")\s*$"
+
+
 def _range_alternatives(lo: int, hi: int) -> list[str]:
     """Alternatives matching exactly the decimal numbers lo..hi (no leading zeros)."""
     out: list[str] = []

@@ -3,10 +3,11 @@
 scenarios, and for each scenario its `fixed`, `sweep` and `cases` take only that scenario's
 parameters (in every spelling the campaign loader accepts: `tcp_cc`, `tcp-cc`, `--tcp-cc`),
 each value in its parameter's syntax (a rate, a delay, a loss ... : controller.schema_patterns),
-a choice among its choices, a whole number within its bounds, a loss percentage up to the
-scenario's maximum (`loss: 60%` is refused where the scenario stops at 50 %). What JSON Schema
-cannot say (a rate's bounds with units, two parameters that must differ) ctl says when it plans
-the campaign. Pure: the registry's parameter tables in, schema fragments out.
+a choice among its choices, a whole number within its bounds (as a YAML number or as text), a
+loss percentage up to the scenario's maximum (`loss: 60%` is refused where the scenario stops at
+50 %). What JSON Schema cannot say (a rate's or a duration's bounds with units, two parameters
+that must differ) ctl says when it plans the campaign; the description of every bounded
+parameter names its range, as `ctl scenarios show` does. Pure: the registry's parameter tables in, schema fragments out.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from controller.schema_patterns import (
     RATE,
     SIZE,
     decimal_up_to,
+    int_between,
 )
 from controller.scenarios.base import Param
 
@@ -54,7 +56,13 @@ def _probability_pattern(p: Param) -> str:
 def value_schema(p: Param) -> dict[str, Any]:
     """The schema of one value of parameter `p` in a campaign file (text, or a YAML number)."""
     t = p.type
-    desc = p.help + (f" (default {p.display(p.default)})" if p.default is not None else "")
+    notes = [f"default {p.display(p.default)}"] if p.default is not None else []
+    if p.choices is None and (p.min is not None or p.max is not None):
+        # the range as `ctl scenarios show` prints it, with units: what the patterns of rates,
+        # delays and durations cannot hold is at least said where an editor shows the field
+        lo_, hi_ = (p.display(b) if b is not None else "" for b in (p.min, p.max))
+        notes.append(f"range {lo_}..{hi_}")
+    desc = p.help + (f" ({'; '.join(notes)})" if notes else "")
     if t == "choice" and p.choices:
         return {"enum": list(p.choices), "description": desc}
     if t == "int":
@@ -64,7 +72,9 @@ def value_schema(p: Param) -> dict[str, Any]:
             num["minimum"] = lo
         if hi is not None:
             num["maximum"] = hi
-        return {"anyOf": [{"type": "string", "pattern": INT}, num], "description": desc}
+        # a whole number written as text ("80") within the same bounds as a YAML number (80)
+        text_int = int_between(lo, hi) if lo is not None and hi is not None and 1 <= lo <= hi else INT
+        return {"anyOf": [{"type": "string", "pattern": text_int}, num], "description": desc}
     text: dict[str, Any] = {"type": "string"}
     number: dict[str, Any] | None = None
     if t == "rate":
