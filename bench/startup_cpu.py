@@ -5,11 +5,15 @@
 lease and recovery check): on this shared 2-core machine it moves with everybody's load. This one
 repeats, in a fresh interpreter each time and in one thread, what `ctl run distinct-bottleneck`
 does before it takes the rack, and prints the process CPU time (user + system, which another
-process's load moves much less than wall time) of each step: the interpreter, `controller.cli`,
-the run command's parser (the planner, the inventory's models, the scenario base), the scenario's
-own module, loading the inventory, the plan, and the imports of a run (the lease and asyncssh,
-the lab and recovery, the runner). Min and median over --runs; with `--before DIR` (another
-checkout of ctl) interleaved with it, and the paired ratio of the totals.
+process's load moves much less than wall time) of each step, in the order `ctl run` takes them
+since the lease host's connection opens before the scenario is imported: the interpreter,
+`controller.cli`, the run command's parser, loading the inventory, the lease and asyncssh (`ctl
+run` imports asyncssh in a thread from its start, and opens the connection here), the scenario's
+module (what it imports that the parser did not), the plan, and the rest of a run's imports (the
+lab and recovery, the runner). Min and median over --runs; with `--before DIR` (another checkout of
+ctl) interleaved with it, the same steps in the same order, and the paired ratio of the totals
+(what each step holds differs between checkouts: in one whose run parser imports the planner, the
+parser step holds the scenario base and the inventory's models).
 
 `--costs` also prints where the CPU of those imports goes by kind: dataclass creation (each
 @dataclass compiles its methods), regular expressions compiled at import, pydantic models built
@@ -53,17 +57,17 @@ from controller.cli.run import check_words, prepare_argv
 argv = ["run", "distinct-bottleneck", "--link2", "20M", "--duration", "1"]
 args, extra = parser.parse_known_args(argv[:1] + prepare_argv(parser, argv[1:]))
 marks.append(("parser of `run`", c()))
-check_words(args.scenario, extra)
-marks.append(("scenario module", c()))
 from controller.cli.common import inventory_of
 args.inventory, args.quiet = None, True
 inv = inventory_of(args)
 marks.append(("inventory loaded", c()))
+from controller.rack.lease import hold_rack, make_leases  # noqa: F401  (asyncssh with it)
+marks.append(("lease, asyncssh", c()))      # `ctl run` opens the lease host's connection here
+check_words(args.scenario, extra)
+marks.append(("scenario module", c()))
 from controller.run.prepare import prepare_run
 prepare_run(args.scenario, extra, inv)
 marks.append(("plan", c()))
-from controller.rack.lease import hold_rack, make_leases  # noqa: F401  (asyncssh with it)
-marks.append(("lease, asyncssh", c()))
 from controller.lab.ops import ensure_lab  # noqa: F401
 from controller.rack.reservations import check_free  # noqa: F401
 from controller.run.partial import partial_line  # noqa: F401

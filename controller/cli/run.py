@@ -15,7 +15,6 @@ from controller import scenarios
 from controller.cli import gcpause
 from controller.cli.commands import JSON_HELP, add_command, known, setting_default, suggest
 from controller.errors import CtlError, UsageError
-from controller.run.prepare import dry_run_assumptions, prepare_run
 
 if TYPE_CHECKING:
     from controller.run.runner import RunOutcome
@@ -26,8 +25,8 @@ ADHOC_OVERHEAD_S = 20.0
 
 
 def check_words(name: str, params: list[str]) -> None:
-    """A misspelt scenario or parameter is bad input with "did you mean" (before the inventory is
-    read); the scenario's own parser checks the values."""
+    """A misspelt scenario or parameter is bad input with "did you mean" (said before a bad
+    inventory's error); the scenario's own parser checks the values."""
     # The registered names (not `available()`, which imports every scenario's module to check
     # it: ~8 ms of each `ctl run`); a registered scenario whose module this build lacks is
     # refused by `get` below with its own one-line error.
@@ -42,27 +41,45 @@ def check_words(name: str, params: list[str]) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    check_words(args.scenario, args.params)
     # What a run needs (SSH, the runner, the rack's lock and lease, telemetry) is imported here,
     # not with the parser: `ctl run --help`, completion and refused arguments do not load it.
     from controller.cli.common import inventory_of, print_json
-    inv = inventory_of(args)
-    scenario, params, given, plan = prepare_run(args.scenario, args.params, inv)
+    known(args.scenario, scenarios.names(), "scenario")     # a misspelt name: nothing is read or opened
     purpose = f"ctl run {args.scenario}"
-    # When each step of the start-up ended (the record keeps them: bench/control_overhead.py
-    # splits the start-up with them).
-    startup: dict[str, float] = {"planned": time.time()}
-    leases = []
-    if not args.dry_run:
-        # The connection to the rack's lease host opens (in its own thread) while the rest is
-        # imported; the lease itself is taken under the rack lock, by hold_rack, as always.
-        from controller.rack.lease import HostLease, make_leases, parse_wait
-        wait_s = parse_wait(args.wait)
-        leases = make_leases(inv, purpose)
+    # The inventory is read before the scenario's module is imported, so that the connection to
+    # the rack's lease host opens (in its own thread: only a connection, the lease itself is taken
+    # under the rack lock by hold_rack, as always) while the module loads and the plan is made.
+    # The errors keep their order: a misspelt parameter is said before a bad inventory, bad
+    # parameters and an unusable lease setting before the rack is waited for.
+    inv = inv_error = lease_error = None
+    try:
+        inv = inventory_of(args)
+    except CtlError as exc:
+        inv_error = exc
+    leases: list = []
+    if inv is not None and not args.dry_run:
+        from controller.rack.lease import HostLease, make_leases
+        try:
+            leases = make_leases(inv, purpose)
+        except CtlError as exc:
+            lease_error = exc
         for lease in leases:
             if isinstance(lease, HostLease):
                 lease.preconnect()
     try:
+        check_words(args.scenario, args.params)
+        if inv_error is not None:
+            raise inv_error
+        from controller.run.prepare import dry_run_assumptions, prepare_run
+        scenario, params, given, plan = prepare_run(args.scenario, args.params, inv)
+        # When each step of the start-up ended (the record keeps them: bench/control_overhead.py
+        # splits the start-up with them).
+        startup: dict[str, float] = {"planned": time.time()}
+        if not args.dry_run:
+            from controller.rack.lease import parse_wait
+            wait_s = parse_wait(args.wait)
+            if lease_error is not None:
+                raise lease_error
         from controller.cli.console import Console
         from controller.lab.ops import ensure_lab
         from controller.rack.lease import hold_rack
@@ -76,7 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except BaseException:
         for lease in leases:
             if isinstance(lease, HostLease):
-                lease.release()             # closes the early connection
+                lease.abandon()             # the early connection: given up, not waited for
         raise
     gcpause.resume()        # the start-up's objects are made; before any wait for the rack
     # A value that reaches the rack changed (rounded, capped, converted) is never silent: one

@@ -373,6 +373,7 @@ class HostLease:
         self._watch: Any = None
         self._releasing = False
         self._early: Any = None           # a connection opened by preconnect(): its future
+        self._early_task: Any = None      # ... and its task in the lease's loop
 
     def preconnect(self) -> None:
         """Start opening the SSH connection to the lease host now, in the lease's own loop, and
@@ -386,6 +387,7 @@ class HostLease:
         self._early = asyncio.run_coroutine_threadsafe(self._connect(), self._loop.loop)
 
     async def _connect(self) -> SSHSession:
+        self._early_task = asyncio.current_task()
         session = SSHSession(self.place.target, CommandLog())
         try:
             await session.connect()
@@ -477,6 +479,23 @@ class HostLease:
             with contextlib.suppress(Exception):
                 await self._session.close()
             self._session = None
+
+    def abandon(self) -> None:
+        """Give up what preconnect() started (`ctl run` refused its input meanwhile): a connection
+        still opening is cancelled and its own clean-up awaited, never the host (an unreachable one
+        would hold the refusal up to its connect timeout); one already open is closed. Nothing was
+        taken on the host either way."""
+        if self._loop is not None and self._early is not None:
+            with contextlib.suppress(Exception):
+                self._loop.run(self._cancel_early(), 30)
+        self.release()
+
+    async def _cancel_early(self) -> None:
+        task = self._early_task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+            self._early = None          # cancelled: nothing of it is left to close
 
     def release(self) -> None:
         self._releasing = True

@@ -1,8 +1,11 @@
-"""The `ctl` program pauses the garbage collector while a command starts (controller.cli.gcpause)
-and turns it on again before the command's handler runs (`ctl run`: once its imports are done,
-before it waits for the rack), with the start-up's objects frozen; the inventory's models are
-built when an inventory is first read (defer_build), and a bad one is still refused with its
-file and line before anything is touched."""
+"""What `ctl run`'s start-up does earlier or later than it used to (issue 28) without changing what
+it says. The `ctl` program pauses the garbage collector while a command starts
+(controller.cli.gcpause) and turns it on again before the command's handler runs (`ctl run`: once
+its imports are done, before it waits for the rack), with the start-up's objects frozen; the
+inventory's models are built when an inventory is first read (defer_build); `ctl run` reads the
+inventory before it imports the scenario (the lease host's connection opens meanwhile), and its
+errors keep their order: a misspelt scenario or parameter before a bad inventory, bad values and
+a bad inventory with its file and line, all before anything is created."""
 from __future__ import annotations
 
 import gc
@@ -101,3 +104,30 @@ def test_a_bad_inventory_is_refused_with_its_file_and_line_when_its_models_are_b
     assert p.returncode == 2, p.stderr
     assert p.stderr.startswith(f"ctl: error: {bad}:{line}: ssh.usre")
     assert not (tmp_path / "runs").exists()
+
+
+def _broken_inventory(tmp_path: Path) -> Path:
+    shipped = (ROOT / "inventory" / "virtual.yaml").read_text()
+    bad = tmp_path / "broken.yaml"
+    bad.write_text(shipped.replace("\nssh:\n  user: root\n", "\nssh:\n  user: root\n  usre: root\n", 1))
+    return bad
+
+
+def test_a_misspelt_parameter_is_said_before_a_bad_inventory(tmp_path):
+    p = _ctl("", tmp_path, "run", "distinct-bottleneck", "-i", str(_broken_inventory(tmp_path)), "--durration", "1")
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith("ctl: error: run distinct-bottleneck: unrecognized arguments: --durration")
+    assert "did you mean --duration?" in p.stderr and "usre" not in p.stderr
+
+
+def test_a_misspelt_scenario_is_said_before_a_bad_inventory(tmp_path):
+    p = _ctl("", tmp_path, "run", "distinct-botleneck", "-i", str(_broken_inventory(tmp_path)))
+    assert p.returncode == 2, p.stderr
+    assert "distinct-botleneck" in p.stderr and "distinct-bottleneck" in p.stderr and "usre" not in p.stderr
+
+
+def test_a_bad_value_with_a_bad_inventory_is_the_inventorys_error_as_before(tmp_path):
+    bad = _broken_inventory(tmp_path)
+    p = _ctl("", tmp_path, "run", "distinct-bottleneck", "-i", str(bad), "--link2", "20 parsecs")
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.startswith(f"ctl: error: {bad}:") and "ssh.usre" in p.stderr
