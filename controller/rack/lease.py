@@ -377,10 +377,11 @@ class HostLease:
 
     def preconnect(self) -> None:
         """Start opening the SSH connection to the lease host now, in the lease's own loop, and
-        return at once: `ctl run` does it before it imports the rest of what a run needs, so the
-        connection is ready when the rack lock is taken. Only a connection: the lease itself (the
-        remote `cat`) is taken by try_acquire, under the rack lock as always. A connection that
-        fails (e.g. a virtual rack not up yet) is dropped there and opened again."""
+        return at once: `ctl run` does it once the inventory is read, before it imports the
+        scenario and the rest of what a run needs, so the connection is ready when the rack lock
+        is taken (abandon() gives it up when the input is refused). Only a connection: the lease
+        itself (the remote `cat`) is taken by try_acquire, under the rack lock as always. A
+        connection that fails (e.g. a virtual rack not up yet) is dropped there and opened again."""
         if self._loop is not None or self._early is not None:
             return
         self._loop = LoopThread(f"lease-{self.place.rack}")
