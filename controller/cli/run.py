@@ -24,6 +24,15 @@ if TYPE_CHECKING:
 ADHOC_OVERHEAD_S = 20.0
 
 
+def __getattr__(name: str):
+    """`from controller.cli.run import prepare_run` as before: the planner is imported when asked
+    for (by cmd_run once the lease's connection is opening), not with the run command's parser."""
+    if name in ("prepare_run", "dry_run_assumptions"):
+        from controller.run import prepare
+        return getattr(prepare, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def check_words(name: str, params: list[str]) -> None:
     """A misspelt scenario or parameter is bad input with "did you mean" (said before a bad
     inventory's error); the scenario's own parser checks the values."""
