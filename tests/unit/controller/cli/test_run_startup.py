@@ -11,11 +11,13 @@ from __future__ import annotations
 import gc
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import asyncssh
 import pytest
 
 from controller.cli import gcpause
@@ -131,3 +133,31 @@ def test_a_bad_value_with_a_bad_inventory_is_the_inventorys_error_as_before(tmp_
     p = _ctl("", tmp_path, "run", "distinct-bottleneck", "-i", str(bad), "--link2", "20 parsecs")
     assert p.returncode == 2, p.stderr
     assert p.stderr.startswith(f"ctl: error: {bad}:") and "ssh.usre" in p.stderr
+
+
+def test_a_bad_value_is_refused_at_once_while_the_lease_host_never_answers(tmp_path):
+    """The lease host's connection is already opening when the parameters are checked, to a host
+    that accepts TCP and never says a word of SSH (connect timeout 600 s): the refusal is the one
+    error line and exit 2, the connection given up on the way out (HostLease.abandon, which does
+    not wait for the host: tests/unit/controller/rack/test_lease_abandon.py)."""
+    silent = socket.create_server(("127.0.0.1", 0))
+    try:
+        key, known = tmp_path / "id_ed25519", tmp_path / "known_hosts"
+        asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(key))
+        known.write_text("")
+        text = (ROOT / "inventory" / "lab-rack.example.yaml").read_text()
+        a1 = "  a1:\n    role: endpoint\n    mgmt: {address: 192.168.50.11}\n"
+        for old in ("key_file: ~/.ssh/ctl_lab_ed25519", "known_hosts: ~/.ssh/ctl_lab_known_hosts", a1):
+            assert old in text
+        text = text.replace("key_file: ~/.ssh/ctl_lab_ed25519", f"key_file: {key}")
+        text = text.replace("known_hosts: ~/.ssh/ctl_lab_known_hosts", f"known_hosts: {known}")
+        text = text.replace(a1, "  a1:\n    role: endpoint\n    mgmt: {address: 127.0.0.1}\n"
+                                f"    ssh: {{port: {silent.getsockname()[1]}, connect_timeout: 600}}\n")
+        inv = tmp_path / "rack.yaml"
+        inv.write_text(text)
+        p = _ctl("", tmp_path, "run", "distinct-bottleneck", "-i", str(inv), "--link2", "20 parsecs")
+    finally:
+        silent.close()
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.splitlines() == ["ctl: error: --link2: unknown unit 'parsecs' in '20 parsecs' "
+                                     "(use bit/s, bps, B/s with k, M, G)"]
