@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * MCubic, Multipath Cubic: S. Ro, J. Ryu, J. Choe, "Design and Implementation of MCubic
- * (Multipath Cubic) and Performance Evaluation of Multipath TCP" (the MCubic paper of
- * ../shared/seeds/003_*, section III), as a BPF congestion control coupling the subflows
+ * (Multipath Cubic) and Performance Evaluation of Multipath TCP" (the MCubic paper,
+ * section III "MCubic"; docs/experiments.md cites it), as a BPF congestion control coupling the subflows
  * of one MPTCP connection.
  *
  * Each subflow i grows its window on Cubic's curve (paper eq. 10)
