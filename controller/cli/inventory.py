@@ -136,7 +136,7 @@ def register(sub) -> None:
                    help="also connect to every host (read-only: nothing on a host changes) and report, per host, "
                         "what its role needs and what is there; exit 0 only if every shipped scenario can run")
     c.add_argument("--json", action="store_true", help="the report as JSON on stdout (same exit status)")
-    c.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help="rack description (YAML)")
+    c.add_argument("--inventory", "-i", default=argparse.SUPPRESS, metavar="FILE", help="rack description (YAML)")
     c.set_defaults(func=cmd_check)
     i = acts.add_parser("init", allow_abbrev=False,
                         help="write a commented inventory from flags (a dumbbell per bridge)",
@@ -154,8 +154,8 @@ def register(sub) -> None:
                         "(default: dummynet)")
     i.add_argument("--user", default="root", help="SSH login of every host (default: root)")
     i.add_argument("--sudo", action="store_true", help="the login is not root: run commands through `sudo -n`")
-    i.add_argument("--key-file", default="~/.ssh/id_ed25519", help="SSH private key (default: ~/.ssh/id_ed25519)")
-    i.add_argument("--known-hosts", default="~/.ssh/known_hosts",
+    i.add_argument("--key-file", metavar="FILE", default="~/.ssh/id_ed25519", help="SSH private key (default: ~/.ssh/id_ed25519)")
+    i.add_argument("--known-hosts", metavar="FILE", default="~/.ssh/known_hosts",
                    help="known_hosts file holding every host's key (default: ~/.ssh/known_hosts)")
     i.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     i.set_defaults(func=cmd_init)
