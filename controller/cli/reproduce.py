@@ -459,7 +459,9 @@ def register(sub) -> None:
     figure_options.add(sp, plots.REPORT.formats, report=True, inherit=True)
     sp.set_defaults(func=cmd_rerun)
 
-    sp = add("compare", "two reproductions side by side (ids, or their report directories)")
+    sp = add("compare", "two reproductions side by side (ids, or their report directories): each cell tested with "
+                        "Welch's two-sided t-test, a difference called when its Holm-adjusted p over all cells is "
+                        "below 0.05; a cell with fewer than 2 values on a side is marked, never tested")
     sp.add_argument("a", metavar="FIRST", help="a reproduction id, or a report directory (its measured.json)")
     sp.add_argument("b", metavar="SECOND", help="the other one, compared with FIRST")
     sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
