@@ -48,8 +48,8 @@ MIN_QUEUE_BYTES = 1500            # config_fs(): a byte queue below 1500 B is si
 KB_PRINT_FROM = 8192              # print_flowset_parms(): byte queues >= 8192 print as l/1024 "KB"
 
 
-QUEUE_LIMIT_NAMES = ("net.inet.ip.dummynet.pipe_slot_limit (inventory facts)",
-                     "net.inet.ip.dummynet.pipe_byte_limit (inventory facts)")
+QUEUE_LIMIT_NAMES = ("net.inet.ip.dummynet.pipe_slot_limit (inventory facts, else FreeBSD's default)",
+                     "net.inet.ip.dummynet.pipe_byte_limit (inventory facts, else FreeBSD's default)")
 
 
 PLR_MIN = 1e-6                    # `pipe show` prints plr with %f: below 1e-6 it reads 0.000000

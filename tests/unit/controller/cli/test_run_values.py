@@ -115,8 +115,8 @@ def test_every_conversion_is_a_warning_and_an_entry(results):
     assert warnings == [
         "warning: bottleneck queue of path1 (both directions): 1 BDP (1 Gbit/s x 40 ms) = 5,000,000 B (4.77 MiB) "
         "-> 1000 slots = 1,500,000 B (1.43 MiB) in 1500-byte packets: capped: dn1 (dummynet) holds at most 1 MiB "
-        "(1,048,576 B) by net.inet.ip.dummynet.pipe_byte_limit (inventory facts) or 1000 slots by "
-        "net.inet.ip.dummynet.pipe_slot_limit (inventory facts); the queue is 30 % of the BDP asked for",
+        "(1,048,576 B) by net.inet.ip.dummynet.pipe_byte_limit (inventory facts, else FreeBSD's default) or 1000 slots by "
+        "net.inet.ip.dummynet.pipe_slot_limit (inventory facts, else FreeBSD's default); the queue is 30 % of the BDP asked for",
         "warning: socket buffers of a1, b1: the hosts' own net.ipv4.tcp_rmem / tcp_wmem maxima -> 32 MiB "
         "(33,554,432 B) for the run (restored after it): so autotuning can reach a window of BDP + bottleneck "
         "queue = 6,500,000 B (6.2 MiB); Linux gives about half of a buffer to the window, and ctl never sets less "

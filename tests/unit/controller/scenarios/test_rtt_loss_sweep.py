@@ -161,8 +161,8 @@ def test_lab_rack_buffer_respects_dummynet_limits(sc, invs):
     assert q.warning() == (
         "warning: bottleneck queue of path1 (both directions): 1 BDP (1 Gbit/s x 100 ms) = 12,500,000 B (11.9 MiB) "
         "-> 1000 slots = 1,500,000 B (1.43 MiB) in 1500-byte packets: capped: dn1 (dummynet) holds at most 1 MiB "
-        "(1,048,576 B) by net.inet.ip.dummynet.pipe_byte_limit (inventory facts) or 1000 slots by "
-        "net.inet.ip.dummynet.pipe_slot_limit (inventory facts); the queue is 12 % of the BDP asked for")
+        "(1,048,576 B) by net.inet.ip.dummynet.pipe_byte_limit (inventory facts, else FreeBSD's default) or 1000 slots by "
+        "net.inet.ip.dummynet.pipe_slot_limit (inventory facts, else FreeBSD's default); the queue is 12 % of the BDP asked for")
     _, _, _, plan = prepare_run("rtt-loss-sweep", ["--rtt", "2ms"], invs["lab-rack"])
     assert plan.links[("path1", F)].queue == Queue(bytes=245 * 1024)          # 250 000 B, whole KiB
 
