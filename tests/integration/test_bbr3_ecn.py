@@ -106,12 +106,19 @@ def test_red_marks_ce_bbr3_counts_it_and_the_trace_replays(path, trace_build, re
     ce_only = [r for r in acks if r.outputs.newly_marked and r.inputs.lost == acks[0].inputs.lost]
     assert ce_only, "no ACK carried CE-marked data without loss"
     assert any(r.inputs.ca_state == m.CA_CWR for r in acks), "the sender never reacted to ECE (CWR)"
-    assert all(r.inputs.ca_state != m.CA_RECOVERY for r in acks)     # no loss, so never fast recovery
+    # CE marks alone never put the sender into fast recovery: only a loss does, and the only losses
+    # possible here are RED's few drops of packets without ECT (counted above)
+    lost0 = acks[0].inputs.lost
+    recovery = [r for r in acks if r.inputs.ca_state == m.CA_RECOVERY]
+    if delta["red_drop_pkts"] == 0:
+        assert not recovery, f"fast recovery without any drop at the forwarder: {recovery[0]}"
+    assert all(r.inputs.lost > lost0 for r in recovery), (delta, [r for r in recovery if r.inputs.lost <= lost0][:1])
     # Startup's end, as the model's rule has it with CE and no loss: the bandwidth plateau
     moves = [(r, r.before.state, r.after.state) for r in acks if r.before.state != r.after.state]
     first = moves[0]
     assert (first[1], first[2]) == (m.STARTUP, m.DRAIN)
-    assert first[0].outputs.too_high != 2 and first[0].after.full_bw_count >= m.FULL_BW_ROUNDS
+    if first[0].inputs.lost == lost0:          # (a RED drop before it may end Startup on loss, as the model says)
+        assert first[0].outputs.too_high != 2 and first[0].after.full_bw_count >= m.FULL_BW_ROUNDS
     # what the trace shows, for the report (pytest --junitxml keeps these)
     record_property("ce_acks_in_startup", sum(1 for r in acks if r.after.state == m.STARTUP and r.outputs.newly_marked))
     record_property("ce_acks_without_loss", len(ce_only))

@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -219,14 +220,29 @@ def test_without_a_database_the_lease_lives_on_the_rack_and_dies_with_its_holder
         waiter = subprocess.Popen([sys.executable, "-m", "controller", "link", "measure", "path1", "--pings", "3",
                                    "--tcp-seconds", "1", "--udp-seconds", "1", "--json", "--wait", "120s"],
                                   cwd=PROJECT, env=other, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(4)
+        # the holder is killed once the waiter says it waits for it (not after a fixed time: on a
+        # loaded machine the waiter may not have reached the lease yet, and would then never wait)
+        lines: list[str] = []
+        waiting = threading.Event()
+
+        def read_stderr() -> None:
+            for line in waiter.stderr:
+                lines.append(line)
+                if "waiting for the rack: rack vtest is leased by" in line:
+                    waiting.set()
+
+        reader = threading.Thread(target=read_stderr, daemon=True)
+        reader.start()
+        assert waiting.wait(120), "".join(lines)
         assert waiter.poll() is None
         t_kill = time.monotonic()
         holder.send_signal(signal.SIGKILL)
         holder.wait(10)
-        out, err = waiter.communicate(timeout=180)
+        waiter.wait(180)               # its JSON on stdout is a few hundred bytes: the pipe never fills
+        out = waiter.stdout.read()
+        reader.join(10)
+        err = "".join(lines)
         assert waiter.returncode == 0, err
-        assert "waiting for the rack: rack vtest is leased by" in err
         assert json.loads(out)["data"]["link"] == "path1"
         print(f"\nlease freed and taken {time.monotonic() - t_kill:.1f} s after the holder's kill -9 (measure included)")
         p = ctl(other, "rack", "status", "--json")
