@@ -596,7 +596,8 @@ def hold_rack(inv: Inventory, purpose: str, *, wait_s: float = 0.0, say: Callabl
     reverse order. Waits up to `wait_s` seconds (inf: as long as it takes) for each, telling
     `say` once who it waits for; then raises RackBusy (exit 3) naming the holder. Leases taken
     while waiting for a later one are kept (nobody can hold a later one and wait for an earlier)."""
-    deadline = time.monotonic() + wait_s
+    t0 = time.monotonic()
+    deadline = t0 + wait_s
     say = say or (lambda m: None)
     lock = RackLock(inv.name, purpose)
     told = ""
@@ -608,11 +609,13 @@ def hold_rack(inv: Inventory, purpose: str, *, wait_s: float = 0.0, say: Callabl
                 lock.acquire()
                 break
             except RackBusy as exc:
-                if time.monotonic() + WAIT_POLL_S > deadline:
-                    raise
-                if told != exc.one_line():
+                # Asked to wait: say whom for at once, even if the wait is over before the next look
+                # (on a loaded machine the first look can take longer than a short --wait).
+                if deadline > t0 and told != exc.one_line():
                     told = exc.one_line()
                     say(f"waiting for the rack: {told}")
+                if time.monotonic() + WAIT_POLL_S > deadline:
+                    raise
                 time.sleep(WAIT_POLL_S)
     except BaseException:
         _discard(wanted, taken)
@@ -631,11 +634,11 @@ def hold_rack(inv: Inventory, purpose: str, *, wait_s: float = 0.0, say: Callabl
                 # within moments (sshd's ClientAlive checks at worst): wait for that, do not refuse.
                 deadline = max(deadline, time.monotonic() + DEAD_HOLDER_GRACE_S)
                 msg = f"rack {inv.name}: the lease of dead pid {holder.pid} is being released"
-            if time.monotonic() + WAIT_POLL_S > deadline:
-                raise RackBusy(msg + ("" if wait_s else " (--wait waits for it)"))
-            if told != msg:
+            if deadline > t0 and told != msg:
                 told = msg
                 say(f"waiting for the rack: {msg}")
+            if time.monotonic() + WAIT_POLL_S > deadline:
+                raise RackBusy(msg + ("" if wait_s else " (--wait waits for it)"))
             time.sleep(WAIT_POLL_S)
         yield RackHold(inv.name, lock, taken[0], tuple(taken))
     finally:

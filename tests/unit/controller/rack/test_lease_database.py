@@ -83,8 +83,15 @@ def test_hold_rack_waits_for_the_lease_and_says_for_whom(env):
     try:
         assert child.stdout.readline().strip() == "held"
         with pytest.raises(RackBusy, match=rf"rack {inv.name} is leased by .* \(pid {child.pid}, .*--wait waits"):
-            with hold_rack(inv, "test", leases=db_only()):
+            with hold_rack(inv, "test", say=said.append, leases=db_only()):
                 pass
+        assert said == []                                   # not asked to wait: refused, nothing said
+        # asked to wait less than one look takes: still told whom it waited for before the refusal
+        with pytest.raises(RackBusy, match="is leased by"):
+            with hold_rack(inv, "test", wait_s=0.001, say=said.append, leases=db_only()):
+                pass
+        assert len(said) == 1 and said[0].startswith(f"waiting for the rack: rack {inv.name} is leased by"), said
+        said.clear()
         t0 = time.monotonic()
         with pytest.raises(RackBusy, match="is leased by"):
             with hold_rack(inv, "test", wait_s=3, say=said.append, leases=db_only()):
