@@ -61,6 +61,12 @@ OTHER_T3 = [{**c, "cc": cc} for c in T3_COLUMNS for d, ccs in (("400ms", ("mcubi
             if c["delay2"] == d for cc in ccs]
 OTHER_T3_CUBIC = [{**c, "cc": "cubic"} for c in T3_COLUMNS if c["delay2"] == "400ms"]
 _C314 = "(Linux 3.14's tcp_cubic.c, BPF) as the single-path flow"
+
+
+def _against_both(key: str, title: str, cells: list[dict], column: str) -> Experiment:
+    """Each of `cells` (a case: its column and its MPTCP algorithm) against both competitors."""
+    return Experiment(_design(key, f"{title}: the rack kernel's cubic vs cubic314 {_C314}",
+                              {}, [{**c, "tcp-cc": t} for c in cells for t in COMPETITORS]), columns=(column, "tcp-cc"))
 # The cells left after that (issue 22, 2026-11-27 round 8), in ~85 min of rack time (15 s per run beside
 # the traffic, as round 7 measured: 48 runs in 84.9 min): OLIA and wVegas at Table 3's three columns, 90 s
 # (36 runs, 63 min), then uncoupled Cubic at Table 3's 100:300 and 100:500 ms, 90 s, in a campaign of its
@@ -105,23 +111,16 @@ COMPETITOR_EXPERIMENTS: tuple[Experiment, ...] = (
                             for cc in COMPETITOR_T3_CCS + (("lia",) if col["delay2"] == COMPETITOR_T3_LIA_DELAY2
                                                            else ()) for t in COMPETITORS]),
                columns=("delay2", "tcp-cc")),
-    Experiment(_design("dev-mcubic-competitor-t2-other", "The competitor's Cubic at Table 2's 500 ms (MCubic, LIA) and "
-                       f"100 ms (OLIA, wVegas): the rack kernel's cubic vs cubic314 {_C314}",
-                       {}, [{**c, "tcp-cc": t} for c in OTHER_T2 for t in COMPETITORS]), columns=("delay", "tcp-cc")),
-    Experiment(_design("dev-mcubic-competitor-t3-other", "The competitor's Cubic at Table 3's 100:400 ms (MCubic, LIA) "
-                       f"and 100:300 ms (LIA): the rack kernel's cubic vs cubic314 {_C314}",
-                       {}, [{**c, "tcp-cc": t} for c in OTHER_T3 for t in COMPETITORS]), columns=("delay2", "tcp-cc")),
-    Experiment(_design("dev-mcubic-competitor-t3-cubic", "The competitor's Cubic at Table 3's 100:400 ms, uncoupled "
-                       f"Cubic as the MPTCP side: the rack kernel's cubic vs cubic314 {_C314}",
-                       {}, [{**c, "tcp-cc": t} for c in OTHER_T3_CUBIC for t in COMPETITORS]),
-               columns=("delay2", "tcp-cc")),
-    Experiment(_design("dev-mcubic-competitor-t3-olia-wvegas", "The competitor's Cubic at Table 3's 100:300, 100:400 "
-                       f"and 100:500 ms, OLIA and wVegas: the rack kernel's cubic vs cubic314 {_C314}",
-                       {}, [{**c, "tcp-cc": t} for c in LAST_T3 for t in COMPETITORS]), columns=("delay2", "tcp-cc")),
-    Experiment(_design("dev-mcubic-competitor-t3-cubic-ends", "The competitor's Cubic at Table 3's 100:300 and 100:500 "
-                       f"ms, uncoupled Cubic as the MPTCP side: the rack kernel's cubic vs cubic314 {_C314}",
-                       {}, [{**c, "tcp-cc": t} for c in LAST_T3_CUBIC for t in COMPETITORS]),
-               columns=("delay2", "tcp-cc")),
+    _against_both("dev-mcubic-competitor-t2-other", "The competitor's Cubic at Table 2's 500 ms (MCubic, LIA) and "
+                  "100 ms (OLIA, wVegas)", OTHER_T2, "delay"),
+    _against_both("dev-mcubic-competitor-t3-other", "The competitor's Cubic at Table 3's 100:400 ms (MCubic, LIA) "
+                  "and 100:300 ms (LIA)", OTHER_T3, "delay2"),
+    _against_both("dev-mcubic-competitor-t3-cubic", "The competitor's Cubic at Table 3's 100:400 ms, uncoupled "
+                  "Cubic as the MPTCP side", OTHER_T3_CUBIC, "delay2"),
+    _against_both("dev-mcubic-competitor-t3-olia-wvegas", "The competitor's Cubic at Table 3's 100:300, 100:400 "
+                  "and 100:500 ms, OLIA and wVegas", LAST_T3, "delay2"),
+    _against_both("dev-mcubic-competitor-t3-cubic-ends", "The competitor's Cubic at Table 3's 100:300 and 100:500 "
+                  "ms, uncoupled Cubic as the MPTCP side", LAST_T3_CUBIC, "delay2"),
 )
 
 
