@@ -24,9 +24,7 @@ def campaign(tmp_path: Path, name: str, body: str) -> Path:
 
 
 def submit(rack, f: Path) -> tuple[int, str]:
-    p = rack.ctl("campaign", "submit", str(f), "--json")
-    assert p.returncode == 0, p.stderr
-    d = json.loads(p.stdout)["data"]
+    d = rack.submit(f)
     return d["num"], d["id"]
 
 

@@ -123,9 +123,7 @@ def test_sweep_survives_two_sigkills_and_reports(rack, tmp_path):
     before = baseline(rack)
     f = tmp_path / "crash-test.yaml"
     f.write_text(CAMPAIGN)
-    p = rack.ctl("campaign", "submit", str(f), "--json")
-    assert p.returncode == 0, p.stderr
-    sub = json.loads(p.stdout)["data"]
+    sub = rack.submit(f)
     num, cid = sub["num"], sub["id"]
     assert sub["runs"] == 8 and sub["seed"] == 20261122
     daemons: list[subprocess.Popen] = []
@@ -283,9 +281,7 @@ def test_a_kill_9_while_a_done_runs_figures_go_in_loses_only_the_figures(rack, t
     before = baseline(rack)
     f = tmp_path / "figures-kill.yaml"
     f.write_text(FIGURES_CAMPAIGN)
-    p = rack.ctl("campaign", "submit", str(f), "--json")
-    assert p.returncode == 0, p.stderr
-    num = json.loads(p.stdout)["data"]["num"]
+    num = rack.submit(f)["num"]
     log = tmp_path / "daemon1.log"
     d1 = start_daemon(rack, log)
     killed = None
@@ -396,9 +392,7 @@ def test_a_kill_9_while_the_figure_worker_draws_leaves_no_orphan_and_loses_only_
     before = baseline(rack)
     f = tmp_path / "worker-kill.yaml"
     f.write_text(WORKER_CAMPAIGN)
-    p = rack.ctl("campaign", "submit", str(f), "--json")
-    assert p.returncode == 0, p.stderr
-    num = json.loads(p.stdout)["data"]["num"]
+    num = rack.submit(f)["num"]
     log = tmp_path / "daemon.log"
     d = start_daemon(rack, log)      # not --exit-when-idle: once the run is done it idles while its figures are drawn
     worker = record = None

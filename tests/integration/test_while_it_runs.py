@@ -98,9 +98,7 @@ def _wait_for(log: Path, pattern: str, proc: subprocess.Popen, timeout: float = 
 def test_campaign_status_after_the_scheduler_is_killed(rack, tmp_path):
     f = tmp_path / "kill-status.yaml"
     f.write_text(CAMPAIGN)
-    p = rack.ctl("campaign", "submit", str(f), "--json")
-    assert p.returncode == 0, p.stderr
-    num = json.loads(p.stdout)["data"]["num"]
+    num = rack.submit(f)["num"]
     log = tmp_path / "daemon.log"
     with open(log, "w") as fh:
         d = subprocess.Popen([sys.executable, "-m", "controller", "campaign", "daemon"], cwd=PROJECT, env=rack.env(),

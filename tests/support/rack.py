@@ -43,6 +43,12 @@ class TestRack:
         return subprocess.run([sys.executable, "-m", "controller", *args], cwd=PROJECT, env=self.env(**(env_extra or {})),
                               capture_output=True, text=True, timeout=timeout, **kw)
 
+    def submit(self, campaign: Path) -> dict:
+        """`ctl campaign submit FILE --json` on this rack; its data (num, ...), asserting it was accepted."""
+        p = self.ctl("campaign", "submit", str(campaign), "--json")
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)["data"]
+
     def popen(self, *args: str, **kw) -> subprocess.Popen:
         p = subprocess.Popen([sys.executable, "-m", "controller", *args], cwd=PROJECT, env=self.env(),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
