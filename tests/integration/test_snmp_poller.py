@@ -140,6 +140,36 @@ def events(rounds, kind: str | None = None) -> list[Event]:
     return [o for _, outs in rounds for o in outs if isinstance(o, Event) and (kind is None or o.kind == kind)]
 
 
+def late_timer_signature(rounds, ev: Event, period_s: float = 3.0, tol_s: float = 0.25) -> str | None:
+    """Why a `refresh_mismatch` event does not fit real net-snmp's cache, or None if it does.
+
+    net-snmp reloads an IF-MIB cache on a timer every `period_s` (an SA_REPEAT alarm, re-armed when
+    it runs) AND on demand when a request finds the cache older than `period_s`
+    (agent/helpers/cache_handler.c: netsnmp_cache_helper_handler calls
+    netsnmp_cache_check_and_reload on every GET; _timer_reload loads unconditionally). On a quiet
+    machine the alarm runs at the expiry and no request ever finds the cache expired; when the agent
+    runs late (a loaded machine), a request can reload at the expiry and the late alarm reload again
+    right after: two changes closer than the period, which ctl reports and then times rates without
+    the period grid. The pair must therefore start at an expiry: the earlier change of the close pair
+    was first seen at least a period (less `tol_s`) after the poll before the change that preceded it.
+    An agent with a shorter cache, or values changing between reloads, fails this."""
+    name = ev.counters[0]
+    seen = [(t, pt.fields[name], pt.time_ns) for t, pt in points(rounds, ev.ifname, ev.host) if name in pt.fields]
+    # index of each poll at which the value changed
+    changes = [i for i in range(1, len(seen)) if seen[i][1] != seen[i - 1][1]]
+    at = next((k for k, i in enumerate(changes) if seen[i][2] == ev.time_ns), None)
+    if at is None:
+        return f"no change of {ev.ifname} {name} at the event's time"
+    if at < 2:
+        return f"the close pair ends at the {at + 1}. change: nothing before it to show an expiry"
+    i_prev2, i_first = changes[at - 2], changes[at - 1]
+    since = seen[i_first][0] - seen[i_prev2 - 1][0]
+    if since < period_s - tol_s:
+        return (f"the close pair's first change came {since:.2f} s after the poll before the change preceding "
+                f"it: before the cache's {period_s:g} s expiry, so not net-snmp's on-demand reload")
+    return None
+
+
 async def traffic_while_polling(lab: Lab, poller: SnmpPoller, *, before: float, blast_s: float, after: float,
                                 pps: float = 1500, payload: int = 1000):
     loop = asyncio.get_running_loop()
@@ -162,7 +192,14 @@ def test_v2c_counters_grow_by_the_bytes_sent_and_rates_match(lab: Lab):
 
     rounds, blast = asyncio.run(go())
     assert not events(rounds, "agent_unreachable") and not events(rounds, "discontinuity")
-    assert not events(rounds, "refresh_mismatch")       # real net-snmp keeps to the declared 3 s cache model
+    # Real net-snmp keeps to the declared 3 s cache model, except that a late reload timer (a loaded
+    # machine) lets a request reload the cache at its expiry first: ctl then says so once and times the
+    # rates without the period grid (the checks below hold either way). Any other mismatch fails.
+    mismatches = events(rounds, "refresh_mismatch")
+    assert len(mismatches) <= 1, [e.message for e in mismatches]
+    for ev in mismatches:
+        print(f"refresh_mismatch: {ev.message}")
+        assert late_timer_signature(rounds, ev) is None, (late_timer_signature(rounds, ev), ev.message)
     data = points(rounds, "data0")
     assert len(data) >= 22
     first, last = data[0][1].fields, data[-1][1].fields

@@ -111,7 +111,12 @@ class RefreshModel:
         return cls(period_cs=period_cs, periodic=bool(snmp.refresh_periodic) and period_cs > 0)
 
 
-NET_SNMP = RefreshModel()                           # net-snmp 5.9 IF-MIB cache (3 s timer)
+# net-snmp 5.9 IF-MIB cache: reloaded by a 3 s repeating alarm, and on demand when a request finds it
+# older than 3 s (agent/helpers/cache_handler.c: netsnmp_cache_check_and_reload on every GET). On a quiet
+# agent the alarm reloads at the expiry and the values change on the 3 s grid; when the agent runs late,
+# a request reloads at the expiry and the late alarm again right after: check 2b sees two changes closer
+# than the period and the tracker drops the grid (refresh_mismatch), as it must.
+NET_SNMP = RefreshModel()
 
 
 LIVE = RefreshModel(period_cs=0, periodic=False)    # agent reads counters on every request
