@@ -58,6 +58,8 @@ from controller.reproduce.hypotheses_competitor import (  # noqa: F401
     OTHER_T2,
     OTHER_T3,
     OTHER_T3_CUBIC,
+    T2_OLIA_WVEGAS,
+    T2_OLIA_WVEGAS_DELAYS,
 )
 from controller.reproduce.hypothesis_types import (  # noqa: F401
     T2_COLUMNS,

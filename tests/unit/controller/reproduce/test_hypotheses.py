@@ -294,3 +294,32 @@ def test_the_competitor_at_the_last_table_3_cells():
             assert c.toward == papers[(c.treated[0], c.treated[1].split(",")[0].split()[1])], c.label
         falls = {(c.treated, c.baseline) for c in h.comparisons if c.direction == 1}
         assert falls == {((cc, "delay2 300ms, tcp-cc cubic314"), (cc, "delay2 500ms, tcp-cc cubic314")) for cc in rows}
+
+
+def test_the_competitor_at_table_2s_long_delays_with_olia_and_wvegas():
+    """Issue 22's last untested Table 2 cells: OLIA and wVegas at 200, 500 and 800 ms, cubic314 against the
+    kernel's cubic in every cell, n = 3, at Table 2's run lengths (60 s at 200 ms, 120 s beyond), one campaign
+    per delay queued 200 ms, 800 ms, 500 ms (a delay that does not fit is left out whole); each comparison
+    toward the paper's number of its own row and delay (Table 2, quoted in the seed)."""
+    assert hy.T2_OLIA_WVEGAS_DELAYS == ("200ms", "800ms", "500ms")
+    keys = [f"dev-mcubic-competitor-t2-olia-wvegas-{d}" for d in hy.T2_OLIA_WVEGAS_DELAYS]
+    order = list(hy.EXPERIMENTS)
+    assert [order.index(k) for k in keys] == sorted(order.index(k) for k in keys)    # queued in that order
+    papers = {("olia", "200ms"): 0.5, ("olia", "500ms"): 0.66, ("olia", "800ms"): 0.54,
+              ("wvegas", "200ms"): 0.6, ("wvegas", "500ms"): 0.7, ("wvegas", "800ms"): 0.54}
+    for d, key in zip(hy.T2_OLIA_WVEGAS_DELAYS, keys):
+        e = hy.EXPERIMENTS[key]
+        length = "60s" if d == "200ms" else "120s"
+        assert {(c["delay"], c["duration"], c["cc"], c["tcp-cc"]) for c in e.design.cases} == \
+            {(d, length, cc, t) for cc in ("olia", "wvegas") for t in ("cubic", "cubic314")}
+        assert e.design.repetitions == 3 and e.columns == ("delay", "tcp-cc") and e.design.run_count() == 12
+        h = next(h for h in hy.HYPOTHESES if h.experiment == key)
+        assert h.claims == ("coupled-below-1-at-long-delays",)
+        assert hy.MCUBIC_IMPLEMENTATION in h.basis and hy.MCUBIC_TCP_IS_CUBIC_422 in h.basis
+        cols = {deviation_column(e, c) for c in e.design.cases}
+        assert len(h.comparisons) == 2
+        for c in h.comparisons:
+            assert c.direction is None and c.treated[1] == f"delay {d}, tcp-cc cubic314" and c.treated[1] in cols
+            assert c.baseline == (c.treated[0], f"delay {d}, tcp-cc cubic"), c.label
+            assert c.toward == papers[(c.treated[0], d)], c.label
+        assert {c.treated[0] for c in h.comparisons} == {"olia", "wvegas"}
