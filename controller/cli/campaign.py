@@ -509,7 +509,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             return 0
         try:
             return _serve(store, {c.num}, exit_when_idle=True, quiet=args.quiet, foreground=True, watch=c.num,
-                          rack=rack)
+                          rack=rack)[0]
         finally:
             lock.release()
     finally:
@@ -542,22 +542,48 @@ def cmd_daemon(args: argparse.Namespace) -> int:
             waited = True
         time.sleep(2.0)
     store = open_store("campaign daemon")
+    started = time.time()
+    driven: dict[int, tuple[Any, Any]] = {}      # campaign number -> (campaign, progress) as last reported
     try:
         console.log(f"campaign daemon started (pid {os.getpid()}" + (f", rack {rack.name}" if rack else "")
                     + f", store {store_location()})")
-        return _serve(store, None, exit_when_idle=args.exit_when_idle, quiet=args.quiet, foreground=False,
-                      rack=rack, lease_s=lease_s)
+        code, stopped_by = _serve(store, None, exit_when_idle=args.exit_when_idle, quiet=args.quiet, foreground=False,
+                                  rack=rack, lease_s=lease_s, driven=driven)
+        if args.json:
+            print_json(_daemon_json(store, rack, started, stopped_by, driven))
+        return code
     finally:
         store.close()
         lock.release()
 
 
+def _daemon_json(store: Any, rack: Any, started: float, stopped_by: str | None, driven: dict) -> dict:
+    """`ctl campaign daemon --json`: one envelope when the daemon ends (idle with --exit-when-idle, or
+    stopped by a signal): what it drove, each campaign as it left it (the log lines stay on stderr)."""
+    rows = []
+    for num in sorted(driven):
+        c = store.campaign(num)
+        p = progress_of(store, c)
+        rows.append({"num": c.num, "id": c.id, "state": c.state, "total": p.total, "done": p.done,
+                     "failed": p.failed, "pending": p.pending})
+    return {"pid": os.getpid(), "rack": rack.name if rack is not None else None, "store": store_location(),
+            "started": started, "ended": time.time(), "exit": stopped_by or "idle", "campaigns": rows}
+
+
 def _serve(store: Any, only: set[int] | None, *, exit_when_idle: bool, quiet: bool, foreground: bool,
-           watch: int | None = None, rack: Any = None, lease_s: float = 60.0) -> int:
+           watch: int | None = None, rack: Any = None, lease_s: float = 60.0,
+           driven: dict | None = None) -> tuple[int, str | None]:
+    """Drive campaigns until idle (exit_when_idle) or a signal: (exit status, the signal's name or None).
+    `driven` collects every campaign the scheduler reported progress of."""
     console = Console(quiet=quiet)
+
+    def progress(c: Any, p: Any) -> None:
+        if driven is not None:
+            driven[c.num] = (c, p)
+        console.bar(progress_line(c, p))
     sched = Scheduler(store, console.log, SchedulerOptions(only=only, exit_when_idle=exit_when_idle,
                                                            verbose=not console.tty, rack=rack, lease_s=lease_s),
-                      on_progress=lambda c, p: console.bar(progress_line(c, p)))
+                      on_progress=progress)
     try:
         asyncio.run(sched.serve())
     finally:
@@ -566,14 +592,14 @@ def _serve(store: Any, only: set[int] | None, *, exit_when_idle: bool, quiet: bo
         console.log(f"stopped by {sched.stop_reason}; the campaign continues with `ctl campaign resume` "
                     "or the daemon")
         if foreground:
-            return 130 if sched.stop_reason == "SIGINT" else 143
-        return 0
+            return (130 if sched.stop_reason == "SIGINT" else 143), sched.stop_reason
+        return 0, sched.stop_reason
     if watch is not None:
         c = store.campaign(watch)
         say(f"campaign #{c.num} {c.id}: {c.state}" + (f" ({c.reason})" if c.reason else ""))
         if c.state == "paused":
-            return 1
-    return 0
+            return 1, None
+    return 0, None
 
 
 # ---- report ----------------------------------------------------------------------------------
@@ -608,9 +634,14 @@ def cmd_export(args: argparse.Namespace) -> int:
         where = store_location()
     finally:
         store.close()
-    local = f" ({ex.copied_local} from this controller's own records)" if ex.copied_local else ""
-    say(f"{ex.written} records of campaign #{c.num} written under {out}{local}; "
-        f"{ex.completed} runs of the campaign are done")
+    if args.json:
+        print_json({"num": c.num, "id": c.id, "out": str(out), "written": ex.written, "copied_local": ex.copied_local,
+                    "completed": ex.completed, "store": where,
+                    "missing": [{"seq": seq, "run_id": rid, "record": loc} for seq, rid, loc in ex.missing]})
+    else:
+        local = f" ({ex.copied_local} from this controller's own records)" if ex.copied_local else ""
+        say(f"{ex.written} records of campaign #{c.num} written under {out}{local}; "
+            f"{ex.completed} runs of the campaign are done")
     if ex.missing:
         # Issue 25: never a silent "0 records written" for a campaign whose runs are done.
         first = ", ".join(f"run {seq} {rid} ({loc})" for seq, rid, loc in ex.missing[:3])
@@ -688,8 +719,13 @@ def register(sub) -> None:
     sp.add_argument("--lease", default="60s", metavar="DURATION",
                     help="how long a claimed run stays this daemon's without a renewal (default 60s; renewed every "
                          "2 s): after a kill -9, another rack's daemon takes the run back once it has run out")
+    sp.add_argument("--json", action="store_true",
+                    help=JSON_HELP + ", once, when the daemon ends (idle with --exit-when-idle, or stopped by SIGTERM "
+                                     "or SIGINT): every campaign it drove as it left it; its log lines stay on stderr")
 
     sp = add("export", cmd_export, "write the uploaded records (manifest, summary) of every rack as record "
                                    "directories")
     sp.add_argument("id", nargs="?", metavar="ID", help=id_help)
     sp.add_argument("--out", required=True, metavar="DIR", help="directory (one sub-directory per run)")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; how many records were written and the "
+                                                                    "completed runs that have none (exit 1 if any)")

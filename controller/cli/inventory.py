@@ -1,4 +1,4 @@
-"""`ctl inventory check [FILE] [--probe] [--json]` and `ctl inventory init [FILE] --hosts ...`.
+"""`ctl inventory check [FILE] [--probe] [--json]` and `ctl inventory init [FILE] --hosts ... [--json]`.
 
 check: every problem of the file at once, one line each with its line number, in ctl's words
 (controller.inventory_check), then which shipped scenarios the rack can run with the hosts and
@@ -14,10 +14,11 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import re
 import sys
 from pathlib import Path
 
-from controller.cli.commands import Parser, add_command
+from controller.cli.commands import JSON_HELP, Parser, add_command
 from controller.cli.common import print_json
 from controller.errors import UsageError
 from controller.inventory import resolve_inventory_path
@@ -99,13 +100,27 @@ def cmd_init(args: argparse.Namespace) -> int:
         raise UsageError("inventory init: give --name (the rack's name) or a FILE")
     text = skeleton(name, hosts, shaper=args.shaper, user=args.user, key_file=args.key_file,
                     known_hosts=args.known_hosts, sudo=args.sudo, schema=str(schema) if schema.exists() else None)
-    if target is None:
+    if target is not None:
+        _write_new(target, text)
+    if args.json:
+        print_json({"file": str(target) if target is not None else None, "name": name, "shaper": args.shaper,
+                    "hosts": [{"name": h.name, "role": h.role, "address": h.address} for h in hosts],
+                    "to_fill": _placeholders(text), "text": text})
+    elif target is None:
         sys.stdout.write(text)
-        return 0
-    _write_new(target, text)
-    print(f"wrote {escape(str(target))}: fill in every <...> value, then `ctl inventory check {escape(str(target))}`",
-          file=sys.stderr)
+    if target is not None:
+        print(f"wrote {escape(str(target))}: fill in every <...> value, then `ctl inventory check "
+              f"{escape(str(target))}`", file=sys.stderr)
     return 0
+
+
+_PLACEHOLDER = re.compile(r"<[^<>\n]{1,120}>")
+
+
+def _placeholders(text: str) -> list[dict]:
+    """Every `<...>` value the skeleton left to fill in, with its line (from 1)."""
+    return [{"line": n, "value": m.group(0)} for n, line in enumerate(text.splitlines(), 1)
+            if not line.lstrip().startswith("#") for m in _PLACEHOLDER.finditer(line)]
 
 
 def _write_new(path: Path, text: str) -> None:
@@ -157,5 +172,8 @@ def register(sub) -> None:
     i.add_argument("--key-file", metavar="FILE", default="~/.ssh/id_ed25519", help="SSH private key (default: ~/.ssh/id_ed25519)")
     i.add_argument("--known-hosts", metavar="FILE", default="~/.ssh/known_hosts",
                    help="known_hosts file holding every host's key (default: ~/.ssh/known_hosts)")
+    i.add_argument("--json", action="store_true",
+                   help=JSON_HELP + "; the inventory's text, the file written (null: none) and every <...> value "
+                                    "left to fill in, with its line")
     i.add_argument("--inventory", "-i", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     i.set_defaults(func=cmd_init)

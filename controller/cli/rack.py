@@ -9,7 +9,7 @@ from typing import Any
 
 from controller.campaign.backends import open_store
 from controller.campaign.timing import parse_at
-from controller.cli.commands import Parser, add_command
+from controller.cli.commands import JSON_HELP, Parser, add_command
 from controller.cli.common import inventory_of, print_json
 from controller.errors import CtlError, UsageError
 from controller.inventory import Inventory
@@ -165,7 +165,10 @@ def cmd_reservations(args: argparse.Namespace) -> int:
 def cmd_cancel(args: argparse.Namespace) -> int:
     book, rack = _book(args, args.rack)
     r = book.cancel(args.id, force=args.force)
-    print(f"cancelled {r.text()}")
+    if args.json:
+        print_json(r.to_json())
+    else:
+        print(f"cancelled {r.text()}")
     return 0
 
 
@@ -206,3 +209,4 @@ def register(sub) -> None:
     sp.add_argument("id", type=int, metavar="ID", help="the reservation's number (#N in `ctl rack reservations`)")
     sp.add_argument("--rack", metavar="RACK", help="the rack (default: the inventory's)")
     sp.add_argument("--force", action="store_true", help="cancel somebody else's reservation")
+    sp.add_argument("--json", action="store_true", help=JSON_HELP + "; the reservation cancelled")

@@ -195,6 +195,27 @@ class LabStatus(Open):
     up: bool
 
 
+class InitHost(Strict):
+    name: str
+    role: Literal["endpoint", "bridge"]
+    address: Optional[str] = Field(description="its management address; null: left to fill in")
+
+
+class Placeholder(Strict):
+    line: int = Field(ge=1, description="its line in `text`, from 1")
+    value: str = Field(description="the <...> marker, which `ctl inventory check` refuses until replaced")
+
+
+class InventoryInit(Strict):
+    """`ctl inventory init`: the skeleton written (FILE) or only printed here (no FILE)."""
+    file: Optional[str] = Field(description="the file written; null: none (the text is only in `text`)")
+    name: str = Field(description="the rack's name")
+    shaper: Literal["dummynet", "tc", "dnpipe"]
+    hosts: list[InitHost]
+    to_fill: list[Placeholder] = Field(description="every value ctl could not know, to fill in")
+    text: str = Field(description="the inventory (YAML with comments)")
+
+
 class InventoryCheck(Open):
     file: str
     valid: bool
@@ -239,6 +260,48 @@ class CampaignState(Open):
     num: int
     id: str
     state: str
+
+
+class MissingRecord(Strict):
+    seq: int = Field(description="the run's number in the campaign")
+    run_id: str
+    record: str = Field(description="where its record is (directory, and the controller that ran it)")
+
+
+class CampaignExported(Strict):
+    """`ctl campaign export` (exit 1 when `missing` is not empty)."""
+    num: int
+    id: str
+    out: str = Field(description="the directory written (one sub-directory per run)")
+    written: int = Field(ge=0, description="records written")
+    copied_local: int = Field(ge=0, description="of them, copied from this controller's own records")
+    completed: int = Field(ge=0, description="runs of the campaign that are done")
+    store: str = Field(description="the campaign store read (the lab database without its password, or the file)")
+    missing: list[MissingRecord] = Field(description="completed runs whose record is neither in the store nor here")
+
+
+class DaemonCampaign(Strict):
+    num: int
+    id: str
+    state: str = Field(description="queued, running, paused, done, cancelled")
+    total: int = Field(ge=0, description="runs of the campaign")
+    done: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    pending: int = Field(ge=0, description="runs still to run")
+
+
+class DaemonEnded(Strict):
+    """`ctl campaign daemon --json`: one document when the daemon ends (nothing while it runs: its log
+    lines go to stderr): idle with --exit-when-idle, or stopped by SIGTERM (systemd) or SIGINT."""
+    pid: int
+    rack: Optional[str] = Field(description="the rack it was bound to (--inventory); null: every one-rack "
+                                            "campaign, each on its own inventory")
+    store: str = Field(description="the campaign store (the lab database without its password, or the file)")
+    started: Iso
+    ended: Iso
+    exit: Literal["idle", "SIGTERM", "SIGINT"] = Field(description="why it ended: idle (--exit-when-idle, nothing "
+                                                                   "queued or running) or the signal")
+    campaigns: list[DaemonCampaign] = Field(description="every campaign it drove, as it left it; []: none")
 
 
 class CampaignStatus(Open):
@@ -408,6 +471,7 @@ OUTPUTS: dict[str, Any] = {
     "lab down": LabStatus,
     "lab status": LabStatus,
     "inventory check": InventoryCheck,
+    "inventory init": InventoryInit,
     "campaign plan": CampaignPlanned,
     "campaign submit": CampaignSubmitted,
     "campaign status": Union[list[CampaignStatus], CampaignStatus, None],
@@ -415,6 +479,8 @@ OUTPUTS: dict[str, Any] = {
     "campaign resume": CampaignState,
     "campaign cancel": CampaignState,
     "campaign report": Report,
+    "campaign daemon": DaemonEnded,
+    "campaign export": CampaignExported,
     "reproduce": Union[ReproduceReported, ReproduceQueued, ReproducePlan],    # ran here / queued / --dry-run
     "reproduce status": Optional[ReproduceStatus],     # null: no reproduction yet (exit 0)
     "reproduce report": ReproductionReport,
@@ -423,6 +489,7 @@ OUTPUTS: dict[str, Any] = {
     "rack status": RackStatus,
     "rack reserve": Reservation,
     "rack reservations": list[Reservation],
+    "rack cancel": Reservation,
     **{c: RACK_OUTPUTS[c] for c in ("link set", "link reset", "link show", "link measure", "field start",
                                      "field status", "field stop", "field report")},
     "report rtt-loss": Heatmap,
