@@ -75,11 +75,15 @@ class Settings:
     cpol_format: int = 2
     cpls: int = 0
     contexts: dict[int, tuple[str, str]] = field(default_factory=dict)    # +CGDCONT: cid -> (PDP type, APN)
+    ps_attached: bool = True    # +CGATT: the MT attaches by itself at power-up; +CGATT=0 detaches it
+    active: set[int] = field(default_factory=set)      # +CGACT: the cids of the active contexts
+    csca: tuple[str, int] = ("", 145)                   # 27.005 +CSCA: <sca>, <tosca>
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def power_up(cls, profile: Profile) -> "Settings":
-        return cls(cscs=profile.default_charset, contexts={1: ("IPV4V6", profile.apn)})
+        return cls(cscs=profile.default_charset, contexts={1: ("IPV4V6", profile.apn)},
+                   csca=(profile.sim.smsc, 145 if profile.sim.smsc.startswith("+") else 129))
 
 
 def error(settings: Settings, code: int) -> Reply:
@@ -156,7 +160,9 @@ def _plmn(s: Any) -> str:
 
 
 def registered(s: Any, st: Settings) -> bool:
-    return s is not None and st.cfun == 1
+    """Registered in EPS: the radio on, a cell in the trace, and not detached by the TE (+CGATT=0: on
+    E-UTRAN a PS detach is an EPS detach, TS 24.301 5.5.2, so the MT is then in no domain at all)."""
+    return s is not None and st.cfun == 1 and st.ps_attached
 
 
 # Presentation modes <n> of the three registration commands: every one 3GPP TS 27.007 defines.
@@ -184,7 +190,7 @@ def cereg_fields(s: Any, st: Settings, n: int) -> str:
     """<stat>[,<tac>,<ci>,<AcT>] of +CEREG (read reply or URC) for presentation mode n (location from n=2 on;
     the cause and PSM fields of n=3..5 are never available here, see REG_MODES)."""
     if not registered(s, st):
-        return "0" if st.cfun != 1 else "2"
+        return "0" if st.cfun != 1 or not st.ps_attached else "2"     # off or detached: not searching
     if n >= 2:
         return f'1,"{s.cell.tac:04X}","{s.cell.eci:07X}",7'
     return "1"
@@ -291,11 +297,138 @@ def _cgdcont(cmd: str, st: Settings, p: Profile) -> Reply:
     cid, pdp_type, apn = int(m.group(1)), m.group(2), m.group(3)
     if pdp_type is None:
         st.contexts.pop(cid, None)
+        st.active.discard(cid)
         return OK
     if pdp_type.upper() not in PDP_ADDR_UNSET:
         return error(st, 50)
     st.contexts[cid] = (pdp_type.upper(), apn or "")
     return OK
+
+
+# Packet domain attach and PDP contexts, 3GPP TS 27.007 Release 18 (read at itecspec.com and tech-invite.com):
+# * +CGATT (10.1.9): "+CGATT=<state>", <state> 0 detached, 1 attached; "If the MT is already in the requested
+#   state, the command is ignored and the OK response is returned. If the requested state cannot be achieved,
+#   an ERROR or +CME ERROR response is returned"; "Any active PDP contexts will be automatically deactivated
+#   when the attachment state changes to detached." Read "+CGATT: <state>", test "+CGATT: (list of supported
+#   <state>s)". An attach needs the radio on (+CFUN=1) and a cell: else +CME ERROR 30 (no network service,
+#   9.2.1) and nothing changes. A detach shows in +CEREG (<stat> 0), +COPS, +CSQ and +CESQ as no
+#   registration (registered()); like +CFUN here, the TE's own change sends no +CEREG URC.
+# * +CGACT (10.1.10): "+CGACT=[<state>[,<cid>[,<cid>[,...]]]]"; "If any PDP context is already in the
+#   requested state, the state for that context remains unchanged"; "If the MT is not PS attached when the
+#   activation form of the command is executed, the MT first performs a PS attach"; no <cid>: the activation
+#   form activates every defined context, the deactivation form deactivates every active one (27.007 V6.3.0's
+#   wording of the same clause). Read: "+CGACT: <cid>,<state>" for each defined context; test "+CGACT: (list of
+#   supported <state>s)". A <cid> that is not defined, or no <state>, is +CME ERROR 50 and nothing changes.
+#   Not emulated: EPS's default bearer (an E-UTRAN attach brings one up; here a context is active only once
+#   the TE activated it, as this emulator said before: "+CGACT: 1,0") and so the rule that the last PDN
+#   connection cannot be disconnected.
+# * +CGPADDR (10.1.14): "+CGPADDR[=<cid>[,<cid>[,...]]]" -> "+CGPADDR: <cid>[,<PDP_addr_1>[,<PDP_addr_2>]]" per
+#   cid, every defined one when none is given; "Both <PDP_addr_1> and <PDP_addr_2> are omitted if none is
+#   available", both given for IPv4v6 (IPv4 first), "dot-separated numeric (0-255)" a1.a2.a3.a4 or
+#   a1...a16; test "+CGPADDR: (list of defined <cid>s)". The addresses are the emulator's (a dynamic address
+#   given at activation): 100.64.<cid>.10 (RFC 6598 shared space, what carriers' NAT gives) and
+#   2001:db8:0:<cid in hex>::10 (RFC 3849 documentation prefix); shown while the context is active.
+_CIDS = re.compile(r"(?:\d{1,3}(?:,\d{1,3})*)?")
+
+
+def _cid_list(text: str, st: Settings) -> Optional[list[int]]:
+    """The cids of a comma list ("" -> []), or None when malformed or one is not defined."""
+    if not _CIDS.fullmatch(text):
+        return None
+    cids = [int(c) for c in text.split(",")] if text else []
+    return cids if all(c in st.contexts for c in cids) else None
+
+
+def _pdp_addresses(cid: int, pdp_type: str) -> list[str]:
+    v4 = f"100.64.{cid}.10"
+    v6 = ".".join(str(b) for b in (0x20, 0x01, 0x0D, 0xB8, 0, 0, 0, cid, 0, 0, 0, 0, 0, 0, 0, 0x10))
+    return {"IP": [v4], "PPP": [v4], "IPV6": [v6], "IPV4V6": [v4, v6]}.get(pdp_type, [])
+
+
+def _packet_domain(u: str, st: Settings, p: Profile, s: Any) -> Optional[Reply]:
+    if u == "+CGATT?":
+        return [f"+CGATT: {1 if registered(s, st) else 0}"], "OK"
+    if u == "+CGATT=?":
+        return ["+CGATT: (0,1)"], "OK"
+    if u.startswith("+CGATT="):
+        m = re.fullmatch(r"\+CGATT=([01])", u)
+        if m is None:
+            return error(st, 50)
+        if m.group(1) == "0":
+            st.ps_attached = False
+            st.active.clear()
+            return OK
+        if s is None or st.cfun != 1:
+            return error(st, 30)
+        st.ps_attached = True
+        return OK
+    if u == "+CGACT?":
+        return [f"+CGACT: {cid},{1 if cid in st.active else 0}" for cid in sorted(st.contexts)], "OK"
+    if u == "+CGACT=?":
+        return ["+CGACT: (0,1)"], "OK"
+    if u.startswith("+CGACT="):
+        m = re.fullmatch(r"\+CGACT=([01])(?:,(.*))?", u)
+        cids = _cid_list(m.group(2) or "", st) if m is not None else None
+        if m is None or cids is None or (m.group(2) is not None and not cids):
+            return error(st, 50)
+        if m.group(1) == "0":
+            st.active.difference_update(cids or list(st.active))
+            return OK
+        if not st.ps_attached or not registered(s, st):
+            if s is None or st.cfun != 1:
+                return error(st, 30)                        # the attach it first performs fails
+            st.ps_attached = True
+        st.active.update(cids or list(st.contexts))
+        return OK
+    if u == "+CGPADDR=?":
+        return ["+CGPADDR: (" + ",".join(str(c) for c in sorted(st.contexts)) + ")"], "OK"
+    if u == "+CGPADDR" or u.startswith("+CGPADDR="):       # "+CGPADDR=" alone: the older syntax's "all"
+        cids = _cid_list(u[len("+CGPADDR="):], st) if u != "+CGPADDR" else []
+        if cids is None:
+            return error(st, 50)
+        lines = []
+        for cid in cids or sorted(st.contexts):
+            addrs = _pdp_addresses(cid, st.contexts[cid][0]) if cid in st.active else []
+            lines.append(f"+CGPADDR: {cid}" + "".join(f',"{a}"' for a in addrs))
+        return lines, "OK"
+    return None
+
+
+# +CSCA (TS 27.005 3.3.1, service centre address): "+CSCA=<sca>[,<tosca>]", read "+CSCA: <sca>,<tosca>", test
+# answers OK alone. <sca> is a string in the +CSCS character set (the dialling digits, "+" and "*#" here),
+# <tosca> the TP-Type-of-Address octet as an integer, by default 145 when the number starts with "+" (an
+# international number), else 129. The value is the SIM's (EF_SMSP) at power-up; a new one lasts until the
+# next power-up (+CSAS would save it: not emulated).
+_CSCA = re.compile(r'\+CSCA="([0-9A-F+*#]{1,80})"(?:,(\d{1,3}))?', re.IGNORECASE)
+
+
+def _csca(cmd: str, u: str, st: Settings) -> Optional[Reply]:
+    if u == "+CSCA?":
+        return [f'+CSCA: "{encode(st, st.csca[0])}",{st.csca[1]}'], "OK"
+    if u == "+CSCA=?":
+        return OK
+    if not u.startswith("+CSCA="):
+        return None
+    m = _CSCA.fullmatch(cmd)
+    if m is None:
+        return error(st, 50)
+    sca = _decode(st, m.group(1))
+    if sca is None or not re.fullmatch(r"\+?[0-9*#]{1,20}", sca):
+        return error(st, 50)
+    tosca = int(m.group(2)) if m.group(2) is not None else (145 if sca.startswith("+") else 129)
+    if not 128 <= tosca <= 255:                             # an octet with its extension bit set (TS 24.011)
+        return error(st, 50)
+    st.csca = (sca, tosca)
+    return OK
+
+
+def _decode(st: Settings, text: str) -> Optional[str]:
+    """A string parameter in +CSCS's character set back to text (UCS2: four hex digits a character)."""
+    if st.cscs != "UCS2":
+        return text
+    if len(text) % 4 or not re.fullmatch(r"[0-9A-Fa-f]*", text):
+        return None
+    return "".join(chr(int(text[i:i + 4], 16)) for i in range(0, len(text), 4))
 
 
 def _cclk(_st: Settings) -> Reply:
@@ -331,8 +464,9 @@ def answer(cmd: str, st: Settings, p: Profile, s: Any) -> Optional[Reply]:
         if u:                                               # reset to the profile's defaults
             fresh = Settings.power_up(p)
             for k, v in fresh.__dict__.items():
-                if k not in ("echo",):
+                if k not in ("echo", "ps_attached", "active"):     # the attach and PDN connections stay
                     setattr(st, k, v)
+            st.active &= set(st.contexts)
         return OK
     # ---- identification (V.250 +GMI..., 27.007 +CGMI...) -----------------------------------------------
     ident: dict[str, Callable[[], list[str]]] = {
@@ -376,10 +510,14 @@ def answer(cmd: str, st: Settings, p: Profile, s: Any) -> Optional[Reply]:
         if m.group(1) not in ("0", "1", "4"):               # minimum, full, radio off (27.007 +CFUN)
             return error(st, 50)
         st.cfun = int(m.group(1))
+        if st.cfun != 1:                                    # radio off: no PDN connection survives it
+            st.active.clear()
         return OK
     # ---- SIM ------------------------------------------------------------------------------------------
     if u == "+CPIN?":
         return ["+CPIN: READY"], "OK"
+    if u == "+CPIN=?":                                      # 27.007 8.3: the test command has no information
+        return OK
     m = re.fullmatch(r"\+CRSM=(.*)", u)
     if m:
         return _crsm(m.group(1), st, p)
@@ -451,10 +589,9 @@ def answer(cmd: str, st: Settings, p: Profile, s: Any) -> Optional[Reply]:
                 for cid, (t, apn) in sorted(st.contexts.items())], "OK"
     if u.startswith("+CGDCONT="):
         return _cgdcont(cmd.strip(), st, p)
-    if u == "+CGATT?":
-        return [f"+CGATT: {1 if registered(s, st) else 0}"], "OK"
-    if u == "+CGACT?":
-        return ["+CGACT: 1,0"], "OK"
+    packet = _packet_domain(u, st, p, s)
+    if packet is not None:
+        return packet
     if re.fullmatch(r"\+CGEREP=[0-2](?:,[01])?", u):
         return OK
     if u == "+CGEREP=?":
@@ -491,6 +628,9 @@ def answer(cmd: str, st: Settings, p: Profile, s: Any) -> Optional[Reply]:
         return OK                                           # no message stored
     if u == "+CSMS?":
         return ["+CSMS: 0,1,1,1"], "OK"
+    sca = _csca(cmd.strip(), u, st)
+    if sca is not None:
+        return sca
     if u == "+CUSD=?":
         return ["+CUSD: (0-2)"], "OK"
     if re.fullmatch(r"\+CUSD=[0-2]", u):

@@ -47,9 +47,10 @@ Sources of each layout -- what was read, and what is ASSUMED (and from where):
   facilities, the character sets and +CGDCONT's last cid (16) came with the first version of this file
   without a source: they are 27.007-shaped answers, not any vendor's.
 
-The identity values (IMEI, IMSI, ICCID, MSISDN, revisions) are the emulator's own: INVENTED, except the
-Quectel IMEI and model/revision, which are those of the recorded RM530N-GL (02a SAMPLE C). The MSISDN is in
-Ofcom's range for drama (07700 900xxx), which no real subscriber has.
+The identity values (IMEI, IMSI, ICCID, MSISDN, SMS service centre, revisions) are the emulator's own:
+INVENTED, except the Quectel IMEI and model/revision, which are those of the recorded RM530N-GL (02a SAMPLE
+C). The MSISDN and the service centre are in Ofcom's range for drama (07700 900xxx), which no real
+subscriber has.
 """
 from __future__ import annotations
 
@@ -63,6 +64,7 @@ class Sim:
     iccid: str                      # 19 or 20 digits (printed on the card)
     msisdn: str                     # international format, for +CNUM
     spn: str                        # EF_SPN service provider name
+    smsc: str = "+447700900999"     # EF_SMSP's service centre address, for +CSCA (INVENTED, drama range)
     pin_retries: int = 3
     puk_retries: int = 10
 
