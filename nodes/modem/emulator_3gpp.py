@@ -396,7 +396,8 @@ def _packet_domain(u: str, st: Settings, p: Profile, s: Any) -> Optional[Reply]:
 
 # +CSCA (TS 27.005 3.3.1, service centre address; syntax and values as the Sony Ericsson GM29 manual 13.4
 # reproduces them, read at manualsdump.com: 27.005 itself was not read here): "+CSCA=<sca>[,<tosca>]", read
-# "+CSCA: <sca>,<tosca>", test answers OK alone; <tosca> 129 unknown type, 145 international, 128-255. <sca> is a string in the +CSCS character set (the dialling digits, "+" and "*#" here),
+# "+CSCA: <sca>,<tosca>", test answers OK alone; <tosca> 129 unknown type, 145 international, 128-255.
+# <sca> is a string in the +CSCS character set (the dialling digits, "+" and "*#" here),
 # <tosca> the TP-Type-of-Address octet as an integer, by default 145 when the number starts with "+" (an
 # international number), else 129. The value is the SIM's (EF_SMSP) at power-up; a new one lasts until the
 # next power-up (+CSAS would save it: not emulated).
