@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import signal
 import statistics
 import subprocess
 import time
@@ -236,6 +237,68 @@ def test_v2c_counters_grow_by_the_bytes_sent_and_rates_match(lab: Lab):
     for (_, a), (_, b) in zip(rated, rated[1:]):
         assert b.fields["in_bps"] / 8 * b.fields["rate_interval_s"] == pytest.approx(
             b.fields["in_octets"] - a.fields["in_octets"], rel=1e-9, abs=1e-6)
+
+
+
+def test_a_late_reload_timer_makes_net_snmp_reload_on_demand_and_ctl_drops_the_period_grid(lab: Lab):
+    """The cause late_timer_signature names, tested (2026-11-27: it held): freeze the agent (SIGSTOP) across its next 3 s
+    reload alarm with a GET queued, then let it go. snmpd answers the request first (the cache is
+    older than 3 s: reloaded on demand) and runs the late alarm after it (reloaded again), so the
+    values change twice within a fraction of a second: ctl reports refresh_mismatch once, with the
+    signature the v2c test accepts, and goes on without the grid. The 1 s before the alarm without
+    polls makes the first reload's time uncertain over 1.4 s: the tracker carries the earliest
+    possible load time from change to change to see the pair anyway."""
+    gap = 0.2
+
+    async def go():
+        async with SnmpPoller([v2c(lab, interfaces=["mgmt0"], timeout=3.0)]) as p:
+            rounds: list[tuple[float, list]] = []
+
+            async def poll(n: int) -> None:
+                for _ in range(n):
+                    rounds.append((time.monotonic(), await p.poll_once()))
+                    await asyncio.sleep(gap)
+
+            def change_times() -> list[float]:
+                seen = [(t, pt.fields["out_octets"]) for t, pt in points(rounds, "mgmt0")]
+                return [seen[i][0] for i in range(1, len(seen)) if seen[i][1] != seen[i - 1][1]]
+
+            def on_grid() -> bool:                  # two changes a period apart: the alarm's phase
+                c = change_times()
+                return len(c) >= 2 and 2.5 <= c[-1] - c[-2] <= 3.5 + gap
+
+            await poll(5)
+            for _ in range(60):                     # our own replies change mgmt0's counters at each reload
+                if on_grid():
+                    break
+                await poll(1)
+            assert on_grid(), change_times()
+            alarm = change_times()[-1] + 3.0        # the next alarm, within a poll gap
+            await asyncio.sleep(max(0.0, alarm - 1.0 - time.monotonic()))
+            os.kill(lab.agent.pid, signal.SIGSTOP)
+            try:
+                await asyncio.sleep(max(0.0, alarm + 0.2 - time.monotonic()))
+                queued = asyncio.create_task(p.poll_once())     # sent while the agent is stopped
+                await asyncio.sleep(0.8)
+            finally:
+                os.kill(lab.agent.pid, signal.SIGCONT)
+            rounds.append((time.monotonic(), await queued))
+            frozen_at = len(rounds) - 1
+            await poll(10)
+            return rounds, frozen_at
+
+    rounds, frozen_at = asyncio.run(go())
+    assert not events(rounds, "agent_unreachable")
+    mismatches = events(rounds, "refresh_mismatch")
+    assert len(mismatches) == 1, [e.message for e in events(rounds)]
+    ev = mismatches[0]
+    print(f"refresh_mismatch: {ev.message}")
+    seen = [(t, pt.fields["out_octets"], pt.time_ns) for t, pt in points(rounds, "mgmt0")]
+    frozen_ns = next(o.time_ns for o in rounds[frozen_at][1] if isinstance(o, Point))
+    k = next(i for i, x in enumerate(seen) if x[2] == frozen_ns)
+    assert seen[k][1] != seen[k - 1][1], "the queued request did not see a reloaded cache (no on-demand reload)"
+    assert ev.time_ns == seen[k + 1][2], "the second reload is not the one right after the resumed request"
+    assert late_timer_signature(rounds, ev) is None, late_timer_signature(rounds, ev)
 
 
 # ---- v3 authPriv --------------------------------------------------------------------------

@@ -213,7 +213,7 @@ class CounterTracker:
         self._last: CounterSample | None = None
         self._anchor: _Anchor | None = None
         self._pending = 0          # increase since the anchor not yet covered by a rate
-        self._change: tuple[float, float] | None = None   # (agent time, poll gap before it) of the last step
+        self._change: tuple[float, float] | None = None   # (agent time, earliest load time) of the last step
         self._rated = False        # a rate (or a confirmed zero) since the baseline
 
     # -- helpers ------------------------------------------------------------------------
@@ -331,25 +331,33 @@ class CounterTracker:
             events = (TrackerEvent("counter_wrap",
                                    f"Counter{self.bits} wrapped ({last.value} -> {s.value}, +{wrapped})"),)
 
-        # 2b. Does the agent keep to the declared periodic cache? Its values change only at reloads, a
-        #     period apart, each seen within one poll gap: two changes seen closer than
-        #     period - (gap before the earlier one) - jitter cannot come from that cache (a live agent
-        #     declared as net-snmp, say). Then the period grid would time rates wrongly: say so and
-        #     fall back to the non-periodic model, whose rates are right but coarser.
+        # 2b. Does the agent keep to the declared periodic cache? Its values change only at reloads at
+        #     least a period apart (net-snmp re-arms its alarm when it runs, so a late one only makes
+        #     the next interval longer). Each reload lies after the read before the poll that saw it,
+        #     and a period after the earliest time the previous reload can have had: a change seen
+        #     before that bound cannot come from that cache (a live agent declared as net-snmp; or
+        #     net-snmp itself when a request found the cache expired before its late alarm ran and
+        #     both reloaded). The bound is carried from change to change, so a long poll gap before one
+        #     change does not hide it. Then the period grid would time rates wrongly: say so and fall
+        #     back to the non-periodic model, whose rates are right but coarser.
         first_change = step != 0 and self._change is None
         if step != 0 and self.refresh.periodic and period > 0:
+            earliest = max(t_last - r_last, 0.0)
             if self._change is not None:
-                t_prev, gap_prev = self._change
-                if t_s - t_prev < period - gap_prev - self.refresh.jitter_cs - 2:
+                t_prev, earliest_prev = self._change
+                bound = earliest_prev + period - self.refresh.jitter_cs - 2
+                if t_s < bound:
                     self.refresh = replace(self.refresh, periodic=False)
                     events += (TrackerEvent(
                         "refresh_mismatch",
                         f"values changed {(t_s - t_prev) / 100:.2f} s apart, impossible for the declared "
-                        f"{period / 100:g} s periodic counter cache: rates now timed without the period grid "
-                        f"(right but coarser); the rate just before this may be wrong. Declare the agent's "
-                        f"`refresh_s` in the inventory"),)
-            # The gap before this change, at its widest: the previous read may precede its receipt.
-            self._change = (t_s, max(t_s - t_last, 0.0) + r_last)
+                        f"{period / 100:g} s periodic counter cache (the previous reload was at the earliest "
+                        f"{(t_s - earliest_prev) / 100:.2f} s before this read): rates now timed without the "
+                        f"period grid (right but coarser); the rate just before this may be wrong. Declare "
+                        f"the agent's `refresh_s` in the inventory"),)
+                else:
+                    earliest = max(earliest, bound)
+            self._change = (t_s, earliest)
 
         # 3. Fresh? (see module doc, point 2)
         anchor = self._anchor
