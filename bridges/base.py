@@ -150,7 +150,7 @@ class PipeConfig:
         if self.delay_us < 0:
             raise ParameterError("delay: negative")
         if not 0.0 <= self.plr <= 1.0:
-            raise ParameterError(f"plr: {self.plr} is outside 0..1")
+            raise ParameterError(f"loss: {self.plr} is outside 0..1 (0 %..100 %)")
 
     @property
     def unlimited(self) -> bool:
@@ -158,7 +158,7 @@ class PipeConfig:
 
     def describe(self) -> str:
         parts = [f"bw {format_rate(self.bw_bps)}", f"delay {format_delay(self.delay_us)}",
-                 f"plr {format_probability(self.plr)}", f"queue {self.queue}"]
+                 f"loss {format_probability(self.plr)}", f"queue {self.queue}"]
         if self.burst_bytes is not None:
             parts.append(f"burst {self.burst_bytes}B")
         if self.mask:
@@ -197,7 +197,7 @@ class PipeConfig:
         if delay is not None:
             changes["delay_us"] = parse_delay_us(delay, what="delay")
         if plr is not None:
-            changes["plr"] = parse_probability(plr, what="plr")
+            changes["plr"] = parse_probability(plr, what="loss")
         if queue is not None:
             changes["queue"] = parse_queue(queue, what="queue")
         red = parse_aqm(aqm)
@@ -393,7 +393,7 @@ def check_capabilities(kind: str, caps: Capabilities, host: str,
             raise UnsupportedShaping(f"{where}: delay {format_delay(p.delay_us)} requested but the {kind} "
                                      "back-end cannot delay packets (use a dnpipe or dummynet bridge)")
         if p.plr and not caps.loss:
-            raise UnsupportedShaping(f"{where}: plr {format_probability(p.plr)} requested but the {kind} "
+            raise UnsupportedShaping(f"{where}: loss {format_probability(p.plr)} requested but the {kind} "
                                      "back-end cannot drop packets at random")
         if p.queue.bytes is not None and not caps.queue_bytes:
             raise UnsupportedShaping(f"{where}: byte-bounded queue not supported")
@@ -410,6 +410,11 @@ def check_capabilities(kind: str, caps: Capabilities, host: str,
         if p.red and not caps.red:
             raise UnsupportedShaping(f"{where}: {p.red.describe()} requested but ctl's {kind} driver has no "
                                      "RED/ECN (use a dnpipe or dummynet bridge)")
+
+
+# A field's name where a person reads it: the loss rate is "loss" everywhere ctl speaks (`--loss`, the scenarios'
+# parameter); `plr` stays the key in records and --json, and dummynet's own word in its command lines.
+FIELD_NAMES = {"plr": "loss"}
 
 
 def diff_pipe(want: PipeConfig | None, got: PipeConfig | None, *, label: str,
@@ -431,7 +436,7 @@ def diff_pipe(want: PipeConfig | None, got: PipeConfig | None, *, label: str,
         if a != b:
             show = {"bw_bps": format_rate, "delay_us": format_delay, "plr": format_probability,
                     "red": lambda r: r.describe() if r else "drop-tail"}.get(f, str)
-            out.append(f"{label}: {f} expected {show(a)}, found {show(b)}")
+            out.append(f"{label}: {FIELD_NAMES.get(f, f)} expected {show(a)}, found {show(b)}")
     return out
 
 

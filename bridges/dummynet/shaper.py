@@ -255,8 +255,8 @@ class DummynetShaper(ShaperBase):
                                  f"kern.hz={hz} (tick {1000 / hz:g} ms); dummynet would truncate it. "
                                  "Use kern.hz=1000 on the bridge (firmware-notes/dummynet.md)")
         if p.plr and p.plr < PLR_MIN:
-            raise ParameterError(f"{where}: plr {format_probability(p.plr)} is below 1e-6: `ipfw pipe show` "
-                                 "prints plr with 6 decimals, so ctl could not verify it")
+            raise ParameterError(f"{where}: loss {format_probability(p.plr)} is below 1e-6 (0.0001 %): `ipfw pipe "
+                                 "show` prints it (plr) with 6 decimals, so ctl could not verify it")
         q = p.queue
         slot_limit, byte_limit = limits.get("slot_limit"), limits.get("byte_limit")
         if q.slots is not None and slot_limit is not None and q.slots > slot_limit:
@@ -520,8 +520,9 @@ class DummynetShaper(ShaperBase):
         if want.delay_us // 1000 != link.delay_ms:
             out.append(f"{label}: delay expected {want.delay_us // 1000} ms, found {link.delay_ms} ms")
         if printed_plr(want.plr) != fs.plr_text:
-            out.append(f"{label}: plr expected {printed_plr(want.plr) or '0 (not printed)'}, "
-                       f"found {fs.plr_text or '0 (not printed)'}")
+            shown_want, shown_got = printed_plr(want.plr) or "0, not printed", fs.plr_text or "0, not printed"
+            out.append(f"{label}: loss expected {format_probability(want.plr)} (plr {shown_want}), "
+                       f"found {format_probability(fs.plr)} (plr {shown_got})")
         if printed_queue(want.queue) != fs.queue_text:
             out.append(f"{label}: queue expected {printed_queue(want.queue)}, found {fs.queue_text}")
         if (listed_red(want.red).render() if want.red else None) != (fs.red.render() if fs.red else None):

@@ -189,7 +189,7 @@ async def link_show(inv: Inventory, links: list[str]) -> dict:
 
 
 def render_show(data: dict) -> str:
-    lines = [f"{'link':<8} {'dir':<8} {'bridge':<7} {'kind':<9} {'bw':>14} {'delay':>8} {'plr':>10} {'queue':>11}"
+    lines = [f"{'link':<8} {'dir':<8} {'bridge':<7} {'kind':<9} {'bw':>14} {'delay':>8} {'loss':>10} {'queue':>11}"
              f" {'tx pkts':>10} {'drops':>7} {'queue now/peak':>15}"]
     for l, v in data.items():
         for d, x in v["directions"].items():

@@ -149,8 +149,8 @@ def test_link_reset_to_the_inventory_baseline(rack, tmp_path):
         with_base.write_text(yaml.safe_dump(data, sort_keys=False))
         p = rack.ctl("link", "reset", "--all", "--inventory", str(with_base))
         assert p.returncode == 0, p.stderr
-        assert "path2.forward    br2     bw 50 Mbit/s, delay 5ms, plr 0%, queue 50 slots (unchanged)" not in p.stdout
-        assert "path2.forward    br2     bw 50 Mbit/s, delay 5ms, plr 0%, queue 50 slots (was " in p.stdout, p.stdout
+        assert "path2.forward    br2     bw 50 Mbit/s, delay 5ms, loss 0%, queue 50 slots (unchanged)" not in p.stdout
+        assert "path2.forward    br2     bw 50 Mbit/s, delay 5ms, loss 0%, queue 50 slots (was " in p.stdout, p.stdout
         cfg = rack.pipe("path2")
         assert cfg["forward"]["bw_bps"] == cfg["reverse"]["bw_bps"] == 50_000_000
         assert cfg["forward"]["delay_us"] == 5000 and rack.pipes_at_default(("path1",))

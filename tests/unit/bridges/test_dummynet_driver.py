@@ -295,7 +295,7 @@ def test_verify_reports_each_field(inv):
     label = "dn2 (dummynet) link path2 forward pipe 10201"
     assert diffs == [f"{label}: bw expected 20.000 Mbit/s, found 10.000 Mbit/s",
                      f"{label}: delay expected 50 ms, found 40 ms",
-                     f"{label}: plr expected 0.010000, found 0.020000",
+                     f"{label}: loss expected 1% (plr 0.010000), found 2% (plr 0.020000)",
                      f"{label}: queue expected 50 sl., found 100 sl."]
 
 

@@ -177,7 +177,7 @@ def test_validate_refuses_plr_naming_the_backend(shaper):
         shaper.validate({P1R: PipeConfig(bw_bps=20_000_000, plr=0.0001)})
     msg = str(ei.value)
     assert "br1 (tc) link path1 reverse" in msg
-    assert "plr 0.01%" in msg and "tc back-end cannot drop packets at random" in msg
+    assert "loss 0.01%" in msg and "tc back-end cannot drop packets at random" in msg
 
 
 def test_validate_refuses_a_link_of_another_bridge(shaper):
