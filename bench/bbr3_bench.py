@@ -159,7 +159,8 @@ def run(rack: Rack, argv: list[str], *, flows_cc: dict[str, str], link: str | No
     except ValueError:
         return {"argv": argv, "ok": False, "error": (p.stderr or p.stdout).strip()[-400:], "took_s": took}
     record = Path(out["record"])
-    m = json.loads((record / "manifest.json").read_text())
+    from controller.results.records import load_manifest
+    m = load_manifest(record)
     s = out.get("summary") or {}
     observed = ((m.get("congestion") or {}).get("subflows") or {}).get("observed") or {}
     ran = {flow: sorted({n for names in subs.values() for n in names}) for flow, subs in observed.items()}

@@ -35,7 +35,9 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
+from controller.errors import RecordError  # noqa: E402
 from controller.inventory import load_inventory, resolve_inventory_path  # noqa: E402
+from controller.results.records import load_manifest  # noqa: E402
 from controller.settings import export_state_dir  # noqa: E402
 from controller.units import parse_duration  # noqa: E402
 
@@ -81,8 +83,8 @@ def one_campaign(tree: Path, env: dict, tmp: Path, duration: str, runs: int, tag
     records = []
     for d in sorted(Path(env["CTL_RUNS_DIR"]).iterdir()):
         try:
-            m = json.loads((d / "manifest.json").read_text())
-        except (OSError, ValueError):
+            m = load_manifest(d)
+        except RecordError:
             continue
         if not str(m.get("campaign") or "").endswith(name) or m.get("created", 0) < t0:
             continue

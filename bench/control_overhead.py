@@ -48,6 +48,7 @@ sys.path.insert(0, str(PROJECT))
 BASE_ENV = dict(os.environ)
 
 from controller.inventory import load_inventory, resolve_inventory_path  # noqa: E402
+from controller.results.records import load_manifest, read_jsonl  # noqa: E402
 from controller.settings import export_state_dir  # noqa: E402
 
 LONG_RUNNING = ("iperf3", "mptcpize", "python3", "ip mptcp monitor")
@@ -70,7 +71,7 @@ def run_ctl(duration: str, runs_dir: Path, inventory: Path, tree: Path = PROJECT
         raise SystemExit(f"ctl run failed ({p.returncode}): {p.stderr.strip()[-400:]}")
     out = json.loads(p.stdout)["data"]
     record = Path(out["record"])
-    m = json.loads((record / "manifest.json").read_text())
+    m = load_manifest(record)           # times as Unix seconds, whatever record format the tree wrote
     tw = m["traffic_window"]
     phases = {ph["phase"]: ph["t"] for ph in m["phases"]}
     return {"record": record, "wall_process": wall,
@@ -113,8 +114,7 @@ def _children_cpu() -> float:
 
 def baseline_commands(record: Path) -> list[tuple[str, list[str]]]:
     out = []
-    for line in (record / "commands.jsonl").read_text().splitlines():
-        c = json.loads(line)
+    for c in read_jsonl(record / "commands.jsonl"):
         argv = c["argv"]
         joined = " ".join(argv[:3])
         if any(joined.startswith(x) for x in LONG_RUNNING) or c.get("note", "").startswith(("stop ", "kill ")):

@@ -35,6 +35,7 @@ sys.path.insert(0, str(PROJECT))
 
 from controller.commands import Command  # noqa: E402
 from controller.inventory import load_inventory  # noqa: E402
+from controller.results.records import load_manifest  # noqa: E402
 from controller.clocksync import measure_clock_offset  # noqa: E402
 from controller.ssh import CommandLog, SSHSession, targets  # noqa: E402
 
@@ -95,7 +96,7 @@ def run_overhead(env: dict[str, str]) -> float:
                         "--json", "--quiet"], cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         raise SystemExit(f"ctl run failed ({p.returncode}): {p.stderr.strip()[-400:]}")
-    m = json.loads((Path(json.loads(p.stdout)["data"]["record"]) / "manifest.json").read_text())
+    m = load_manifest(Path(json.loads(p.stdout)["data"]["record"]))
     tw = m["traffic_window"]
     return (m["finished"] - m["created"]) - (tw["end"] - tw["start"])
 

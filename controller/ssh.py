@@ -35,8 +35,9 @@ from controller.streams import LineReader, bounded_lines, read_capped as _read_c
 
 # A constant script: data only ever arrives as positional arguments ("$@"). It prints the PID
 # and the process's start time (`ps -o lstart=`, unchanged by exec; Linux and FreeBSD), which
-# together identify the process for good: recovery ends a PID only if both still match.
-_SPAWN_WRAPPER = 'echo "ctl-pid $$ $(ps -o lstart= -p $$ 2>/dev/null)"; exec "$@"'
+# together identify the process for good: recovery ends a PID only if both still match. ps runs
+# with TZ=UTC0 in its environment, so the start time is UTC whatever the host's zone.
+_SPAWN_WRAPPER = 'echo "ctl-pid $$ $(TZ=UTC0 ps -o lstart= -p $$ 2>/dev/null)"; exec "$@"'
 _ENV_PREFIX = ("env", "LC_ALL=C", "LANG=C")
 _TIMEOUT_GRACE = 2  # seconds between TERM and KILL of a remote command that ran over time
 _MAX_LOGGED = 1 << 20  # bytes of stdout kept in the command log per command
@@ -79,8 +80,9 @@ def remote_command_line(argv: Sequence[str], timeout: float | None, sudo: bool =
 class CommandLog:
     """Append-only record of every command (JSON lines); optional file, always in memory."""
 
-    def __init__(self, path: Path | None = None):
+    def __init__(self, path: Path | None = None, encode: Callable[[dict], dict] | None = None):
         self.path = path
+        self._encode = encode           # a run record's line format (its times: records.command_line)
         self.entries: list[CommandResult] = []
         self._fh = open(path, "a", buffering=1) if path else None
         self.listeners: list[Callable[[CommandResult], None]] = []
@@ -93,7 +95,7 @@ class CommandLog:
             if len(data["stdout"]) > _MAX_LOGGED:
                 data["stdout"] = data["stdout"][:_MAX_LOGGED]
                 data["stdout_truncated"] = True
-            self._fh.write(json.dumps(data) + "\n")
+            self._fh.write(json.dumps(self._encode(data) if self._encode else data) + "\n")
         for fn in self.listeners:
             fn(result)
 
@@ -547,7 +549,7 @@ class SSHRemoteProcess:
         self.argv = argv
         self.note = note
         self.pid: int | None = None
-        self.host_start: str | None = None      # `ps -o lstart=` of the process, on the host
+        self.host_start: str | None = None      # `ps -o lstart=` of the process, on the host, in UTC
         self._proc = proc
         self._stdout = LineReader(proc.stdout)      # the first lines one by one, then `lines()`
         self.started = time.time()

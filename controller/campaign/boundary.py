@@ -45,7 +45,8 @@ from pydantic import ValidationError
 from controller.argutil import NAME_PATTERNS
 from controller.campaign.spec import CampaignSpec
 from controller.campaign.store import (CAMPAIGN_STATES, RUN_STATES, AttemptRow, CampaignRow, HealthRow, RunRow)
-from controller.errors import CtlError
+from controller.errors import CtlError, RecordError
+from controller.results.records import manifest_from
 from controller.settings import packaged_inventory, resolve, runs_dir
 from controller.textsafe import has_control, shown
 
@@ -277,6 +278,11 @@ def record_row(r: Mapping[str, Any]) -> dict:
     manifest = _json(r["manifest_json"], "manifest_json", t, key)
     if not isinstance(manifest, dict):
         raise _refuse(t, key, "manifest_json", r["manifest_json"], "is not a mapping")
+    if "format_version" in manifest:        # a record's manifest (records.encode_manifest): times back to numbers
+        try:
+            manifest = manifest_from(manifest, f"{t} {key}")
+        except RecordError as exc:
+            raise _refuse(t, key, "manifest_json", r["manifest_json"], exc.one_line()) from None
     summary = _json(r["summary_json"], "summary_json", t, key) if r["summary_json"] else None
     if summary is not None and not isinstance(summary, dict):
         raise _refuse(t, key, "summary_json", r["summary_json"], "is not a mapping")

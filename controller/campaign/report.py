@@ -36,7 +36,7 @@ from controller.errors import RecordError
 from controller.reportdoc import Document, Section, render_html, render_md
 from controller.reportdoc import rel_path as _rel
 from controller.results.figures import CaseData, box_figure, heatmap_figures, varied_values
-from controller.results.records import load_manifest
+from controller.results.records import encode_manifest, load_manifest
 from controller.results.stats import mean_ci
 from controller.safefs import open_dir, replace_file_at, sub_dir
 from controller.textsafe import shown_lines
@@ -255,8 +255,8 @@ def export_records(store: Any, c: Any, out: Path) -> Export:
             shown = f"{out}/{run_id}"
             d_fd = sub_dir(out_fd, run_id, "record directory", shown)
             try:
-                replace_file_at(d_fd, "manifest.json", json.dumps(manifest, indent=1, default=str), "record file",
-                                f"{shown}/manifest.json")
+                replace_file_at(d_fd, "manifest.json", json.dumps(encode_manifest(manifest), indent=1, default=str),
+                                "record file", f"{shown}/manifest.json")
                 if summary is not None:
                     replace_file_at(d_fd, "summary.json", json.dumps(summary, indent=1), "record file",
                                     f"{shown}/summary.json")

@@ -27,6 +27,7 @@ from controller.campaign.plan import Case, PlannedRun
 from controller.campaign.policy import Decision
 from controller.campaign.spec import CampaignError, CampaignSpec
 from controller.campaign.store import TRANSITIONS, AttemptRow, CampaignRow, HealthRow, RunRow
+from controller.results.records import encode_manifest
 from controller.timefmt import iso_local
 
 # Candidates a claim looks at per transaction (the first that fits is taken).
@@ -421,6 +422,6 @@ class SQLStore:
             self._x("INSERT INTO records (run_id, campaign, seq, attempt, rack, controller, record_dir, status, "
                     "manifest_json, summary_json, uploaded) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (run_id, num, seq, attempt, rack, controller, str(record_dir), status,
-                     json.dumps(manifest, default=str), json.dumps(summary) if summary is not None else None,
+                     json.dumps(encode_manifest(manifest), default=str), json.dumps(summary) if summary is not None else None,
                      time.time()))
 

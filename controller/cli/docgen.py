@@ -374,6 +374,37 @@ def _refs_in(s: dict, defs: dict) -> list[str]:
 
 # ---- run records ---------------------------------------------------------------------------------
 
+def record_times() -> list[str]:
+    """The run record's times, file by file, from the one list ctl writes and reads them by."""
+    from controller.results import timefields
+    out = ["## Times {: #times }", "",
+           "Record format 2 writes every time in `manifest.json`, `commands.jsonl` and `processes.jsonl` as "
+           "ISO 8601 UTC with microseconds and a zone, `2026-11-27T12:29:46.504719Z` (the form of summary.json, "
+           "`--json` output and exports); durations are seconds (keys ending `_s`, `duration`). ctl reads them "
+           "back as Unix seconds. A path below: `*` any key, `[]` every element of a list, `[0]` its first.", "",
+           "| file | time | written as |", "|---|---|---|"]
+    for name, paths in sorted(timefields.FILES.items()):
+        for p in paths:
+            w = timefields.wire_path(p)
+            form = "ISO 8601 UTC" + (f" (Unix nanoseconds in memory as `{p.rpartition('.')[2]}`)" if w != p else "")
+            out.append(f"| `{name}` | `{w}` | {form} |")
+    out += ["| `metrics.jsonl` | `t` | Unix nanoseconds, an integer (see below) |",
+            "| `summary.json` | its times | ISO 8601 UTC (below) |", "",
+            "`processes[].host_start` is when the process started on its host, from `ps -o lstart=` run there "
+            "under `TZ=UTC0` (to the second); recovery compares it with the same ps before it ends a PID.", "",
+            "`metrics.jsonl` keeps Unix nanoseconds in `t`: it is the telemetry spool, one line per point in "
+            "InfluxDB's own point time (pushed as it is), millions of points in a long run, read in bulk: "
+            "`pd.to_datetime(df.t, unit=\"ns\", utc=True)` in pandas, `as.POSIXct(t / 1e9, origin = \"1970-01-01\", "
+            "tz = \"UTC\")` in R. `ctl runs export` writes its `samples` table with ISO 8601 UTC times (below).", "",
+            "Format 1 (ctl before 2026-11-27) wrote these times as Unix seconds (floats) and `host_start` as the "
+            "host's local time without a zone (`Fri Nov 27 12:29:46 2026`). Every reader still reads it, to the "
+            "same numbers: its `host_start` becomes `host_start_local` (the zone is unknown, so it is no time; "
+            "recovery compares it with ps in the host's own zone). A format-1 record that a newer ctl writes "
+            "again (recovery finishing it) becomes format 2; lines it appends to the format-1 `commands.jsonl` "
+            "are format 2, and the reader takes each line as it is.", ""]
+    return out
+
+
 def run_record_page() -> str:
     from controller.inventory import FORMAT_VERSION as INVENTORY_FORMAT
     from controller.results import export, records, wire
@@ -390,9 +421,7 @@ def run_record_page() -> str:
             "", "```text", textwrap_dedent(layout), "```", "",
             "Run ids are readable and unique: the UTC start time, the scenario and the parameters that were "
             "given, e.g. `20261122T031819Z_distinct-bottleneck_link2-20M`.", "",
-            "Times in the manifest (`created`, `finished`, `phases[].t`, `errors[].t`, `traffic_window`) are Unix "
-            "seconds, UTC; metric points carry Unix nanoseconds in `t`. Everything written for a reader "
-            "(summary.json, `--json` output, exports) has ISO 8601 UTC times instead.", ""]
+            *record_times()]
     s = SummaryDocument.model_json_schema(mode="validation")
     body += ["## summary.json {: #summary }", "",
              "The scenario's own summary (its numbers and their `definitions`), plus the keys below; the "

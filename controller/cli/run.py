@@ -201,9 +201,10 @@ def _say_why(outcome: RunOutcome) -> None:
 
 def _print_fidelity(record_dir) -> None:
     """One line on how well the shapers kept their schedule (their own counters, when they have them)."""
+    from controller.results.records import load_manifest       # loaded by the run already
     try:
-        m = json.loads((record_dir / "manifest.json").read_text())
-    except (OSError, ValueError, TypeError):
+        m = load_manifest(record_dir)
+    except (CtlError, TypeError):
         return
     parts = []
     for b, v in sorted((m.get("shapers") or {}).items()):

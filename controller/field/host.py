@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 from controller.commands import Command, CommandResult
 from controller.errors import CtlError, SSHError
 from controller.inventory import Inventory
-from controller.results.records import RunRecord
+from controller.results.records import RunRecord, command_line
 from controller.clocksync import measure_clock_offset
 from controller.ssh import CommandLog, SSHPool
 from controller.field.options import FieldOptions, check_hosts, check_options, field_root, logger_config, modem_hosts, resolve_device
@@ -154,7 +154,7 @@ async def start(inv: Inventory, hosts: Sequence[str], opts: FieldOptions, runs_r
             old = find_record_of(runs_root, statuses[h]["run_id"])
             if old is not None:
                 records[h] = old
-    log = _RecordLog(rec.dir / "commands.jsonl") if rec is not None else CommandLog()
+    log = _RecordLog(rec.dir / "commands.jsonl", encode=command_line) if rec is not None else CommandLog()
     for entry in probe_log.entries:          # the install and status reads before the record existed
         log.add(entry)
     fh = FieldHosts(inv, hosts, log)
@@ -323,7 +323,7 @@ async def fetch_into(rec: RunRecord, fh: FieldHosts, say: Say) -> dict[str, Any]
 
 async def fetch(inv: Inventory, rec: RunRecord, say: Say) -> dict[str, Any]:
     hosts = [h for h in sorted((rec.manifest.get("field") or {}).get("hosts", {})) if h in inv.hosts]
-    log = _RecordLog(rec.dir / "commands.jsonl")
+    log = _RecordLog(rec.dir / "commands.jsonl", encode=command_line)
     fh = FieldHosts(inv, hosts, log)
     try:
         return await fetch_into(rec, fh, say)

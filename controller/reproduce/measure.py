@@ -14,11 +14,12 @@ from typing import Any, Callable, Iterator, Mapping
 
 from controller.campaign.boundary import local_record_dir, record_roots
 from controller.campaign.progress import progress_of
-from controller.errors import CtlError
+from controller.errors import CtlError, RecordError
 from controller.reproduce.cells import Cells, add_value, build_cells
 from controller.reproduce.hypotheses import EXPERIMENTS, Experiment, deviation_column
 from controller.reproduce.papers import PARALLEL_SHARES, paper_value, row_label
 from controller.reproduce.record import Reproduction
+from controller.results.records import load_manifest
 from controller.run.replay import summarize_record_windows
 from controller.safefs import private_dir, write_private
 from nodes.congestion.catalog import bbr_version_label
@@ -164,6 +165,13 @@ def _load_json(path: Path) -> dict | None:
     return d if isinstance(d, dict) else None
 
 
+def _load_manifest(record: Path) -> dict | None:
+    try:
+        return load_manifest(record)
+    except RecordError:
+        return None
+
+
 def completed_runs(store: Any, c: Any, roots: list[Path] | None = None) -> Iterator[tuple[dict[str, str], str, dict]]:
     """(varied parameters, record dir, summary) of every run of a campaign that completed. A record
     dir comes from a store row: it is read only where this controller keeps records (`roots`,
@@ -207,7 +215,7 @@ def latest_field_runs(runs_root: Path, limit: int = 1) -> list[dict]:
         return []
     found = []
     for d in sorted(runs_root.iterdir(), reverse=True):
-        m = _load_json(d / "manifest.json") if d.is_dir() else None
+        m = _load_manifest(d) if d.is_dir() else None
         if not m or m.get("scenario") != "field":
             continue
         s = _load_json(d / "summary.json")
@@ -262,7 +270,7 @@ def collect(store: Any, r: Reproduction, window_summary: WindowSummary | None = 
             if exp is not None:
                 windowed = windows_of(r, Path(record), exp, window_summary) if exp.windows else None
                 extract_deviation(acc, exp, varied, s, Path(record).name, windowed)
-            m = _load_json(Path(record) / "manifest.json") or {}
+            m = _load_manifest(Path(record)) or {}
             if exp is None:
                 extract(acc, entry["key"], varied, with_kernel_bbr(s, m) if entry["key"] == "bbrv3" else s)
             commits.setdefault(str((m.get("controller") or {}).get("commit") or "unknown"),

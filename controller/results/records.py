@@ -18,12 +18,18 @@ Layout of a run record:
 
 A newer format version is refused; older ones are migrated on read.
 
-Times in the manifest (`created`, `finished`, `phases[].t`, `errors[].t`, `traffic_window`,
-`startup`: when `ctl run`'s start-up steps before the record ended, `figures_drawn`)
-are Unix seconds, UTC (machine fields, for computation); metric points carry Unix
-nanoseconds in `t` (metrics.jsonl, the InfluxDB format). Everything written for a reader
-(summary.json, `--json` output, exports) has ISO 8601 UTC times instead
-(`controller.results.wire`).
+Times (format 2): every time in manifest.json, commands.jsonl and processes.jsonl is ISO 8601 UTC
+with microseconds and a zone (`2026-11-27T12:29:46.504719Z`, the form of summary.json and `--json`
+output); durations are seconds (`_s`, `duration`). Where each time sits is declared once
+(`controller.results.timefields`); `RunRecord.save`, the command log and the process journal write
+them so, and every reader goes through `load_manifest` / `manifest_from` / `read_jsonl`, which give
+Unix seconds back (the numbers ctl computes with). `processes[].host_start` is the process's start
+on its host, from `ps -o lstart=` run under TZ=UTC0 (to the second). metrics.jsonl keeps Unix
+nanoseconds in `t` (the InfluxDB line protocol's point time; millions of points, read with
+`pd.to_datetime(t, unit="ns", utc=True)`; `ctl runs export` writes them as ISO 8601).
+Format 1 (ctl before 2026-11-27) wrote Unix seconds as floats and `host_start` as the host's local
+time without a zone; it is still read: the numbers are the same, and such a `host_start` is kept
+as `host_start_local` (its zone is unknown: it is only compared with `ps` on that host again).
 
 summary.json is the scenario's summary (its numbers and `definitions`) plus two keys ctl adds:
     provenance   {"run_id", "scenario", "campaign", "status", "started", "finished",
@@ -51,13 +57,32 @@ from pathlib import Path
 from typing import Any, Callable
 
 from controller.errors import RecordError
+from controller.results.timefields import COMMAND_TIMES, MANIFEST_TIMES, PROCESS_TIMES, decode, encode, microsecond
 from controller.results.wire import iso_utc, to_wire, units_of
 from controller.settings import state_dir
 from controller.version import commit, dependencies, version
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2          # 2: times ISO 8601 UTC (module doc); 1: Unix seconds
 SUMMARY_FORMAT = 1          # the provenance and units keys of summary.json
-_MIGRATIONS: dict[int, Callable[[dict], dict]] = {}  # from version N to N+1
+
+
+def _legacy_host_start(p: Any) -> Any:
+    """A format-1 process entry: its `host_start` (the host's local time, no zone) as
+    `host_start_local`; a zoned or numeric one is left."""
+    if isinstance(p, dict) and isinstance(p.get("host_start"), str) and p["host_start"] \
+            and not p["host_start"][:1].isdigit():
+        p = {("host_start_local" if k == "host_start" else k): v for k, v in p.items()}
+    return p
+
+
+def _v1_to_v2(m: dict) -> dict:
+    """Format 1 -> 2 (in memory the times are numbers in both): only the zone-less host_start moves."""
+    if isinstance(m.get("processes"), list):
+        m = {**m, "processes": [_legacy_host_start(p) for p in m["processes"]]}
+    return m
+
+
+_MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}  # from version N to N+1
 
 
 def make_run_id(scenario: str, varied: dict[str, str], now: float | None = None) -> str:
@@ -153,7 +178,7 @@ class RunRecord:
 
     def save(self) -> None:
         tmp = self.dir / "manifest.json.tmp"
-        tmp.write_text(json.dumps(self.manifest, indent=1, default=_json_default))
+        tmp.write_text(json.dumps(encode_manifest(self.manifest), indent=1, default=_json_default))
         os.replace(tmp, self.dir / "manifest.json")
 
     def raw_path(self, host: str, name: str) -> Path:
@@ -234,8 +259,9 @@ def provenance(manifest: dict) -> dict:
         "started": _time(manifest.get("created")),
         "finished": _time(manifest.get("finished")),
         "traffic": {"start": _time(t0), "end": _time(t1),
-                    "duration_s": round(t1 - t0, 6) if isinstance(t0, (int, float)) and isinstance(t1, (int, float))
-                    else None},
+                    # from the times as the record keeps them: the same when re-read (`ctl runs show`)
+                    "duration_s": round(microsecond(t1) - microsecond(t0), 6)
+                    if isinstance(t0, (int, float)) and isinstance(t1, (int, float)) else None},
         "ctl": {"version": ctl.get("ctl_version"), "commit": ctl.get("commit")},
         "inventory": {"name": inv.get("name") if isinstance(inv, dict) else None,
                       "file": manifest.get("inventory_file") or None},
@@ -270,22 +296,70 @@ def record_warnings(manifest: dict) -> list[str]:
     return out
 
 
-def load_manifest(path: Path) -> dict:
-    try:
-        data = json.loads((path / "manifest.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise RecordError(f"{path}/manifest.json: unreadable: {exc}") from None
+def encode_manifest(manifest: dict) -> dict:
+    """A manifest as format 2 writes it (its times ISO 8601 UTC): for manifest.json and for every
+    copy of a manifest ctl stores (the campaign store, the lab database, an export)."""
+    return encode(manifest, MANIFEST_TIMES)
+
+
+def command_line(entry: dict) -> dict:
+    """One commands.jsonl line as format 2 writes it (CommandLog's `encode`)."""
+    return encode(entry, COMMAND_TIMES)
+
+
+def process_line(entry: dict) -> dict:
+    """One processes.jsonl line as format 2 writes it."""
+    return encode(entry, PROCESS_TIMES)
+
+
+def manifest_from(data: Any, where: str) -> dict:
+    """A manifest as readers hold it (times as Unix seconds) from its stored JSON of any format
+    this ctl knows: the one place a manifest's content is checked, migrated and decoded. A newer
+    format is refused (RecordError naming `where`)."""
+    if not isinstance(data, dict):
+        raise RecordError(f"{where}: not a manifest (a JSON object)")
     v = data.get("format_version")
-    if not isinstance(v, int):
-        raise RecordError(f"{path}/manifest.json: no format_version")
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise RecordError(f"{where}: no format_version")
     if v > FORMAT_VERSION:
-        raise RecordError(f"{path}: run record format {v} is newer than this ctl understands "
+        raise RecordError(f"{where}: run record format {v} is newer than this ctl understands "
                           f"({FORMAT_VERSION}); upgrade ctl to read it")
     while v < FORMAT_VERSION:
         data = _MIGRATIONS[v](data)
         v += 1
         data["format_version"] = v
-    return data
+    return decode(data, MANIFEST_TIMES)
+
+
+def load_manifest(path: Path) -> dict:
+    try:
+        data = json.loads((path / "manifest.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise RecordError(f"{path}/manifest.json: unreadable: {exc}") from None
+    if isinstance(data, dict) and not isinstance(data.get("format_version"), int):
+        raise RecordError(f"{path}/manifest.json: no format_version")
+    return manifest_from(data, str(path) if isinstance(data, dict) else f"{path}/manifest.json")
+
+
+_LINE_TIMES = {"commands.jsonl": COMMAND_TIMES, "processes.jsonl": PROCESS_TIMES}
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """The entries of a record's commands.jsonl or processes.jsonl (by its name), times as Unix
+    seconds, whatever format wrote each line (a format-1 record finished by a newer ctl has both).
+    A line that is not a JSON object (a torn last line: a kill mid-write) is skipped. Missing
+    file: OSError, as open()."""
+    paths = _LINE_TIMES[path.name]
+    out: list[dict] = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(e, dict):
+                out.append(decode(_legacy_host_start(e) if paths is PROCESS_TIMES else e, paths))
+    return out
 
 
 def find_run(runs_root: Path, run: str | None) -> Path:

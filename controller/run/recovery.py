@@ -24,7 +24,9 @@ from bridges.base import restore, shaper_class, state_from_record
 from controller.commands import Command, run_all
 from controller.errors import CtlError
 from controller.inventory import Inventory
-from controller.results.records import RunRecord
+from controller.errors import RecordError
+from controller.results.records import RunRecord, command_line, load_manifest, process_line, read_jsonl
+from controller.results.timefields import lstart_utc
 from controller.run.congestion import recover_congestion
 from controller.settings import state_dir
 from controller.ssh import CommandLog, SSHPool
@@ -39,11 +41,12 @@ _ELIDE = 400    # an argv element longer than this (a constant script) is record
 
 def process_record(p: Any) -> dict:
     """What a run records about a remote process the moment it starts: enough for recovery to
-    recognise exactly that process later (PID + its start time on the host + its argv)."""
+    recognise exactly that process later (PID + its start time on the host + its argv). The
+    start time is Unix seconds (the spawn wrapper's `ps -o lstart=` runs under TZ=UTC0)."""
     argv = [a if len(a) <= _ELIDE else f"<{len(a)} bytes sha256:{hashlib.sha256(a.encode()).hexdigest()[:16]}>"
             for a in p.argv]
     return {"host": p.host, "pid": p.pid, "argv0": p.argv[0], "argv": argv, "program": program_of(p.argv),
-            "host_start": getattr(p, "host_start", None), "note": p.note, "started": p.started}
+            "host_start": lstart_utc(getattr(p, "host_start", None)), "note": p.note, "started": p.started}
 
 
 # Each remote process a run starts, one JSON line, appended the moment its PID is known (before
@@ -59,7 +62,7 @@ class ProcessJournal:
         self._fh = open(run_dir / JOURNAL, "a", encoding="utf-8")
 
     def add(self, entry: dict) -> None:
-        self._fh.write(json.dumps(entry) + "\n")
+        self._fh.write(json.dumps(process_line(entry)) + "\n")
         self._fh.flush()
 
     def close(self) -> None:
@@ -73,15 +76,11 @@ def recorded_processes(run_dir: Path, manifest: dict) -> list[dict]:
     out = list(manifest.get("processes") or [])
     seen = {(p.get("host"), p.get("pid"), p.get("started")) for p in out if isinstance(p, dict)}
     try:
-        text = (run_dir / JOURNAL).read_text(encoding="utf-8")
+        journal = read_jsonl(run_dir / JOURNAL)
     except (OSError, ValueError):
         return out
-    for line in text.splitlines():
-        try:
-            p = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(p, dict) and isinstance(p.get("host"), str) and \
+    for p in journal:
+        if isinstance(p.get("host"), str) and \
                 (p.get("host"), p.get("pid"), p.get("started")) not in seen:
             seen.add((p.get("host"), p.get("pid"), p.get("started")))
             out.append(p)
@@ -96,16 +95,31 @@ def program_of(argv: Sequence[str]) -> str:
     return os.path.basename(argv[min(i, len(argv) - 1)])
 
 
+def start_command(recorded: dict, pid: str) -> Command:
+    """The ps that prints a PID's start time as the record has it: under TZ=UTC0 (format 2: Unix
+    seconds), or in the host's own zone for a format-1 record's `host_start_local`."""
+    env = () if "host_start_local" in recorded else ("env", "TZ=UTC0")
+    return Command((*env, "ps", "-o", "lstart=", "-p", pid), timeout=10, check=False,
+                   note="is the interrupted run's process still there?")
+
+
 def same_process(recorded: dict, start_now: str, args_now: str) -> bool:
     """Whether the process a PID names now is the one a run recorded (pure). With a recorded
     start time, the start time must be the same to the second (a reused PID never is) and the
-    recorded program must be what it runs; a record without one (older ctl) is not trusted."""
-    start, program = recorded.get("host_start"), recorded.get("program")
-    if not start or not program or not args_now.strip():
+    recorded program must be what it runs; a record without one (older ctl) is not trusted.
+    `start_now` is what `start_command(recorded, ...)` printed."""
+    program = recorded.get("program")
+    if not program or not args_now.strip():
         return False
-    words = args_now.split()
-    return " ".join(start_now.split()) == " ".join(start.split()) and \
-        any(os.path.basename(w) == program for w in words[:3])
+    local, start = recorded.get("host_start_local"), recorded.get("host_start")
+    if isinstance(local, str) and local.strip():        # format 1: the host's local time, as ps printed it
+        same = " ".join(start_now.split()) == " ".join(local.split())
+    elif isinstance(start, (int, float)) and not isinstance(start, bool):
+        now = lstart_utc(start_now)
+        same = now is not None and now == start
+    else:
+        return False
+    return same and any(os.path.basename(w) == program for w in args_now.split()[:3])
 
 
 # A manifest's top-level `status`, as RunRecord writes it (indent 1, the fifth key): a JSON
@@ -144,8 +158,8 @@ def interrupted_runs(runs_root: Path, inv: Inventory) -> list[Path]:
         if not mf.exists() or recorded_status(mf) not in ("running", None):
             continue
         try:
-            m = json.loads(mf.read_text())
-        except (OSError, ValueError):
+            m = load_manifest(d)
+        except RecordError:
             continue
         if m.get("status") != "running" or m.get("dry_run"):
             continue
@@ -164,7 +178,7 @@ async def recover(inv: Inventory, run_dir: Path, say: Callable[[str], None]) -> 
     rec = RunRecord.open(run_dir)
     m = rec.manifest
     m["processes"] = recorded_processes(run_dir, m)
-    log = CommandLog(run_dir / "commands.jsonl")
+    log = CommandLog(run_dir / "commands.jsonl", encode=command_line)
     hosts = sorted(set(m.get("shapers", {})) | set(m.get("endpoints", {})) |
                    set((m.get("congestion") or {}).get("hosts", {})) | {p["host"] for p in m.get("processes", [])})
     hosts = [h for h in hosts if h in inv.hosts]
@@ -227,8 +241,7 @@ async def _end_processes(pool: SSHPool, processes: list[dict], problems: list[st
         s = pool[p["host"]]
         pid = str(p["pid"])
         try:
-            start = await s.run(Command(("ps", "-o", "lstart=", "-p", pid), timeout=10, check=False,
-                                        note="is the interrupted run's process still there?"))
+            start = await s.run(start_command(p, pid))
             if not start.ok or not start.stdout.strip():
                 continue          # gone
             args = await s.run(Command(("ps", "-ww", "-o", "args=", "-p", pid), timeout=10, check=False,

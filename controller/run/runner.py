@@ -23,7 +23,7 @@ from bridges.base import (PipeConfig, PipeKey, Shaper, ShaperState, apply, read_
                           shaper_fidelity)
 from controller.commands import Command, CommandResult, DryRunSession, run_all
 from controller.inventory import Inventory, Role, source_of
-from controller.results.records import RunRecord, make_run_id
+from controller.results.records import RunRecord, command_line, make_run_id
 from controller.results.hystart import attach_own_hystart
 from controller.results.summary import data_local_ports
 from controller.run.congestion import CongestionStage, congestion_problems, subflow_congestion
@@ -66,7 +66,7 @@ class Run:
         self.influx = influx
         self.progress = progress or (lambda msg: None)
         self.live = live
-        self.log = CommandLog(None if dry_run else record.dir / "commands.jsonl")
+        self.log = CommandLog(None if dry_run else record.dir / "commands.jsonl", encode=command_line)
         # Every remote process is in the record the moment it starts: if this controller dies,
         # recovery ends exactly these, by PID.
         self.log.spawn_listeners.append(self._record_spawn)

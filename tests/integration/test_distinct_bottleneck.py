@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from controller import scenarios
+from controller.results.records import FORMAT_VERSION, load_manifest, read_jsonl
+from controller.results.timefields import FILES, decode
 
 pytestmark = pytest.mark.integration
 
@@ -54,8 +56,8 @@ def test_terminal_table_printed(rack):
 
 def test_run_record_is_complete(completed_run, rack):
     out, record, _ = completed_run
-    m = json.loads((record / "manifest.json").read_text())
-    assert m["format_version"] == 1 and m["status"] == "completed"
+    m = load_manifest(record)
+    assert m["format_version"] == FORMAT_VERSION == 2 and m["status"] == "completed"
     assert len(m["neighbour_warmup"]) == 4 and all(w["replied"] for w in m["neighbour_warmup"])
     assert m["parameters"]["values"]["link2"] == 20_000_000
     assert "a1" in m["hosts"] and "uname -a" in m["hosts"]["a1"]["metadata"]
@@ -95,13 +97,47 @@ def test_run_record_is_complete(completed_run, rack):
         assert f["client_spawned"] <= f["client_started"] < f["client_exited"]
 
 
+def _epoch_numbers(obj, path=""):
+    """Where a written document still has a float that looks like Unix seconds (2001..5138)."""
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() for p in _epoch_numbers(v, f"{path}.{k}")]
+    if isinstance(obj, list):
+        return [p for i, v in enumerate(obj) for p in _epoch_numbers(v, f"{path}[{i}]")]
+    return [path] if isinstance(obj, float) and 1e9 <= obj < 1e11 else []
+
+
+def test_the_record_is_written_in_format_2_and_read_back_to_numbers(completed_run):
+    """Every time in manifest.json, commands.jsonl and processes.jsonl is ISO 8601 UTC on disk (no
+    epoch float left anywhere), the host's process start times have a zone, and the reader gives
+    the numbers back."""
+    out, record, _ = completed_run
+    raw = json.loads((record / "manifest.json").read_text())
+    lines = {n: [json.loads(x) for x in (record / n).read_text().splitlines()]
+             for n in ("commands.jsonl", "processes.jsonl")}
+    assert _epoch_numbers(raw) == [] and all(_epoch_numbers(e) == [] for v in lines.values() for e in v)
+    assert raw["format_version"] == 2 and raw["created"].endswith("Z") and raw["traffic_window"]["end"].endswith("Z")
+    assert raw["processes"] and all(p["host_start"].endswith(".000000Z") and p["started"].endswith("Z")
+                                    for p in raw["processes"])
+    assert all(c["started"].endswith("Z") for c in lines["commands.jsonl"])
+    m = load_manifest(record)
+    assert m == decode(raw, FILES["manifest.json"])
+    assert m["created"] <= m["traffic_window"]["start"] < m["traffic_window"]["end"] <= m["finished"]
+    # each process's start on its host (ps under TZ=UTC0, to the second) is the moment ctl spawned it on
+    # its own clock (the same machine), not hours off as a time read in the wrong zone would be
+    assert all(abs(p["host_start"] - p["started"]) < 900 for p in m["processes"])
+    journal = read_jsonl(record / "processes.jsonl")
+    assert {(p["host"], p["pid"], p["started"]) for p in journal} <= \
+        {(p["host"], p["pid"], p["started"]) for p in m["processes"]}
+    assert all(isinstance(c["started"], float) for c in read_jsonl(record / "commands.jsonl"))
+
+
 def test_sampled_at_10hz_by_one_sampler_per_host(completed_run):
     out, record, _ = completed_run
-    m = json.loads((record / "manifest.json").read_text())
+    m = load_manifest(record)
     samples = m["telemetry"]["samples"]
     assert set(samples) >= {"a1", "a2", "b1", "b2", "br1", "br2"}
     assert all(n >= 100 for n in samples.values())  # 12 s at 10 Hz
-    cmds = [json.loads(l) for l in (record / "commands.jsonl").read_text().splitlines()]
+    cmds = read_jsonl(record / "commands.jsonl")
     samplers = [c for c in cmds if c["argv"][:3] == ["python3", "-u", "-c"]]
     per_host = Counter(c["host"] for c in samplers if "sampler" in c["note"])
     assert all(v == 1 for v in per_host.values()) and len(per_host) == 6
@@ -156,7 +192,7 @@ def test_runs_show_recomputes_the_summary_and_windows_it(completed_run, rack):
     assert p.returncode == 0, p.stderr
     saved = json.loads((record / "summary.json").read_text())
     assert json.loads(p.stdout)["data"] == saved
-    m = json.loads((record / "manifest.json").read_text())
+    m = load_manifest(record)
     # a copied summary.json says which run it is, when (ISO 8601 UTC), with which ctl and rack
     prov = saved["provenance"]
     assert prov["run_id"] == out["run_id"] == m["run_id"] and prov["status"] == "completed"

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from controller.results.catalog import parse_when
-from controller.results.records import RunRecord, id_time, summary_document
+from controller.results.records import RunRecord, id_time, load_manifest, summary_document
 from controller.results.wire import iso_utc, iso_utc_ns, naive_times, to_wire, unit_of, units_of
 from controller.version import commit, version
 from controller.errors import UsageError
@@ -75,7 +75,7 @@ def test_summary_json_carries_its_provenance(tmp_path):
     assert p["inventory"] == {"name": "vunit", "file": "/x/vunit.yaml"}
     assert p["parameters"] == {"given": {"delay": "800ms"}, "values": {"delay": 800000, "bw": 100000000}}
     assert p["traffic"] == {"start": "2026-11-22T04:18:20.381966Z", "end": "2026-11-22T04:18:51.682338Z",
-                            "duration_s": 31.300373}
+                            "duration_s": 31.300372}     # of the times as written (record format 2)
     assert p["started"].endswith("Z") and p["finished"] is None and p["summary_format"] == 1
     assert s["units"] == {"ratio": "1", "sender_mbps": "Mbit/s"}
     assert s["overlap"] == {"start": "2026-11-22T04:18:21.500000Z"} and s["ratio"] == 1.306
@@ -85,7 +85,7 @@ def test_summary_json_carries_its_provenance(tmp_path):
     assert s["provenance"]["status"] == "completed" and s["provenance"]["finished"].endswith("Z")
     assert naive_times(s) == []
     # what `ctl runs show --json` prints for the record is the same document
-    assert s == summary_document(summary, json.loads((rec.dir / "manifest.json").read_text()))
+    assert s == summary_document(summary, load_manifest(rec.dir))
 
 
 def test_run_id_time():

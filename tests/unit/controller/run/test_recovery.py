@@ -7,7 +7,9 @@ import os
 import socket
 from types import SimpleNamespace
 
-from controller.run.recovery import interrupted_runs, process_record, program_of, same_process
+from controller.results.records import FORMAT_VERSION
+from controller.results.timefields import lstart_utc
+from controller.run.recovery import interrupted_runs, process_record, program_of, same_process, start_command
 
 START = "Tue Nov 24 15:02:33 2026"
 
@@ -24,28 +26,35 @@ def test_a_process_record_names_start_time_program_and_argv_without_constant_scr
     p = SimpleNamespace(host="a1", pid=42, argv=("python3", "-c", script, "0.1"), note="sampler",
                         started=1.0, host_start=START)
     r = process_record(p)
-    assert r["pid"] == 42 and r["host_start"] == START and r["program"] == "python3"
+    assert r["pid"] == 42 and r["host_start"] == lstart_utc(START) == 1795532553.0 and r["program"] == "python3"
     assert r["argv"][2].startswith("<5000 bytes sha256:") and r["argv"][3] == "0.1"
     assert json.dumps(r)
 
 
 def test_same_process_needs_the_same_start_time_and_program():
-    rec = {"pid": 42, "program": "iperf3", "host_start": START}
-    assert same_process(rec, START + "\n", "iperf3 -s -p 5201 -1\n")
-    assert same_process(rec, "Tue  Nov 24 15:02:33 2026", "/usr/bin/iperf3 -s")     # spacing as ps pads it
-    assert not same_process(rec, "Tue Nov 24 15:02:34 2026", "iperf3 -s")          # a reused PID
-    assert not same_process(rec, START, "sshd: root@pts/0")                         # another program
-    assert not same_process(rec, START, "")
+    # format 2: the start in Unix seconds, compared with ps under TZ=UTC0; format 1: the host's
+    # local time as ps printed it, compared with ps in the host's zone (start_command says which)
+    for rec in ({"pid": 42, "program": "iperf3", "host_start": lstart_utc(START)},
+                {"pid": 42, "program": "iperf3", "host_start_local": START}):
+        assert same_process(rec, START + "\n", "iperf3 -s -p 5201 -1\n")
+        assert same_process(rec, "Tue  Nov 24 15:02:33 2026", "/usr/bin/iperf3 -s")     # spacing as ps pads it
+        assert not same_process(rec, "Tue Nov 24 15:02:34 2026", "iperf3 -s")          # a reused PID
+        assert not same_process(rec, START, "sshd: root@pts/0")                         # another program
+        assert not same_process(rec, START, "")
+        assert not same_process(rec, "", "iperf3 -s")
+    assert start_command({"host_start": 1.0}, "42").argv == ("env", "TZ=UTC0", "ps", "-o", "lstart=", "-p", "42")
+    assert start_command({"host_start_local": START}, "42").argv == ("ps", "-o", "lstart=", "-p", "42")
     # Records of an older ctl (no start time) or with an empty program are never trusted.
     assert not same_process({"pid": 42, "argv0": "", "program": ""}, START, "anything at all")
     assert not same_process({"pid": 42, "argv0": "iperf3"}, START, "iperf3 -s")
+    assert not same_process({"pid": 42, "program": "iperf3", "host_start": None}, START, "iperf3 -s")
 
 
 def _record(root, name, *, inventory="virtual", state_dir=None, status="running", pid=999999):
     d = root / name
     d.mkdir(parents=True)
     (d / "manifest.json").write_text(json.dumps({
-        "status": status, "dry_run": False, "inventory": {"name": inventory},
+        "format_version": FORMAT_VERSION, "status": status, "dry_run": False, "inventory": {"name": inventory},
         "controller": {"host": socket.gethostname(), "pid": pid, "state_dir": state_dir}}))
     return d
 
