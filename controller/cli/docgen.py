@@ -389,7 +389,11 @@ def record_times() -> list[str]:
             form = "ISO 8601 UTC" + (f" (Unix nanoseconds in memory as `{p.rpartition('.')[2]}`)" if w != p else "")
             out.append(f"| `{name}` | `{w}` | {form} |")
     out += ["| `metrics.jsonl` | `t` | Unix nanoseconds, an integer (see below) |",
-            "| `summary.json` | its times | ISO 8601 UTC (below) |", "",
+            "| `summary.json` | its times | ISO 8601 UTC (below) |",
+            "| `metrics.influx.json` | `last_push` | Unix seconds (the spool's push state: ctl's own bookkeeping, "
+            "not a result) |",
+            "| `raw/<host>/...` | as each tool printed it | verbatim tool output; a field run's logger files "
+            "(`run.json`, `state.json`) carry Unix nanoseconds in their `*_ns` keys |", "",
             "`processes[].host_start` is when the process started on its host, from `ps -o lstart=` run there "
             "under `TZ=UTC0` (to the second); recovery compares it with the same ps before it ends a PID.", "",
             "`metrics.jsonl` keeps Unix nanoseconds in `t`: it is the telemetry spool, one line per point in "
