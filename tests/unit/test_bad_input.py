@@ -7,6 +7,11 @@ inventory is not up, and nothing tries to bring it up: that would write the stat
 
 The cases run concurrently once per session (they are independent processes); each
 parametrized test then checks one case's outcome. One test per class of input.
+
+Each case's process is forked from a server that has imported ctl once (tests/support/ctl_fork.py:
+the same process a fresh `python -m controller` is, for what is checked here, without ~0.7 s of
+start-up CPU per case); a sample of cases (SAMPLE: every command word and input class) also runs
+as a fresh interpreter, and both must give the same outcome.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ctl_fork import ForkServer
 from tests.support.shipped import LAB, ROOT, VIRTUAL
 
 SCEN = ("run", "distinct-bottleneck")
@@ -196,6 +202,16 @@ CLASSES = {
 }
 
 
+# Cases that also run as a fresh `python -m controller`: one of each class, each command word
+# (run, link, field, campaign plan and submit, parse, an unknown one), stdin, a file argument.
+SAMPLE = {("scenario-parameters", "huge-rate"), ("scenario-parameters", "unknown-command"),
+          ("scenario-parameters", "link-set-bad-bw"), ("scenario-parameters", "field-dash-server"),
+          ("inventory-structure", "billion-laughs"), ("inventory-content", "url-credentials"),
+          ("campaign-structure", "deep-nesting"), ("campaign-content", "decades"), ("parse-input", "stdin-empty"),
+          ("parse-input", "garbage-iperf3")}
+PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+
+
 @dataclass
 class Outcome:
     returncode: int
@@ -204,18 +220,27 @@ class Outcome:
     written: list[str]
 
 
-def _run(case: Case, base: Path) -> Outcome:
+def _env(case: Case, base: Path, home: Path) -> dict[str, str]:
+    return {"PATH": PATH, "HOME": str(home), "CTL_STATE_DIR": str(base / f"{case.id}.state"),
+            "CTL_RUNS_DIR": str(base / f"{case.id}.runs"), "CTL_LOCK_DIR": str(base / f"{case.id}.locks"),
+            "CTL_INVENTORY": str(VIRTUAL)}
+
+
+def _run(case: Case, base: Path, home: Path, fork: ForkServer | None) -> Outcome:
+    """The case in its own directory under `base`: forked from `fork`, or a fresh interpreter (None)."""
     d = base / case.id
     d.mkdir(parents=True)
     for name, content in case.files.items():
         (d / name).write_bytes(content if isinstance(content, bytes) else content.encode())
     before = sorted(p.name for p in d.iterdir())
-    state, runs = base / f"{case.id}.state", base / f"{case.id}.runs"
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": str(base), "CTL_STATE_DIR": str(state),
-           "CTL_RUNS_DIR": str(runs), "CTL_LOCK_DIR": str(base / f"{case.id}.locks"), "CTL_INVENTORY": str(VIRTUAL)}
+    env = _env(case, base, home)
+    state, runs = Path(env["CTL_STATE_DIR"]), Path(env["CTL_RUNS_DIR"])
     argv = [a.replace("{dir}", str(d)) for a in case.argv]
-    p = subprocess.run([sys.executable, "-m", "controller", *argv], cwd=ROOT, env=env, input=case.stdin or b"",
-                       capture_output=True, timeout=120)
+    if fork is None:
+        p = subprocess.run([sys.executable, "-m", "controller", *argv], cwd=ROOT, env=env, input=case.stdin or b"",
+                           capture_output=True, timeout=120)
+    else:
+        p = fork.run(argv, env, ROOT, case.stdin or b"", timeout=120)
     written = [p_.name for p_ in d.iterdir() if p_.name not in before]
     written += [x.name for x in (state, runs) if x.exists()]
     locks = base / f"{case.id}.locks"
@@ -225,13 +250,42 @@ def _run(case: Case, base: Path) -> Outcome:
 
 
 @pytest.fixture(scope="session")
-def outcomes(tmp_path_factory) -> dict[tuple[str, str], Outcome]:
+def home(tmp_path_factory) -> Path:
+    """Every case's HOME (and the fork server's): empty, and it stays empty."""
+    return tmp_path_factory.mktemp("bad-input-home")
+
+
+@pytest.fixture(scope="session")
+def fork_server(tmp_path_factory, home):
+    server = ForkServer(tmp_path_factory.mktemp("bad-input-fork"),
+                        {"PATH": PATH, "HOME": str(home), "CTL_INVENTORY": str(VIRTUAL)})
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def both_outcomes(tmp_path_factory, home, fork_server) -> tuple[dict, dict, Path]:
+    """Every case forked from the server (under `forked/`), the SAMPLE also as fresh processes
+    (under `fresh/`, the same layout)."""
     base = tmp_path_factory.mktemp("bad-input")
-    cases = [(cls, c) for cls, cs in CLASSES.items() for c in cs]
+    cases = [(cls, c, "forked") for cls, cs in CLASSES.items() for c in cs]
+    cases += [(cls, c, "fresh") for cls, cs in CLASSES.items() for c in cs if (cls, c.id) in SAMPLE]
     os.chmod(base, 0o755)
     with ThreadPoolExecutor(max_workers=4) as pool:
-        results = pool.map(lambda cc: _run(cc[1], base / cc[0]), cases)
-        return {(cls, c.id): r for (cls, c), r in zip(cases, results, strict=True)}
+        results = pool.map(lambda cc: _run(cc[1], base / cc[2] / cc[0], home,
+                                           fork_server if cc[2] == "forked" else None), cases)
+        got = {(how, cls, c.id): r for (cls, c, how), r in zip(cases, results, strict=True)}
+    forked = {(cls, cid): r for (how, cls, cid), r in got.items() if how == "forked"}
+    fresh = {(cls, cid): r for (how, cls, cid), r in got.items() if how == "fresh"}
+    return forked, fresh, base
+
+
+@pytest.fixture(scope="session")
+def outcomes(both_outcomes) -> dict[tuple[str, str], Outcome]:
+    return both_outcomes[0]
 
 
 def _check(outcome: Outcome, case: Case) -> None:
@@ -276,3 +330,32 @@ def test_campaign_content(outcomes, case):
 @pytest.mark.parametrize("case", CLASSES["parse-input"], ids=_ids("parse-input"))
 def test_parse_input(outcomes, case):
     _check(outcomes["parse-input", case.id], case)
+
+
+@pytest.mark.parametrize("key", sorted(SAMPLE), ids=["/".join(k) for k in sorted(SAMPLE)])
+def test_a_fresh_interpreter_gives_the_same_outcome_as_the_forked_one(both_outcomes, key):
+    """The fork server's process is the fresh one for every property above: the same exit status,
+    stdout, stderr (but for the case's own directory in it) and nothing written by either."""
+    forked, fresh, base = both_outcomes
+    a, b = forked[key], fresh[key]
+    _check(b, next(c for c in CLASSES[key[0]] if c.id == key[1]))
+    where = (str(base / "forked"), str(base / "fresh"))
+    assert (a.returncode, a.stdout, a.stderr.replace(*where), a.written) == \
+        (b.returncode, b.stdout, b.stderr, b.written)
+
+
+def test_the_fork_servers_imports_read_nothing_a_case_sets_and_nothing_was_written(both_outcomes, fork_server,
+                                                                                   home):
+    """What the server imported before any case's environment was set read no name whose value
+    differs between the server and a case (HOME, PATH and CTL_INVENTORY are the same; the
+    interpreter's own names are unset in both), and wrote nothing into its own state, runs and
+    lock directories; no case (forked or fresh) wrote into HOME."""
+    base = both_outcomes[2]
+    for cls, cs in CLASSES.items():
+        for c in cs:
+            env = _env(c, base / "forked" / cls, home)
+            differ = {k for k in fork_server.import_env_reads if env.get(k) != fork_server.env.get(k)}
+            assert not differ, (c.id, differ)
+    assert {"CTL_STATE_DIR", "CTL_RUNS_DIR", "CTL_LOCK_DIR"} <= set(fork_server.env)
+    assert fork_server.written_by_server() == []
+    assert list(home.iterdir()) == []
