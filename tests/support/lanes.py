@@ -82,6 +82,11 @@ LIGHT: dict[str, str] = {
                              "live view's once-a-second cadence is test_live_view.py, lane A)",
     "test_cc_runs.py": "ctl's BPF congestion controls through `ctl run` only (BPF_RUNS): records, subflows seen "
                        "running them, coupling maps emptied, nothing left registered; no rate, no clock",
+    "test_leftover.py": "a connection on this rack's own a1-b1 path drained by a reader that sleeps 0.1 s per 2 KB "
+                        "(~20 s for 400 KB) against the run's 60 s wait; one 5 s cubic run, its record and summary",
+    "test_foreign_leftover.py": "a connection on this rack's own a1-b1 path that a reader sleeping 0.1 s per 400 B "
+                                "keeps going past the run's 60 s wait (load only slows it); one 5 s cubic run, "
+                                "its foreign traffic judged either way (valid or not) by the test",
 }
 # The lane-B modules that may run ctl's BPF congestion controls, through `ctl run` and ctl's congestion
 # stage only (see the module's doc): the words of holds (hostctl, its holders) are theirs to use; a trace
@@ -91,10 +96,12 @@ BPF_RUNS: dict[str, str] = {
                        "takes back any hold of this rack's runs; the kernel's lists are judged by these holds",
 }
 # Lane B's second half (the rest is B1): measured on 2026-11-27 (8882f51, three lanes at once) B1 425 s,
-# B2 370 s; test_cc_runs.py (about 230 s in lane A) joined B2, the lighter one.
-SECOND_HALF = frozenset({"test_while_it_runs.py", "test_shared_lab.py", "test_snmp_poller.py",
-                         "test_campaign_crash.py", "test_lab_trust_locks.py", "test_campaign_control.py",
-                         "test_cc_runs.py"})
+# B2 370 s; test_cc_runs.py (about 230 s in lane A) joined B2, the lighter one. At d8104e8 (/work/cc6,
+# 12:51) B1 613 s and B2 820 s (their tests' sums 577 s and 789 s): test_leftover.py and
+# test_foreign_leftover.py (95 s, from lane A) went to B1, and test_snmp_poller.py (66 s) from B2 to B1:
+# by the same sums B1 738 s, B2 723 s.
+SECOND_HALF = frozenset({"test_while_it_runs.py", "test_shared_lab.py", "test_campaign_crash.py",
+                         "test_lab_trust_locks.py", "test_campaign_control.py", "test_cc_runs.py"})
 # A lane's start (lane B2's: see the module's doc), and lane A's end, in this order.
 FIRST = ("test_cc_runs.py",)
 LAST = ("test_scenarios_more.py", "test_distinct_bottleneck.py", "test_links.py", "test_dnpipe_forwarder.py",
