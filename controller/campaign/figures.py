@@ -17,6 +17,15 @@ figures are drawn from the record in a thread of the daemon (the clock gate, Qui
 keeps them apart from the clock exchanges). An outcome whose figures are drawn in the run's own
 process (FigureDrawing) is put in from a thread as before. `wait()` lets a scheduler end only
 once every figure is in, then lets the worker go.
+
+Held until the next run's traffic (issue 28): the scheduler hands a record's figures over with
+`hold=True`; they wait, undrawn, until `release()`: the next run's clients have started (the
+runner's `traffic_started` hook), or no run follows at once (the scheduler goes idle, waits, or
+the run ended before its traffic). So the drawing never competes for the machine's cores with the
+next run's health check, connections and set-up, only with its traffic, when the controller
+mostly waits (the worker at its lower priority). Nothing is held that is not already safe: the
+record is finished and the attempt closed before `add`, so a `kill -9` while figures are held
+leaves exactly what a kill while they are drawn leaves (`figures_drawn: null`, `ctl runs plot`).
 """
 from __future__ import annotations
 
@@ -34,16 +43,34 @@ class LateFigures:
     def __init__(self, log: Callable[[str], None], worker: Callable[[], FigureWorker] = FigureWorker):
         self.log = log
         self._pending: set[asyncio.Future[Any]] = set()
+        self._held: list[tuple[Any, Callable[[], None]]] = []    # waiting for the next run's traffic
         self._new_worker = worker
         self.worker: FigureWorker | None = None      # started with the first figures from a record
 
-    def add(self, outcome: Any, then: Callable[[], None] = lambda: None) -> None:
+    def add(self, outcome: Any, then: Callable[[], None] = lambda: None, *, hold: bool = False) -> None:
         """Put `outcome`'s figures (a controller.run.late.RunOutcome returned with figures_later)
         into its record off the event loop; `then()` runs on the loop once they are in, or once
         the record says why they are not (e.g. the record uploaded again). Nothing to put in:
-        `then()` is not called."""
+        `then()` is not called. `hold`: figures to be drawn from the record wait for `release()`
+        (the module says why)."""
         if getattr(outcome, "figures", None) is None:
             return
+        if hold and isinstance(outcome.figures, RecordFigures) and outcome.record is not None:
+            self._held.append((outcome, then))
+            return
+        self._start(outcome, then)
+
+    def release(self) -> None:
+        """Have the held figures drawn now (in the order their runs ended)."""
+        held, self._held = self._held, []
+        for outcome, then in held:
+            self._start(outcome, then)
+
+    @property
+    def held(self) -> int:
+        return len(self._held)
+
+    def _start(self, outcome: Any, then: Callable[[], None]) -> None:
         if isinstance(outcome.figures, RecordFigures) and outcome.record is not None:
             outcome.figures = None       # handed over: never drawn twice
             fut = asyncio.ensure_future(self._from_record(outcome, then))
@@ -96,8 +123,9 @@ class LateFigures:
         return len(self._pending)
 
     async def wait(self) -> None:
-        """Until every figure handed over so far is in its record (or failed, said in the log);
-        then the worker is let go (the next figures would start another)."""
+        """Until every figure handed over so far, held ones included, is in its record (or failed,
+        said in the log); then the worker is let go (the next figures would start another)."""
+        self.release()
         while self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
         if self.worker is not None:

@@ -125,6 +125,7 @@ class Scheduler:
         self._wake.set()
 
     async def _sleep(self, seconds: float) -> None:
+        self.figures.release()      # no run starts now: held figures need not wait for one
         self._wake.clear()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._wake.wait(), max(0.0, seconds))
@@ -439,6 +440,7 @@ class Scheduler:
                         await self._sleep(min(0.5, self.opts.poll_s))  # another rack took it first
                 return False
             finally:
+                self.figures.release()            # no next run on this rack now
                 await self._drop_pool(inv.name)   # the rack is let go: so are its connections
 
     async def _settle(self, c: CampaignRow, inv: Inventory) -> bool:
@@ -569,7 +571,8 @@ class Scheduler:
         progress = (lambda m: self.log(prefix + m)) if self.opts.verbose else None
         task = asyncio.ensure_future(execute(scenario, params, given, inv, plan, runs_root=runs_root,
                                              campaign=c.id, influx=target, progress=progress, run_id=rid,
-                                             connections=lender, figures_later=True, figures_from_record=True))
+                                             connections=lender, figures_later=True, figures_from_record=True,
+                                             traffic_started=self.figures.release))
         user_abort, lost = await self._watch(c.num, seq, task)
         try:
             outcome = await task
@@ -583,6 +586,7 @@ class Scheduler:
             return True
         finally:
             self._install_signals()  # the runner removed its handlers, and with them ours
+            self.figures.release()   # a run that ended before its traffic: the previous figures go now
         if outcome.exit_code > 128 and not user_abort and not lost:
             self.stopping = True
             self.stop_reason = self.stop_reason or signal.Signals(outcome.exit_code - 128).name
@@ -605,10 +609,10 @@ class Scheduler:
         if a is not None:
             upload_record(self.store, a, self.log, self._record_roots())
         # The record is finished (restored, verified, summarized) and the attempt closed: the run is
-        # done. Its figures go into the record while the next run starts (controller/campaign/figures.py);
-        # a shared store gets the record again once they are in.
+        # done. Its figures go into the record once the next run's traffic has started, or when no run
+        # follows at once (controller/campaign/figures.py); a shared store gets the record again then.
         self.figures.add(outcome, (lambda: upload_record(self.store, a, self.log, self._record_roots()))
-                         if a is not None and self.store.shared else lambda: None)
+                         if a is not None and self.store.shared else lambda: None, hold=True)
         if not closed:
             self.log(f"campaign #{c.num}: {what}: {outcome.status}, but the run was taken back meanwhile "
                      "(this scheduler's claim ran out): the result is kept in its record, not counted")

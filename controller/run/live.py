@@ -6,6 +6,7 @@ console.py) and never printed here. No remote command is added for it.
 """
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -84,3 +85,33 @@ class LiveFeed:
         # A traffic runner without its own progress: the plan's length, its flows as running.
         units = [Unit(f.name, "running", f.name) for f in self.plan.flows]
         return timed_progress(f"{len(units)} flows", units, 0.0, self.plan.duration_s)
+
+
+def start_view(feed: LiveFeed, sink: "LiveSink", errors: list) -> "asyncio.Task":
+    """`sink(feed.status())` about once a second until stop_view: a display must never end a run,
+    so a failing sink stops the block (said in `errors`, the record's) and the run goes on."""
+    async def loop() -> None:
+        while True:
+            try:
+                sink(feed.status())
+            except Exception as exc:
+                errors.append({"t": time.time(), "error": f"live view: {exc!r}"[:300]})
+                return
+            await asyncio.sleep(LIVE_INTERVAL_S)
+    return asyncio.ensure_future(loop())
+
+
+async def stop_view(view: "asyncio.Task | None", sink: "LiveSink | None") -> None:
+    """The block ended (`sink(None)`), whatever it raised."""
+    if view is None:
+        return
+    view.cancel()
+    try:
+        await view
+    except (asyncio.CancelledError, Exception):
+        pass
+    try:
+        assert sink is not None
+        sink(None)
+    except Exception:
+        pass

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Callable
+import time
+from typing import Any, Callable, Iterable
 
 
 def import_influx() -> None:
@@ -57,3 +58,18 @@ async def together(*aws: Any) -> list[Any]:
         if isinstance(r, BaseException):
             raise r
     return results
+
+
+async def when_started(runs: Iterable[Any], hook: Callable[[], None], wait_s: float, poll_s: float = 0.02) -> str | None:
+    """`hook()` once every run (a traffic runner's flow or unit) that starts at once has its
+    `client_started` time, at most `wait_s` from now (a flow with a start delay is not waited
+    for). Returns what went wrong with the hook (one line), or None."""
+    runs = [r for r in runs if not getattr(getattr(r, "spec", None), "start_delay_s", 0)]
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and not all(getattr(r, "client_started", None) for r in runs):
+        await asyncio.sleep(poll_s)
+    try:
+        hook()
+    except Exception as exc:
+        return f"traffic_started hook: {exc!r}"[:300]
+    return None

@@ -27,9 +27,10 @@ from controller.results.records import RunRecord, command_line, make_run_id
 from controller.results.hystart import attach_own_hystart
 from controller.results.summary import data_local_ports
 from controller.run.congestion import CongestionStage, congestion_problems, subflow_congestion
-from controller.run.live import LIVE_INTERVAL_S, LiveFeed, LiveSink
+from controller.run.live import LiveFeed, LiveSink, start_view, stop_view
 from controller.run.late import FigureDrawing, RecordFigures, RunOutcome, jsonable, restore_problems
-from controller.run.overlap import import_influx, preload_libraries, preload_snmp, together
+from controller.run import restoring
+from controller.run.overlap import import_influx, preload_libraries, preload_snmp, together, when_started
 from controller.run.looplag import LoopLagMonitor
 from controller.run.looplag import warning as looplag_warning
 from controller.run.drain import plan_hosts as drain_hosts, poll_command, wait_for_leftovers
@@ -48,13 +49,15 @@ from nodes.mptcp import EndpointState, MptcpEndpointDriver, metadata_commands
 from controller.errors import CtlError, RestoreFailed, ResultInvalid, SSHError, TrafficError, VerifyError
 
 RESTORE_RECONNECT_S = 30.0
+CLIENTS_STARTED_WAIT_S = 2.0    # the `traffic_started` hook waits at most this long for the clients
 
 
 class Run:
     def __init__(self, scenario: Scenario, params: dict[str, Any], given: dict[str, str], inv: Inventory,
                  plan: RunPlan, record: RunRecord, *, dry_run: bool = False, campaign: str | None = None,
                  influx: InfluxTarget | None = None, progress: Callable[[str], None] | None = None,
-                 live: LiveSink | None = None, lender: SSHPool | None = None):
+                 live: LiveSink | None = None, lender: SSHPool | None = None,
+                 traffic_started: Callable[[], None] | None = None):
         self.scenario = scenario
         self.params = params
         self.given = given
@@ -66,6 +69,7 @@ class Run:
         self.influx = influx
         self.progress = progress or (lambda msg: None)
         self.live = live
+        self.traffic_started = traffic_started
         self.log = CommandLog(None if dry_run else record.dir / "commands.jsonl", encode=command_line)
         # Every remote process is in the record the moment it starts: if this controller dies,
         # recovery ends exactly these, by PID.
@@ -87,6 +91,8 @@ class Run:
             self.pool.borrow(self.lender)
         self.shapers: dict[str, Shaper] = {}
         self.shaper_before: dict[str, ShaperState] = {}
+        # What configure read back and verified, per host: the restore plans from it (no read first).
+        self.applied: dict[str, Any] = {}
         self.endpoint_drivers: dict[str, EndpointDriver] = {}
         self.congestion = CongestionStage(record.id, inv, plan.endpoints, self.sessions, record.manifest,
                                           dry_run=dry_run, progress=self.progress)
@@ -206,6 +212,7 @@ class Run:
 
         async def shape(b: str) -> None:
             _before, after = await apply(self.shapers[b], self.sessions[b], desired[b], self.shaper_before[b])
+            self.applied[b] = after     # read back and verified (apply raises otherwise)
             self.record.manifest["shapers"][b]["applied"] = {f"{k[0]}.{k[1].value}": v.to_json()
                                                             for k, v in desired[b].items()}
             self.record.manifest["shapers"][b]["after"] = after.to_json()
@@ -221,6 +228,7 @@ class Run:
             diffs = drv.verify(want, st)
             if diffs and not self.dry_run:
                 raise VerifyError(h, "MPTCP endpoint configuration", diffs)
+            self.applied[h] = st
             self.record.manifest["endpoints"][h]["applied"] = st.to_json()
 
         async def endpoints() -> None:
@@ -293,7 +301,7 @@ class Run:
         try:
             await self._traffic()
         finally:
-            await self._stop_live(view)
+            await stop_view(view, self.live)
         t0, t1 = self.traffic_t0 or 0.0, self.traffic_t1 or 0.0
         self.window = (t0, t1)
 
@@ -351,12 +359,17 @@ class Run:
         # A host lost while traffic runs (its sampler stream ends) aborts the run at once.
         clients = asyncio.ensure_future(self.traffic.run_clients(timeout))
         lost = asyncio.ensure_future(self.telemetry.wait_lost())
+        hook = asyncio.ensure_future(self._when_clients_started()) \
+            if self.traffic_started is not None and not self.dry_run else None
         try:
             done, _ = await asyncio.wait({clients, lost}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             clients.cancel()
             lost.cancel()
             raise
+        finally:
+            if hook is not None and not hook.done():
+                hook.cancel()
         if clients not in done:
             clients.cancel()
             host, why = next(iter(self.telemetry.lost.items()))
@@ -365,37 +378,21 @@ class Run:
         clients.result()
         self.traffic_t1 = time.time()
 
+    async def _when_clients_started(self) -> None:
+        """`traffic_started()` once the clients are running (controller.run.overlap.when_started);
+        a failing hook is said in the record, the run goes on."""
+        assert self.traffic_started is not None
+        problem = await when_started(getattr(self.traffic, "runs", []), self.traffic_started, CLIENTS_STARTED_WAIT_S)
+        if problem:
+            self.record.manifest["errors"].append({"t": time.time(), "error": problem})
+
     # ---- the live view (a terminal's redrawn block; nothing here prints) -------------------
 
     def _start_live(self) -> "asyncio.Task | None":
         if self.live is None or self.dry_run or self.telemetry is None or self.traffic is None:
             return None
         feed = LiveFeed(self.record.id, self.inv, self.plan, self.traffic, self.telemetry.points)
-        sink = self.live
-
-        async def loop() -> None:
-            while True:
-                try:
-                    sink(feed.status())
-                except Exception as exc:  # a display must never end a run: the block stops, the run goes on
-                    self.record.manifest["errors"].append({"t": time.time(), "error": f"live view: {exc!r}"[:300]})
-                    return
-                await asyncio.sleep(LIVE_INTERVAL_S)
-        return asyncio.ensure_future(loop())
-
-    async def _stop_live(self, view: "asyncio.Task | None") -> None:
-        if view is None:
-            return
-        view.cancel()
-        try:
-            await view
-        except (asyncio.CancelledError, Exception):
-            pass
-        try:
-            assert self.live is not None
-            self.live(None)
-        except Exception:
-            pass
+        return start_view(feed, self.live, self.record.manifest["errors"])
 
     def _check_congestion(self) -> None:
         """Every sampled subflow of a flow that asked for a congestion control ran exactly it."""
@@ -514,8 +511,12 @@ class Run:
                 # Nothing was applied, so reading would show the baseline: plan the restore from
                 # what the apply would have left, so the listing shows every command of a real run.
                 now = self.shapers[b].expected_state(self.shaper_before[b], self._desired_by_bridge()[b])
-            after = await restore(self.shapers[b], self.sessions[b], self.shaper_before[b], now)
+            after, basis = await restoring.restore_bridge(
+                lambda now: restore(self.shapers[b], self.sessions[b], self.shaper_before[b], now),
+                now if self.dry_run else self.applied.get(b))
             self.record.manifest["shapers"][b]["restored"] = after.to_json()
+            if not self.dry_run:
+                self.record.manifest["shapers"][b]["restore_basis"] = basis
             fidelity = shaper_fidelity(self.shaper_before[b].counters, after.counters)
             if fidelity:
                 self.record.manifest["shapers"][b]["fidelity"] = fidelity
@@ -525,18 +526,14 @@ class Run:
                 problems.append(f"{h}: unreachable, MPTCP configuration NOT restored")
                 return
             drv = self.endpoint_drivers[h]
-            if self.dry_run:
-                now = drv.expected_state(self.endpoint_before[h], self.plan.endpoints[h])
-            else:
-                now = drv.parse_state(await run_all(self.sessions[h], drv.read_commands()))
-            todo = drv.plan_restore(self.endpoint_before[h], now)
-            await run_all(self.sessions[h], todo)
-            after = drv.parse_state(await run_all(self.sessions[h], drv.read_commands())) if todo or self.dry_run \
-                else now            # nothing to undo: what was just read is the proof
-            diffs = drv.restored_equal(self.endpoint_before[h], after)
+            expected = drv.expected_state(self.endpoint_before[h], self.plan.endpoints[h]) if self.dry_run else None
+            after, basis, diffs = await restoring.restore_endpoint(
+                drv, self.sessions[h], self.endpoint_before[h], None if self.dry_run else self.applied.get(h), expected)
             if diffs and not self.dry_run:
                 problems.append(f"{h}: " + "; ".join(diffs))
             self.record.manifest["endpoints"][h]["restored"] = after.to_json()
+            if not self.dry_run:
+                self.record.manifest["endpoints"][h]["restore_basis"] = basis
 
         async def restore_congestion(h: str, problems: list[str]) -> None:
             if await ensure_connected(h):
@@ -618,7 +615,8 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
                   influx: InfluxTarget | None = None, progress: Callable[[str], None] | None = None,
                   run_id: str | None = None, live: LiveSink | None = None,
                   connections: SSHPool | None = None, startup: dict[str, float] | None = None,
-                  figures_later: bool = False, figures_from_record: bool = False) -> RunOutcome:
+                  figures_later: bool = False, figures_from_record: bool = False,
+                  traffic_started: Callable[[], None] | None = None) -> RunOutcome:
     """Run `plan` on the rack and write its record. `progress` gets one line per step; `live`
     (a terminal's redrawn block) gets a LiveStatus about once a second while traffic runs,
     then None. `connections`: a pool whose open connections the run takes over and hands back.
@@ -627,7 +625,9 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
     in after that (controller.run.late): before this returns, or with `figures_later` by the
     caller's `outcome.finish_figures()` once it has let the rack go. `figures_from_record`: none
     are drawn in this process; the outcome's `figures` (a RecordFigures) is drawn from the finished
-    record by the caller (a campaign's figure worker, controller/campaign/figures.py)."""
+    record by the caller (a campaign's figure worker, controller/campaign/figures.py).
+    `traffic_started`: called on the event loop once the traffic's clients are running (not in a
+    dry run, nor when the run ends before its traffic)."""
     rid = run_id or make_run_id(scenario.name, scenario.run_id_parts(given, params))
     tmp = None
     if dry_run:
@@ -646,7 +646,7 @@ async def execute(scenario: Scenario, params: dict[str, Any], given: dict[str, s
     if startup:
         record.manifest["startup"] = dict(startup)
     run = Run(scenario, params, given, inv, plan, record, dry_run=dry_run, campaign=campaign, influx=influx,
-              progress=progress, live=live, lender=connections)
+              progress=progress, live=live, lender=connections, traffic_started=traffic_started)
     status, error, exit_code = "completed", None, 0
     error_type: str | None = None
     bug: BaseException | None = None

@@ -434,6 +434,97 @@ def test_a_kill_9_while_the_figure_worker_draws_leaves_no_orphan_and_loses_only_
     assert baseline(rack) == before
 
 
+HELD_CAMPAIGN = """
+version: 1
+name: held-kill
+scenario: distinct-bottleneck
+fixed: {duration: 2s, link2: 20M}
+repetitions: 2
+order: sequential
+pause: 0s
+overhead: 10s
+"""
+
+
+def clients_started(record: Path) -> bool:
+    """Whether the run's process journal names an iperf3 client (written the moment its PID is known)."""
+    try:
+        text = (record / "processes.jsonl").read_text()
+    except OSError:
+        return False
+    return "iperf3 client" in text
+
+
+def test_a_kill_9_while_a_done_runs_figures_wait_for_the_next_traffic_loses_only_the_figures(rack, tmp_path):
+    """Issue 28: a campaign hands a done run's figures to its worker only once the next run's
+    clients have started, so they never compete with the next run's health check and set-up.
+    While the next run sets up, the figures are held: no worker draws (none exists yet), the
+    done run's record is complete with `figures_drawn: null`. Killed -9 then: that record stays
+    complete and its attempt completed (never repeated, never recovered), the next run's record
+    is recovered and the run done again by a new daemon, and `ctl runs plot` draws the figures."""
+    before = baseline(rack)
+    f = tmp_path / "held-kill.yaml"
+    f.write_text(HELD_CAMPAIGN)
+    num = rack.submit(f)["num"]
+    log = tmp_path / "daemon1.log"
+    d1 = start_daemon(rack, log)
+    killed = first = None
+    try:
+        deadline = time.monotonic() + 120
+        while killed is None and time.monotonic() < deadline and d1.poll() is None:
+            ids = dict(re.findall(r"run (\d+)/2 \([^)]*\), attempt \d+: (\S+)", log.read_text()))
+            if "2" in ids:
+                rec1, rec2 = rack.runs_dir / ids["1"], rack.runs_dir / ids["2"]
+                workers = [c for c in children(d1.pid) if b"controller.run.figworker" in cmdline(c)]
+                if not clients_started(rec2):
+                    # (the worker was looked for first: no client was running then either)
+                    assert workers == [], "a worker draws while the next run sets up"
+                    try:
+                        m1 = json.loads((rec1 / "manifest.json").read_text())
+                    except (OSError, ValueError):
+                        m1 = {}
+                    if (rec2 / "manifest.json").exists() and m1.get("status") == "completed" \
+                            and m1.get("figures_drawn", 0) is None:
+                        d1.send_signal(signal.SIGKILL)
+                        d1.wait(10)
+                        killed, first = rec2, rec1
+                        break
+            time.sleep(0.003)
+    finally:
+        if d1.poll() is None:
+            d1.kill()
+            d1.wait(10)
+    assert killed is not None, "the next run's set-up was never seen:\n" + log.read_text()[-2000:]
+    m = json.loads((first / "manifest.json").read_text())
+    assert m["status"] == "completed" and m["restore_problems"] == [] and m["figures_drawn"] is None
+    assert "figures" not in m
+    st = status(rack, num)
+    mine = next(r for r in st["runs"] if any(a["record"] == str(first) for a in r["attempts"]))
+    assert mine["state"] == "done" and [a["status"] for a in mine["attempts"]] == ["completed"], mine
+
+    log2 = tmp_path / "daemon2.log"
+    fh = open(log2, "w")
+    try:
+        d2 = subprocess.run([sys.executable, "-m", "controller", "campaign", "daemon", "--exit-when-idle"],
+                            cwd=PROJECT, env=rack.env(), stdout=fh, stderr=subprocess.STDOUT, text=True, timeout=300)
+    finally:
+        fh.close()
+    assert d2.returncode == 0, log2.read_text()[-3000:]
+    st = status(rack, num)
+    assert st["state"] == "done" and st["progress"]["done"] == 2, st
+    for r in st["runs"]:
+        assert [a["status"] for a in r["attempts"] if a["status"] == "completed"] == ["completed"], r
+    m2 = json.loads((first / "manifest.json").read_text())
+    assert m2["status"] == "completed" and m2["figures_drawn"] is None and "recovery" not in m2
+    assert f"interrupted run {first.name}" not in log2.read_text()
+    assert json.loads((killed / "manifest.json").read_text())["status"] != "running"    # recovered
+    out = tmp_path / "figures"
+    p = rack.ctl("runs", "plot", first.name, "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert [x.name for x in out.glob("*.png")] == ["throughput.png"]
+    assert baseline(rack) == before
+
+
 # ---- headless Chromium over the DevTools protocol (pipe transport) -------------------------------
 
 class DevTools:

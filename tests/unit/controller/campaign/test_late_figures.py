@@ -191,3 +191,56 @@ def test_without_a_worker_process_the_figures_are_drawn_from_the_record_in_the_d
     m = _manifest(outcome)
     assert m["figures"] and all((d / f).read_bytes().startswith(b"\x89PNG") for f in m["figures"])
     assert m["figures_drawn"] is not None and len(log) == 1 and "drawn in the daemon's process" in log[0]
+
+
+# ---- held until the next run's traffic (issue 28) ------------------------------------------------
+
+def test_held_figures_wait_for_release_then_go_to_the_worker_in_order(tmp_path):
+    first, second = _from_record(tmp_path, "h1"), _from_record(tmp_path, "h2")
+    worker = _Worker()
+    after: list[str] = []
+
+    async def main():
+        late = LateFigures(lambda m: None, worker=lambda: worker)
+        late.add(first, lambda: after.append("h1"), hold=True)
+        late.add(second, lambda: after.append("h2"), hold=True)
+        await asyncio.sleep(0.05)             # the next run's health check and set-up would go on here
+        assert late.held == 2 and late.pending == 0 and worker.asked == [] and late.worker is None
+        assert _manifest(first)["figures_drawn"] is None and _manifest(second)["figures_drawn"] is None
+        late.release()                        # the next run's clients have started
+        assert late.held == 0 and late.pending == 2
+        assert first.figures is None and second.figures is None      # handed over: never drawn twice
+        late.release()                        # a second release hands nothing over again
+        await late.wait()
+    asyncio.run(main())
+    # asked in the order the runs ended; each `then` once (their put-ins run in threads: any order)
+    assert worker.asked == [first.record.dir, second.record.dir] and sorted(after) == ["h1", "h2"]
+    assert _manifest(first)["figures"] == _manifest(second)["figures"] == ["throughput.png"]
+
+
+def test_wait_draws_the_held_figures_too(tmp_path):
+    outcome = _from_record(tmp_path, "h3")
+    worker = _Worker()
+
+    async def main():
+        late = LateFigures(lambda m: None, worker=lambda: worker)
+        late.add(outcome, hold=True)
+        await late.wait()                     # the daemon's end: nothing follows, so they go in now
+        assert late.held == 0 and late.pending == 0 and worker.closed
+    asyncio.run(main())
+    m = _manifest(outcome)
+    assert worker.asked == [outcome.record.dir] and m["figures"] == ["throughput.png"] and m["figures_drawn"]
+
+
+def test_figures_drawn_in_process_are_never_held(tmp_path):
+    gate = threading.Event()
+    outcome = _outcome(tmp_path, "h4", _Scenario(gate))      # a FigureDrawing: already being drawn
+
+    async def main():
+        late = LateFigures(lambda m: None)
+        late.add(outcome, hold=True)
+        assert late.held == 0 and late.pending == 1
+        gate.set()
+        await late.wait()
+    asyncio.run(main())
+    assert _manifest(outcome)["figures"] == ["run.png"]
