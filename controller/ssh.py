@@ -36,8 +36,12 @@ from controller.streams import LineReader, bounded_lines, read_capped as _read_c
 # A constant script: data only ever arrives as positional arguments ("$@"). It prints the PID
 # and the process's start time (`ps -o lstart=`, unchanged by exec; Linux and FreeBSD), which
 # together identify the process for good: recovery ends a PID only if both still match. ps runs
-# with TZ=UTC0 in its environment, so the start time is UTC whatever the host's zone.
-_SPAWN_WRAPPER = 'echo "ctl-pid $$ $(TZ=UTC0 ps -o lstart= -p $$ 2>/dev/null)"; exec "$@"'
+# with TZ=UTC0 in its environment, so the start time is UTC whatever the host's zone. procps' `-q`
+# reads only that PID's /proc entry (`-p` reads every process's and filters: 9-11 ms of CPU
+# against 4 ms on a machine with ~300 processes, at every spawn, 22 in a run); where ps has no
+# `-q` (FreeBSD) or it prints nothing, `-p` answers. Both print the same lstart field.
+_SPAWN_WRAPPER = ('t=$(TZ=UTC0 ps -o lstart= -q $$ 2>/dev/null); [ -n "$t" ] || t=$(TZ=UTC0 ps -o lstart= -p $$ '
+                  '2>/dev/null); echo "ctl-pid $$ $t"; exec "$@"')
 _ENV_PREFIX = ("env", "LC_ALL=C", "LANG=C")
 _TIMEOUT_GRACE = 2  # seconds between TERM and KILL of a remote command that ran over time
 _MAX_LOGGED = 1 << 20  # bytes of stdout kept in the command log per command
