@@ -304,6 +304,7 @@ class Run:
             await stop_view(view, self.live)
         t0, t1 = self.traffic_t0 or 0.0, self.traffic_t1 or 0.0
         self.window = (t0, t1)
+        self.telemetry.stop_snmp_soon()     # no SNMP round after the traffic (it ends beside the collection)
 
         await together(self.traffic.collect_servers(), self._nstat("after"))
         for r in self.traffic.runs:

@@ -256,6 +256,7 @@ class TelemetryHub:
         self.lost: dict[str, str] = {}
         self.monitor_lines: dict[str, list[str]] = {}
         self.snmp: Any = None
+        self._snmp_stopping: asyncio.Future | None = None
         self.snmp_events: list[dict] = []
         self.snmp_late_datagrams = 0
         self._sessions: Mapping[str, Any] = {}
@@ -428,13 +429,21 @@ class TelemetryHub:
         stream.task = asyncio.ensure_future(consume())
         self.streams[f"{host}:{name}"] = stream
 
+    def stop_snmp_soon(self) -> None:
+        """End the SNMP rounds now (the traffic is over: no round starts after it, the one under
+        way finishes) while the run goes on; stop() waits for it (issue 28: a round due at the
+        traffic's end held the samplers' stop and the restore back by up to 0.3 s)."""
+        if self.snmp is not None and self._snmp_stopping is None:
+            self._snmp_stopping = asyncio.ensure_future(self.snmp.stop(10))
+
     async def stop(self) -> None:
+        self.stop_snmp_soon()      # beside the streams' stop, not after it
         await asyncio.gather(*(s.stop() for s in self.streams.values()), return_exceptions=True)
-        if self.snmp is not None:
-            problem = await self.snmp.stop(10)
+        if self._snmp_stopping is not None:
+            problem = await self._snmp_stopping
             if problem is not None:
                 self.snmp_events.append({"kind": "poller_stopped", "message": problem})
-            self.snmp = None
+            self.snmp = self._snmp_stopping = None
         self.spool.close()
         self.record.manifest["telemetry"].update({
             "points": len(self.points),
