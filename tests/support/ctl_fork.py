@@ -27,6 +27,7 @@ would; tests/unit/test_bad_input.py checks on a sample that both give the same o
 from __future__ import annotations
 
 import json
+import locale
 import os
 import selectors
 import signal
@@ -158,11 +159,14 @@ while True:
 
 
 class ForkServer:
-    def __init__(self, base: Path, env: dict[str, str], imports: tuple[str, ...] = SERVER_IMPORTS):
+    def __init__(self, base: Path, env: dict[str, str], imports: tuple[str, ...] = SERVER_IMPORTS,
+                 cwd: Path = ROOT):
         """`base`: an empty directory of the server's own; `env`: the environment it imports with
         (its CTL_STATE_DIR, CTL_RUNS_DIR and CTL_LOCK_DIR are pointed into `base`, which must stay
-        empty: `written_by_server`)."""
+        empty: `written_by_server`); `cwd`: where it imports from (`python -m` puts it first on
+        sys.path: a directory as the calls' working directories are, in the checkout or not)."""
         self.own = base
+        self.cwd = cwd
         self.env = dict(env, CTL_STATE_DIR=str(base / "state"), CTL_RUNS_DIR=str(base / "runs"),
                         CTL_LOCK_DIR=str(base / "locks"))
         self.imports = imports
@@ -175,7 +179,7 @@ class ForkServer:
 
     def start(self) -> "ForkServer":
         self.proc = subprocess.Popen([sys.executable, "-c", SERVER, str(self.sock), json.dumps(self.imports)],
-                                     cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      text=True)
         line = self.proc.stdout.readline()
         if not line:
@@ -201,11 +205,21 @@ class ForkServer:
         self.sock.unlink(missing_ok=True)
         self.sock.parent.rmdir()
 
+    def differs(self, env: dict[str, str]) -> list[str]:
+        """The names a call's environment may not change against the server's: what the server's
+        imports read, and what the interpreter reads at its start (PYTHON*, LANG, LC_*)."""
+        start = {k for k in set(env) | set(self.env) if k.startswith(("PYTHON", "LC_")) or k == "LANG"}
+        return sorted(k for k in set(self.import_env_reads) | start if env.get(k) != self.env.get(k))
+
     def run(self, argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes = b"",
-            timeout: float = 120) -> subprocess.CompletedProcess:
+            timeout: float = 120, text: bool = False) -> subprocess.CompletedProcess:
         """`subprocess.run([sys.executable, "-m", "controller", *argv], cwd=cwd, env=env, input=stdin,
-        capture_output=True, timeout=timeout)`, forked from the server."""
+        capture_output=True, timeout=timeout, text=text)`, forked from the server. Refused (ValueError)
+        when `env` changes what the server's imports or the interpreter's start read (`differs`)."""
         assert len(stdin) < 65536, "more than a pipe holds: write it from a thread"
+        differ = self.differs(env)
+        if differ:
+            raise ValueError(f"{differ}: not as the fork server imported with: start a server with these values")
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -230,6 +244,9 @@ class ForkServer:
         self.cpu_s += reply["cpu_s"]
         if rc == -signal.SIGKILL and timeout:
             raise subprocess.TimeoutExpired(argv, timeout, out, err)
+        if text:            # as subprocess decodes: the locale's encoding, universal newlines
+            out, err = (d.decode(locale.getpreferredencoding(False)).replace("\r\n", "\n").replace("\r", "\n")
+                        for d in (out, err))
         return subprocess.CompletedProcess(["-m", "controller", *argv], rc, out, err)
 
 

@@ -5,8 +5,12 @@ a deprecated alias), -i, -q and -v alike before and after the command, a closed 
 exit (141), one exit-code rule for "nothing found", shipped files found by name, list commands
 without side effects, service units for the rack they drive.
 
-Commands run as a user runs them (`python -m controller` in a subprocess, outside the checkout,
-with an empty state and runs directory of their own), unless the test is of a pure function."""
+Commands run as a user runs them (`python -m controller` as a process of its own, outside the
+checkout, with an empty state and runs directory of their own), unless the test is of a pure
+function. The processes are forked from a server that imported ctl once (tests/support/ctl_fork.py:
+the same process for what is checked here, without ~0.7 s of start-up CPU each); a sample of the
+commands also runs in a fresh interpreter and must give the same outcome
+(test_a_fresh_interpreter_gives_the_same_outcome)."""
 from __future__ import annotations
 
 import argparse
@@ -24,16 +28,62 @@ from controller.cli import HIDDEN, build_parser
 from controller.cli.reproduce import verdict_lines
 from controller.cli.run import _scenario_index
 from controller.settings import find_shipped, shipped_files
+from tests.support.ctl_fork import ForkServer
 from tests.support.shipped import ROOT
 
 LAB = "lab-rack.example.yaml"          # by name: the shipped example
+_SERVER: list[ForkServer] = []         # the module's fork server (_fork_server)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fork_server(tmp_path_factory):
+    base = tmp_path_factory.mktemp("cli-rules-fork")
+    (base / "server").mkdir()
+    (base / "cwd").mkdir()              # outside the checkout, as every call's working directory
+    server = ForkServer(base / "server", _env(), cwd=base / "cwd").start()
+    _SERVER.append(server)
+    try:
+        yield server
+    finally:
+        _SERVER.remove(server)
+        server.stop()
+
+
+def _env(tmp_path: Path | None = None, env: dict | None = None) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("CTL_")}
+    if tmp_path is not None:
+        base.update({"CTL_STATE_DIR": str(tmp_path / "state"), "CTL_RUNS_DIR": str(tmp_path / "runs")})
+    return {**base, **(env or {})}
 
 
 def ctl(tmp_path: Path, *argv: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("CTL_")}
-    base.update({"CTL_STATE_DIR": str(tmp_path / "state"), "CTL_RUNS_DIR": str(tmp_path / "runs"), **(env or {})})
+    return _SERVER[0].run(list(argv), _env(tmp_path, env), tmp_path, timeout=timeout, text=True)
+
+
+def ctl_fresh(tmp_path: Path, *argv: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "controller", *argv], capture_output=True, text=True, cwd=tmp_path,
-                          env=base, timeout=timeout)
+                          env=_env(tmp_path, env), timeout=timeout)
+
+
+@pytest.mark.parametrize("argv", [("campaign", "status"), ("metrics", "push", "no-such-run"),
+                                  ("run", "distinct-bottleneck", "--help"),
+                                  ("campaign", "plan", "rtt-loss-sweap.yaml"), ("inventory", "check", LAB),
+                                  ("config", "show", "--json"), ("cc", "list", "--json")], ids=" ".join)
+def test_a_fresh_interpreter_gives_the_same_outcome(tmp_path, argv):
+    """The forked process is the fresh one for what these tests check: exit status, stdout, stderr
+    (but for the call's own directory's name, of as many letters, and the --json envelope's time)
+    and what it wrote in its directory."""
+    got = {}
+    for how, call in (("zz_fk", ctl), ("zz_fr", ctl_fresh)):      # names of as many letters, nowhere else
+        d = tmp_path / how
+        d.mkdir()
+        p = call(d, *argv)
+        written = sorted(str(f.relative_to(d)) for f in d.rglob("*"))
+        out, err = (re.sub(r'^  "time": "[^"]*",$', "TIME", t.replace(how, "CALL"), flags=re.M)     # help wraps paths
+                    for t in (p.stdout, p.stderr))
+        got[how] = (p.returncode, out, err, written)
+    assert got["zz_fk"] == got["zz_fr"]
+    assert _SERVER[0].written_by_server() == []
 
 
 def one_error(p: subprocess.CompletedProcess) -> str:
