@@ -435,7 +435,13 @@ class Run:
                 r = await self.sessions[h].run(c)
             if when == "before":
                 self.nstat.pop(h, None)
-            if r.exit_status != 0 and h not in required:
+            if r.exit_status != 0:
+                # Never an empty or partial read as counters: the summary then says "no MPTcpExt
+                # counters recorded" for an MPTCP host, and this says why.
+                if h in required:
+                    why = "timed out" if r.exit_status is None else f"exit {r.exit_status}"
+                    self.progress(f"warning: {h}: `nstat -asz` (counters {when} the traffic) failed ({why}): "
+                                  f"its MPTCP counters are not recorded")
                 return
             self.nstat.setdefault(h, []).append(r.stdout)
             if not self.dry_run:

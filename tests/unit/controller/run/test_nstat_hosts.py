@@ -131,3 +131,28 @@ def test_counters_read_again_before_traffic_replace_the_earlier_ones(run):
     asyncio.run(three())
     assert run.nstat == {h: [f"second {h}", f"after {h}"] for h in ("sa1", "sa2", "sb1", "sb2")}
     assert run.run_data().nstat["sa1"] == ("second sa1", "after sa1")
+
+
+def test_a_failed_reading_on_an_mptcp_host_is_said_and_never_parsed_as_counters(run):
+    """A required (MPTCP) host whose `nstat` times out: its empty output is not kept as a reading
+    (it used to be, and the summary then failed on "nstat: no counters in input"); the run says
+    which host and why, and the verdict's "no MPTcpExt counters recorded" follows."""
+    said: list[str] = []
+    run.progress = said.append
+    calls: list = []
+
+    class TimesOut(Session):
+        async def run(self, command):
+            r = await super().run(command)
+            if self.host == "sa1":
+                r.exit_status, r.stdout = None, ""
+            return r
+
+    for when in ("before", "after"):
+        gate = AllAtOnce(4)
+        run.sessions = {h: TimesOut(h, gate, calls) for h in run.sessions}
+        asyncio.run(run._nstat(when))
+    assert set(run.nstat) == {"sa2", "sb1", "sb2"}
+    assert "sa1" not in run.run_data().nstat
+    assert said == [f"warning: sa1: `nstat -asz` (counters {w} the traffic) failed (timed out): its MPTCP "
+                    f"counters are not recorded" for w in ("before", "after")]
