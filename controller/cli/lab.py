@@ -22,10 +22,10 @@ def cmd_lab(args: argparse.Namespace) -> int:
             if args.action == "up" and topology_intact(inv):
                 # Restarting a dead daemon (InfluxDB, an sshd) on the intact topology does not
                 # disturb the run or campaign that holds the rack; building would, so it waits.
-                return _lab_up_down(inv, "up")
+                return _lab_up_down(inv, "up", args.json)
             raise
         try:
-            return _lab_up_down(inv, args.action)
+            return _lab_up_down(inv, args.action, args.json)
         finally:
             lock.release()
     status = lab_status(inv)
@@ -42,15 +42,22 @@ def cmd_lab(args: argparse.Namespace) -> int:
     return 0 if status["up"] else 1
 
 
-def _lab_up_down(inv, action: str) -> int:
+def _lab_up_down(inv, action: str, as_json: bool = False) -> int:
     if action == "up":
         st = lab_up_cli(inv)
-        print(f"virtual rack {inv.name} up: {len(st.namespaces)} namespaces, "
-              f"{len(st.processes)} daemons, SSH on {len(st.ssh_hosts)} hosts")
+        if as_json:
+            print_json({"inventory": inv.name, "up": True, "namespaces": list(st.namespaces),
+                        "daemons": len(st.processes), "ssh_hosts": sorted(st.ssh_hosts)})
+        else:
+            print(f"virtual rack {inv.name} up: {len(st.namespaces)} namespaces, "
+                  f"{len(st.processes)} daemons, SSH on {len(st.ssh_hosts)} hosts")
         return 0
     if action == "down":
         removed = lab_down(inv)
-        print(f"virtual rack {inv.name} down" + (f": removed {len(removed)} objects" if removed else " (was not up)"))
+        if as_json:
+            print_json({"inventory": inv.name, "up": False, "removed": list(removed)})
+        else:
+            print(f"virtual rack {inv.name} down" + (f": removed {len(removed)} objects" if removed else " (was not up)"))
         return 0
     raise AssertionError(action)
 
@@ -64,5 +71,8 @@ def register(sub) -> None:
                         ("down", "remove the virtual rack: its namespaces, links and daemons"),
                         ("status", "whether every host and daemon of the virtual rack is up (exit 1 when not)")):
         sp = acts.add_parser(name, help=help_, description=help_, allow_abbrev=False)
-        sp.add_argument("--json", action="store_true", help=JSON_HELP)
+        sp.add_argument("--json", action="store_true", help=JSON_HELP + {
+            "up": "; the namespaces built, how many daemons run, the hosts answering SSH",
+            "down": "; what was removed ([]: the rack was not up)",
+            "status": "; every host's, daemon's and InfluxDB's state"}[name])
         sp.set_defaults(func=cmd_lab)

@@ -195,6 +195,22 @@ class LabStatus(Open):
     up: bool
 
 
+class LabUp(Open):
+    """`ctl lab up`: the virtual rack built (or repaired); a failure is an error on stderr, not this."""
+    inventory: str = Field(description="the inventory's name")
+    up: Literal[True]
+    namespaces: list[str] = Field(description="the network namespaces of the rack")
+    daemons: int = Field(ge=0, description="how many daemons of the rack run (sshd per host, InfluxDB, ...)")
+    ssh_hosts: list[str] = Field(description="the hosts answering SSH")
+
+
+class LabDown(Open):
+    """`ctl lab down`: what lab.json recorded as created, removed."""
+    inventory: str = Field(description="the inventory's name")
+    up: Literal[False]
+    removed: list[str] = Field(description="every namespace, link and daemon removed; []: the rack was not up")
+
+
 class InitHost(Strict):
     name: str
     role: Literal["endpoint", "bridge"]
@@ -285,8 +301,8 @@ class DaemonCampaign(Strict):
     id: str
     state: str = Field(description="queued, running, paused, done, cancelled")
     total: int = Field(ge=0, description="runs of the campaign")
-    done: int = Field(ge=0)
-    failed: int = Field(ge=0)
+    done: int = Field(ge=0, description="runs done")
+    failed: int = Field(ge=0, description="runs failed")
     pending: int = Field(ge=0, description="runs still to run")
 
 
@@ -467,8 +483,8 @@ OUTPUTS: dict[str, Any] = {
     "scenarios show": ScenarioShown,
     "cc list": CcList,
     "config show": ConfigShown,
-    "lab up": LabStatus,
-    "lab down": LabStatus,
+    "lab up": LabUp,
+    "lab down": LabDown,
     "lab status": LabStatus,
     "inventory check": InventoryCheck,
     "inventory init": InventoryInit,
