@@ -1,15 +1,17 @@
-"""Restoring a run's bridges and endpoints after the traffic, planned from what configure
-verified (issue 28).
+"""Restoring a run's bridges and endpoints after the traffic (issue 28).
 
-Configure reads every shaping and endpoint configuration back and verifies it; the traffic
-cannot change either (a shaper's pipes, an endpoint's MPTCP path-manager endpoints, limits and
-sysctls are configuration, not connection state). So the restore plans from that verified state
-instead of reading the host first, then reads back and verifies against the state before the run
-exactly as before: the proof is the read-back, never the plan. If that does not restore the host
-(a command fails, or the read-back differs: something else changed it meanwhile), the host is
-read and restored again from what it holds, as without this. A run cut short before a host was
-verified has no such state for it and is restored from a read. The record's `restore_basis`
-says which: "configure", "read", or the fallback.
+A bridge is restored from the state configure read back and verified, without reading it first:
+the traffic cannot change a shaper's configuration (its pipes' rate, delay, loss and queue; only
+its counters move). The proof stays the read-back, verified against the state before the run
+exactly as before: never the plan. If that does not restore the bridge (a command fails, or the
+read-back differs: something else changed it meanwhile), it is read and restored again from what
+it holds. A run cut short before a bridge was verified has no such state for it and restores from
+a read. The record's `restore_basis` says which: "configure", "read", or the fallback.
+
+An endpoint is always read first: the traffic does change an MPTCP client's endpoint table (the
+kernel's path manager adds an `implicit` endpoint for the address of a subflow it opened in answer
+to the server's ADD_ADDR; seen on the virtual rack's a1 on 2026-11-27, where restoring from
+configure's state left it and the read-back said so).
 """
 from __future__ import annotations
 
@@ -33,24 +35,12 @@ async def restore_bridge(restore: Callable[[Any], Awaitable[Any]], applied: Any)
         return await restore(None), FALLBACK
 
 
-async def restore_endpoint(drv: Any, session: Any, before: Any, applied: Any,
-                           expected: Any = None) -> tuple[Any, str, list[str]]:
-    """An endpoint driver's restore: (the state read back, its basis, what still differs from
-    `before`). `applied`: the state configure verified (None: read first); `expected`: a dry
-    run's stand-in for the read (nothing was applied)."""
-    basis = "read"
-    if applied is not None and drv.plan_restore(before, applied):
-        try:
-            await run_all(session, drv.plan_restore(before, applied))
-            after = drv.parse_state(await run_all(session, drv.read_commands()))
-            if not drv.restored_equal(before, after):
-                return after, "configure", []
-        except CommandFailed:
-            pass
-        basis = FALLBACK
-    # With nothing to undo (a host configure did not change), the one read is the proof.
+async def restore_endpoint(drv: Any, session: Any, before: Any, expected: Any = None) -> tuple[Any, list[str]]:
+    """An endpoint driver's restore: read, plan, apply, read back (with nothing to undo, the one
+    read is the proof). Returns (the state read back, what still differs from `before`).
+    `expected`: a dry run's stand-in for the read (nothing was applied)."""
     now = expected if expected is not None else drv.parse_state(await run_all(session, drv.read_commands()))
     todo = drv.plan_restore(before, now)
     await run_all(session, todo)
     after = drv.parse_state(await run_all(session, drv.read_commands())) if todo or expected is not None else now
-    return after, basis, drv.restored_equal(before, after)
+    return after, drv.restored_equal(before, after)

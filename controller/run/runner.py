@@ -91,8 +91,8 @@ class Run:
             self.pool.borrow(self.lender)
         self.shapers: dict[str, Shaper] = {}
         self.shaper_before: dict[str, ShaperState] = {}
-        # What configure read back and verified, per host: the restore plans from it (no read first).
-        self.applied: dict[str, Any] = {}
+        # What configure read back and verified, per bridge: its restore plans from it (no read first).
+        self.applied: dict[str, ShaperState] = {}
         self.endpoint_drivers: dict[str, EndpointDriver] = {}
         self.congestion = CongestionStage(record.id, inv, plan.endpoints, self.sessions, record.manifest,
                                           dry_run=dry_run, progress=self.progress)
@@ -228,7 +228,6 @@ class Run:
             diffs = drv.verify(want, st)
             if diffs and not self.dry_run:
                 raise VerifyError(h, "MPTCP endpoint configuration", diffs)
-            self.applied[h] = st
             self.record.manifest["endpoints"][h]["applied"] = st.to_json()
 
         async def endpoints() -> None:
@@ -534,13 +533,10 @@ class Run:
                 return
             drv = self.endpoint_drivers[h]
             expected = drv.expected_state(self.endpoint_before[h], self.plan.endpoints[h]) if self.dry_run else None
-            after, basis, diffs = await restoring.restore_endpoint(
-                drv, self.sessions[h], self.endpoint_before[h], None if self.dry_run else self.applied.get(h), expected)
+            after, diffs = await restoring.restore_endpoint(drv, self.sessions[h], self.endpoint_before[h], expected)
             if diffs and not self.dry_run:
                 problems.append(f"{h}: " + "; ".join(diffs))
             self.record.manifest["endpoints"][h]["restored"] = after.to_json()
-            if not self.dry_run:
-                self.record.manifest["endpoints"][h]["restore_basis"] = basis
 
         async def restore_congestion(h: str, problems: list[str]) -> None:
             if await ensure_connected(h):
