@@ -169,6 +169,46 @@ def bpf_trace_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def local_cc_build(tmp_path_factory: pytest.TempPathFactory):
+    """`seed(state_dir)`: ctl's BPF programs for this machine's kernel put into a state dir as if
+    built there (state/congestion/<btf-id>/, its manifest naming the copies), so that a command
+    finds the build it would otherwise compile first (nodes/congestion/build.py reuses an
+    unchanged build; the first build is the integration tests' to test). Made once per suite run
+    -- the xdist workers share it, under the run's base temp dir and a lock; the checkout's own
+    build is taken where build() finds it current -- instead of once per test that queues a
+    reproduction on the virtual inventory (7.7 CPU-s each)."""
+    import fcntl
+    import json
+
+    from nodes.congestion.build import LOCAL_BTF, build
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent              # the run's own directory, shared by its workers
+
+    def copy(made: Path, target: Path) -> Path:
+        shutil.copytree(made, target)
+        manifest = json.loads((target / "manifest.json").read_text())
+        for obj in manifest.get("objects", {}).values():
+            obj["path"] = str(target / Path(obj["path"]).name)
+        (target / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        return target
+
+    def seed(state: Path) -> Path:
+        with open(root / "cc-local-build.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            cache = root / "cc-local-build"
+            if not cache.exists():
+                # the checkout's own build (scripts/setup.sh makes it), read only: build() below
+                # reuses it only where it is this kernel's, of these sources, complete
+                for mine in sorted((PROJECT / ".state" / "congestion").glob("*/manifest.json")):
+                    if not mine.parent.name.endswith("-trace"):
+                        copy(mine.parent, cache / mine.parent.name)
+            made = build(LOCAL_BTF, cache)
+        return copy(made.directory, state / "congestion" / made.directory.name)
+    return seed
+
+
+@pytest.fixture(scope="session")
 def pg_server():
     """One real PostgreSQL server for the session (Debian's package, started here on a private
     Unix socket; see support/postgres.py). Tests take a fresh database each (`pg_url`)."""

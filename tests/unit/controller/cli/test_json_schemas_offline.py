@@ -99,7 +99,9 @@ def test_report_rtt_loss(ctl, tmp_path):
     assert len(d["runs"]) == 1 and d["figure"] is not None
 
 
-def test_reproduce_queued_and_rerun_without_waiting(ctl):
+def test_reproduce_queued_and_rerun_without_waiting(ctl, state, local_cc_build):
+    if not (state[0] / "state" / "congestion").exists():
+        local_cc_build(state[0] / "state")      # ctl's BPF build there, as after the rack's first run
     d = check(ctl("reproduce", "--smoke", "--papers", "mptcp-bt", "--no-wait"), "reproduce")
     assert d["id"] and len(d["campaign_ids"]) == 1 and d["runs"] >= 1 and d["campaigns"][0]["key"] == "mptcp-bt"
     num = check(ctl("reproduce", "status", d["id"]), "reproduce status")["campaigns"][0]["num"]

@@ -94,10 +94,12 @@ def test_the_time_left_is_when_the_last_campaign_ends_not_the_sum_of_their_etas(
     assert time_left_s([("done", 0.0)]) == 0.0 and time_left_s([]) == 0.0
 
 
-def test_a_cancelled_campaign_is_queued_again_in_its_place(cli, tmp_path):
+def test_a_cancelled_campaign_is_queued_again_in_its_place(cli, tmp_path, local_cc_build):
     """`ctl reproduce rerun`: the campaign file the reproduction wrote, queued as a new campaign
     that takes the cancelled one's place in the record (the report reads it), which keeps the
-    cancelled campaign's id; only a cancelled campaign, and bad input changes nothing."""
+    cancelled campaign's id; only a cancelled campaign, and bad input changes nothing. (The state
+    dir has ctl's BPF build already, as after the rack's first run: tests/conftest.py.)"""
+    local_cc_build(tmp_path / "state")
     rc, out, err = cli("reproduce", "--smoke", "--papers", "mptcp-bt", "--no-wait", "--json")
     assert rc == 0, err
     rid = json.loads(out)["data"]["id"]
