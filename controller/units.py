@@ -339,8 +339,14 @@ def format_bytes(n: int) -> str:
             return f"{n // scale:,} {unit} ({n:,} B)"
     for scale, unit in ((1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB")):
         if n >= 8 * scale or (unit != "KiB" and n >= scale):
-            return f"{n:,} B ({n / scale:.3g} {unit})"
+            return f"{n:,} B ({_three_digits(n / scale)} {unit})"
     return f"{n:,} B"
+
+
+def _three_digits(v: float) -> str:
+    """About three significant digits, never an exponent: 4.77, 502, 1,005 (`.3g` printed
+    1,029,471 B as `1.01e+03 KiB`)."""
+    return f"{v:,.0f}" if v >= 99.95 else f"{v:.3g}"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from controller.errors import ParameterError, UsageError
 from controller.units import (
     Queue,
     bdp_bytes,
+    format_bytes,
     format_delay,
     format_percent,
     format_probability,
@@ -403,3 +404,19 @@ def test_human_formatters():
     assert format_probability(0.0001) == "0.01%"
     assert math.isclose(parse_probability(format_probability(0.0001)), 0.0001)
     assert format_percent(0.000046) == "0.0046 %"
+
+
+@pytest.mark.parametrize("n, text", [
+    (5_000_000, "5,000,000 B (4.77 MiB)"),
+    (1_048_576, "1 MiB (1,048,576 B)"),
+    (1_500, "1,500 B"),
+    (514_399, "514,399 B (502 KiB)"),
+    (1_029_471, "1,029,471 B (1,005 KiB)"),          # was "(1.01e+03 KiB)"
+    (1_048_575, "1,048,575 B (1,024 KiB)"),
+    (1_023_999_999, "1,023,999,999 B (977 MiB)"),
+    (1_073_741_823, "1,073,741,823 B (1,024 MiB)"),   # was "(1.02e+03 MiB)"
+    (1_500_000_000_100, "1,500,000,000,100 B (1,397 GiB)"),
+])
+def test_format_bytes_reads_without_an_exponent(n, text):
+    assert format_bytes(n) == text
+    assert "e+" not in format_bytes(n)
