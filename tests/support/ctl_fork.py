@@ -19,7 +19,11 @@ not the same, and why that does not matter to a test of the process's behaviour:
 - modules the command itself would not import may be imported already (their import has no
   effect on a command that does not use them, see above);
 - the process is the server's grandchild (a waiter in between reports the exit status), not the
-  caller's child: nothing of ctl looks at its parent.
+  caller's child: nothing of ctl looks at its parent;
+- string hashing is seeded once, at the server's start, so the order of a set or dict of strings
+  is the same in all its children (a fresh interpreter draws its own seed: the order is as
+  arbitrary, but may differ between two calls; `random` is reseeded in every child by Python
+  itself). A test compares such output as values, never as text.
 
 `run(argv, env, cwd, stdin, timeout)` returns a `subprocess.CompletedProcess` as `subprocess.run`
 would; tests/unit/test_bad_input.py checks on a sample that both give the same outcome.

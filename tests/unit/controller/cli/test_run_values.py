@@ -9,7 +9,9 @@
   what a real run would, or says plainly that a value is read at run time.
 
 The invocations run side by side (one module fixture), each with its own empty state and runs
-directory.
+directory, each a process forked from a server that imported ctl once (tests/support/ctl_fork.py;
+tests/unit/test_bad_input.py and test_cli_rules.py check on samples that such a process gives what a
+fresh `python -m controller` gives; test_the_first_case_is_the_same_in_a_fresh_interpreter here).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +28,7 @@ import pytest
 
 from controller import scenarios
 from nodes.mptcp import DRY_RUN_NOTE, DRY_RUN_SYSCTLS, DRY_RUN_UNKNOWN
+from tests.support.ctl_fork import ForkServer
 from tests.support.shipped import ROOT
 
 INVENTORIES = {"virtual": "inventory/virtual.yaml", "lab": "inventory/lab-rack.example.yaml"}
@@ -51,27 +55,64 @@ class Result:
     runs: Path
 
 
+def _env(state: Path | None = None, runs: Path | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CTL_INVENTORY", "CTL_INFLUX_TOKEN")}
+    if state is not None and runs is not None:
+        env.update(CTL_STATE_DIR=str(state), CTL_RUNS_DIR=str(runs))
+    return env
+
+
+def _dirs(base: Path) -> tuple[Path, Path]:
+    state, runs = base / "state", base / "runs"
+    state.mkdir(parents=True)
+    runs.mkdir()
+    return state, runs
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict[str, Result]:
     base = tmp_path_factory.mktemp("values")
-    procs = {}
-    for name, argv in CASES.items():
-        state, runs = base / name / "state", base / name / "runs"
-        state.mkdir(parents=True)
-        runs.mkdir()
-        env = {k: v for k, v in os.environ.items() if k not in ("CTL_INVENTORY", "CTL_INFLUX_TOKEN")}
-        env.update(CTL_STATE_DIR=str(state), CTL_RUNS_DIR=str(runs))
-        procs[name] = (state, runs, subprocess.Popen([sys.executable, "-m", "controller", *argv], cwd=ROOT, env=env,
-                                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    out = {}
-    for name, (state, runs, p) in procs.items():
-        try:
-            stdout, stderr = p.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            stdout, stderr = p.communicate()
-        out[name] = Result(p.returncode, stdout, stderr, state, runs)
+    (base / "server").mkdir()
+    server = ForkServer(base / "server", _env()).start()
+
+    def one(name: str) -> Result:
+        state, runs = _dirs(base / name)
+        p = server.run(CASES[name], _env(state, runs), ROOT, timeout=120, text=True)
+        return Result(p.returncode, p.stdout, p.stderr, state, runs)
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            out = dict(zip(CASES, pool.map(one, CASES), strict=True))
+        assert server.written_by_server() == []
+    finally:
+        server.stop()
     return out
+
+
+# what differs between any two calls: times (in run ids too), the holder id's digest of the state dir
+TIMES = r"\d{8}T\d{6}Z|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)|(?<=run:lab-rack/)[0-9a-f]{12}"
+
+
+def test_the_first_case_is_the_same_in_a_fresh_interpreter(results, tmp_path):
+    """One case of each kind (refused, dry run of both inventories) as a fresh `python -m controller`:
+    the same exit status, stdout and stderr as the forked process gave (but for TIMES)."""
+    for name in ("bare_loss", "loss_pct_lab_json", "all_distinct-bottleneck_virtual"):
+        state, runs = _dirs(tmp_path / name)
+        p = subprocess.run([sys.executable, "-m", "controller", *CASES[name]], cwd=ROOT, env=_env(state, runs),
+                           capture_output=True, text=True, timeout=120)
+        forked = results[name]
+        same = [tuple(_parsed(re.sub(TIMES, "TIME", t.replace(str(d), "DIR"))) for t, d in ((out, st), (err, st)))
+                for out, err, st in ((p.stdout, p.stderr, state.parent), (forked.stdout, forked.stderr,
+                                                                          forked.state.parent))]
+        assert (p.returncode, *same[0]) == (forked.returncode, *same[1]), name
+
+
+def _parsed(text: str):
+    """--json output as its value (a mapping's order follows string hashing, which a process draws at
+    its start: tests/support/ctl_fork.py), any other text as it is."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 # ---- a bare loss is refused ------------------------------------------------------------------------
