@@ -31,7 +31,7 @@ from controller.reproduce import report as rep
 from controller.reproduce.cells import Cells
 from controller.reproduce.design import design, parse_papers
 from controller.reproduce.measure import collect
-from controller.reproduce.queue import PlannedCampaign, finish_times, prepare, replan, submit
+from controller.reproduce.queue import PlannedCampaign, finish_times, overhead_note, prepare, replan, submit
 from controller.reproduce.verdicts import Context, judge, unavailable_rows
 from controller.settings import runs_dir
 from controller.textsafe import shown
@@ -85,10 +85,7 @@ def _print_plan(inv: Inventory, mode: str, planned: list[PlannedCampaign], finis
     finish = f"{iso_local(finishes[-1], 'minutes')} if started {start}" if finishes else "-"
     print(f"{'total':<9} {'':<{cw}} {'':<20} {'':>12} {total:>5} {format_span(sum(p.traffic_s for p in planned)):>9} "
           f"{format_span(rack):>10}  {finish}")
-    learned = [p for p in planned if p.learned_from]
-    print("rack time = traffic + set-up/restore per run (" +
-          (", ".join(f"{p.spec.scenario} {p.overhead_s:.0f} s learned from {p.learned_from} runs" for p in learned)
-           if learned else "the campaign files' `overhead`") + ") + pauses")
+    print(f"rack time = traffic + set-up/restore per run ({overhead_note(planned)}) + pauses")
     if rd.not_runnable:
         print("\nnot runnable here:")
         for n in rd.not_runnable:

@@ -53,6 +53,24 @@ class PlannedCampaign:
         return sum(self.per_run_s()) + self.spec.pause_s * max(0, self.runs - 1)
 
 
+def overhead_note(planned: Sequence[PlannedCampaign]) -> str:
+    """Where each scenario's set-up/restore time per run came from, once per scenario: the median
+    learned from this rack's earlier runs, or the campaign files' `overhead`."""
+    learned: dict[str, str] = {}
+    declared: dict[str, set[float]] = {}
+    for p in planned:
+        sc = p.spec.scenario
+        if p.learned_from:
+            learned.setdefault(sc, f"{sc} {p.overhead_s:.0f} s, learned from {p.learned_from} runs")
+        else:
+            declared.setdefault(sc, set()).add(p.overhead_s)
+    parts = list(learned.values())
+    if declared:
+        shown = ", ".join(f"{sc} {'/'.join(f'{v:.0f}' for v in sorted(vs))} s" for sc, vs in declared.items())
+        parts.append(f"the campaign files' `overhead`: {shown}")
+    return "; ".join(parts)
+
+
 def write_campaign_file(directory: Path, mode: str, d: CampaignDesign, window: str | None = None) -> Path:
     doc = campaign_document(mode, d, window)
     path = directory / f"{doc['name']}.yaml"
