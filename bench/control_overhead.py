@@ -82,6 +82,8 @@ def run_ctl(duration: str, runs_dir: Path, inventory: Path, tree: Path = PROJECT
             "configure": phases["measure"] - phases["configure"],
             "measure_setup": tw["start"] - phases["measure"],
             "after_traffic": m["finished"] - tw["end"],
+            # after the traffic: stopping the samplers, SNMP and clock offsets; then the restore
+            "stop": phases["restore"] - tw["end"], "restore": m["finished"] - phases["restore"],
             # the figures put into the record after it was finished (the rack let go); 0 before
             "figures_after": max(0.0, (m.get("figures_drawn") or m["finished"]) - m["finished"]),
             "process_startup_and_lock": wall - (m["finished"] - m["created"]),
@@ -138,6 +140,23 @@ def run_baseline(inv, commands: list[tuple[str, list[str]]]) -> float:
     return time.monotonic() - t0
 
 
+# A fixed piece of CPU work in a fresh interpreter, timed in CPU seconds (user + system): it moves
+# with the machine (the processor the VM got, its clock), hardly with the load, and never with ctl's
+# code, so two measurements on different days can be told apart (issue 28: the same code ran ~1.5x
+# slower after the VM restarted at 2026-11-27 07:41 UTC; the plain-ssh baseline said so, too).
+CALIBRATION = "import hashlib\nx = b'ctl' * 300\nfor i in range(60000):\n    x = hashlib.sha256(x).digest() * 300\nsum(i * i for i in range(400000))"
+
+
+def calibration_ms(runs: int = 3) -> float:
+    """The least CPU time (ms) of CALIBRATION over `runs` fresh interpreters."""
+    best = float("inf")
+    for _ in range(runs):
+        cpu0 = _children_cpu()
+        subprocess.run([sys.executable, "-S", "-c", CALIBRATION], check=True)
+        best = min(best, _children_cpu() - cpu0)
+    return best * 1000
+
+
 def fmt(xs: list[float]) -> str:
     return f"median {statistics.median(xs):7.3f} s   min {min(xs):7.3f}   max {max(xs):7.3f}"
 
@@ -159,6 +178,7 @@ def main() -> int:
     runs_dir.mkdir(parents=True, exist_ok=True)
     print(f"# control overhead, {platform.node()}, {os.cpu_count()} cores, kernel {platform.release()}, "
           f"inventory {inv.name}, {args.runs} paired repetitions")
+    print(f"# machine: a fixed CPU task (CALIBRATION) took {calibration_ms():.0f} ms of CPU (least of 3)", flush=True)
     run_ctl(args.duration, runs_dir, inv_path)  # warm-up: brings the lab up, warms caches
     if args.before:
         run_ctl(args.duration, runs_dir, inv_path, args.before)
@@ -186,7 +206,7 @@ def main() -> int:
         if not ps:
             continue
         print(f"{label} {fmt([p['overhead'] for p in ps])}")
-        for k in ("record_start", "prepare", "configure", "measure_setup", "after_traffic"):
+        for k in ("record_start", "prepare", "configure", "measure_setup", "after_traffic", "stop", "restore"):
             print(f"     {k:<32} median {statistics.median(p[k] for p in ps):7.3f} s")
         print(f"     figures put in after the record was finished (the rack let go)  median "
               f"{statistics.median(p['figures_after'] for p in ps):.3f} s")
