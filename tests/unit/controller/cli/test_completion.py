@@ -5,17 +5,47 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from tests.support.ctl_fork import ForkServer
 
-def complete(tmp_path, line: str) -> list[str]:
+_SERVER: list[ForkServer] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _fork_server(tmp_path_factory):
+    """`python -m controller` forked from a server that imported ctl once (tests/support/ctl_fork.py),
+    the environment the completion variables aside as the test's own; one line is also completed by a
+    fresh interpreter (test_a_fresh_interpreter_completes_the_same)."""
+    server = ForkServer(tmp_path_factory.mktemp("completion-fork"), dict(os.environ), cwd=Path.cwd()).start()
+    _SERVER.append(server)
+    try:
+        yield
+        assert server.written_by_server() == []
+    finally:
+        _SERVER.remove(server)
+        server.stop()
+
+
+def complete(tmp_path, line: str, fresh: bool = False) -> list[str]:
     out = tmp_path / "completions"
     env = {**os.environ, "_ARGCOMPLETE": "1", "_ARGCOMPLETE_IFS": "\n", "COMP_LINE": line,
            "COMP_POINT": str(len(line)), "_ARGCOMPLETE_STDOUT_FILENAME": str(out)}
-    p = subprocess.run([sys.executable, "-m", "controller"], env=env, capture_output=True, text=True, timeout=60)
+    if fresh:
+        p = subprocess.run([sys.executable, "-m", "controller"], env=env, capture_output=True, text=True, timeout=60)
+    else:
+        p = _SERVER[0].run([], env, Path.cwd(), timeout=60, text=True)
     assert p.returncode == 0, p.stderr
     return sorted(out.read_text().split())
+
+
+def test_a_fresh_interpreter_completes_the_same(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    line = "ctl run distinct-bottleneck --li"
+    assert complete(tmp_path / "a", line, fresh=True) == complete(tmp_path / "b", line) == ["--link1", "--link2"]
 
 
 @pytest.mark.parametrize("line, want", [

@@ -14,6 +14,7 @@ from controller.errors import CtlError
 from controller.inventory import load_inventory
 from controller.rack.links import baseline_config, render_reset, reset_plan
 from controller.units import parse_queue
+from tests.support.ctl_fork import ForkServer
 from tests.support.shipped import ROOT, VIRTUAL, no_state_dir
 
 
@@ -74,9 +75,26 @@ def test_render_reset():
     (["link", "show", "path1", "--all"], "unrecognized arguments: --all"),
     (["link", "frobnicate"], "invalid choice: 'frobnicate'"),
 ])
-def test_each_subcommand_has_only_its_own_options(argv, message, tmp_path):
+def test_each_subcommand_has_only_its_own_options(argv, message, tmp_path, fork_server):
+    """Each `python -m controller` forked from a server that imported ctl once (tests/support/ctl_fork.py;
+    the first case also runs in a fresh interpreter below, with the same outcome)."""
     env = {"CTL_STATE_DIR": str(tmp_path / "state"), "PATH": "/usr/bin:/bin"}
-    p = subprocess.run([sys.executable, "-m", "controller", *argv, "--inventory", str(VIRTUAL)], cwd=ROOT,
-                       capture_output=True, text=True, env=env, timeout=60)
+    p = fork_server.run([*argv, "--inventory", str(VIRTUAL)], env, ROOT, timeout=60, text=True)
     assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr
     assert not (tmp_path / "state" / "link-changes.jsonl").exists()
+    if argv == ["link", "reset"]:
+        fresh = subprocess.run([sys.executable, "-m", "controller", *argv, "--inventory", str(VIRTUAL)], cwd=ROOT,
+                               capture_output=True, text=True, env=env, timeout=60)
+        assert (fresh.returncode, fresh.stdout, fresh.stderr) == (p.returncode, p.stdout, p.stderr)
+        assert not (tmp_path / "state").exists()
+
+
+@pytest.fixture(scope="module")
+def fork_server(tmp_path_factory):
+    base = tmp_path_factory.mktemp("link-fork")
+    server = ForkServer(base, {"PATH": "/usr/bin:/bin"}).start()
+    try:
+        yield server
+        assert server.written_by_server() == []
+    finally:
+        server.stop()
