@@ -243,7 +243,7 @@ def render(s: dict) -> str:
     par = s["parameters"]
     c = s["case"]
     title = (f"rtt-loss-sweep  {c['cc']}  RTT {c['rtt']}  loss {c['loss']}  bottleneck {par['bottleneck_mbps']:g} "
-             f"Mbit/s, buffer {par['buffer']} (1 BDP = {par['buffer_bdp_bytes']} B)  {par['duration_s']:g} s"
+             f"Mbit/s, buffer {par['buffer']} (1 BDP = {format_bytes(par['buffer_bdp_bytes'])})  {par['duration_s']:g} s"
              + window_title(s))
     rows = [[c["cc"], c["rtt"], c["loss"], s["throughput_mbps"], s["share_pct"], s["sender_mbps"], s["retransmits"],
              s["bridge_forward_mbps"]]]

@@ -203,6 +203,8 @@ def test_recorded_render(recorded):
     row = next(l for l in text.splitlines() if l.startswith("bbr "))
     assert row.split()[:5] == ["bbr", "40ms", "0.01%", "914.97", "91.50"]
     assert "BBRv3 keeps >= 70 %" in text
+    # the BDP in the title is written as every other byte count ctl prints: 500000 B was hard to read
+    assert "buffer 4883KiB (1 BDP = 5,000,000 B (4.77 MiB))" in text.splitlines()[0]
 
 
 def test_recorded_figure(recorded, tmp_path):
