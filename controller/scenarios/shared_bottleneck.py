@@ -77,7 +77,7 @@ from controller.scenarios.common import (
 )
 from controller.topology import iface_on, peer_in_subnet, sample_ifaces_for
 from controller.traffic.iperf3 import FlowSpec
-from controller.units import format_delay
+from controller.units import format_bytes, format_delay
 from nodes.mptcp import EndpointConfig, MptcpEndpoint
 
 PARAMS = (
@@ -287,6 +287,12 @@ def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
     return foreign_check(out, data, span.bounds)
 
 
+def _rmem_max(buffers: Mapping[str, str]) -> str:
+    """The receive buffer's maximum the run set, as ctl prints byte counts: `32 MiB (33,554,432 B)`."""
+    last = str(buffers.get("net.ipv4.tcp_rmem", "")).split()[-1:]
+    return format_bytes(int(last[0])) if last and last[0].isdigit() else "-"
+
+
 def render(s: dict) -> str:
     par = s["parameters"]
     title = (f"shared-bottleneck  case {par['case']}  delay path1 {par['delay1']} / path2 {par['delay2']}  "
@@ -305,7 +311,7 @@ def render(s: dict) -> str:
     out.append(f"MPTCP negotiated: {'yes' if m['negotiated'] else 'NO'}; subflows per path: "
                + ", ".join(f"{k} {v}" for k, v in m["subflows_established_per_link"].items())
                + f"; bottleneck carried {s['bottleneck_forward_mbps']} Mbit/s; socket buffers max "
-               + par["socket_buffers"].get("net.ipv4.tcp_rmem", "-").split()[-1] + " B")
+               + _rmem_max(par["socket_buffers"]))
     if s.get("sender_counters"):
         out.append(sender_counters_line(s["sender_counters"]))
     if foreign_line(s):

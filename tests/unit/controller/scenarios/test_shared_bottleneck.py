@@ -18,7 +18,7 @@ from bridges.base import Direction, PipeConfig
 from controller import scenarios
 from controller.cli.run import prepare_run
 from controller.errors import ParameterError, ScenarioError, UsageError
-from controller.units import Queue
+from controller.units import Queue, format_bytes
 from nodes.mptcp import MptcpEndpoint
 from tests.support.shipped import INVENTORIES, RECORDED_RUNS, summarized
 
@@ -200,6 +200,9 @@ def test_render_is_the_papers_table(recorded):
     assert lines[head + 2].split() == ["cubic", "(this", "run)", "1.306"]
     assert lines[head + 6].split() == ["MCubic", "(paper)", "1.000"]
     assert "MPTCP negotiated: yes; subflows per path: sbd1 1, sbd2 1" in text
+    # the socket buffers' maximum as ctl prints byte counts (was the bare "33554432 B")
+    rmem = int(s["parameters"]["socket_buffers"]["net.ipv4.tcp_rmem"].split()[-1])
+    assert f"; socket buffers max {format_bytes(rmem)}" in text and f"{rmem:,} B" in format_bytes(rmem)
     assert "RESULT INVALID" not in text
 
 
