@@ -287,6 +287,11 @@ def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
     return foreign_check(out, data, span.bounds)
 
 
+def _mbps(v: float | None) -> str:
+    """A rate of the summary with its unit, or `-` when the record (or the window) has none."""
+    return "-" if v is None else f"{v} Mbit/s"
+
+
 def _rmem_max(buffers: Mapping[str, str]) -> str:
     """The receive buffer's maximum the run set, as ctl prints byte counts: `32 MiB (33,554,432 B)`."""
     last = str(buffers.get("net.ipv4.tcp_rmem", "")).split()[-1:]
@@ -310,7 +315,7 @@ def render(s: dict) -> str:
     m = s["mptcp"]
     out.append(f"MPTCP negotiated: {'yes' if m['negotiated'] else 'NO'}; subflows per path: "
                + ", ".join(f"{k} {v}" for k, v in m["subflows_established_per_link"].items())
-               + f"; bottleneck carried {s['bottleneck_forward_mbps']} Mbit/s; socket buffers max "
+               + f"; bottleneck carried {_mbps(s['bottleneck_forward_mbps'])}; socket buffers max "
                + _rmem_max(par["socket_buffers"]))
     if s.get("sender_counters"):
         out.append(sender_counters_line(s["sender_counters"]))

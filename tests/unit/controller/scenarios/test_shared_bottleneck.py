@@ -204,6 +204,14 @@ def test_render_is_the_papers_table(recorded):
     rmem = int(s["parameters"]["socket_buffers"]["net.ipv4.tcp_rmem"].split()[-1])
     assert f"; socket buffers max {format_bytes(rmem)}" in text and f"{rmem:,} B" in format_bytes(rmem)
     assert "RESULT INVALID" not in text
+    assert f"; bottleneck carried {s['bottleneck_forward_mbps']} Mbit/s;" in text
+
+
+def test_render_of_a_summary_without_the_bridge_rate_says_so(recorded):
+    """A window with no shaper sample (`ctl runs show --window 0.001s:0.002s`) printed 'None Mbit/s'."""
+    _, s = recorded
+    text = scenarios.get("shared-bottleneck").render({**s, "bottleneck_forward_mbps": None})
+    assert "; bottleneck carried -;" in text and "None" not in text
 
 
 def test_a_missing_subflow_makes_the_result_invalid(recorded):
