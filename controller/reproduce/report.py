@@ -177,19 +177,28 @@ def _forwarder_limit(sel: list, ctx: Context) -> list[Block]:
         limited = [d for d in known if d > 0]
         cpu_known = [float(x) for x in cpus if x is not None]
         busy = [x for x in cpu_known if x >= FORWARDER_BUSY_PCT]
+        if not known and not cpu_known:     # "the limit in 0 of 0 runs" said nothing and read as a finding
+            out.append(("p", f"{bbr_label(row, ctx)} at 1 Gbit/s: none of its {_runs(len(drops))} recorded the "
+                             "forwarder's drops or CPU (records from before ctl kept them, or links not shaped by "
+                             "ctl's dnpipe forwarder): whether the forwarder was the limit is not known."))
+            continue
         text = (f"{bbr_label(row, ctx)} at 1 Gbit/s: the forwarder was the limit in {len(limited)} of {len(known)} "
                 "runs that recorded its drops (frames the kernel dropped before dnpipe read them)"
-                + (f"; {len(drops) - len(known)} runs did not record them" if len(drops) > len(known) else ""))
+                + (f"; {_runs(len(drops) - len(known))} did not record them" if len(drops) > len(known) else ""))
         if cpu_known:
             text += (f"; it was busy {FORWARDER_BUSY_PCT:g} % of a core or more, so it may have been the limit, in "
                      f"{len(busy)} of {len(cpu_known)} runs that recorded its CPU (over the traffic window: "
                      f"{min(cpu_known):.0f}-{max(cpu_known):.0f} % of a core)")
         if len(cpus) > len(cpu_known):
-            text += f"; {len(cpus) - len(cpu_known)} runs did not record its CPU"
+            text += f"; {_runs(len(cpus) - len(cpu_known))} did not record its CPU"
         text += (". Where it was or may have been the limit, compare at 100 Mbit/s "
                  "(docs/howto/bpf-congestion-control.md)." if limited or busy or not cpu_known else ".")
         out.append(("p", text))
     return out
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
 
 
 def _parallel(m: Measured) -> list[Block]:
