@@ -53,7 +53,7 @@ SERVER_IMPORTS = ("controller.cli", "controller.cli.common", "asyncssh", "contro
                   "controller.scenarios.distinct_bottleneck")
 
 SERVER = r'''
-import json, os, runpy, signal, socket, sys, traceback
+import json, math, os, runpy, signal, socket, sys, traceback
 sock_path, imports = sys.argv[1], json.loads(sys.argv[2])
 sys.argv = sys.argv[:1]
 sys.path[0] = os.getcwd()          # as `python -m` sets it: the working directory, absolute
@@ -129,7 +129,7 @@ def waiter(conn, req, fds):
     for fd in fds:
         os.close(fd)
     signal.signal(signal.SIGALRM, lambda *_: os.kill(pid, signal.SIGKILL))
-    signal.alarm(int(req["timeout"]))
+    signal.alarm(max(1, math.ceil(req["timeout"])))
     _, status, usage = os.wait4(pid, 0)
     signal.alarm(0)
     conn.sendall(json.dumps({"pid": pid, "returncode": os.waitstatus_to_exitcode(status),
