@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -20,10 +21,12 @@ F, R = Direction.FORWARD, Direction.REVERSE
 
 @pytest.fixture(scope="module")
 def shaper(tmp_path_factory):
-    import os
-    os.environ.setdefault("CTL_STATE_DIR", str(tmp_path_factory.mktemp("state")))
-    inv = load_inventory(ROOT / "inventory" / "virtual.yaml")
-    return DnpipeShaper(inv, "br2")
+    # A state dir for the inventory's secrets, for this module only (it used to stay set in the
+    # environment for every later test of the process: test_influx_token then failed in a one-process run).
+    with pytest.MonkeyPatch.context() as mp:
+        if "CTL_STATE_DIR" not in os.environ:
+            mp.setenv("CTL_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+        yield DnpipeShaper(load_inventory(ROOT / "inventory" / "virtual.yaml"), "br2")
 
 
 def state_from(shaper, name: str) -> ShaperState:

@@ -10,8 +10,16 @@ import sys
 
 import pytest
 
-from bridges.base import (Capabilities, Direction, PipeConfig, Red, ShaperState, check_capabilities, parse_aqm,
-                          shaper_fidelity)
+from bridges.base import (
+    Capabilities,
+    Direction,
+    PipeConfig,
+    Red,
+    ShaperState,
+    check_capabilities,
+    parse_aqm,
+    shaper_fidelity,
+)
 from bridges.dnpipe_driver import DEFAULT, DnpipeShaper, config_of
 from controller.commands import CommandResult
 from controller.errors import ParameterError, UnsupportedShaping
@@ -25,8 +33,12 @@ SHOW = TESTS / "fixtures" / "generated" / "dnpipe" / "show_default.json"
 
 @pytest.fixture(scope="module")
 def shaper(tmp_path_factory):
-    os.environ.setdefault("CTL_STATE_DIR", str(tmp_path_factory.mktemp("state")))
-    return DnpipeShaper(load_inventory(ROOT / "inventory" / "virtual.yaml"), "br2")
+    # A state dir for the inventory's secrets, for this module only (it used to stay set in the
+    # environment for every later test of the process: test_influx_token then failed in a one-process run).
+    with pytest.MonkeyPatch.context() as mp:
+        if "CTL_STATE_DIR" not in os.environ:
+            mp.setenv("CTL_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+        yield DnpipeShaper(load_inventory(ROOT / "inventory" / "virtual.yaml"), "br2")
 
 
 def test_red_parses_and_checks_as_ipfw():
