@@ -332,6 +332,12 @@ def format_percent(p: float) -> str:
     return f"{p * 100:.6g} %"
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 flow`, `3 flows`, `0 flows`: a count with its noun in the right number (`plural`
+    where adding an s is wrong)."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def format_bytes(n: int) -> str:
     """A byte count for people: `5,000,000 B (4.77 MiB)`, `1 MiB (1,048,576 B)`, `1,500 B`."""
     for scale, unit in ((1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB")):

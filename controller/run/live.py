@@ -15,6 +15,7 @@ from controller.inventory import Inventory
 from controller.scenarios.base import RunPlan
 from controller.telemetry.live import LinkRate, LiveRates
 from controller.traffic.progress import TrafficProgress, Unit, timed_progress
+from controller.units import counted
 
 LIVE_INTERVAL_S = 1.0
 MAX_FLOW_LINES = 8     # the block stays a few lines high whatever the number of flows
@@ -84,7 +85,7 @@ class LiveFeed:
             return progress(now)
         # A traffic runner without its own progress: the plan's length, its flows as running.
         units = [Unit(f.name, "running", f.name) for f in self.plan.flows]
-        return timed_progress(f"{len(units)} flows", units, 0.0, self.plan.duration_s)
+        return timed_progress(counted(len(units), "flow"), units, 0.0, self.plan.duration_s)
 
 
 def start_view(feed: LiveFeed, sink: "LiveSink", errors: list) -> "asyncio.Task":

@@ -44,6 +44,7 @@ from controller.ssh import CommandLog, SSHPool
 from controller.telemetry.hosts import TelemetryHub, flow_points
 from controller.telemetry.spool import InfluxTarget, InfluxWriter, pending_points
 from controller.traffic.iperf3 import FlowRun, TrafficRunner, iperf3_supports_mptcp
+from controller.units import counted
 from nodes.base import EndpointDriver
 from nodes.mptcp import EndpointState, MptcpEndpointDriver, metadata_commands
 from controller.errors import CtlError, RestoreFailed, ResultInvalid, SSHError, TrafficError, VerifyError
@@ -292,10 +293,10 @@ class Run:
             # e.g. "20 BitTorrent downloads of 20MiB (...), each up to 10m00s": what the step really does
             self.progress(f"traffic: {self.traffic.describe()}")
         elif span > self.plan.duration_s + 0.5:
-            self.progress(f"traffic: {len(self.plan.flows)} flows of {self.plan.duration_s:g} s, staggered over "
+            self.progress(f"traffic: {counted(len(self.plan.flows), 'flow')} of {self.plan.duration_s:g} s, staggered over "
                           f"{span:g} s")
         else:
-            self.progress(f"traffic: {len(self.plan.flows)} flows for {self.plan.duration_s:g} s")
+            self.progress(f"traffic: {counted(len(self.plan.flows), 'flow')} for {self.plan.duration_s:g} s")
         view = self._start_live()
         try:
             await self._traffic()
@@ -435,8 +436,7 @@ class Run:
             if when == "before":
                 self.nstat.pop(h, None)
             if r.exit_status != 0:
-                # Never an empty or partial read as counters: the summary then says "no MPTcpExt
-                # counters recorded" for an MPTCP host, and this says why.
+                # Never a failed read as counters: the verdict says "no MPTcpExt counters recorded", this why.
                 if h in required:
                     why = "timed out" if r.exit_status is None else f"exit {r.exit_status}"
                     self.progress(f"warning: {h}: `nstat -asz` (counters {when} the traffic) failed ({why}): "
@@ -476,8 +476,9 @@ class Run:
                         self.record.write_raw(r.spec.server, f"iperf3-{r.spec.name}.server.json", r.server_json)
         if self.telemetry is not None:
             monitors = [self.telemetry.streams.get(f"{h}:monitor") for h in self.plan.mptcp_hosts if h not in skip]
-            await asyncio.gather(*(m.proc.terminate(grace=1) for m in monitors if m is not None))
-            await self.telemetry.stop()
+            # Monitors (by PID) and samplers stop together; the hub waits for every stream's end.
+            await asyncio.gather(*(m.proc.terminate(grace=1) for m in monitors if m is not None),
+                                 self.telemetry.stop())
             for h in self.plan.mptcp_hosts:
                 text = self.telemetry.monitor_text(h)
                 self.monitor_text[h] = text

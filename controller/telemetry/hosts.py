@@ -22,6 +22,7 @@ from controller.telemetry.snmp.counters import Event
 from controller.telemetry.snmp.poller import SnmpPoller
 from controller.telemetry.snmp.threaded import ThreadedPoller
 from controller.telemetry.spool import Spool
+from controller.units import counted
 
 SAMPLER_SOURCE = (Path(__file__).resolve().parents[2] / "nodes" / "agent" / "sampler.py").read_text()
 INTERVAL_S = 0.1
@@ -65,8 +66,8 @@ class HostStream:
 
     async def start(self, session: Any) -> None:
         argv = ("python3", "-u", "-c", SAMPLER_SOURCE, json.dumps(self.config(), separators=(",", ":")))
-        self.proc = await session.spawn(argv, note=f"sampler ({len(self.ifaces)} interfaces, "
-                                                    f"{len(self.probes)} probes, {INTERVAL_S:g} s)",
+        self.proc = await session.spawn(argv, note=f"sampler ({counted(len(self.ifaces), 'interface')}, "
+                                                    f"{counted(len(self.probes), 'probe')}, {INTERVAL_S:g} s)",
                                         stdin_open=True)
         if not self.hub.dry_run:
             self.raw = open(self.hub.record.raw_path(self.host, "sampler.jsonl"), "a", buffering=1 << 16)

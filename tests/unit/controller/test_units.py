@@ -420,3 +420,11 @@ def test_human_formatters():
 def test_format_bytes_reads_without_an_exponent(n, text):
     assert format_bytes(n) == text
     assert "e+" not in format_bytes(n)
+
+
+def test_counted_puts_the_noun_in_its_number():
+    from controller.units import counted
+    assert [counted(n, "flow") for n in (0, 1, 2)] == ["0 flows", "1 flow", "2 flows"]
+    assert counted(1, "probe") == "1 probe" and counted(3, "interface") == "3 interfaces"
+    assert counted(2, "BitTorrent download") == "2 BitTorrent downloads"
+    assert counted(2, "proxy", "proxies") == "2 proxies"
