@@ -248,9 +248,12 @@ def flow_over(run: Any, points: Sequence[Point], span: Span) -> FlowThroughput:
 
 def mptcp_verdict(inv: Inventory, flow: str, client: str, server: str, nstat_texts: Mapping[str, tuple[str, str]],
                   monitor_texts: Mapping[str, str], subflows: list[dict], expected_links: Sequence[str],
-                  min_bytes: int = 64 * 1024) -> dict:
+                  min_bytes: int = 64 * 1024, run_subflows: list[dict] | None = None) -> dict:
     """Was MPTCP really used, how many subflows per link, and did each expected link carry data
-    (at least `min_bytes`: callers scale it to the link's capacity and the run's duration)."""
+    (at least `min_bytes`: callers scale it to the link's capacity and the run's duration).
+    `subflows` may be a window's; `run_subflows` (default: `subflows`) are the whole run's, whose
+    tokens tell the flow's connections from others (iperf3's control connection) in the monitor's
+    events: a window without subflow samples must not count the control connection."""
     from controller.parsers import ip_mptcp, nstat
     reasons: list[str] = []
     out: dict[str, Any] = {"flow": flow}
@@ -272,7 +275,8 @@ def mptcp_verdict(inv: Inventory, flow: str, client: str, server: str, nstat_tex
     if client in monitor_texts:
         events = ip_mptcp.parse_monitor(monitor_texts[client])
         conns = ip_mptcp.count_subflows(events)
-        tokens = {s.get("mptcp_token") for s in subflows if s.get("mptcp_token")}
+        tokens = {s.get("mptcp_token") for s in (subflows if run_subflows is None else run_subflows)
+                  if s.get("mptcp_token")}
         out["monitor_connections"] = len(conns)
         for tok, c in conns.items():
             if tokens and tok not in tokens:

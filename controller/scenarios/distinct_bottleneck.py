@@ -157,13 +157,16 @@ def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
     mptcp_run = next(r for r in data.flows if r.spec.name == "mptcp")
     subs = subflow_throughput(data.points, "mptcp", span.bounds, role="client",
                               data_ports=data_local_ports(mptcp_run), slack_s=span.slack(0.5))
+    run_subs = subs if span.whole else subflow_throughput(
+        data.points, "mptcp", Span.of(data.window).bounds, role="client", data_ports=data_local_ports(mptcp_run),
+        slack_s=Span.of(data.window).slack(0.5))
     links = link_throughput(data.points, data.inventory, span.bounds)
     # "Carried data": at least 1 % of what the slower link can carry in the run (>= 64 KiB),
     # or in the window.
     seconds = p["duration"] if span.whole else span.seconds
     min_bytes = max(64 * 1024, int(min(p["link1"], p["link2"]) * seconds / 8 * 0.01))
     verdict = mptcp_verdict(data.inventory, "mptcp", p["mptcp_client"], p["mptcp_server"], data.nstat,
-                            data.monitor, subs, [l1, l2], min_bytes=min_bytes)
+                            data.monitor, subs, [l1, l2], min_bytes=min_bytes, run_subflows=run_subs)
     names = ["mptcp", f"tcp-{l1}", f"tcp-{l2}"]
     thr = [flows[n].receiver_bps for n in names]
     jain = jain_index([t for t in thr if t is not None]) if all(t is not None for t in thr) else None

@@ -200,6 +200,9 @@ def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
     slack = span.slack(0.5)
     subs = subflow_throughput(data.points, "mptcp", span.bounds, role="client",
                               data_ports=data_local_ports(runs["mptcp"]), slack_s=slack)
+    run_subs = subs if span.whole else subflow_throughput(
+        data.points, "mptcp", Span.of(data.window).bounds, role="client", data_ports=data_local_ports(runs["mptcp"]),
+        slack_s=Span.of(data.window).slack(0.5))
     tcp_socks = subflow_throughput(data.points, "tcp", span.bounds, role="client",
                                    data_ports=data_local_ports(runs["tcp"]), slack_s=slack)
     links = link_throughput(data.points, data.inventory, span.bounds)
@@ -208,7 +211,8 @@ def summarize(data: Any, window: TrafficWindow | None = None) -> dict:
     # start needs ~11 RTTs (18 s) to fill the pipe.
     min_bytes = 64 * 1024
     verdict = mptcp_verdict(data.inventory, "mptcp", p["mptcp_client"], p["mptcp_server"], data.nstat,
-                            data.monitor, subs, [l1, l2] if p["subflows"] == 2 else [l1], min_bytes=min_bytes)
+                            data.monitor, subs, [l1, l2] if p["subflows"] == 2 else [l1], min_bytes=min_bytes,
+                            run_subflows=run_subs)
     # A connection's rate is its bytes over the same time for both connections (the window), not the
     # sum of its sockets' rates each over its own life: a subflow that joins seconds late (a long
     # path) would otherwise count as if it had sent for the whole window (9 % on an 800 ms run).

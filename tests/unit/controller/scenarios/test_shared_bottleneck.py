@@ -237,3 +237,14 @@ def test_summary_json_carries_the_papers_table(recorded):
     assert t["columns"] == ["algorithm", "800ms"] and t["title"].startswith("Table 2")
     assert t["rows"][0] == ["cubic (this run)", 1.306] and ["MCubic (paper)", 1.0] in t["rows"]
     json.dumps(recorded[1])
+
+
+def test_a_window_without_subflow_samples_counts_no_control_connection(sc, recorded):
+    """`ctl runs show --window 0.001s:0.002s` (issue 24 audit): no subflow sample falls in such a window;
+    the monitor's connections are still told apart by the whole run's tokens, so iperf3's control
+    connection is not counted as a subflow (it showed 2 per link where the run has 1)."""
+    from controller.results.window import TrafficWindow
+    data, whole = recorded
+    t0, t1 = data.window
+    tiny = sc.summarize(data, TrafficWindow(0.001, 0.002, t1 - t0))
+    assert tiny["mptcp"]["subflows_established_per_link"] == whole["mptcp"]["subflows_established_per_link"]
