@@ -141,9 +141,11 @@ def run_baseline(inv, commands: list[tuple[str, list[str]]]) -> float:
 
 
 # A fixed piece of CPU work in a fresh interpreter, timed in CPU seconds (user + system): it moves
-# with the machine (the processor the VM got, its clock), hardly with the load, and never with ctl's
-# code, so two measurements on different days can be told apart (issue 28: the same code ran ~1.5x
-# slower after the VM restarted at 2026-11-27 07:41 UTC; the plain-ssh baseline said so, too).
+# with the machine (the processor the VM got, its clock) and never with ctl's code, so two
+# measurements on different days can be told apart (issue 28: the same code ran ~1.5x slower after
+# the VM restarted at 2026-11-27 07:41 UTC; the plain-ssh baseline said so, too). It moves with the
+# load as well (491-500 ms at load 1.3, 615-647 ms at load ~6, nice 19, 2026-11-27): compare it at
+# like loads, the load printed beside it.
 CALIBRATION = "import hashlib\nx = b'ctl' * 300\nfor i in range(60000):\n    x = hashlib.sha256(x).digest() * 300\nsum(i * i for i in range(400000))"
 
 
@@ -178,7 +180,8 @@ def main() -> int:
     runs_dir.mkdir(parents=True, exist_ok=True)
     print(f"# control overhead, {platform.node()}, {os.cpu_count()} cores, kernel {platform.release()}, "
           f"inventory {inv.name}, {args.runs} paired repetitions")
-    print(f"# machine: a fixed CPU task (CALIBRATION) took {calibration_ms():.0f} ms of CPU (least of 3)", flush=True)
+    print(f"# machine: a fixed CPU task (CALIBRATION) took {calibration_ms():.0f} ms of CPU (least of 3; "
+          f"load {os.getloadavg()[0]:.1f})", flush=True)
     run_ctl(args.duration, runs_dir, inv_path)  # warm-up: brings the lab up, warms caches
     if args.before:
         run_ctl(args.duration, runs_dir, inv_path, args.before)
