@@ -241,6 +241,27 @@ def test_a_killed_controller_leaves_the_program_until_the_next_start_recovers(cc
     assert m["status"] in ("aborted", "interrupted"), m["status"]
 
 
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_aborted_run_unloads_its_program_itself(cc_rack, sig, code):
+    """Ctrl-C or SIGTERM mid-traffic (issue 24: a BPF algorithm's lifecycle on every way a run ends):
+    the run restores the rack itself, its hold on the program goes with it, and nothing is left
+    registered for the next start to recover (unlike kill -9, above)."""
+    before = snapshot()
+    proc = cc_rack.popen("run", "rtt-loss-sweep", "--rtt", "40ms", "--loss", "0.1%", "--cc", "bbr3", "--bw", "20M",
+                         "--duration", "30s")
+    _wait_for_traffic(proc)
+    time.sleep(2)
+    assert "bbr3" in available()                          # loaded for the run
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err[-2000:]
+    assert_nothing_left(before, run_holders(cc_rack.runs_dir))
+    rec = Path(out.split("record: ")[1].split()[0])
+    m = json.loads((rec / "manifest.json").read_text())
+    assert m["status"] == "aborted" and signal.Signals(sig).name in m["errors"][0]["error"], m["errors"]
+    assert not m.get("restore_problems"), m.get("restore_problems")
+
+
 # The BitTorrent step with --cc lia (the hosts' default for the run, given back afterwards):
 # tests/integration/test_scenarios_more.py, test_mptcp_bittorrent_global_tracker (one run for both).
 
