@@ -39,6 +39,11 @@ OBJECTS_ON_HOST = "/run/ctl-cc/objects"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
+# What a dry run lists where a real run puts the object it builds for the host's kernel.
+DRY_RUN_SHA256 = "<sha256 of the object ctl builds at run time for this kernel>"
+DRY_RUN_OBJECT = "<object ctl builds at run time for this kernel>"
+
+
 def holder_id(rack: str, state_identity: str, run_id: str) -> str:
     """The id a run holds BPF programs under in a host's /run/ctl-cc/holders.json (pure).
 
@@ -159,9 +164,8 @@ class CongestionStage:
             CongestionDriver(h, self.holder, {n: LoadObject(n, "", "") for n in need[h]}).check(self.wanted[h],
                                                                                                 states[h])
         if self.dry_run:   # nothing is built or loaded: the listing shows the commands of a real run
-            self.drivers = {h: CongestionDriver(h, self.holder, {n: LoadObject(n, "<sha256 of the object built for "
-                                                                              "the host's kernel>",
-                                                                              "<object built for the host's kernel>")
+            # Placeholders a reader cannot take for values, without quotes of their own in the listing.
+            self.drivers = {h: CongestionDriver(h, self.holder, {n: LoadObject(n, DRY_RUN_SHA256, DRY_RUN_OBJECT)
                                                                  for n in need[h]}) for h in self.hosts}
             self.manifest["congestion"] = {"holder": self.holder, "wanted": {h: sorted(v) for h, v in self.wanted.items()},
                                            "algorithms": {}, "hosts": {h: {"before": st.to_json()}

@@ -55,3 +55,20 @@ def test_a_host_running_only_the_kernels_algorithms_gets_no_command_at_restore()
     assert _hostctl(log, "a2") == ["unload"]     # mcubic: left (a real run probes first; a dry run
     #                                              plans from the state the load would have left)
     assert stage.touched == {"a2"}
+
+
+def test_a_dry_runs_load_names_what_a_real_run_puts_there():
+    """The dry run's `load` line carries placeholders that say the object is built at run time and
+    need no quoting of their own (they printed `'<... the host'"'"'s kernel>'`; issue 22 audit)."""
+    from controller.run.congestion import DRY_RUN_OBJECT, DRY_RUN_SHA256
+    stage, log, _ = _stage({"a2": {"mcubic"}})
+
+    async def run() -> None:
+        await stage.prepare()
+        await stage.configure()
+
+    with no_state_dir():
+        asyncio.run(run())
+    (load,) = [r for r in log if r.host == "a2" and r.argv[:2] == ("python3", "-c") and r.argv[3] == "load"]
+    assert load.argv[5:7] == (DRY_RUN_SHA256, DRY_RUN_OBJECT)
+    assert all("run time" in p and "'" not in p for p in (DRY_RUN_SHA256, DRY_RUN_OBJECT))
