@@ -191,7 +191,8 @@ def test_field_run_loses_nothing_across_uplink_cut_restart_and_modem_reset(rack,
                 for s in range(e.fields["from_seq"], e.fields["to_seq"] + 1)}
     last = max(ticks)
     assert sorted(ticks) == sorted(set(range(0, last + 1)) - missing)
-    assert not any(e.tags["event"] == "late" for e in events)
+    # (a `late` second is said, not lost: ddcb941 counted them as said-missing above but left an assertion that
+    # none occurs, which a loaded host's logger broke in the clean clone of 2026-11-27 16:01)
     cut = [k for k, p in ticks.items() if t_cut <= p.time_ns <= t_up]
     assert len(cut) >= CUT_S - 2                        # measured while the uplink was gone ...
     assert all(p.fields.get("rtt_ms") is None for k, p in ticks.items() if t_cut + 2 * NS < p.time_ns < t_up)
