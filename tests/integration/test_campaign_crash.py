@@ -70,6 +70,17 @@ def start_daemon(rack, log: Path) -> subprocess.Popen:
         fh.close()
 
 
+def daemon_until_idle(rack, log: Path) -> None:
+    """A campaign daemon with --exit-when-idle, its output in `log`; it must end with status 0."""
+    fh = open(log, "w")
+    try:
+        d = subprocess.run([sys.executable, "-m", "controller", "campaign", "daemon", "--exit-when-idle"],
+                           cwd=PROJECT, env=rack.env(), stdout=fh, stderr=subprocess.STDOUT, text=True, timeout=300)
+    finally:
+        fh.close()
+    assert d.returncode == 0, log.read_text()[-3000:]
+
+
 def wait_for(log: Path, pattern: str, proc: subprocess.Popen, timeout: float = 90, after: int = 0) -> int:
     """Wait until `pattern` appears in the log after offset `after`; returns the offset past it."""
     deadline = time.monotonic() + timeout
@@ -317,13 +328,7 @@ def test_a_kill_9_while_a_done_runs_figures_go_in_loses_only_the_figures(rack, t
     assert mine["state"] == "done" and [a["status"] for a in mine["attempts"]] == ["completed"], mine
 
     log2 = tmp_path / "daemon2.log"
-    fh = open(log2, "w")
-    try:
-        d2 = subprocess.run([sys.executable, "-m", "controller", "campaign", "daemon", "--exit-when-idle"],
-                            cwd=PROJECT, env=rack.env(), stdout=fh, stderr=subprocess.STDOUT, text=True, timeout=300)
-    finally:
-        fh.close()
-    assert d2.returncode == 0, log2.read_text()[-3000:]
+    daemon_until_idle(rack, log2)
     st = status(rack, num)
     assert st["state"] == "done" and st["progress"]["done"] == 3, st
     for r in st["runs"]:
@@ -503,13 +508,7 @@ def test_a_kill_9_while_a_done_runs_figures_wait_for_the_next_traffic_loses_only
     assert mine["state"] == "done" and [a["status"] for a in mine["attempts"]] == ["completed"], mine
 
     log2 = tmp_path / "daemon2.log"
-    fh = open(log2, "w")
-    try:
-        d2 = subprocess.run([sys.executable, "-m", "controller", "campaign", "daemon", "--exit-when-idle"],
-                            cwd=PROJECT, env=rack.env(), stdout=fh, stderr=subprocess.STDOUT, text=True, timeout=300)
-    finally:
-        fh.close()
-    assert d2.returncode == 0, log2.read_text()[-3000:]
+    daemon_until_idle(rack, log2)
     st = status(rack, num)
     assert st["state"] == "done" and st["progress"]["done"] == 2, st
     for r in st["runs"]:

@@ -47,6 +47,19 @@ def isolated_ctl(monkeypatch: Any, tmp: Path, runs: Path | None = None) -> Path:
     return runs
 
 
+def json_cli(capsys: Any) -> Any:
+    """call(*argv, code=0): `ctl ARGV --json` in-process (after isolated_ctl); asserts its exit status
+    and returns the parsed document."""
+    from controller.cli import main
+
+    def call(*argv: str, code: int = 0) -> dict:
+        got = main([*argv, "--json"])
+        out, err = capsys.readouterr()
+        assert got == code, (argv, got, err)
+        return json.loads(out)
+    return call
+
+
 def copy_runs(runs: dict[Path, str], root: Path) -> Path:
     """The runs under their run ids in `root`, as a runs directory holds them."""
     for d, rid in runs.items():

@@ -11,7 +11,6 @@ tests/integration/test_lab_json.py.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import time
 
@@ -26,7 +25,7 @@ from controller.cli.common import envelope
 from controller.inventory_check import check_file
 from controller.results.records import RunRecord
 from controller.schemas.outputs import OUTPUTS
-from tests.support.shipped import ROOT, isolated_ctl
+from tests.support.shipped import ROOT, isolated_ctl, json_cli
 from tests.unit.controller.cli.test_json_envelope import check
 
 ALWAYS_JSON = {"parse"}     # prints the envelope with no flag: JSON is its only output
@@ -70,13 +69,7 @@ def test_the_walk_finds_a_command_without_json():
 def ctl(tmp_path, monkeypatch, capsys):
     isolated_ctl(monkeypatch, tmp_path)
     monkeypatch.setenv("CTL_LOCK_DIR", str(tmp_path / "locks"))
-
-    def call(*argv: str, code: int = 0) -> dict:
-        got = main([*argv, "--json"])
-        out, err = capsys.readouterr()
-        assert got == code, (argv, got, err)
-        return json.loads(out)
-    return call
+    return json_cli(capsys)
 
 
 # ---- inventory init ---------------------------------------------------------------------------------

@@ -22,7 +22,6 @@ import yaml
 from pydantic import BaseModel
 
 from bridges.base import shaper_class
-from controller.cli import main
 from controller.cli.common import envelope
 from controller.commands import CommandResult
 from controller.inventory import load_inventory
@@ -34,7 +33,7 @@ from controller.rack.probe import (HostProbe, ProbeReport, ScenarioVerdict, _run
 from controller.schemas import OUTPUT_DIR, item_outputs, parse_items, probe_outputs
 from controller.schemas.outputs import OUTPUTS, file_name
 from tests.support.ipfw_fake import FakeDummynetHost
-from tests.support.shipped import FIXTURES, LAB, VIRTUAL, isolated_ctl, no_state_dir
+from tests.support.shipped import FIXTURES, LAB, VIRTUAL, isolated_ctl, json_cli, no_state_dir
 from tests.unit.controller.cli.test_json_envelope import check
 
 # (model title, property) -> why its members are not typed. A model's title is its class name.
@@ -115,13 +114,7 @@ def ctl(tmp_path, monkeypatch, capsys):
     isolated_ctl(monkeypatch, tmp_path)
     monkeypatch.setenv("CTL_LOCK_DIR", str(tmp_path / "locks"))
     monkeypatch.delenv("CTL_INFLUX_TOKEN", raising=False)
-
-    def call(*argv: str, code: int = 0) -> dict:
-        got = main([*argv, "--json"])
-        out, err = capsys.readouterr()
-        assert got == code, (argv, got, err)
-        return json.loads(out)
-    return call
+    return json_cli(capsys)
 
 
 def test_cc_list_on_this_kernel(ctl):
