@@ -21,6 +21,7 @@ from pathlib import Path
 from controller.cli.commands import JSON_HELP, Parser, add_command
 from controller.cli.common import print_json
 from controller.errors import UsageError
+from controller.units import counted
 from controller.inventory import resolve_inventory_path
 from controller.inventory_check import CheckReport, check_file
 from controller.inventory_skeleton import SHAPERS, parse_host, skeleton
@@ -74,7 +75,7 @@ def _print_report(report: CheckReport, fits: list) -> None:
         return
     inv = report.inventory
     assert inv is not None
-    print(f"{shown}: valid: rack {inv.name} ({inv.kind}), {_n(len(inv.hosts), 'host')}, {_n(len(inv.links), 'link')}"
+    print(f"{shown}: valid: rack {inv.name} ({inv.kind}), {counted(len(inv.hosts), 'host')}, {counted(len(inv.links), 'link')}"
           + (f", {len(report.warnings)} warning{'s' if len(report.warnings) != 1 else ''}" if report.warnings else ""))
     print("scenarios planned on this rack with no role flag (the host or link each role defaults to here; "
           "--probe asks the hosts):")
@@ -85,10 +86,6 @@ def _print_report(report: CheckReport, fits: list) -> None:
             print(escape(f"  {f.scenario:<{width}}  plans     {roles}"))
         else:
             print(escape(f"  {f.scenario:<{width}}  cannot    {f.reason}"))
-
-
-def _n(n: int, what: str) -> str:
-    return f"{n} {what}{'s' if n != 1 else ''}"
 
 
 def cmd_init(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, Literal, Sequence
 from controller.commands import Command
 from controller.errors import SSHError, TrafficError
 from controller.traffic.progress import TrafficProgress, Unit, format_seconds, timed_progress
+from controller.units import counted
 if TYPE_CHECKING:  # asyncssh is heavy to import; bad-input paths never need it
     from controller.ssh import SSHPool, SSHRemoteProcess
 
@@ -183,7 +184,7 @@ class TrafficRunner:
             lengths = sorted({r.spec.duration_s for r in self.runs if r.spec.duration_s})
             each = f" of {lengths[0]:g} s" if len(lengths) == 1 else ""
             return f"{n} iperf3 tests{each} one after the other, {format_seconds(self.span_s)} in all"
-        return f"{n} iperf3 flow{'s' if n != 1 else ''} for {format_seconds(self.span_s)}"
+        return f"{counted(n, 'iperf3 flow')} for {format_seconds(self.span_s)}"
 
     def progress(self, now: float) -> TrafficProgress:
         units = [Unit(r.spec.name, r.state, r.spec.name) for r in self.runs]
